@@ -1,0 +1,110 @@
+"""One exception tree for pytest-violin.
+
+Every error the package raises on purpose derives from :class:`ViolinError`.
+Each subclass also inherits the builtin exception it means, so callers can
+catch ``ValueError`` (bad input) or ``RuntimeError`` (a failed generation)
+without importing anything from this package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ViolinError",
+    "InvalidImageError",
+    "ImageSizeMismatchError",
+    "InvalidColorError",
+    "SuiteError",
+    "ManifestError",
+    "SampleIdError",
+    "ModelSpecError",
+    "ThresholdError",
+    "GenerationError",
+    "BaselineError",
+]
+
+
+class ViolinError(Exception):
+    """Base class of every error raised by pytest-violin."""
+
+
+class InvalidImageError(ViolinError, ValueError):
+    """An object could not be turned into an RGB uint8 image."""
+
+
+class ImageSizeMismatchError(ViolinError, ValueError):
+    """Two images that must have the same size do not."""
+
+
+class InvalidColorError(ViolinError, ValueError):
+    """A color string or tuple is in no accepted notation."""
+
+
+class SuiteError(ViolinError, ValueError):
+    """A suite name, selection or definition is invalid."""
+
+
+class ManifestError(SuiteError):
+    """A manifest file is malformed.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    path : str, optional
+        The manifest file.
+    line : int, optional
+        1-based line number in the manifest.
+    field : str, optional
+        The JSON field at fault.
+    """
+
+    def __init__(self, message: str, *, path=None, line=None, field=None):
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        where = []
+        if self.path is not None:
+            where.append(self.path if line is None else f"{self.path}:{line}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class SampleIdError(SuiteError):
+    """A sample id is not a safe relative path of ``[a-z0-9._-]`` segments."""
+
+
+class ModelSpecError(ViolinError, ValueError):
+    """A ``--violin-model`` spec names no known adapter or is malformed."""
+
+
+class ThresholdError(ViolinError, ValueError):
+    """A threshold override is malformed or names an unknown metric."""
+
+
+class GenerationError(ViolinError, RuntimeError):
+    """A model failed to produce an image for a sample.
+
+    Parameters
+    ----------
+    reason : str
+        One line that says why (status, server message, ...).
+    attempts : int, optional
+        How many attempts were made.
+    status : int, optional
+        The HTTP status of the last attempt, where there was one.
+    """
+
+    def __init__(self, reason: str, *, attempts: int | None = None, status: int | None = None):
+        self.reason = reason
+        self.attempts = attempts
+        self.status = status
+        text = reason
+        if attempts is not None:
+            text = f"{reason} (after {attempts} attempt{'s' if attempts != 1 else ''})"
+        super().__init__(text)
+
+
+class BaselineError(ViolinError, ValueError):
+    """A baseline file is missing, malformed or incompatible."""

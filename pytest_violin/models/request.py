@@ -1,0 +1,98 @@
+"""The generation request every model adapter receives."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["GenerationRequest", "derive_seed"]
+
+
+def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
+    """Derive a per-sample seed from the run seed and the sample id.
+
+    Stable across processes, machines and Python versions (BLAKE2b, not
+    ``hash()``), so a team can replay one sample with the same seed.
+
+    Parameters
+    ----------
+    base_seed : int
+        The run seed (``--violin-seed``).
+    sample_id : str
+        The sample id.
+    repeat : int, optional
+        Repeat index for ``--violin-repeats``; 0 for the first image.
+
+    Returns
+    -------
+    int
+        A seed in ``[0, 2**31 - 1]`` (fits every framework's seed type).
+    """
+    digest = hashlib.blake2b(
+        f"{int(base_seed)}\x00{sample_id}\x00{int(repeat)}".encode(), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True, eq=False)
+class GenerationRequest:
+    """What a model is asked to produce for one sample.
+
+    Parameters
+    ----------
+    prompt : str
+        The instruction.
+    width, height : int
+        Requested image size in pixels.
+    seed : int
+        Per-sample seed (see :func:`derive_seed`).
+    sample_id : str
+        The sample id, for logging and replay.
+    task : str
+        ``color``, ``shape``, ``mask``, ...
+    images : tuple of numpy.ndarray
+        Input images for editing tasks, RGB uint8: for the mask task the
+        source image then the mask as a black/white RGB image.
+    sample : Sample, optional
+        The sample itself, for adapters that need more than the above (the
+        oracle). Never sent over the wire.
+    repeat : int
+        Repeat index (0 unless ``--violin-repeats`` is above 1).
+    """
+
+    prompt: str
+    width: int
+    height: int
+    seed: int
+    sample_id: str
+    task: str
+    images: tuple = ()
+    sample: Any = field(default=None, repr=False)
+    repeat: int = 0
+
+    @classmethod
+    def from_sample(cls, sample, *, base_seed: int = 0, repeat: int = 0) -> "GenerationRequest":
+        """Build the request for ``sample`` with its derived seed."""
+        return cls(
+            prompt=sample.prompt,
+            width=sample.width,
+            height=sample.height,
+            seed=derive_seed(base_seed, sample.id, repeat),
+            sample_id=sample.id,
+            task=sample.task,
+            images=tuple(sample.inputs),
+            sample=sample,
+            repeat=repeat,
+        )
+
+    def inputs_digest(self) -> str:
+        """A hex digest of the input images (shape and pixels), for cache keys."""
+        h = hashlib.blake2b(digest_size=16)
+        for img in self.images:
+            arr = np.ascontiguousarray(img)
+            h.update(repr((arr.shape, str(arr.dtype))).encode())
+            h.update(arr.tobytes())
+        return h.hexdigest()
