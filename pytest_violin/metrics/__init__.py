@@ -1,9 +1,30 @@
 """Violin obedience metrics: pure functions, arrays in, :class:`Metrics` out.
 
 All metrics are distances normalized to ``[0, 1]``; 0.0 is perfect
-obedience. See ``docs/metrics.md`` for every formula and parameter.
+obedience. Two profiles: ``violin`` (default) reproduces the published
+reference numbers, ``strict`` fixes their documented weaknesses. See
+``docs/metrics.md`` for every formula and parameter.
 """
 
-from ._types import PROFILES, Metrics
+from ._common import LAYOUTS
+from ._lab import rgb_to_lab
+from ._types import PROFILES, Metrics, check_profile
+from .ciede2000 import ciede2000
+from .color import COLOR_METRICS, color_metrics
+from .mask import MASK_METRICS, mask_metrics
+from .shape import SHAPE_METRICS, shape_metrics
 
-__all__ = ["Metrics", "PROFILES"]
+__all__ = [
+    "Metrics",
+    "PROFILES",
+    "LAYOUTS",
+    "COLOR_METRICS",
+    "SHAPE_METRICS",
+    "MASK_METRICS",
+    "color_metrics",
+    "shape_metrics",
+    "mask_metrics",
+    "ciede2000",
+    "rgb_to_lab",
+    "check_profile",
+]

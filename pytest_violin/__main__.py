@@ -1,0 +1,133 @@
+"""Command line: ``python -m pytest_violin export|list|sheet``.
+
+* ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
+  writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
+  stderr;
+* ``list [--suite NAME|PATH] [--tasks T ...]`` prints the sample counts per
+  task and variation;
+* ``sheet SOURCE OUT_PNG [--limit N]`` draws a contact sheet of a suite or
+  an export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from .errors import ViolinError
+
+__all__ = ["main", "build_parser"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m pytest_violin``."""
+    from .suite import SUITES
+    from .suite.sample import TASKS
+
+    parser = argparse.ArgumentParser(prog="python -m pytest_violin",
+                                     description="Violin suites: export and inspect samples.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet}")
+
+    def add_source(p):
+        p.add_argument("--suite", default="violin", metavar="NAME|PATH",
+                       help=f"built-in suite ({', '.join(SUITES)}) or a manifest file/folder "
+                            f"(default: violin)")
+        p.add_argument("--tasks", nargs="+", choices=TASKS, metavar="TASK",
+                       help=f"keep only these tasks ({', '.join(TASKS)})")
+        p.add_argument("--limit", type=_positive_int, metavar="N",
+                       help="stratified subset of at most N samples")
+        p.add_argument("--seed", type=int, default=0, help="which subset --limit draws")
+        p.add_argument("--photos-dir", metavar="DIR",
+                       help="your own base photographs for the mask task "
+                            "(default: $VIOLIN_PHOTOS_DIR or scikit-image's)")
+
+    ex = sub.add_parser("export", help="write manifest.jsonl and PNGs of a suite")
+    ex.add_argument("out_dir", metavar="OUT_DIR")
+    add_source(ex)
+    ex.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ex.add_argument("--compression", type=int, default=1, choices=range(10), metavar="0-9",
+                    help="PNG zlib level (default 1)")
+
+    ls = sub.add_parser("list", help="print sample counts per task and variation")
+    add_source(ls)
+
+    sh = sub.add_parser("sheet", help="draw a contact sheet PNG of expected images")
+    sh.add_argument("out_png", metavar="OUT_PNG")
+    add_source(sh)
+    sh.add_argument("--columns", type=_positive_int, default=10)
+    return parser
+
+
+def _load(args, parser):
+    from .suite import SUITES, load_suite
+
+    if args.suite not in SUITES and not Path(args.suite).exists():
+        parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
+                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    if args.photos_dir is not None and not Path(args.photos_dir).is_dir():
+        parser.error(f"argument --photos-dir: {args.photos_dir!r} is not a directory")
+    return load_suite(args.suite, tasks=args.tasks, limit=args.limit, seed=args.seed,
+                      photos_dir=args.photos_dir)
+
+
+def _print_counts(samples, suite, out) -> None:
+    counts = Counter((s.task, s.variation) for s in samples)
+    tasks = Counter(s.task for s in samples)
+    out.write(f"suite {suite}: {len(samples)} samples\n")
+    out.write(f"  {'task':<8} {'variation':<12} {'count':>6}\n")
+    order = []
+    for s in samples:
+        if (s.task, s.variation) not in order:
+            order.append((s.task, s.variation))
+    last = None
+    for task, variation in order:
+        if last is not None and task != last:
+            out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
+        out.write(f"  {task:<8} {variation:<12} {counts[(task, variation)]:>6}\n")
+        last = task
+    if last is not None:
+        out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        samples = _load(args, parser)
+        if args.command == "list":
+            _print_counts(samples, args.suite, sys.stdout)
+        elif args.command == "export":
+            from .suite.manifest import export_samples
+
+            path = export_samples(samples, args.out_dir, progress=not args.no_progress,
+                                  compression=args.compression)
+            sys.stdout.write(f"wrote {len(samples)} samples to {path}\n")
+        elif args.command == "sheet":
+            from .imaging import encode_png
+            from .suite.contact import contact_sheet
+
+            sheet = contact_sheet(samples, columns=args.columns)
+            Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
+            sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
+                             f"{args.out_png}\n")
+    except ViolinError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The Violin suites: deterministic samples, prompts and ground truth.
+
+``load_suite(name_or_path="violin", *, tasks=None, limit=None, seed=0,
+photos_dir=None)`` returns a list of :class:`Sample`. Suites:
+
+* ``violin`` (7,745): color v1/v2, shape, mask (inpaint/outpaint/random);
+* ``violin-absolute`` (522): hex codes, quadrants, fuzzy ranges, Chinese and
+  French prompts, ``rgb()``/``hsl()`` notations;
+* ``violin-extra`` (84): area ratio, pixel border, dot counting;
+* ``violin-probes`` (235): negation, semantic gravity, aesthetic inertia,
+  each probe naming its control.
+
+A path to a ``manifest.jsonl`` (or its folder) loads an exported suite.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from pathlib import Path
+
+from ..errors import SuiteError
+from . import absolute, extra, probes, violin
+from .builders import block_sample, color_sample, mask_sample, ratio_sample, shape_sample
+from .colors import ISCC_NBS_COLORS, format_color, parse_color
+from .ids import validate_sample_id
+from .manifest import export_samples, load_manifest
+from .photos import photos_dir_from_env
+from .sample import Sample
+from .select import filter_tasks, select_stratified
+
+__all__ = [
+    "SUITES",
+    "Sample",
+    "load_suite",
+    "export_samples",
+    "load_manifest",
+    "parse_color",
+    "format_color",
+    "ISCC_NBS_COLORS",
+    "validate_sample_id",
+    "color_sample",
+    "block_sample",
+    "ratio_sample",
+    "shape_sample",
+    "mask_sample",
+]
+
+_BUILDERS = {
+    violin.NAME: violin.build,
+    absolute.NAME: absolute.build,
+    extra.NAME: extra.build,
+    probes.NAME: probes.build,
+}
+
+#: Names of the built-in suites.
+SUITES = tuple(_BUILDERS)
+
+
+@functools.lru_cache(maxsize=16)
+def _built(name: str, photos_dir) -> tuple:
+    # Thousands of small immutable objects and no cycles: pausing the cyclic
+    # garbage collector while building roughly halves the load time.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return tuple(_BUILDERS[name](photos_dir=photos_dir))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
+               photos_dir=None) -> list:
+    """Load a built-in suite or an exported manifest.
+
+    Parameters
+    ----------
+    name_or_path : str or path
+        One of :data:`SUITES`, or a ``manifest.jsonl`` file / export folder.
+    tasks : str or iterable of str, optional
+        Keep only these tasks (``color``, ``shape``, ``mask``, ``ratio``,
+        ``border``, ``count``).
+    limit : int, optional
+        Return a deterministic stratified subset of at most ``limit``
+        samples covering every task and variation present before repeating
+        any (see :mod:`pytest_violin.suite.select`).
+    seed : int
+        Changes which subset ``limit`` draws; the samples themselves never
+        change.
+    photos_dir : path, optional
+        Folder of the user's own base photographs for the mask task of
+        ``violin`` (default: ``$VIOLIN_PHOTOS_DIR``, else scikit-image's
+        bundled photos).
+
+    Returns
+    -------
+    list of Sample
+
+    Raises
+    ------
+    SuiteError
+        Unknown suite name or path, unknown task, bad limit.
+    ManifestError
+        A malformed manifest (file, line and field in the message).
+    """
+    if isinstance(name_or_path, str) and name_or_path in _BUILDERS:
+        folder = photos_dir if photos_dir is not None else photos_dir_from_env()
+        folder = None if folder is None else str(Path(folder).resolve())
+        if name_or_path != violin.NAME:
+            folder = None
+        samples = list(_built(name_or_path, folder))
+        label = f"suite {name_or_path!r}"
+    else:
+        path = Path(name_or_path)
+        if not path.exists():
+            raise SuiteError(f"unknown suite {str(name_or_path)!r}: not a built-in suite "
+                             f"({', '.join(SUITES)}) and no such manifest file or folder")
+        samples = load_manifest(path)
+        label = f"manifest {str(path)!r}"
+    samples = filter_tasks(samples, tasks, label)
+    return select_stratified(samples, limit, seed)

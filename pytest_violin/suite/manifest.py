@@ -1,0 +1,250 @@
+"""Manifests: export a suite to ``manifest.jsonl`` + PNGs, and load one back.
+
+Layout of an export folder::
+
+    OUT_DIR/manifest.jsonl                  one JSON object per line and sample
+    OUT_DIR/expected/<sample id>.png        ground truth
+    OUT_DIR/inputs/<sample id>/image.png    mask task: source image
+    OUT_DIR/inputs/<sample id>/mask.png     mask task: the mask (white = keep)
+
+Each line holds ``id, suite, task, variation, prompt, width, height, layout,
+control, metric_names, spec`` (see :meth:`Sample.to_manifest`) plus
+``expected`` and ``inputs``: paths relative to the manifest's folder.
+Loaded samples read their ground truth and inputs from those files; a line
+without ``expected`` must have a spec that can be rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import ManifestError, SampleIdError, SuiteError
+from ..imaging import encode_png
+from .progress import ProgressBar
+from .render import RENDERABLE_KINDS
+from .sample import LAYOUTS, TASKS, Sample
+
+__all__ = ["MANIFEST_NAME", "export_samples", "load_manifest", "manifest_path"]
+
+MANIFEST_NAME = "manifest.jsonl"
+_INPUT_NAMES = {"mask": ("image", "mask")}
+
+
+def manifest_path(path) -> Path:
+    """``path`` itself if it is a file, else ``path / manifest.jsonl``."""
+    p = Path(path)
+    return p / MANIFEST_NAME if p.is_dir() else p
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def export_samples(samples, out_dir, *, progress: bool = True, stream=None,
+                   compression: int = 1) -> Path:
+    """Write a manifest and the PNGs of ``samples`` into ``out_dir``.
+
+    Streams: one sample is rendered, written and dropped at a time, so
+    memory stays flat whatever the suite size.
+
+    Parameters
+    ----------
+    samples : iterable of Sample
+        What to export (a list gives the progress bar its total).
+    out_dir : path
+        Created if missing; an existing manifest there is overwritten.
+    progress : bool
+        Show a text progress bar on ``stream`` (default stderr).
+    stream : file, optional
+        Where the progress bar goes.
+    compression : int
+        PNG zlib level 0-9.
+
+    Returns
+    -------
+    pathlib.Path
+        The manifest file.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    total = len(samples) if hasattr(samples, "__len__") else 0
+    bar = ProgressBar(total, stream=stream, label="export") if progress else None
+    target = out / MANIFEST_NAME
+    tmp = out / (MANIFEST_NAME + ".part")
+    seen = set()
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for sample in samples:
+            if sample.id in seen:
+                raise SuiteError(f"duplicate sample id {sample.id!r}; ids must be unique "
+                                 f"within an export")
+            seen.add(sample.id)
+            record = sample.to_manifest()
+            rel = f"expected/{sample.id}.png"
+            _write(out / rel, encode_png(sample.expected(), compression=compression))
+            record["expected"] = rel
+            inputs = []
+            images = sample.inputs
+            names = _INPUT_NAMES.get(sample.task, ())
+            for k, img in enumerate(images):
+                name = names[k] if k < len(names) else f"input{k}"
+                rel_in = f"inputs/{sample.id}/{name}.png"
+                _write(out / rel_in, encode_png(img, compression=compression))
+                inputs.append(rel_in)
+            del images
+            record["inputs"] = inputs
+            fh.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            if bar is not None:
+                bar.update()
+    os.replace(tmp, target)
+    if bar is not None:
+        bar.close()
+    return target
+
+
+_FIELD_TYPES = {
+    "id": str, "suite": str, "task": str, "variation": str, "prompt": str,
+    "width": int, "height": int,
+}
+
+
+def _check(record, name, kind, where, *, required=True):
+    if name not in record:
+        if required:
+            raise ManifestError(f"missing required field {name!r}", field=name, **where)
+        return None
+    value = record[name]
+    if kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+        if not ok:
+            raise ManifestError(f"{name} must be a positive integer, got {value!r}", field=name,
+                                **where)
+    elif not isinstance(value, kind):
+        raise ManifestError(f"{name} must be a {kind.__name__}, got {value!r}", field=name,
+                            **where)
+    return value
+
+
+def _resolve(base: Path, rel, field, where) -> str:
+    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts:
+        raise ManifestError(f"{field} path {rel!r} must be a relative path inside the "
+                            f"manifest folder", field=field, **where)
+    path = base / rel
+    if not path.is_file():
+        raise ManifestError(f"{field} file {str(path)!r} does not exist", field=field, **where)
+    return str(path)
+
+
+def _sample_from_record(record, base: Path, where, default_suite: str) -> Sample:
+    if not isinstance(record, dict):
+        raise ManifestError(f"each line must be a JSON object, got {type(record).__name__}",
+                            **where)
+    values = {}
+    for name, kind in _FIELD_TYPES.items():
+        values[name] = _check(record, name, kind, where,
+                              required=name not in ("suite", "variation"))
+    try:
+        from .ids import validate_sample_id
+
+        validate_sample_id(values["id"])
+    except SampleIdError as exc:
+        raise ManifestError(str(exc), field="id", **where) from None
+    if values["task"] not in TASKS:
+        raise ManifestError(f"unknown task {values['task']!r}; accepted: {', '.join(TASKS)}",
+                            field="task", **where)
+    if not values["prompt"].strip():
+        raise ManifestError("prompt must not be empty", field="prompt", **where)
+    layout = record.get("layout")
+    if layout is not None and layout not in LAYOUTS:
+        raise ManifestError(f"unknown layout {layout!r}; accepted: {', '.join(LAYOUTS)} or null",
+                            field="layout", **where)
+    control = record.get("control")
+    if control is not None and not isinstance(control, str):
+        raise ManifestError(f"control must be a sample id or null, got {control!r}",
+                            field="control", **where)
+    spec = record.get("spec", {})
+    if not isinstance(spec, dict):
+        raise ManifestError(f"spec must be a JSON object, got {spec!r}", field="spec", **where)
+    metric_names = record.get("metric_names") or ()
+    if not isinstance(metric_names, list) or not all(isinstance(m, str) for m in metric_names):
+        if metric_names != ():
+            raise ManifestError(f"metric_names must be a list of strings, got {metric_names!r}",
+                                field="metric_names", **where)
+    files = {}
+    if record.get("expected") is not None:
+        files["expected"] = _resolve(base, record["expected"], "expected", where)
+    inputs = record.get("inputs") or []
+    if not isinstance(inputs, list):
+        raise ManifestError(f"inputs must be a list of paths, got {inputs!r}", field="inputs",
+                            **where)
+    if inputs:
+        files["inputs"] = [_resolve(base, p, "inputs", where) for p in inputs]
+    if "expected" not in files:
+        kind = spec.get("kind")
+        if kind not in RENDERABLE_KINDS or (kind == "mask" and "photo" not in spec):
+            raise ManifestError(f"no 'expected' file and spec kind {kind!r} cannot be rendered; "
+                                f"give an expected PNG or a spec of kind "
+                                f"{', '.join(RENDERABLE_KINDS)}", field="expected", **where)
+    if values["task"] == "mask" and "inputs" not in files and "photo" not in spec:
+        raise ManifestError("a mask sample needs 'inputs' (image and mask PNGs) or a "
+                            "renderable spec", field="inputs", **where)
+    try:
+        return Sample(values["id"], values["suite"] or default_suite, values["task"],
+                      values["variation"] or "default", values["prompt"], values["width"],
+                      values["height"], layout=layout, spec=spec, control=control,
+                      metric_names=tuple(metric_names), files=files or None)
+    except SuiteError as exc:
+        raise ManifestError(str(exc), **where) from None
+
+
+def load_manifest(path) -> list:
+    """Load the samples of a manifest file or export folder.
+
+    Parameters
+    ----------
+    path : path
+        ``manifest.jsonl`` or the folder holding it.
+
+    Returns
+    -------
+    list of Sample
+        In file order; ground truth and inputs are read from the PNG files.
+
+    Raises
+    ------
+    ManifestError
+        With the file, 1-based line and field at fault: invalid JSON, a
+        missing or mistyped field, an invalid id, a duplicate id, a missing
+        PNG, or a control that names no sample of the manifest.
+    """
+    mpath = manifest_path(path)
+    if not mpath.is_file():
+        raise ManifestError(f"no manifest at {str(mpath)!r}", path=mpath)
+    base = mpath.parent
+    samples, lines = [], {}
+    default_suite = base.name or "manifest"
+    with open(mpath, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = {"path": mpath, "line": lineno}
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ManifestError(f"invalid JSON ({exc.msg} at column {exc.colno})",
+                                    **where) from None
+            sample = _sample_from_record(record, base, where, default_suite)
+            if sample.id in lines:
+                raise ManifestError(f"duplicate id {sample.id!r} (first on line "
+                                    f"{lines[sample.id]})", field="id", **where)
+            lines[sample.id] = lineno
+            samples.append(sample)
+    for s in samples:
+        if s.control is not None and s.control not in lines:
+            raise ManifestError(f"control {s.control!r} names no sample of this manifest",
+                                path=mpath, line=lines[s.id], field="control")
+    if not samples:
+        raise ManifestError("the manifest holds no sample", path=mpath)
+    return samples

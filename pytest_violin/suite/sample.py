@@ -1,0 +1,204 @@
+"""The :class:`Sample`: one instruction, its inputs and its one exact answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SuiteError
+from ..imaging import as_rgb8, resize_rgb8
+from .frozen import FrozenMap, freeze, thaw
+from .ids import validate_sample_id
+from .render import apply_mask, render_inputs, render_spec
+
+__all__ = [
+    "Sample",
+    "TASKS",
+    "LAYOUTS",
+    "COLOR_METRICS",
+    "SHAPE_METRICS",
+    "MASK_METRICS",
+    "RATIO_METRICS",
+    "BORDER_METRICS",
+    "COUNT_METRICS",
+    "default_metric_names",
+]
+
+#: Tasks a sample can have.
+TASKS = ("color", "shape", "mask", "ratio", "border", "count")
+#: Layouts of color samples.
+LAYOUTS = ("single", "vertical", "horizontal", "quad")
+
+COLOR_METRICS = ("rgb_ed", "lab_00", "sd", "ced", "hf")
+SHAPE_METRICS = ("iou", "dist", "size", "shape", "purity")
+MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
+RATIO_METRICS = ("ratio",) + COLOR_METRICS
+BORDER_METRICS = ("thickness", "spread", "rgb_ed")
+COUNT_METRICS = ("count", "size")
+
+_DEFAULT_METRICS = {
+    "color": COLOR_METRICS, "shape": SHAPE_METRICS, "mask": MASK_METRICS,
+    "ratio": RATIO_METRICS, "border": BORDER_METRICS, "count": COUNT_METRICS,
+}
+
+
+def default_metric_names(task: str) -> tuple:
+    """The metric names a task's score returns."""
+    try:
+        return _DEFAULT_METRICS[task]
+    except KeyError:
+        raise SuiteError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}") from None
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Sample:
+    """One Violin sample: a prompt, its input images and its ground truth.
+
+    Samples are immutable, hashable and cheap: no pixel is held; the
+    ground truth is rendered by :meth:`expected` on each call.
+
+    Parameters
+    ----------
+    id : str
+        Stable, path-like id (``color/v1/yellowish-pink/t07``).
+    suite : str
+        Suite name.
+    task : str
+        One of :data:`TASKS`.
+    variation : str
+        E.g. ``v1``, ``circle``, ``inpaint``.
+    prompt : str
+        The instruction given to the model.
+    width, height : int
+        Image size in pixels.
+    layout : str or None
+        Block layout of color samples, else None.
+    spec : mapping
+        JSON-able description that fully defines the ground truth (frozen).
+    control : str or None
+        Id of the control sample of a probe (same suite), else None.
+    metric_names : tuple of str
+        Names of the metrics :meth:`score` returns.
+    """
+
+    id: str
+    suite: str
+    task: str
+    variation: str
+    prompt: str
+    width: int
+    height: int
+    layout: str | None = None
+    spec: FrozenMap = field(default_factory=FrozenMap)
+    control: str | None = None
+    metric_names: tuple = ()
+    files: FrozenMap | None = field(default=None, repr=False)
+    payload: tuple | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        validate_sample_id(self.id)
+        if self.task not in TASKS:
+            raise SuiteError(f"sample {self.id!r}: unknown task {self.task!r}; "
+                             f"accepted: {', '.join(TASKS)}")
+        for name in ("width", "height"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+                raise SuiteError(f"sample {self.id!r}: {name} {value!r} must be a positive integer")
+        if self.layout is not None and self.layout not in LAYOUTS:
+            raise SuiteError(f"sample {self.id!r}: unknown layout {self.layout!r}; "
+                             f"accepted: {', '.join(LAYOUTS)} or None")
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise SuiteError(f"sample {self.id!r}: prompt must be a non-empty string")
+        if not isinstance(self.spec, FrozenMap):
+            object.__setattr__(self, "spec", freeze(dict(self.spec)))
+        if not self.metric_names:
+            object.__setattr__(self, "metric_names", default_metric_names(self.task))
+        else:
+            object.__setattr__(self, "metric_names", tuple(self.metric_names))
+        if self.files is not None and not isinstance(self.files, FrozenMap):
+            object.__setattr__(self, "files", freeze(dict(self.files)))
+
+    # identity -----------------------------------------------------------
+    def _key(self):
+        return (self.id, self.suite, self.task, self.variation, self.prompt, self.width,
+                self.height, self.layout, self.spec, self.control, self.metric_names)
+
+    def __eq__(self, other):
+        if not isinstance(other, Sample):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self):
+        return hash((self.suite, self.id))
+
+    # pixels -------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple:
+        """Input images (RGB uint8), rendered or loaded on each access.
+
+        ``(source_image, mask_as_black_white_rgb)`` for mask samples (white
+        = keep), ``()`` for generation tasks.
+        """
+        if self.files is not None and self.files.get("inputs"):
+            return tuple(as_rgb8(p) for p in self.files["inputs"])
+        if self.payload is not None:
+            from .masks import mask_to_rgb
+
+            source, keep = self.payload
+            return (source.copy(), mask_to_rgb(keep))
+        return render_inputs(self.spec, self.width, self.height)
+
+    def expected(self) -> np.ndarray:
+        """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand."""
+        if self.files is not None and self.files.get("expected"):
+            return as_rgb8(self.files["expected"])
+        if self.payload is not None:
+            source, keep = self.payload
+            return apply_mask(source, keep)
+        return render_spec(self.spec, self.width, self.height)
+
+    def score(self, image, *, profile: str = "violin"):
+        """Score a generated image against this sample's ground truth.
+
+        Parameters
+        ----------
+        image : image-like
+            Anything :func:`pytest_violin.as_rgb8` accepts. An image of
+            another size is resized to ``(width, height)`` first.
+        profile : {"violin", "strict"}
+            Metric profile.
+
+        Returns
+        -------
+        Metrics
+            Values named by :attr:`metric_names`; ``info`` holds
+            ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
+        """
+        from .scoring import score_image
+
+        img = as_rgb8(image)
+        h, w = img.shape[:2]
+        resized = (w, h) != (self.width, self.height)
+        if resized:
+            img = resize_rgb8(img, self.width, self.height)
+        metrics = score_image(self, img, profile)
+        return metrics.with_info(original_size=(int(w), int(h)), resized=resized,
+                                 sample_id=self.id)
+
+    # serialization ------------------------------------------------------
+    def to_manifest(self) -> dict:
+        """The sample as a plain JSON-able dict (one manifest line, without file paths)."""
+        return {
+            "id": self.id,
+            "suite": self.suite,
+            "task": self.task,
+            "variation": self.variation,
+            "prompt": self.prompt,
+            "width": int(self.width),
+            "height": int(self.height),
+            "layout": self.layout,
+            "control": self.control,
+            "metric_names": list(self.metric_names),
+            "spec": thaw(self.spec),
+        }

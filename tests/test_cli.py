@@ -1,0 +1,64 @@
+"""``python -m pytest_violin export|list|sheet``."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_violin.__main__ import main
+from pytest_violin.suite import load_suite
+
+
+def test_list_prints_counts_per_task_and_variation(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "7745 samples" in out
+    rows = {tuple(line.split()[:2]): int(line.split()[2]) for line in out.splitlines()[2:]}
+    assert rows[("color", "v1")] == 435 and rows[("color", "v2")] == 1160
+    assert rows[("shape", "(all)")] == 750 and rows[("mask", "random")] == 1800
+
+
+def test_list_other_suite_and_tasks(capsys):
+    assert main(["list", "--suite", "violin-extra", "--tasks", "count"]) == 0
+    out = capsys.readouterr().out
+    assert "20 samples" in out and "dot4" in out and "ratio" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["list", "--suite", "nope"], ["list", "--limit", "0"], ["list", "--limit", "x"],
+    ["list", "--tasks", "poetry"], ["export"], ["frobnicate"],
+    ["export", "out", "--compression", "12"], ["list", "--photos-dir", "/no/such/dir"],
+])
+def test_bad_options_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_export_writes_manifest_pngs_and_progress(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["export", str(out), "--suite", "violin", "--limit", "6", "--seed", "4"]) == 0
+    captured = capsys.readouterr()
+    assert "6/6" in captured.err and "[" in captured.err
+    lines = (out / "manifest.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    for line in lines:
+        rec = json.loads(line)
+        assert (out / rec["expected"]).is_file()
+    assert [s.id for s in load_suite(out)] == [s.id for s in load_suite("violin", limit=6,
+                                                                          seed=4)]
+
+
+def test_module_entry_point_runs(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest_violin", "list", "--suite",
+                           "violin-probes"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "235 samples" in proc.stdout
+    sheet = tmp_path / "sheet.png"
+    proc = subprocess.run([sys.executable, "-m", "pytest_violin", "sheet", str(sheet), "--suite",
+                           "violin-extra", "--limit", "6"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    from pytest_violin.imaging import as_rgb8
+
+    assert as_rgb8(sheet).shape[0] > 100
