@@ -1,0 +1,156 @@
+"""On-disk cache of generated images.
+
+Entries are PNG files named by a SHA-256 key over the adapter identity
+(secret-free by contract) and every request field that changes the image:
+prompt, size, seed, task, repeat index and a digest of the input images.
+Credentials are never part of a key or an entry. Writes go to a temporary
+file in the entry's directory and are renamed into place with
+:func:`os.replace`, which is atomic: concurrent pytest-xdist workers never
+see half-written entries. A corrupt entry is deleted and reported as a miss,
+so it is regenerated. Errors are never cached (the runner only stores
+images).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InvalidImageError
+from .imaging import decode_image, encode_png
+
+__all__ = ["CACHE_VERSION", "ImageCache"]
+
+#: Bumped when the key layout changes, so old entries are simply not found.
+CACHE_VERSION = 1
+
+
+class ImageCache:
+    """A directory of cached images, safe for threads and processes.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The cache directory (created on the first write).
+
+    Attributes
+    ----------
+    hits, misses, writes, dropped : int
+        Counters for this object (dropped = corrupt entries deleted).
+    """
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+        self.dropped = 0
+
+    @staticmethod
+    def key(identity: str, request) -> str:
+        """The cache key of ``request`` for the adapter ``identity``.
+
+        Parameters
+        ----------
+        identity : str
+            The adapter's secret-free identity.
+        request : GenerationRequest
+            The request.
+
+        Returns
+        -------
+        str
+            64 lowercase hex digits.
+        """
+        fields = [
+            CACHE_VERSION,
+            str(identity),
+            str(request.prompt),
+            int(request.width),
+            int(request.height),
+            int(request.seed),
+            str(request.task),
+            int(request.repeat),
+            request.inputs_digest(),
+        ]
+        text = json.dumps(fields, ensure_ascii=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        """Where the entry for ``key`` lives (``root/ab/abcdef....png``)."""
+        key = str(key)
+        if len(key) < 8 or any(c not in "0123456789abcdef" for c in key):
+            raise ValueError(f"cache key {key!r} is not a lowercase hex digest")
+        return self.root / key[:2] / f"{key}.png"
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def get(self, key: str) -> np.ndarray | None:
+        """The cached image for ``key`` (RGB uint8), or ``None``.
+
+        A corrupt or unreadable entry is deleted and ``None`` returned.
+        """
+        path = self.path(key)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            self._count("misses")
+            return None
+        except OSError:
+            self._count("misses")
+            return None
+        try:
+            image = decode_image(data)
+        except InvalidImageError:
+            self._drop(path)
+            self._count("misses")
+            return None
+        self._count("hits")
+        return image
+
+    def _drop(self, path: Path) -> None:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        self._count("dropped")
+
+    def put(self, key: str, image) -> Path:
+        """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically.
+
+        Returns
+        -------
+        pathlib.Path
+            The entry's path.
+        """
+        path = self.path(key)
+        data = encode_png(image)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self._count("writes")
+        return path
+
+    def __contains__(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def __repr__(self) -> str:
+        return f"ImageCache({str(self.root)!r})"

@@ -1,0 +1,167 @@
+"""Violin samples as pytest items.
+
+One :class:`ViolinItem` per sample, under one :class:`ViolinSuite`
+collector whose node id is ``violin``; item node ids are
+``violin::<sample id>`` (e.g. ``violin::color/v1/pink/t03``), so ``-k``,
+``--deselect``, ``--lf`` and the usual reporting work.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .results import SampleResult
+from .thresholds import ViolinFailure, evaluate, failure_message, limits_for_task
+
+__all__ = ["ViolinSuite", "ViolinItem", "make_items", "score_generation", "generation_failure_result"]
+
+
+class ViolinSuite(pytest.Collector):
+    """The parent node of every Violin item (node id ``violin``)."""
+
+    def collect(self):  # pragma: no cover - items are created directly by make_items
+        return []
+
+    def reportinfo(self):
+        return self.path, None, "violin"
+
+
+class ViolinItem(pytest.Item):
+    """One Violin sample as a test.
+
+    The test asks the session's runner for the sample's images, scores them
+    and fails with a metric table when a metric is over its limit.
+    """
+
+    def __init__(self, *, sample, index: int, **kwargs):
+        super().__init__(**kwargs)
+        self.violin_sample = sample
+        self.violin_index = index
+        self.extra_keyword_matches.update(
+            k for k in (sample.task, getattr(sample, "variation", None), getattr(sample, "suite", None)) if k
+        )
+
+    def runtest(self):
+        from .plugin import get_state
+
+        state = get_state(self.config)
+        sample = self.violin_sample
+        generation = state.get_runner().get(sample)
+        result, images = score_generation(sample, generation, state.settings, state.limits,
+                                          index=self.violin_index)
+        del generation
+        message = result.extra.pop("_message", None)
+        result.extra["adapter"] = state.identity
+        self.config.hook.pytest_violin_sample_scored(
+            config=self.config, sample=sample, images=images, result=result)
+        del images
+        for name, value in result.metrics.items():
+            self.user_properties.append((f"violin.{name}", round(float(value), 6)))
+        if result.error is not None:
+            self.user_properties.append(("violin.error", result.error))
+        self.__dict__["_violin_result_json"] = result.to_json()
+        if result.outcome != "passed":
+            raise ViolinFailure(message or f"violin sample {sample.id} failed")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, ViolinFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"violin::{self.violin_sample.id}"
+
+
+def make_items(session, samples) -> list[ViolinItem]:
+    """Build the collector and one item per sample (in suite order)."""
+    parent = ViolinSuite.from_parent(session, name="violin", nodeid="violin", path=session.config.rootpath)
+    items = []
+    for index, sample in enumerate(samples):
+        items.append(ViolinItem.from_parent(
+            parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample, index=index))
+    return items
+
+
+def _base_result(sample, settings, *, index: int) -> SampleResult:
+    from .models.request import derive_seed
+
+    return SampleResult(
+        sample_id=sample.id, suite=str(getattr(sample, "suite", "") or ""), task=sample.task,
+        variation=str(getattr(sample, "variation", "") or ""), prompt=sample.prompt,
+        seed=derive_seed(settings.seed, sample.id, 0), index=index, pass_rule=settings.pass_rule,
+    )
+
+
+def generation_failure_result(sample, generation, settings, *, index: int = 0) -> SampleResult:
+    """The result of a sample whose model gave no image."""
+    result = _base_result(sample, settings, index=index)
+    result.outcome = "failed"
+    result.failed = ["generation"]
+    result.error = str(generation.error)
+    result.seconds = float(generation.seconds)
+    result.extra["_message"] = (
+        f"violin sample {sample.id} failed: the model gave no image\n\n"
+        f"generation error: {result.error}\n\nprompt:    {sample.prompt}\nsample id: {sample.id}"
+    )
+    return result
+
+
+def score_generation(sample, generation, settings, limits, *, index: int = 0):
+    """Score a :class:`~pytest_violin.runner.Generation` and judge it.
+
+    Parameters
+    ----------
+    sample : Sample
+        The sample.
+    generation : Generation
+        Its images (one per repeat) or error.
+    settings : ViolinSettings
+        ``profile``, ``pass_rule`` and ``seed`` are used.
+    limits : Mapping[str, float]
+        All limits keyed ``"task.metric"``.
+    index : int, optional
+        Position in the suite (stored in the result).
+
+    Returns
+    -------
+    tuple of (SampleResult, list)
+        The result (a failure message in ``result.extra["_message"]`` when
+        it failed) and the images.
+    """
+    if generation.error is not None or not generation.images:
+        return generation_failure_result(sample, generation, settings, index=index), []
+    from .results import combine_repeats
+
+    result = _base_result(sample, settings, index=index)
+    result.seconds = float(generation.seconds)
+    result.cached = bool(generation.cached)
+    per_repeat = []
+    original = None
+    for image in generation.images:
+        m = sample.score(image, profile=settings.profile)
+        per_repeat.append(m.to_dict())
+        if original is None and m.info.get("resized"):
+            original = list(m.info.get("original_size") or ()) or None
+    mean, spread, worst = combine_repeats(per_repeat)
+    result.metrics = mean
+    result.repeats = per_repeat
+    result.spread = spread
+    result.worst = worst
+    result.original_size = original
+    applied = limits_for_task(limits, sample.task, [k for k in mean if k != "mean"])
+    result.limits = applied
+    judged = worst if settings.pass_rule == "worst" and len(per_repeat) > 1 else mean
+    rows = evaluate(judged, applied)
+    result.failed = [r.metric for r in rows if not r.ok]
+    result.outcome = "failed" if result.failed else "passed"
+    if result.failed:
+        note = ""
+        if len(per_repeat) > 1:
+            basis = "worst repeat (max per metric)" if settings.pass_rule == "worst" else "mean"
+            note = f"repeats:   {len(per_repeat)}, judged on the {basis}"
+        if original is not None:
+            note += ("\n" if note else "") + (
+                f"note:      the image was {original[0]}x{original[1]}, resized to "
+                f"{sample.width}x{sample.height} before scoring")
+        result.extra["_message"] = failure_message(rows, sample_id=sample.id, prompt=sample.prompt, note=note)
+    return result, list(generation.images)

@@ -1,0 +1,128 @@
+"""Fixtures for users' own tests (registered by the plugin).
+
+``violin_model``
+    The session's model adapter (``oracle`` when no model is configured).
+``violin_sample``
+    Parametrized over the selected samples: the configured selection, or the
+    one of the test's ``@pytest.mark.violin(tasks=..., limit=...)`` marker.
+``violin_generate``
+    ``sample -> RGB uint8 image`` through the session's runner, cache and
+    concurrency (raises :class:`~pytest_violin.errors.GenerationError`).
+``violin_thresholds``
+    The limits in force for the test (options, ini and marker), keyed
+    ``"task.metric"``.
+``violin_check``
+    ``check(sample, image) -> Metrics``: scores and fails the test with the
+    metric table when a metric is over its limit.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = [
+    "marker_selection",
+    "violin_model",
+    "violin_sample",
+    "violin_generate",
+    "violin_thresholds",
+    "violin_check",
+]
+
+_MARKER_FORM = ("@pytest.mark.violin(tasks='color,shape' or ['color'], limit=N, "
+                "thresholds={'color.sd': 0.02} or ['color.sd=0.02'])")
+
+
+def marker_selection(node, state):
+    """Return ``(tasks, limit, thresholds)`` for ``node``: its marker over the options."""
+    tasks, limit, thresholds = state.settings.tasks, state.settings.limit, None
+    marker = node.get_closest_marker("violin") if node is not None else None
+    if marker is None:
+        return tasks, limit, thresholds
+    unknown = set(marker.kwargs) - {"tasks", "limit", "thresholds"}
+    if marker.args or unknown:
+        raise pytest.UsageError(
+            f"{node.nodeid}: bad violin marker arguments {marker.args!r} {sorted(unknown)!r}; "
+            f"accepted: {_MARKER_FORM}")
+    if marker.kwargs.get("tasks") is not None:
+        raw = marker.kwargs["tasks"]
+        parts = raw.split(",") if isinstance(raw, str) else list(raw)
+        tasks = tuple(str(t).strip().lower() for t in parts if str(t).strip()) or None
+    if marker.kwargs.get("limit") is not None:
+        raw = marker.kwargs["limit"]
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+            raise pytest.UsageError(
+                f"{node.nodeid}: violin marker limit={raw!r}; accepted: an integer >= 1")
+        limit = raw
+    thresholds = marker.kwargs.get("thresholds")
+    return tasks, limit, thresholds
+
+
+def _state(request):
+    from .plugin import get_state
+
+    return get_state(request.config)
+
+
+@pytest.fixture(scope="session")
+def violin_model(request):
+    """The session's model adapter (``--violin-model``, default ``oracle``)."""
+    return _state(request).get_adapter()
+
+
+@pytest.fixture
+def violin_sample(request):
+    """One Violin sample; the plugin parametrizes this over the selection."""
+    raise pytest.UsageError(  # pragma: no cover - always parametrized by pytest_generate_tests
+        "violin_sample is parametrized by pytest-violin; request it from a test function")
+
+
+@pytest.fixture(scope="session")
+def violin_generate(request):
+    """A function ``sample -> image`` using the session's runner and cache."""
+    state = _state(request)
+
+    def generate(sample):
+        generation = state.get_runner().get(sample)
+        if generation.error is not None:
+            raise generation.error
+        return generation.images[0]
+
+    return generate
+
+
+@pytest.fixture
+def violin_thresholds(request):
+    """Limits in force for this test, keyed ``"task.metric"``."""
+    from .errors import ThresholdError
+    from .thresholds import build_limits, parse_thresholds
+
+    state = _state(request)
+    _, _, marker_thresholds = marker_selection(request.node, state)
+    try:
+        base = parse_thresholds(state.settings.thresholds, None)
+        extra = parse_thresholds(marker_thresholds, None)
+    except ThresholdError as exc:
+        pytest.fail(f"bad violin thresholds: {exc}", pytrace=False)
+    return build_limits(base, extra)
+
+
+@pytest.fixture
+def violin_check(request, violin_thresholds):
+    """``check(sample, image) -> Metrics``: score and assert with the metric table."""
+    from .thresholds import ViolinFailure, evaluate, failure_message, limits_for_task
+
+    profile = _state(request).settings.profile
+
+    def check(sample, image, *, profile: str = profile):
+        __tracebackhide__ = True
+        metrics = sample.score(image, profile=profile)
+        applied = limits_for_task(violin_thresholds, sample.task, list(metrics))
+        rows = evaluate(metrics, applied)
+        for row in rows:
+            request.node.user_properties.append((f"violin.{row.metric}", round(row.value, 6)))
+        if not all(r.ok for r in rows):
+            raise ViolinFailure(failure_message(rows, sample_id=sample.id, prompt=sample.prompt), rows)
+        return metrics
+
+    return check

@@ -1,0 +1,317 @@
+"""pytest hooks for baselines, regression gating and report files.
+
+Registered by :mod:`pytest_violin.plugin` (``pluginmanager.import_plugin``).
+Options (each also an ini key of the same name with ``_`` for ``-``):
+
+``--violin-save-baseline=PATH``
+    write the run's baseline (controller only, after the run, atomically).
+``--violin-baseline=PATH``
+    compare the run with a baseline; credible regressions fail the session.
+``--violin-max-regression=FLOAT``
+    smallest worsening of a mean metric that counts (default 0.01).
+``--violin-report=DIR``
+    write ``results.json``, ``report.html`` and ``summary.md`` into DIR.
+
+The pure logic is in :mod:`pytest_violin.gating` and
+:mod:`pytest_violin.report`; this module only wires it to pytest.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+__all__ = ["GateSettings", "GATE_KEY", "parse_gate_settings"]
+
+_OPTIONS = (
+    ("save_baseline", "PATH", "write a baseline of this run to PATH (JSON)"),
+    ("baseline", "PATH", "compare this run with the baseline at PATH; credible regressions fail the session"),
+    ("max_regression", "FLOAT", "smallest absolute worsening of a task's or variation's mean metric that "
+                                "counts as a regression (default 0.01)"),
+    ("report", "DIR", "write results.json, report.html and summary.md into DIR"),
+)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
+    for name, metavar, help_text in _OPTIONS:
+        ini = f"violin_{name}"
+        group.addoption(f"--violin-{name.replace('_', '-')}", dest=ini, default=None, metavar=metavar,
+                        help=f"{help_text} [ini: {ini}]")
+        parser.addini(ini, help_text, type="string", default=None)
+
+
+@dataclass
+class GateSettings:
+    """Parsed gate options plus the state of one session."""
+
+    save_baseline: Path | None = None
+    baseline: Path | None = None
+    max_regression: float = 0.01
+    report: Path | None = None
+    baseline_doc: dict | None = None
+    comparison: object = None
+    exitstatus: int | None = None
+    interrupted: bool = False
+    session: object = None
+    baseline_label: str | None = None
+    messages: list = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        """True when any gate option was given."""
+        return bool(self.save_baseline or self.baseline or self.report)
+
+
+GATE_KEY = pytest.StashKey[GateSettings]()
+
+
+def _raw(config, name):
+    value = config.getoption(f"violin_{name}", default=None)
+    from_ini = value is None
+    if from_ini:
+        try:
+            value = config.getini(f"violin_{name}")
+        except ValueError:
+            value = None
+    if isinstance(value, str):
+        value = value.strip() or None
+    return value, from_ini
+
+
+def _path(config, value, from_ini) -> Path:
+    path = Path(os.path.expanduser(str(value)))
+    if not path.is_absolute():
+        base = config.rootpath if from_ini and config.inipath is None else (
+            Path(config.inipath).parent if from_ini else Path(config.invocation_params.dir))
+        path = Path(base) / path
+    return path
+
+
+def parse_gate_settings(config) -> GateSettings:
+    """Read and check the gate options; raise :class:`pytest.UsageError` on bad values."""
+    from .gating import DEFAULT_MAX_REGRESSION
+
+    s = GateSettings(max_regression=DEFAULT_MAX_REGRESSION)
+    raw, ini = _raw(config, "max_regression")
+    if raw is not None:
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise pytest.UsageError(
+                f"--violin-max-regression={raw!r} is invalid; accepted: a number in [0, 1], the "
+                f"absolute worsening of a mean metric (default {DEFAULT_MAX_REGRESSION})")
+        s.max_regression = value
+    raw, ini = _raw(config, "save_baseline")
+    if raw is not None:
+        s.save_baseline = _path(config, raw, ini)
+        if s.save_baseline.is_dir():
+            raise pytest.UsageError(
+                f"--violin-save-baseline={raw!r}: {str(s.save_baseline)!r} is a directory; accepted: "
+                "a file path (e.g. baselines/violin.json; parent directories are created)")
+    raw, ini = _raw(config, "report")
+    if raw is not None:
+        s.report = _path(config, raw, ini)
+        if s.report.exists() and not s.report.is_dir():
+            raise pytest.UsageError(
+                f"--violin-report={raw!r}: {str(s.report)!r} is a file; accepted: a directory "
+                "(created if missing)")
+    raw, ini = _raw(config, "baseline")
+    if raw is not None:
+        s.baseline = _path(config, raw, ini)
+        s.baseline_label = str(raw)
+        if not hasattr(config, "workerinput"):
+            from .errors import BaselineError
+            from .gating import read_baseline
+
+            try:
+                s.baseline_doc = read_baseline(s.baseline)
+            except BaselineError as exc:
+                raise pytest.UsageError(f"--violin-baseline={raw!r}: {exc}") from None
+    return s
+
+
+def _settings(config) -> GateSettings | None:
+    return config.stash.get(GATE_KEY, None)
+
+
+def pytest_configure(config):
+    config.stash[GATE_KEY] = parse_gate_settings(config)
+
+
+# --------------------------------------------------------------------------- per sample (any process)
+
+
+def _definition(sample) -> str:
+    from .gating import sample_digest
+
+    to_manifest = getattr(sample, "to_manifest", None)
+    if callable(to_manifest):
+        manifest = to_manifest()
+    else:  # pragma: no cover - every Sample has to_manifest
+        manifest = {k: getattr(sample, k, None) for k in ("id", "task", "prompt", "width", "height")}
+        manifest["spec"] = dict(getattr(sample, "spec", {}) or {})
+    return sample_digest(manifest)
+
+
+def pytest_violin_sample_scored(config, sample, images, result):
+    s = _settings(config)
+    if s is None or not s.active:
+        return
+    result.extra["definition"] = _definition(sample)
+    if hasattr(config, "workerinput"):
+        identity = _adapter_identity(config)
+        if identity:
+            result.extra["adapter"] = identity
+    if s.report is not None:
+        from .report.thumbnails import make_thumbnails
+
+        try:
+            # The ground truth is rendered again only for failures: a passing
+            # sample's difference is near black, and rendering costs more
+            # than everything else the report does (see docs/reports.md).
+            expected = sample.expected() if result.outcome != "passed" else None
+            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None)
+        except Exception as exc:  # a thumbnail must never fail a test
+            result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
+
+
+def _adapter_identity(config) -> str | None:
+    try:
+        from .plugin import STATE_KEY
+    except ImportError:  # pragma: no cover
+        return None
+    state = config.stash.get(STATE_KEY, None)
+    adapter = getattr(state, "adapter", None) if state is not None else None
+    identity = getattr(adapter, "identity", None)
+    return str(identity) if identity else None
+
+
+# --------------------------------------------------------------------------- session end (controller)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Remember how the session ended before the results hook runs."""
+    s = _settings(session.config)
+    if s is None:
+        return
+    s.session = session
+    s.exitstatus = int(exitstatus)
+    s.interrupted = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
+                     or bool(getattr(session, "shouldstop", False))
+                     or bool(getattr(session, "shouldfail", False)))
+
+
+def _run_metadata(config, store, s: GateSettings) -> dict:
+    try:
+        from .plugin import STATE_KEY
+
+        state = config.stash.get(STATE_KEY, None)
+    except ImportError:  # pragma: no cover
+        state = None
+    settings = getattr(state, "settings", None)
+    identity = _adapter_identity(config)
+    if identity is None:
+        for r in store.results:
+            identity = (r.extra or {}).get("adapter")
+            if identity:
+                break
+    if identity is None and settings is not None and settings.model:
+        from .secrets import redact
+
+        identity = redact(settings.model)
+    from . import __version__
+
+    return {
+        "suite": str(getattr(settings, "suite", "violin")),
+        "profile": str(getattr(settings, "profile", "violin")),
+        "seed": int(getattr(settings, "seed", 0)),
+        "repeats": int(getattr(settings, "repeats", 1)),
+        "pass_rule": str(getattr(settings, "pass_rule", "mean")),
+        "adapter": str(identity or "unknown"),
+        "package_version": __version__,
+    }
+
+
+def pytest_violin_session_results(config, store):
+    s = _settings(config)
+    if s is None or not s.active:
+        return
+    from .errors import BaselineError
+    from .gating import build_baseline, compare, write_baseline
+
+    from .report.json_report import records_of
+
+    results = records_of(store.results)  # plain dicts, converted once for every writer
+    meta = _run_metadata(config, store, s)
+    extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
+    current = build_baseline(results, extra_metadata=extra, **meta)
+    if s.baseline_doc is not None:
+        s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
+                               baseline_path=s.baseline_label or str(s.baseline))
+        _fail_on_regressions(s)
+    if s.save_baseline is not None:
+        if s.interrupted:
+            s.messages.append(f"baseline NOT written to {s.save_baseline}: the run was interrupted "
+                              f"({len(results)} samples ran); a partial baseline would gate on a subset")
+        elif not results:
+            s.messages.append(f"baseline NOT written to {s.save_baseline}: no Violin sample ran")
+        else:
+            try:
+                write_baseline(s.save_baseline, current)
+                s.messages.append(f"baseline of {len(results)} samples written to {s.save_baseline}")
+            except BaselineError as exc:
+                s.messages.append(f"baseline NOT written: {exc}")
+    if s.report is not None:
+        _write_reports(s, results, current)
+
+
+def _write_reports(s: GateSettings, results, current) -> None:
+    from .report.html import write_html
+    from .report.json_report import write_results_json
+    from .report.markdown import write_summary
+
+    meta = dict(current["metadata"])
+    meta["interrupted"] = s.interrupted
+    if s.baseline is not None:
+        meta["baseline"] = s.baseline_label or str(s.baseline)
+    kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
+    try:
+        s.report.mkdir(parents=True, exist_ok=True)
+        write_results_json(s.report / "results.json", results, **kwargs)
+        write_summary(s.report / "summary.md", results, **kwargs)
+        write_html(s.report / "report.html", results, **kwargs)
+        s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md)")
+    except OSError as exc:
+        s.messages.append(f"reports NOT written to {s.report}: {exc}")
+
+
+def _fail_on_regressions(s: GateSettings) -> None:
+    """Make an otherwise green session exit non-zero when something regressed."""
+    session = s.session
+    if session is None or s.comparison is None or s.comparison.ok:
+        return
+    if session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    s = _settings(config)
+    if s is None or hasattr(config, "workerinput") or not (s.comparison is not None or s.messages):
+        return
+    from .gating import comparison_lines
+
+    terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
+    styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},
+              "info": {}}
+    lines = comparison_lines(s.comparison) if s.comparison is not None else []
+    lines += [(m, "info") for m in s.messages]
+    for text, level in lines:
+        terminalreporter.write_line(text, **styles.get(level, {}))

@@ -1,0 +1,125 @@
+"""``a1111:URL``: AUTOMATIC1111 / SD.Next web UI API.
+
+* Text-only samples: ``POST {url}/sdapi/v1/txt2img`` with JSON
+  ``{"prompt", "negative_prompt": "", "width", "height", "seed",
+  "batch_size": 1, "n_iter": 1, "send_images": true, "save_images": false}``.
+* Samples with input images: ``POST {url}/sdapi/v1/img2img`` with the
+  first input as ``init_images: [base64 PNG]``. For the mask task (two
+  inputs: source, mask with white = keep) the mask is also sent as
+  ``mask`` with ``inpainting_mask_invert: 1``: A1111 repaints the white
+  part of a mask, the task asks to change the black part, so the mask is
+  inverted on the server. ``?mask=off`` sends only the source image and
+  leaves the whole instruction to the prompt.
+* The answer's ``images[0]`` (base64, data URIs accepted) is the image.
+
+``user:password@`` in the URL becomes HTTP Basic auth (``--api-auth``);
+both are registered as secrets and left out of the adapter identity.
+Other ``?name=value`` parameters are added to every body, typed
+(``?steps=20&cfg_scale=7&sampler_name=Euler``).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from .._http import (
+    HttpClient,
+    check_url,
+    client_from_options,
+    format_params,
+    image_from_response,
+    parse_switch,
+    split_params,
+)
+from ..errors import ModelSpecError
+from ..imaging import encode_png
+from ..secrets import redact_url
+from .request import GenerationRequest
+
+__all__ = ["A1111Adapter", "create"]
+
+
+def _b64png(image) -> str:
+    return base64.b64encode(encode_png(image)).decode("ascii")
+
+
+class A1111Adapter:
+    """Adapter for the A1111 / SD.Next API (see the module docstring).
+
+    Parameters
+    ----------
+    base_url : str
+        The web UI root (no trailing slash, no credentials).
+    client : HttpClient
+    params : dict
+        Extra body fields.
+    send_mask : bool
+        Send the mask of two-input samples as ``mask``.
+    """
+
+    cacheable = True
+
+    def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,
+                 send_mask: bool = True):
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.params = dict(params or {})
+        self.send_mask = bool(send_mask)
+        shown = dict(self.params)
+        if not self.send_mask:
+            shown["mask"] = "off"
+        self.identity = f"a1111:{redact_url(self.base_url)}{format_params(shown)}"
+
+    def body(self, request: GenerationRequest) -> tuple[str, dict]:
+        """``(endpoint path, JSON body)`` for ``request``."""
+        body = {
+            "prompt": request.prompt,
+            "negative_prompt": "",
+            "width": int(request.width),
+            "height": int(request.height),
+            "seed": int(request.seed),
+            "batch_size": 1,
+            "n_iter": 1,
+            "send_images": True,
+            "save_images": False,
+        }
+        path = "/sdapi/v1/txt2img"
+        if request.images:
+            path = "/sdapi/v1/img2img"
+            body["init_images"] = [_b64png(request.images[0])]
+            if self.send_mask and request.task == "mask" and len(request.images) >= 2:
+                body["mask"] = _b64png(request.images[1])
+                body["inpainting_mask_invert"] = 1
+        body.update(self.params)
+        return path, body
+
+    def generate(self, request: GenerationRequest):
+        """Run txt2img or img2img; return ``images[0]``."""
+        path, body = self.body(request)
+        result = self.client.post_json(self.base_url + path, body, what="POST")
+        return image_from_response(result, response_path=("images", 0), fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"A1111Adapter({self.identity!r})"
+
+
+def create(target: str, options) -> A1111Adapter:
+    """Factory for ``a1111:http://[user:password@]host:port[?name=value...]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For a missing or non-http(s) URL, or malformed parameters.
+    """
+    target = (target or "").strip()
+    if not target:
+        raise ModelSpecError("a1111: no URL given; accepted: a1111:http://127.0.0.1:7860")
+    url, params = split_params(target, what="a1111")
+    url, auth = check_url(url, what="a1111 URL")
+    send_mask = parse_switch(params.pop("mask", True), name="mask", what="a1111", allowed=())
+    client = client_from_options(options, auth=auth)
+    return A1111Adapter(url, client, params=params, send_mask=send_mask)

@@ -1,0 +1,257 @@
+"""``http://`` / ``https://``: any image service over HTTP.
+
+By default the adapter speaks the plugin's own protocol: it POSTs JSON ::
+
+    {"prompt": "...", "width": 512, "height": 512, "seed": 123,
+     "sample_id": "color/v1/...", "task": "color", "images": ["<base64 PNG>", ...]}
+
+and accepts raw image bytes, or JSON with base64 (or a URL) at ``image``,
+``images[0]``, ``data[0].b64_json``, ``data[0].url`` or ``url``.
+
+Other services are reached without code: ``--violin-request-template=FILE``
+is a JSON body with placeholders (see :data:`PLACEHOLDERS`) and
+``--violin-response-path=PATH`` says where the image is in the answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .._http import HttpClient, check_url, client_from_options, image_from_response, parse_response_path
+from ..errors import ModelSpecError
+from ..imaging import encode_png
+from ..secrets import redact_url
+from .request import GenerationRequest
+
+__all__ = ["HttpAdapter", "RequestTemplate", "PLACEHOLDERS", "create", "encode_inputs"]
+
+#: Placeholder names a request template may use (``{images[N]}`` too).
+PLACEHOLDERS = ("prompt", "width", "height", "seed", "sample_id", "task", "repeat", "size", "images")
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+_NAME = re.compile(r"^([a-z_]+)(?:\[(\d+)\])?$")
+
+
+def encode_inputs(request: GenerationRequest) -> list[str]:
+    """The request's input images as base64 PNG strings."""
+    return [base64.b64encode(encode_png(img)).decode("ascii") for img in request.images]
+
+
+class RequestTemplate:
+    """A JSON request body with ``{placeholder}`` fields.
+
+    A string that is exactly one placeholder is replaced by the value with
+    its type (``"{width}"`` -> ``512``, ``"{images}"`` -> a list); inside a
+    longer string the value is formatted as text. ``{{`` and ``}}`` are
+    literal braces. ``{images[N]}`` is the N-th input image as base64 PNG,
+    ``null`` (or ``""`` inside a longer string) when the sample has fewer
+    input images, so one template can serve text-only and editing tasks.
+
+    Parameters
+    ----------
+    body : JSON-able
+        The parsed template.
+    source : str
+        Where it came from, for error messages.
+
+    Raises
+    ------
+    ModelSpecError
+        For an unknown or malformed placeholder.
+    """
+
+    def __init__(self, body: Any, source: str = "request template"):
+        self.body = body
+        self.source = source
+        self._check(body, "$")
+        self.digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+
+    @classmethod
+    def from_file(cls, path: Path) -> "RequestTemplate":
+        """Load a template file (UTF-8 JSON)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ModelSpecError(f"request template {str(path)!r} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelSpecError(f"request template {str(path)!r} could not be read ({exc})") from None
+        try:
+            body = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ModelSpecError(
+                f"request template {str(path)!r} is not valid JSON: {exc.msg} at line {exc.lineno} "
+                f"column {exc.colno}"
+            ) from None
+        return cls(body, source=f"request template {str(path)!r}")
+
+    # -- validation ---------------------------------------------------------
+    def _check(self, node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                self._check(value, f"{where}.{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                self._check(value, f"{where}[{i}]")
+        elif isinstance(node, str):
+            whole = _TOKEN.fullmatch(node)
+            for match in _TOKEN.finditer(node):
+                name = match.group(1)
+                if name is None and match.group(0) in ("{{", "}}"):
+                    continue
+                parsed = _NAME.match(name or "")
+                if not parsed or parsed.group(1) not in PLACEHOLDERS:
+                    raise ModelSpecError(
+                        f"{self.source}: unknown placeholder {{{name}}} at {where}; accepted: "
+                        + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+                        + ", {images[N]}; write {{ and }} for literal braces"
+                    )
+                if parsed.group(1) == "images" and parsed.group(2) is None and whole is None:
+                    raise ModelSpecError(
+                        f"{self.source}: {{images}} (a list) must be a whole string value at "
+                        f"{where}; use {{images[0]}} inside text"
+                    )
+                if parsed.group(1) != "images" and parsed.group(2) is not None:
+                    raise ModelSpecError(f"{self.source}: {{{name}}} at {where} cannot be indexed")
+
+    # -- rendering ----------------------------------------------------------
+    def render(self, request: GenerationRequest, images_b64: list[str] | None = None) -> Any:
+        """The body for ``request`` (``images_b64``: pre-encoded inputs)."""
+        if images_b64 is None:
+            images_b64 = encode_inputs(request) if self._uses_images() else []
+        values = {
+            "prompt": request.prompt,
+            "width": int(request.width),
+            "height": int(request.height),
+            "seed": int(request.seed),
+            "sample_id": request.sample_id,
+            "task": request.task,
+            "repeat": int(request.repeat),
+            "size": f"{int(request.width)}x{int(request.height)}",
+            "images": list(images_b64),
+        }
+        return self._render(self.body, values)
+
+    def _uses_images(self) -> bool:
+        return "{images" in json.dumps(self.body)
+
+    def _lookup(self, name: str, values: dict) -> Any:
+        parsed = _NAME.match(name)
+        key, index = parsed.group(1), parsed.group(2)
+        value = values[key]
+        if index is not None:
+            i = int(index)
+            return value[i] if i < len(value) else None
+        return value
+
+    def _render(self, node: Any, values: dict) -> Any:
+        if isinstance(node, dict):
+            return {k: self._render(v, values) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._render(v, values) for v in node]
+        if not isinstance(node, str):
+            return node
+        whole = _TOKEN.fullmatch(node)
+        if whole and whole.group(1) is not None:
+            return self._lookup(whole.group(1), values)
+
+        def sub(match: re.Match) -> str:
+            if match.group(1) is None:
+                return match.group(0)[0]
+            value = self._lookup(match.group(1), values)
+            return "" if value is None else str(value)
+
+        return _TOKEN.sub(sub, node)
+
+
+class HttpAdapter:
+    """The generic HTTP adapter (see the module docstring).
+
+    Parameters
+    ----------
+    url : str
+        The endpoint, without credentials.
+    client : HttpClient
+        Session and retry loop.
+    template : RequestTemplate, optional
+        Body template; the plugin protocol without it.
+    response_path : str, optional
+        Where the image is in a JSON answer.
+    """
+
+    cacheable = True
+
+    def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
+                 response_path: str | None = None):
+        self.url = url
+        self.client = client
+        self.template = template
+        self.response_path = parse_response_path(response_path) if response_path else None
+        identity = redact_url(url)
+        if template is not None:
+            identity += f" template={template.digest}"
+        if response_path:
+            identity += f" response_path={response_path}"
+        self.identity = identity
+
+    def build_body(self, request: GenerationRequest) -> Any:
+        """The JSON body sent for ``request``."""
+        if self.template is not None:
+            return self.template.render(request)
+        return {
+            "prompt": request.prompt,
+            "width": int(request.width),
+            "height": int(request.height),
+            "seed": int(request.seed),
+            "sample_id": request.sample_id,
+            "task": request.task,
+            "images": encode_inputs(request),
+        }
+
+    def generate(self, request: GenerationRequest):
+        """POST the request; return the answer as RGB uint8 (any size)."""
+        result = self.client.post_json(self.url, self.build_body(request), what="POST")
+        return image_from_response(result, response_path=self.response_path, fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"HttpAdapter({self.identity!r})"
+
+
+def create(target: str, options) -> HttpAdapter:
+    """Factory for ``http://`` and ``https://`` specs.
+
+    Parameters
+    ----------
+    target : str
+        The endpoint URL (credentials in it become HTTP Basic auth).
+    options : AdapterOptions
+        Headers, timeout, retries, request template, response path,
+        concurrency.
+
+    Raises
+    ------
+    ModelSpecError
+        For a URL without host, a missing or invalid template file, an
+        unknown placeholder, a bad response path or bad headers.
+    """
+    url, auth = check_url(target, what="model URL")
+    template = None
+    if getattr(options, "request_template", None):
+        path = Path(options.request_template)
+        if not path.is_absolute():
+            path = Path(options.rootdir) / path
+        template = RequestTemplate.from_file(path)
+    response_path = getattr(options, "response_path", None) or None
+    if response_path:
+        parse_response_path(response_path)
+    client = client_from_options(options, auth=auth)
+    return HttpAdapter(url, client, template=template, response_path=response_path)

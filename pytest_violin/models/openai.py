@@ -1,0 +1,183 @@
+"""``openai:MODEL``: the OpenAI Images API and compatible servers.
+
+* Text-only samples: ``POST {base}/images/generations`` with JSON
+  ``{"model", "prompt", "n": 1, "size": "WxH"}`` (and ``seed``, see below).
+* Samples with input images (the mask task): ``POST {base}/images/edits``,
+  multipart, every input image as a PNG part named ``image[]``, plus
+  ``model``, ``prompt``, ``n`` and ``size`` fields.
+
+``OPENAI_API_KEY`` is sent as ``Authorization: Bearer``; ``OPENAI_BASE_URL``
+sets the base (default ``https://api.openai.com/v1``). Answers with
+``data[0].b64_json`` or ``data[0].url`` are accepted. The requested size is
+mapped to the nearest size the model accepts (:data:`MODEL_SIZES`); the
+scorer resizes the answer back.
+
+``seed``: OpenAI-compatible servers such as vLLM-Omni honour it; the public
+API does not know it and rejects unknown fields. ``seed=auto`` (default)
+sends it unless the base URL is ``api.openai.com``; ``seed=on``/``off``
+forces it, as a target suffix (``openai:gpt-image-1?seed=on``) or in
+``AdapterOptions.extra["openai_seed"]``. Other suffix parameters
+(``?quality=low&background=opaque``) are sent as extra fields.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from urllib.parse import urlsplit
+
+from .._http import (
+    HttpClient,
+    check_url,
+    client_from_options,
+    format_params,
+    image_from_response,
+    parse_switch,
+    split_params,
+)
+from ..errors import ModelSpecError
+from ..imaging import encode_png
+from ..secrets import redact_url, register_secret
+from .request import GenerationRequest
+
+__all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+_GPT_IMAGE = ((1024, 1024), (1536, 1024), (1024, 1536))
+
+#: Sizes each known model accepts, as (width, height).
+MODEL_SIZES = {
+    "gpt-image-1": _GPT_IMAGE,
+    "gpt-image-1-mini": _GPT_IMAGE,
+    "gpt-image-1.5": _GPT_IMAGE,
+    "chatgpt-image-latest": _GPT_IMAGE,
+    "dall-e-3": ((1024, 1024), (1792, 1024), (1024, 1792)),
+    "dall-e-2": ((256, 256), (512, 512), (1024, 1024)),
+}
+
+
+def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
+    """The accepted size nearest to ``width`` x ``height`` for ``model``.
+
+    Nearest means the closest aspect ratio first, then the closest area
+    (both on a log scale). Unknown models get the requested size.
+
+    Examples
+    --------
+    >>> nearest_size("gpt-image-1", 512, 256)
+    (1536, 1024)
+    >>> nearest_size("dall-e-2", 300, 300)
+    (256, 256)
+    """
+    sizes = MODEL_SIZES.get(model)
+    if not sizes:
+        return int(width), int(height)
+    aspect = math.log(width / height)
+    area = math.log(width * height)
+
+    def distance(size):
+        w, h = size
+        return (round(abs(math.log(w / h) - aspect), 9), abs(math.log(w * h) - area))
+
+    return min(sizes, key=distance)
+
+
+class OpenAIAdapter:
+    """Adapter for the OpenAI Images API (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+    base_url : str
+        Without trailing slash and without credentials.
+    client : HttpClient
+        Carries the Authorization header.
+    send_seed : bool
+    params : dict
+        Extra JSON / form fields.
+    """
+
+    cacheable = True
+
+    def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
+                 params: dict | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.send_seed = bool(send_seed)
+        self.params = dict(params or {})
+        self.identity = f"openai:{model}@{redact_url(self.base_url)}{format_params(self.params)}"
+
+    def size_for(self, request: GenerationRequest) -> str:
+        """The ``size`` field sent for ``request``."""
+        w, h = nearest_size(self.model, int(request.width), int(request.height))
+        return f"{w}x{h}"
+
+    def generation_body(self, request: GenerationRequest) -> dict:
+        """JSON body for ``/images/generations``."""
+        body = {"model": self.model, "prompt": request.prompt, "n": 1, "size": self.size_for(request)}
+        if self.send_seed:
+            body["seed"] = int(request.seed)
+        body.update(self.params)
+        return body
+
+    def generate(self, request: GenerationRequest):
+        """Generate (or edit, when the request has input images) one image."""
+        if request.images:
+            fields = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                      for k, v in self.generation_body(request).items()}
+            files = [
+                ("image[]", (f"image{i}.png", encode_png(img), "image/png"))
+                for i, img in enumerate(request.images)
+            ]
+            result = self.client.request(
+                "POST", f"{self.base_url}/images/edits", what="POST", data=fields, files=files
+            )
+        else:
+            result = self.client.post_json(
+                f"{self.base_url}/images/generations", self.generation_body(request), what="POST"
+            )
+        return image_from_response(result, fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"OpenAIAdapter({self.identity!r})"
+
+
+def create(target: str, options) -> OpenAIAdapter:
+    """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For an empty model name, a missing ``OPENAI_API_KEY`` (the message
+        names the variable, never a value), a bad ``OPENAI_BASE_URL`` or
+        malformed parameters.
+    """
+    model, params = split_params((target or "").strip(), what="openai")
+    if not model:
+        raise ModelSpecError("openai: no model given; accepted: openai:MODEL such as openai:gpt-image-1")
+    extra = getattr(options, "extra", None) or {}
+    seed_mode = parse_switch(
+        params.pop("seed", extra.get("openai_seed", "auto")), name="seed", what="openai"
+    )
+    key = os.environ.get("OPENAI_API_KEY", "")
+    if not key.strip():
+        raise ModelSpecError(
+            "openai: environment variable OPENAI_API_KEY is not set; export your API key "
+            "(any non-empty value for a local server that needs none)"
+        )
+    register_secret(key)
+    base = os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="OPENAI_BASE_URL")
+    if seed_mode == "auto":
+        host = (urlsplit(base).hostname or "").lower()
+        send_seed = host != "api.openai.com"
+    else:
+        send_seed = bool(seed_mode)
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key.strip()}"})
+    return OpenAIAdapter(model, base, client, send_seed=send_seed, params=params)

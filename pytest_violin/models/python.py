@@ -1,0 +1,114 @@
+"""The ``python:MODULE:ATTR`` model: a callable from the user's own code.
+
+``ATTR`` is a callable ``f(request) -> image``, an object with a
+``generate(request)`` method, or a class (instantiated without arguments)
+with such a method. The module is imported with the pytest rootdir, the
+invocation directory and the test directories on ``sys.path``, so it may
+live next to the tests.
+
+Images are not cached unless the object has ``cacheable = True``: the cache
+key cannot see edits to the user's code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from ..errors import ModelSpecError
+
+__all__ = ["PythonAdapter", "create"]
+
+_FORM = "python:MODULE:ATTR (e.g. python:my_models:generate or python:pkg.mod:Model)"
+
+
+class PythonAdapter:
+    """Wrap a user callable / object as a model adapter.
+
+    Parameters
+    ----------
+    target : str
+        ``MODULE:ATTR`` as given (used in ``identity``).
+    obj : object
+        The callable or object with ``generate``.
+    """
+
+    def __init__(self, target: str, obj):
+        self.identity = f"python:{target}"
+        self._obj = obj
+        gen = getattr(obj, "generate", None)
+        self._fn = gen if callable(gen) else obj
+        self.cacheable = bool(getattr(obj, "cacheable", False))
+
+    def generate(self, request):
+        """Call the user's function with the request."""
+        return self._fn(request)
+
+    def close(self) -> None:
+        """Call the object's ``close()`` if it has one."""
+        close = getattr(self._obj, "close", None)
+        if callable(close) and not isinstance(self._obj, type):
+            close()
+
+
+def _search_paths(options) -> list[str]:
+    paths = []
+    extra = dict(getattr(options, "extra", {}) or {})
+    for p in (getattr(options, "rootdir", None), *extra.get("python_paths", ())):
+        if p is not None:
+            paths.append(str(Path(p).resolve()))
+    paths.append(str(Path.cwd()))
+    return paths
+
+
+def create(target: str, options=None) -> PythonAdapter:
+    """Factory for ``python:MODULE:ATTR``.
+
+    Raises
+    ------
+    ModelSpecError
+        When the target is malformed, the module cannot be imported or
+        has no such attribute, or the attribute is not callable.
+    """
+    module_name, sep, attr = (target or "").partition(":")
+    module_name, attr = module_name.strip(), attr.strip()
+    if not sep or not module_name or not attr:
+        raise ModelSpecError(f"model spec 'python:{target}' is malformed; accepted: {_FORM}")
+    for p in reversed(_search_paths(options)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ModelSpecError(
+            f"model spec 'python:{target}': module {module_name!r} not found ({exc}); "
+            f"searched the rootdir, the current directory and the test directories; accepted: {_FORM}"
+        ) from None
+    except Exception as exc:
+        raise ModelSpecError(
+            f"model spec 'python:{target}': importing {module_name!r} failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ModelSpecError(
+                f"model spec 'python:{target}': module {module_name!r} has no attribute {attr!r}; "
+                f"accepted: {_FORM}"
+            )
+        obj = getattr(obj, part)
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ModelSpecError(
+                f"model spec 'python:{target}': {attr} could not be instantiated without "
+                f"arguments: {type(exc).__name__}: {exc}"
+            ) from None
+    if not callable(getattr(obj, "generate", None)) and not callable(obj):
+        raise ModelSpecError(
+            f"model spec 'python:{target}': {attr!r} is a {type(obj).__name__}, neither callable "
+            f"nor an object with a generate(request) method; accepted: {_FORM}"
+        )
+    return PythonAdapter(target, obj)

@@ -1,0 +1,193 @@
+"""``results.json``: every sample's result and the aggregates of a run.
+
+The schema is documented in docs/reports.md. This module also holds the
+small helpers (records, ordering, number formats, atomic writes) that the
+Markdown and HTML writers share.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from ..gating import aggregate_records, as_record
+
+__all__ = [
+    "RESULTS_FORMAT",
+    "RESULTS_SCHEMA_VERSION",
+    "build_results",
+    "write_results_json",
+    "records_of",
+    "metric_names",
+    "fmt",
+    "fmt_signed",
+    "failures_first",
+    "atomic_write",
+]
+
+RESULTS_FORMAT = "pytest-violin-results"
+RESULTS_SCHEMA_VERSION = 1
+
+# Keys of ``SampleResult.extra`` that are report plumbing, not results.
+_PLUMBING = ("thumbnails",)
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def records_of(results, *, keep_thumbnails: bool = True) -> list[dict]:
+    """Plain dict records for ``results`` (``SampleResult`` objects or mappings), in order.
+
+    Parameters
+    ----------
+    results : iterable
+        Sample results.
+    keep_thumbnails : bool, optional
+        Keep ``extra["thumbnails"]`` (the HTML needs them, results.json not).
+
+    Returns
+    -------
+    list of dict
+    """
+    out = []
+    for r in results:
+        rec = as_record(r)
+        extra = rec.get("extra")
+        if not keep_thumbnails and isinstance(extra, dict) and any(k in extra for k in _PLUMBING):
+            rec["extra"] = {k: v for k, v in extra.items() if k not in _PLUMBING}
+        out.append(rec)
+    return out
+
+
+def metric_names(rows) -> list[str]:
+    """Metric names of ``rows`` (mappings with ``metrics``) in first-seen order, ``mean`` last."""
+    names: list[str] = []
+    for row in rows:
+        for k in (row.get("metrics") or {}):
+            if k != "mean" and k not in names:
+                names.append(k)
+    return [*names, "mean"]
+
+
+def fmt(value, digits: int = 3) -> str:
+    """A number with ``digits`` decimals (the paper's tables use 3); ``n/a`` otherwise."""
+    if value is None or isinstance(value, bool):
+        return "n/a"
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    return f"{v:.{digits}f}" if math.isfinite(v) else "n/a"
+
+
+def fmt_signed(value, digits: int = 3) -> str:
+    """Like :func:`fmt` with an explicit ``+`` sign."""
+    text = fmt(value, digits)
+    return text if text == "n/a" or text.startswith("-") else "+" + text
+
+
+def failures_first(records) -> list[dict]:
+    """Errors, then other failures, then passes; stable within each group."""
+    def key(item):
+        i, rec = item
+        if rec.get("error"):
+            return (0, i)
+        return (1 if rec.get("outcome") != "passed" else 2, i)
+    return [rec for _, rec in sorted(enumerate(records), key=key)]
+
+
+def atomic_write(path, data) -> Path:
+    """Write text (UTF-8) or bytes to ``path`` via a temporary file and ``os.replace``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination; parent directories are created.
+    data : str or bytes
+        Content.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def _clean(obj):
+    """Replace non-finite floats by None so the output is strict JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+# --------------------------------------------------------------------------- results.json
+
+
+def build_results(results, *, metadata=None, comparison=None, aggregates=None) -> dict:
+    """The ``results.json`` document.
+
+    Parameters
+    ----------
+    results : iterable
+        Sample results in collection order.
+    metadata : Mapping, optional
+        Run facts (suite, adapter, profile, seed, interrupted, ...).
+    comparison : Comparison or Mapping, optional
+        The baseline comparison (:func:`pytest_violin.gating.compare`).
+    aggregates : Mapping, optional
+        Precomputed :func:`pytest_violin.gating.aggregate_records` output.
+
+    Returns
+    -------
+    dict
+        ``format``, ``schema_version``, ``metadata``, ``aggregates``,
+        ``comparison`` (or ``None``) and ``samples``; strict JSON (no NaN).
+    """
+    records = records_of(results, keep_thumbnails=False)
+    meta = dict(metadata or {})
+    meta.setdefault("created", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat())
+    meta["samples"] = len(records)
+    meta["passed"] = sum(1 for r in records if r.get("outcome") == "passed")
+    meta["failed"] = len(records) - meta["passed"]
+    meta["errors"] = sum(1 for r in records if r.get("error"))
+    if comparison is not None and hasattr(comparison, "to_dict"):
+        comparison = comparison.to_dict()
+    for rec in records:
+        rec.pop("id", None)  # as_record adds it; the schema uses sample_id
+    return _clean({
+        "format": RESULTS_FORMAT,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "metadata": meta,
+        "aggregates": aggregates if aggregates is not None else aggregate_records(
+            [as_record(r) for r in records]),
+        "comparison": comparison,
+        "samples": records,
+    })
+
+
+def write_results_json(path, results, **kwargs) -> Path:
+    """Write :func:`build_results` to ``path`` atomically (keyword arguments are passed on)."""
+    doc = build_results(results, **kwargs)
+    # compact separators keep json's C encoder (an indent falls back to pure Python)
+    return atomic_write(path, json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")

@@ -1,0 +1,160 @@
+"""``summary.md``: the summary tables in Markdown (and the GitHub step summary)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..gating import aggregate_records
+from .json_report import atomic_write, fmt, fmt_signed, metric_names, records_of
+
+__all__ = ["render_markdown", "write_summary", "md_escape"]
+
+_MAX_LISTED = 10
+
+
+def md_escape(text) -> str:
+    """Make ``text`` safe inside a Markdown table cell (no HTML, no pipes, one line)."""
+    s = str(text)
+    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`"),
+                 ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
+        s = s.replace(a, b)
+    return " ".join(s.split())
+
+
+def _code(text) -> str:
+    """``text`` as an inline code span (backticks replaced, one line)."""
+    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+
+
+def _ids(ids) -> str:
+    ids = list(ids)
+    shown = ", ".join(_code(i) for i in ids[:_MAX_LISTED])
+    return shown + (f" and {len(ids) - _MAX_LISTED} more" if len(ids) > _MAX_LISTED else "")
+
+
+def render_markdown(results, *, metadata=None, comparison=None, aggregates=None) -> str:
+    """Render the run summary as GitHub-flavoured Markdown.
+
+    Parameters
+    ----------
+    results : iterable
+        Sample results.
+    metadata : Mapping, optional
+        Run facts (``suite``, ``adapter``, ``profile``, ``seed``, ``interrupted``).
+    comparison : Comparison, optional
+        Baseline comparison; adds regression / improvement tables.
+    aggregates : Mapping, optional
+        Precomputed aggregates.
+
+    Returns
+    -------
+    str
+        One table per task (rows = variations, then the task total), like
+        the paper's Tables 1-3, plus the gate's verdict when a baseline was given.
+    """
+    records = records_of(results, keep_thumbnails=False)
+    agg = aggregates if aggregates is not None else aggregate_records(records)
+    meta = dict(metadata or {})
+    passed = sum(1 for r in records if r.get("outcome") == "passed")
+    lines = ["## pytest-violin results", ""]
+    facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed} failed"]
+    for key in ("suite", "adapter", "profile", "seed"):
+        if key in meta:
+            facts.append(f"{key} {_code(meta[key])}")
+    lines.append(" · ".join(facts))
+    if meta.get("interrupted"):
+        lines += ["", "**The run was interrupted; these results cover only the samples that ran.**"]
+    lines.append("")
+
+    groups = {}
+    if comparison is not None:
+        groups = {(g.task, g.variation): g for g in comparison.groups}
+        lines += _gate_section(comparison)
+
+    for task_row in agg.get("tasks", []):
+        task = task_row["task"]
+        rows = [r for r in agg.get("variations", []) if r["task"] == task]
+        names = metric_names([task_row, *rows])
+        head = ["Variation", "n", "pass rate", *names]
+        if groups:
+            head.append("Δ mean vs baseline")
+        lines += [f"### {md_escape(task)}", "", "| " + " | ".join(head) + " |",
+                  "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+        for row, label in [*((r, r["variation"] or "-") for r in rows), (task_row, "**all**")]:
+            cells = [md_escape(label) if label != "**all**" else label, str(row["n"]),
+                     f"{100 * row['pass_rate']:.1f}%"]
+            cells += [fmt(row["metrics"].get(n)) for n in names]
+            if groups:
+                g = groups.get((task, row["variation"]))
+                if g is None or g.status == "not-compared":
+                    cells.append("not compared")
+                else:
+                    mark = {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(g.status, "")
+                    cells.append(fmt_signed(g.delta) + mark)
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _gate_section(comparison) -> list[str]:
+    lines = ["### Regression gate", ""]
+    where = f" {_code(comparison.baseline_path)}" if comparison.baseline_path else ""
+    regs, imps = comparison.regressions, comparison.improvements
+    if regs:
+        lines.append(f"**FAILED: {len(regs)} regression(s)** against baseline{where} "
+                     f"(max regression {comparison.max_regression:g}).")
+    else:
+        lines.append(f"Passed: no regression against baseline{where} "
+                     f"(max regression {comparison.max_regression:g}).")
+    lines.append("")
+    for title, items in (("Regressions", regs), ("Improvements", imps)):
+        if not items:
+            continue
+        lines += [f"{title}:", "", "| group | n | old | new | delta | 95% CI | newly failing |",
+                  "|---|---:|---:|---:|---:|---|---|"]
+        for g in items:
+            lines.append(f"| {md_escape(g.label)} | {g.n} | {fmt(g.old)} | {fmt(g.new)} | "
+                         f"{fmt_signed(g.delta)} | [{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}] | "
+                         f"{_ids(g.newly_failing) or '-'} |")
+        lines.append("")
+    if comparison.fingerprint_changed:
+        lines += ["**The suite definition changed since the baseline** "
+                  f"({len(comparison.changed)} sample(s) redefined and not compared).", ""]
+    for title, ids in (("Missing from this run", comparison.missing),
+                       ("Not in the baseline", comparison.added),
+                       ("Redefined since the baseline (not compared)", comparison.changed)):
+        if ids:
+            lines += [f"{title} ({len(ids)}): {_ids(ids)}", ""]
+    for key, (a, b) in comparison.metadata_changes.items():
+        lines += [f"Note: {md_escape(key)} changed from {_code(a)} to {_code(b)}.", ""]
+    return lines
+
+
+def write_summary(path, results, *, github_step_summary: str | None = None, **kwargs) -> Path:
+    """Write ``summary.md`` and append it to the GitHub step summary file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where to write ``summary.md``.
+    results : iterable
+        Sample results.
+    github_step_summary : str, optional
+        File to append to; defaults to ``$GITHUB_STEP_SUMMARY`` (nothing is
+        appended when it is unset or empty).
+    **kwargs
+        Passed to :func:`render_markdown`.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    text = render_markdown(results, **kwargs)
+    out = atomic_write(path, text)
+    target = github_step_summary if github_step_summary is not None else os.environ.get(
+        "GITHUB_STEP_SUMMARY", "")
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    return out

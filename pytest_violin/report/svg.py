@@ -1,0 +1,107 @@
+"""Inline SVG bar charts for the HTML report (no JavaScript, no external files)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+
+__all__ = ["PALETTE", "bar_chart"]
+
+#: Series colours (colour-blind friendly, Okabe-Ito order).
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+
+
+def _nice_max(value: float) -> float:
+    """Smallest 1/2/5 x 10^k at or above ``value`` (at least 0.01)."""
+    value = max(float(value), 0.01)
+    exp = math.floor(math.log10(value))
+    for step in (1, 2, 5, 10):
+        top = step * 10 ** exp
+        if top >= value - 1e-12:
+            return top
+    return 10 ** (exp + 1)  # pragma: no cover
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.3f}" if math.isfinite(v) else "n/a"
+
+
+def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float]]], *,
+              title: str = "", width: int = 520, height: int = 220,
+              highlight: Sequence[str] = ()) -> str:
+    """A grouped vertical bar chart as an inline ``<svg>`` element.
+
+    Parameters
+    ----------
+    categories : sequence of str
+        One group of bars per category (metric names), left to right.
+    series : sequence of (str, Mapping)
+        One bar per series in every group (e.g. one per variation):
+        ``(name, {category: value})``. Missing or non-finite values draw no bar.
+    title : str, optional
+        Drawn above the chart and used as the accessible label.
+    width, height : int, optional
+        Size in CSS pixels.
+    highlight : sequence of str, optional
+        Series names drawn with a red outline (regressed variations).
+
+    Returns
+    -------
+    str
+        Self-contained SVG markup; every label is HTML-escaped. Each bar
+        carries a ``<title>`` tooltip with its exact value.
+    """
+    cats = [str(c) for c in categories]
+    values = [v for _, vals in series for v in vals.values()
+              if isinstance(v, (int, float)) and math.isfinite(v)]
+    top = _nice_max(max(values, default=0.0))
+    left, right, top_pad, bottom = 44, 8, 24 if title else 8, 40
+    legend_h = 16 * ((len(series) + 3) // 4) if len(series) > 1 else 0
+    plot_w = max(10, width - left - right)
+    plot_h = max(10, height - top_pad - bottom - legend_h)
+    parts = [
+        f'<svg class="chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
+    ]
+    if title:
+        parts.append(f'<text x="{left}" y="15" class="ct">{escape(title)}</text>')
+    # axis and grid lines at 0, top/2, top
+    for frac in (0.0, 0.5, 1.0):
+        y = top_pad + plot_h * (1 - frac)
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" class="ax" text-anchor="end">{top * frac:g}</text>')
+    n_cat = max(1, len(cats))
+    group_w = plot_w / n_cat
+    n_ser = max(1, len(series))
+    bar_w = max(1.0, (group_w * 0.8) / n_ser)
+    highlight = set(highlight)
+    for ci, cat in enumerate(cats):
+        gx = left + ci * group_w + group_w * 0.1
+        for si, (name, vals) in enumerate(series):
+            v = vals.get(cat)
+            if not isinstance(v, (int, float)) or not math.isfinite(v):
+                continue
+            h = plot_h * min(max(v, 0.0), top) / top
+            x = gx + si * bar_w
+            y = top_pad + plot_h - h
+            color = PALETTE[si % len(PALETTE)]
+            extra = ' stroke="#c00" stroke-width="2"' if name in highlight else ""
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar_w - 1, 0.5):.1f}" height="{max(h, 0.5):.1f}" '
+                f'fill="{color}"{extra}><title>{escape(str(name))} {escape(cat)} = {_fmt(v)}</title></rect>'
+            )
+        parts.append(
+            f'<text x="{left + (ci + 0.5) * group_w:.1f}" y="{top_pad + plot_h + 14:.1f}" '
+            f'class="ax" text-anchor="middle">{escape(cat)}</text>'
+        )
+    if len(series) > 1:
+        ly0 = top_pad + plot_h + 24
+        for si, (name, _) in enumerate(series):
+            lx = left + (si % 4) * (plot_w / 4)
+            ly = ly0 + 16 * (si // 4)
+            parts.append(f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" '
+                         f'fill="{PALETTE[si % len(PALETTE)]}"/>')
+            parts.append(f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(str(name))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

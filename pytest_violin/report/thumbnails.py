@@ -1,0 +1,175 @@
+"""Small data-URI thumbnails for the HTML report.
+
+For each sample the report shows three thumbnails: the expected image, the
+generated image and a heat map of their difference. They are computed on
+the process that scored the sample (an xdist worker), encoded as tiny PNG
+or JPEG data URIs, and travel to the controller in
+``SampleResult.extra``; no full-size image ever leaves the worker.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import cv2
+import numpy as np
+
+from ..imaging import as_rgb8, resize_rgb8
+
+__all__ = ["THUMBNAIL_SIZE", "thumbnail", "diff_heatmap", "data_uri", "make_thumbnails"]
+
+#: Longest side of a thumbnail, in pixels.
+THUMBNAIL_SIZE = 96
+
+
+
+_CHANNEL_MEAN = np.full((1, 3), 1.0 / 3.0)
+_SQRT_LUT = np.rint(np.sqrt(np.arange(256) / 255.0) * 255.0).astype(np.uint8)
+
+
+def _target(h: int, w: int, size: int) -> tuple[int, int]:
+    """``(width, height)`` with the longest side at most ``size``, aspect kept."""
+    scale = min(1.0, size / max(h, w))
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+def _shrink(rgb: np.ndarray, size: int) -> np.ndarray:
+    """Fast shrink so the longest side is ``size``: bilinear to twice the
+    target, then area averaging (cheap, and no worse than a plain area
+    resize at this size)."""
+    h, w = rgb.shape[:2]
+    tw, th = _target(h, w, size)
+    if (tw, th) == (w, h):
+        return rgb
+    if w > 4 * tw and h > 4 * th:
+        rgb = cv2.resize(rgb, (2 * tw, 2 * th), interpolation=cv2.INTER_LINEAR)
+    return cv2.resize(rgb, (tw, th), interpolation=cv2.INTER_AREA)
+
+
+def thumbnail(image, size: int = THUMBNAIL_SIZE) -> np.ndarray:
+    """Shrink an image so that its longest side is ``size`` pixels.
+
+    Parameters
+    ----------
+    image : image-like
+        Anything :func:`pytest_violin.imaging.as_rgb8` accepts.
+    size : int, optional
+        Longest side of the result; images already smaller are kept.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(h, w, 3)`` uint8 with ``max(h, w) <= size`` and the aspect ratio kept.
+    """
+    if int(size) < 1:
+        raise ValueError(f"thumbnail size must be >= 1, got {size!r}")
+    return _shrink(as_rgb8(image), int(size))
+
+
+def diff_heatmap(image, expected, size: int = THUMBNAIL_SIZE) -> np.ndarray:
+    """Heat map of ``|image - expected|`` at thumbnail size.
+
+    ``image`` is first resized to the expected size (as scoring does); the
+    difference is then taken at twice the thumbnail resolution (a
+    full-resolution difference costs more than the rest of the report),
+    averaged over the channels, put on a square-root scale so that small
+    deviations stay visible (a difference of 10/255 is already a fifth of
+    the way up the scale), shrunk and coloured with the *inferno* map:
+    black = identical, yellow = a full-range difference.
+
+    Parameters
+    ----------
+    image, expected : image-like
+        Generated and expected image.
+    size : int, optional
+        Longest side of the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        RGB uint8 heat map.
+    """
+    exp = as_rgb8(expected)
+    gen = resize_rgb8(as_rgb8(image), exp.shape[1], exp.shape[0])
+    work = 2 * int(size)
+    diff = cv2.absdiff(_shrink(gen, work), _shrink(exp, work))
+    gray = cv2.transform(diff, _CHANNEL_MEAN)  # uint8 mean of the three channels
+    tw, th = _target(exp.shape[0], exp.shape[1], int(size))
+    small = cv2.resize(gray, (tw, th), interpolation=cv2.INTER_AREA)
+    colored = cv2.applyColorMap(cv2.LUT(small, _SQRT_LUT), cv2.COLORMAP_INFERNO)
+    return np.ascontiguousarray(colored[:, :, ::-1])
+
+
+def _flat(rgb: np.ndarray, limit: float = 0.08) -> bool:
+    """True for images made of flat areas: at most ``limit`` of the
+    horizontally adjacent pixel pairs differ (synthetic ground truths and
+    clean outputs; noise and photographs differ almost everywhere)."""
+    flat = rgb.astype(np.uint32)
+    packed = ((flat[:, :, 0] << 16) | (flat[:, :, 1] << 8) | flat[:, :, 2]).ravel()
+    if packed.size < 2:
+        return True
+    return np.count_nonzero(packed[1:] != packed[:-1]) <= limit * (packed.size - 1)
+
+
+def data_uri(image, *, quality: int = 80) -> str:
+    """Encode a small image as a ``data:`` URI.
+
+    Images made of flat areas (the synthetic ground truths, clean outputs)
+    become PNG, lossless and a few hundred bytes; photographic or noisy
+    images become JPEG, a few kB at this size.
+
+    Parameters
+    ----------
+    image : image-like
+        Usually a thumbnail.
+    quality : int, optional
+        JPEG quality (1-100).
+
+    Returns
+    -------
+    str
+        ``data:image/png;base64,...`` or ``data:image/jpeg;base64,...``.
+    """
+    rgb = as_rgb8(image)
+    bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+    if _flat(rgb):
+        ok, buf = cv2.imencode(".png", bgr, [cv2.IMWRITE_PNG_COMPRESSION, 3])
+        mime = "image/png"
+    else:
+        ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+        mime = "image/jpeg"
+    if not ok:  # pragma: no cover - OpenCV fails only on invalid input
+        raise ValueError("thumbnail could not be encoded")
+    return f"data:{mime};base64," + base64.b64encode(buf.tobytes()).decode("ascii")
+
+
+def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE) -> dict:
+    """The thumbnails of one sample as data URIs.
+
+    Parameters
+    ----------
+    expected : image-like or None
+        Ground truth; ``None`` to skip the expected and difference
+        thumbnails (the plugin does so for passing samples, whose
+        difference is near black, to avoid rendering the ground truth a
+        second time).
+    generated : image-like or None
+        The model's image (first repeat); ``None`` when generation failed.
+    size : int, optional
+        Longest side in pixels.
+
+    Returns
+    -------
+    dict
+        A subset of ``{"expected": uri, "generated": uri, "diff": uri}``.
+    """
+    out = {}
+    exp = None if expected is None else as_rgb8(expected)
+    if exp is not None:
+        out["expected"] = data_uri(_shrink(exp, size))
+    if generated is not None:
+        gen = as_rgb8(generated)
+        out["generated"] = data_uri(_shrink(gen, size))
+        if exp is not None:
+            out["diff"] = data_uri(diff_heatmap(gen, exp, size))
+    return out

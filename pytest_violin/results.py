@@ -1,0 +1,300 @@
+"""Per-sample results and their aggregation.
+
+Each Violin item produces one :class:`SampleResult`; it travels as JSON on
+the item's ``TestReport`` (attribute ``violin_result``) so that the
+controller of an xdist run collects every worker's results exactly like a
+single process does. :class:`ResultsStore` keeps them in collection order
+and aggregates them per (suite, task, variation) like the paper's tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+__all__ = ["SampleResult", "ResultsStore", "AggregateRow", "RESULTS_KEY", "combine_repeats"]
+
+
+def _results_key():
+    import pytest
+
+    return pytest.StashKey["ResultsStore"]()
+
+
+#: ``config.stash`` key of the session's :class:`ResultsStore`.
+RESULTS_KEY = _results_key()
+
+
+@dataclass
+class SampleResult:
+    """Everything known about one sample after its test ran.
+
+    Attributes
+    ----------
+    sample_id, suite, task, variation, prompt : str
+        Identify the sample (``variation`` may be ``""``).
+    metrics : dict
+        Metric name -> value, including ``"mean"``; the mean over repeats.
+        Empty when generation failed.
+    limits : dict
+        Metric name -> limit that applied.
+    failed : list of str
+        Metrics over their limit (``["generation"]`` when no image came).
+    outcome : str
+        ``"passed"`` or ``"failed"``.
+    error : str or None
+        The (redacted) generation error.
+    seconds : float
+        Wall time of generation.
+    cached : bool
+        Whether every image came from the cache.
+    seed : int
+        The seed of repeat 0.
+    repeats : list of dict
+        Per-repeat metric dicts (with ``"mean"``).
+    spread : dict
+        Per-metric population standard deviation over repeats.
+    worst : dict
+        Per-metric maximum over repeats.
+    original_size : list or None
+        ``[width, height]`` of the generated image when it had to be resized.
+    index : int
+        Position of the sample in the loaded suite (sort key).
+    pass_rule : str
+        ``"mean"`` or ``"worst"``.
+    extra : dict
+        Small JSON-able data from other plugins (thumbnails, ...).
+    """
+
+    sample_id: str
+    suite: str = ""
+    task: str = ""
+    variation: str = ""
+    prompt: str = ""
+    metrics: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    failed: list = field(default_factory=list)
+    outcome: str = "passed"
+    error: str | None = None
+    seconds: float = 0.0
+    cached: bool = False
+    seed: int = 0
+    repeats: list = field(default_factory=list)
+    spread: dict = field(default_factory=dict)
+    worst: dict = field(default_factory=dict)
+    original_size: list | None = None
+    index: int = 0
+    pass_rule: str = "mean"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when the outcome is ``"passed"``."""
+        return self.outcome == "passed"
+
+    def to_dict(self) -> dict:
+        """A plain JSON-able dict (containers are shallow-copied)."""
+        out = {}
+        for name in _FIELD_NAMES:
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                value = {k: (dict(v) if isinstance(v, dict) else v) for k, v in value.items()}
+            elif isinstance(value, list):
+                value = [dict(v) if isinstance(v, dict) else v for v in value]
+            out[name] = value
+        return out
+
+    def to_json(self) -> str:
+        """Serialize to a compact JSON string."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), allow_nan=False, default=_jsonable)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SampleResult":
+        """Build from :meth:`to_dict` output; unknown keys go to ``extra``."""
+        names = {f.name for f in fields(cls)}
+        known = {k: v for k, v in data.items() if k in names}
+        unknown = {k: v for k, v in data.items() if k not in names}
+        result = cls(**known)
+        if unknown:
+            result.extra = {**result.extra, **unknown}
+        return result
+
+    @classmethod
+    def from_json(cls, text: str) -> "SampleResult":
+        """Parse :meth:`to_json` output."""
+        return cls.from_dict(json.loads(text))
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
+
+
+def _jsonable(obj):
+    try:
+        import numpy as np
+
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, np.ndarray):
+            return obj.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
+def combine_repeats(per_repeat: list[dict]) -> tuple[dict, dict, dict]:
+    """Mean, spread (population std) and worst (max) per metric over repeats.
+
+    Parameters
+    ----------
+    per_repeat : list of dict
+        Metric dicts of the same keys, one per repeat.
+
+    Returns
+    -------
+    tuple of dict
+        ``(mean, spread, worst)``; the ``mean`` key of each is recomputed
+        from that dict's metric values for ``mean`` and ``worst`` (the
+        worst of the per-repeat means is kept for ``worst["mean"]``).
+    """
+    if not per_repeat:
+        return {}, {}, {}
+    keys = list(per_repeat[0])
+    n = len(per_repeat)
+    mean, spread, worst = {}, {}, {}
+    for key in keys:
+        vals = [float(r[key]) for r in per_repeat]
+        m = sum(vals) / n
+        mean[key] = m
+        spread[key] = math.sqrt(sum((v - m) ** 2 for v in vals) / n)
+        worst[key] = max(vals)
+    return mean, spread, worst
+
+
+@dataclass(frozen=True)
+class AggregateRow:
+    """Means of one (suite, task, variation) group.
+
+    Attributes
+    ----------
+    suite, task, variation : str
+        The group (``variation == "*"`` for the task total).
+    metric_names : tuple of str
+        The metrics, in order.
+    means : dict
+        Metric name -> mean over the group's scored samples; ``"mean"`` is
+        the mean of the per-sample means.
+    pass_rate : float
+        Passed samples / samples (errors count as failures).
+    count : int
+        Samples in the group.
+    errors : int
+        Samples whose generation failed (not in the means).
+    """
+
+    suite: str
+    task: str
+    variation: str
+    metric_names: tuple
+    means: dict
+    pass_rate: float
+    count: int
+    errors: int
+
+    def to_dict(self) -> dict:
+        """A plain JSON-able dict."""
+        d = asdict(self)
+        d["metric_names"] = list(self.metric_names)
+        return d
+
+
+class ResultsStore:
+    """The results of a session, in collection order.
+
+    Adding a result for a sample id that is already present replaces it
+    (a re-run of the same item).
+    """
+
+    def __init__(self):
+        self._by_id: dict[str, SampleResult] = {}
+
+    def add(self, result: SampleResult) -> None:
+        """Add (or replace) the result of one sample."""
+        self._by_id[result.sample_id] = result
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self):
+        return iter(self.results)
+
+    def __contains__(self, sample_id) -> bool:
+        return sample_id in self._by_id
+
+    def get(self, sample_id: str) -> SampleResult | None:
+        """The result of ``sample_id`` or None."""
+        return self._by_id.get(sample_id)
+
+    @property
+    def results(self) -> list[SampleResult]:
+        """All results sorted by suite position (collection order)."""
+        return sorted(self._by_id.values(), key=lambda r: (r.suite, r.index, r.sample_id))
+
+    def aggregate(self, *, totals: bool = False) -> list[AggregateRow]:
+        """Aggregate per (suite, task, variation).
+
+        Parameters
+        ----------
+        totals : bool, optional
+            Also add one row per (suite, task) with ``variation="*"`` when
+            the task has more than one variation.
+
+        Returns
+        -------
+        list of AggregateRow
+            In order of first appearance.
+        """
+        groups: dict[tuple, list[SampleResult]] = {}
+        for r in self.results:
+            groups.setdefault((r.suite, r.task, r.variation), []).append(r)
+            if totals:
+                groups.setdefault((r.suite, r.task, "*"), []).append(r)
+        rows = []
+        for (suite, task, variation), members in groups.items():
+            if variation == "*" and len({m.variation for m in members}) < 2:
+                continue
+            rows.append(_aggregate_group(suite, task, variation, members))
+        if totals:
+            order = {}
+            for row in rows:
+                order.setdefault((row.suite, row.task), len(order))
+            rows.sort(key=lambda row: (order[(row.suite, row.task)], row.variation == "*"))
+        return rows
+
+    def to_dict(self) -> dict:
+        """Results and aggregates as one JSON-able dict."""
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "aggregates": [a.to_dict() for a in self.aggregate(totals=True)],
+        }
+
+
+def _aggregate_group(suite, task, variation, members) -> AggregateRow:
+    names: list[str] = []
+    for m in members:
+        for key in m.metrics:
+            if key != "mean" and key not in names:
+                names.append(key)
+    scored = [m for m in members if m.metrics]
+    means = {}
+    for key in (*names, "mean"):
+        vals = [m.metrics[key] for m in scored if key in m.metrics]
+        means[key] = sum(vals) / len(vals) if vals else float("nan")
+    passed = sum(1 for m in members if m.passed)
+    return AggregateRow(
+        suite=suite, task=task, variation=variation, metric_names=tuple(names), means=means,
+        pass_rate=passed / len(members), count=len(members),
+        errors=sum(1 for m in members if m.error is not None),
+    )

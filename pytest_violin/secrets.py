@@ -1,0 +1,148 @@
+"""Keep credentials out of everything pytest-violin writes.
+
+HTTP adapters register every credential they are given (API keys, the
+values of configured headers, URL passwords) with :func:`register_secret`
+when they are created. Every failure message, log line, report field and
+JUnit property then goes through :func:`redact`, which replaces each
+registered secret, and its URL-encoded and base64 forms, with ``***``.
+
+The registry is process-global and thread-safe. Values shorter than
+:data:`MIN_SECRET_LENGTH` characters are ignored: redacting ``"1"`` or
+``"on"`` everywhere would destroy messages and protect nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
+
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "RedactingFilter",
+    "register_secret",
+    "redact",
+    "redact_url",
+    "is_registered",
+]
+
+#: What a secret is replaced with.
+MASK = "***"
+
+#: Registered values shorter than this are ignored.
+MIN_SECRET_LENGTH = 4
+
+_lock = threading.Lock()
+_secrets: set[str] = set()
+# Longest first, so a secret that contains another is replaced whole.
+_ordered: tuple[str, ...] = ()
+
+
+def _variants(value: str) -> set[str]:
+    out = {value, quote(value, safe=""), quote_plus(value)}
+    raw = value.encode("utf-8")
+    for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+        text = encoded.decode("ascii")
+        out.add(text)
+        out.add(text.rstrip("="))
+    return {v for v in out if len(v) >= MIN_SECRET_LENGTH}
+
+
+def register_secret(value) -> None:
+    """Remember ``value`` as a secret that :func:`redact` must hide.
+
+    Parameters
+    ----------
+    value : str or None
+        The credential. ``None``, empty strings and values shorter than
+        :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored.
+        The value itself, its URL-encoded forms and its base64 forms are
+        registered.
+    """
+    global _ordered
+    if not isinstance(value, str):
+        return
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        return
+    with _lock:
+        new = _variants(value) - _secrets
+        if not new:
+            return
+        _secrets.update(new)
+        _ordered = tuple(sorted(_secrets, key=len, reverse=True))
+
+
+def is_registered(value: str) -> bool:
+    """Whether ``value`` (exactly) is a registered secret."""
+    with _lock:
+        return isinstance(value, str) and value.strip() in _secrets
+
+
+def redact(text) -> str:
+    """Replace every registered secret in ``text`` with ``***``.
+
+    Parameters
+    ----------
+    text : str
+        Any text; other objects are converted with ``str()`` first.
+
+    Returns
+    -------
+    str
+        The text without secrets.
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    secrets = _ordered  # an immutable snapshot: no lock needed to read it
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def redact_url(url: str) -> str:
+    """Drop ``user:password@`` from a URL and redact registered secrets.
+
+    Parameters
+    ----------
+    url : str
+        An absolute URL.
+
+    Returns
+    -------
+    str
+        The URL without credentials in its authority part and with every
+        registered secret (for example an API key in the query) masked.
+    """
+    url = str(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = netloc.rsplit("@", 1)[1]
+        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return redact(url)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts every record's message and arguments.
+
+    Attach it to a handler (or logger) that may see messages containing
+    credentials::
+
+        handler.addFilter(RedactingFilter())
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:  # noqa: A003 - logging API
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string: keep the raw parts
+            message = f"{record.msg} {record.args}"
+        record.msg = redact(message)
+        record.args = None
+        return True

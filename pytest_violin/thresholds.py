@@ -1,0 +1,331 @@
+"""Pass/fail limits for Violin metrics.
+
+Every task has a default limit on each of its metrics and on their mean,
+keyed ``"task.metric"`` and ``"task.mean"`` (see ``docs/thresholds.md`` for
+the justification of every number). Overrides come from
+``--violin-threshold`` (repeatable), the ``violin_thresholds`` ini key and
+the ``violin`` marker, as strings ``"color.sd=0.02"`` or mappings.
+
+A sample passes when every metric that has a limit is ``<=`` its limit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .errors import ThresholdError
+
+__all__ = [
+    "KNOWN_METRICS",
+    "DEFAULT_LIMITS",
+    "DEFAULT_EXTRA_LIMIT",
+    "Row",
+    "ViolinFailure",
+    "parse_threshold",
+    "parse_thresholds",
+    "build_limits",
+    "limits_for_task",
+    "evaluate",
+    "format_table",
+    "failure_message",
+]
+
+#: Metric names of the built-in tasks, in display order.
+KNOWN_METRICS: dict[str, tuple[str, ...]] = {
+    "color": ("rgb_ed", "lab_00", "sd", "ced", "hf"),
+    "shape": ("iou", "dist", "size", "shape", "purity"),
+    "mask": ("iou", "dist", "biou", "leak", "edge"),
+}
+
+#: Default limits (distances in [0, 1]; a value <= its limit passes).
+#: Justified, with the numbers the metrics give on synthetic cases, in
+#: docs/thresholds.md.
+DEFAULT_LIMITS: dict[str, float] = {
+    # color: a CIEDE2000 of 2.3 (one just-noticeable difference) passes;
+    # a 16-level gradient, a watermark or a neighbouring ISCC-NBS color fails
+    "color.rgb_ed": 0.045,
+    "color.lab_00": 0.03,
+    "color.sd": 0.025,
+    "color.ced": 0.005,
+    "color.hf": 0.005,
+    "color.mean": 0.02,
+    # shape: JPEG, sensor noise and a 2% offset pass; 5% of the width fails
+    "shape.iou": 0.15,
+    "shape.dist": 0.015,
+    "shape.size": 0.10,
+    "shape.shape": 0.02,
+    "shape.purity": 0.05,
+    "shape.mean": 0.06,
+    # mask: JPEG q90 passes; a 1% mask shift, a feathered edge or a gray
+    # (not black) masked area fails
+    "mask.iou": 0.02,
+    "mask.dist": 0.01,
+    "mask.biou": 0.10,
+    "mask.leak": 0.02,
+    "mask.edge": 0.05,
+    "mask.mean": 0.03,
+    # violin-extra: the area-ratio task reuses the color limits
+    "ratio.ratio": 0.02,
+    "ratio.rgb_ed": 0.045,
+    "ratio.lab_00": 0.03,
+    "ratio.sd": 0.025,
+    "ratio.ced": 0.005,
+    "ratio.hf": 0.005,
+    "ratio.mean": 0.02,
+}
+
+#: Limit used for a metric of a task without a built-in default (the
+#: ``violin-extra`` tasks and third-party suites), and for their mean.
+DEFAULT_EXTRA_LIMIT = 0.05
+
+_FORMS = "'TASK.METRIC=VALUE' or 'TASK.mean=VALUE' with VALUE a number in [0, 1] (e.g. color.sd=0.02)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a verdict: a metric, its value, its limit and the outcome."""
+
+    metric: str
+    value: float
+    limit: float | None
+    ok: bool
+
+
+class ViolinFailure(AssertionError):
+    """A sample failed its limits; ``str()`` is the table pytest shows.
+
+    Parameters
+    ----------
+    message : str
+        The full failure text (table, prompt and sample id).
+    rows : list of Row, optional
+        The verdict rows.
+    """
+
+    def __init__(self, message: str, rows=()):
+        super().__init__(message)
+        self.rows = list(rows)
+
+
+def _check_value(key: str, raw, source: str) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise ThresholdError(
+            f"threshold {source!r}: value {raw!r} is not a number; accepted: {_FORMS}"
+        ) from None
+    if math.isnan(value) or value < 0.0 or value > 1.0:
+        raise ThresholdError(
+            f"threshold {source!r}: value {value!r} is outside [0, 1]; accepted: {_FORMS}"
+        )
+    return value
+
+
+def _check_key(key: str, source: str, metrics: Mapping[str, Iterable[str]] | None) -> str:
+    task, dot, metric = key.strip().partition(".")
+    task, metric = task.strip().lower(), metric.strip().lower()
+    if not dot or not task or not metric:
+        raise ThresholdError(f"malformed threshold {source!r}; accepted: {_FORMS}")
+    if metrics is not None:
+        if task not in metrics:
+            raise ThresholdError(
+                f"threshold {source!r} names unknown task {task!r}; "
+                f"known tasks: {', '.join(sorted(metrics))}; accepted: {_FORMS}"
+            )
+        names = tuple(metrics[task])
+        if metric != "mean" and metric not in names:
+            raise ThresholdError(
+                f"threshold {source!r} names unknown metric {metric!r} of task {task!r}; "
+                f"known: {', '.join((*names, 'mean'))}"
+            )
+    return f"{task}.{metric}"
+
+
+def parse_threshold(text: str, metrics: Mapping[str, Iterable[str]] | None = None) -> tuple[str, float]:
+    """Parse one override ``"task.metric=value"``.
+
+    Parameters
+    ----------
+    text : str
+        The override, e.g. ``"color.sd=0.02"`` or ``"shape.mean=0.1"``.
+    metrics : Mapping[str, Iterable[str]], optional
+        Known metric names per task; when given, unknown tasks and metrics
+        are refused.
+
+    Returns
+    -------
+    tuple of (str, float)
+        The normalized key and the limit.
+
+    Raises
+    ------
+    ThresholdError
+        For a malformed override, a value that is not a number in
+        ``[0, 1]``, or an unknown task or metric.
+    """
+    if not isinstance(text, str):
+        raise ThresholdError(f"threshold {text!r} is not a string; accepted: {_FORMS}")
+    key, eq, raw = text.partition("=")
+    if not eq:
+        raise ThresholdError(f"malformed threshold {text!r} (no '='); accepted: {_FORMS}")
+    key = _check_key(key, text, metrics)
+    return key, _check_value(key, raw.strip(), text)
+
+
+def parse_thresholds(overrides, metrics: Mapping[str, Iterable[str]] | None = None) -> dict[str, float]:
+    """Parse many overrides: an iterable of strings or a mapping key -> value.
+
+    Later entries win. Blank strings and ``#`` comments are skipped (ini
+    line lists).
+
+    Parameters
+    ----------
+    overrides : Iterable[str] or Mapping[str, float] or None
+        The overrides.
+    metrics : Mapping[str, Iterable[str]], optional
+        Known metric names per task (see :func:`parse_threshold`).
+
+    Returns
+    -------
+    dict
+        Normalized ``"task.metric"`` -> limit.
+    """
+    out: dict[str, float] = {}
+    if overrides is None:
+        return out
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if isinstance(overrides, Mapping):
+        for key, raw in overrides.items():
+            source = f"{key}={raw}"
+            norm = _check_key(str(key), source, metrics)
+            out[norm] = _check_value(norm, raw, source)
+        return out
+    for text in overrides:
+        if isinstance(text, str) and (not text.strip() or text.strip().startswith("#")):
+            continue
+        key, value = parse_threshold(text.strip() if isinstance(text, str) else text, metrics)
+        out[key] = value
+    return out
+
+
+def build_limits(*override_sets: Mapping[str, float], defaults: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Merge defaults and override sets (later sets win).
+
+    Parameters
+    ----------
+    *override_sets : Mapping[str, float]
+        Parsed overrides, lowest priority first.
+    defaults : Mapping[str, float], optional
+        Starting limits (default :data:`DEFAULT_LIMITS`).
+
+    Returns
+    -------
+    dict
+        ``"task.metric"`` -> limit.
+    """
+    limits = dict(DEFAULT_LIMITS if defaults is None else defaults)
+    for overrides in override_sets:
+        limits.update(overrides or {})
+    return limits
+
+
+def limits_for_task(limits: Mapping[str, float], task: str, metric_names: Iterable[str]) -> dict[str, float]:
+    """The limits that apply to one sample, keyed by bare metric name.
+
+    A metric of a task without a built-in default gets
+    :data:`DEFAULT_EXTRA_LIMIT`.
+
+    Parameters
+    ----------
+    limits : Mapping[str, float]
+        All limits, keyed ``"task.metric"``.
+    task : str
+        The sample's task.
+    metric_names : Iterable[str]
+        The metrics the sample's score returns.
+
+    Returns
+    -------
+    dict
+        metric name (and ``"mean"``) -> limit, in metric order, mean last.
+    """
+    builtin = task in KNOWN_METRICS
+    out: dict[str, float] = {}
+    for name in (*metric_names, "mean"):
+        key = f"{task}.{name}"
+        if key in limits:
+            out[name] = float(limits[key])
+        elif not builtin:
+            out[name] = DEFAULT_EXTRA_LIMIT
+    return out
+
+
+def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[Row]:
+    """Compare metric values with their limits.
+
+    Parameters
+    ----------
+    metrics : Mapping[str, float]
+        Metric name -> value; a ``Metrics`` object (its ``mean`` is added)
+        or a plain dict that may contain ``"mean"``.
+    limits : Mapping[str, float]
+        Metric name (bare, or ``"task.metric"`` when ``metrics`` has a
+        ``task``) -> limit. Metrics without a limit are reported, never
+        failed.
+
+    Returns
+    -------
+    list of Row
+        One row per metric, then ``mean``.
+    """
+    values = dict(metrics)
+    if "mean" not in values:
+        mean = getattr(metrics, "mean", None)
+        if mean is None:
+            mean = sum(values.values()) / len(values) if values else 0.0
+        values["mean"] = float(mean)
+    task = getattr(metrics, "task", None)
+    rows = []
+    for name, value in values.items():
+        limit = limits.get(name)
+        if limit is None and task is not None:
+            limit = limits.get(f"{task}.{name}")
+        ok = True if limit is None else float(value) <= float(limit)
+        rows.append(Row(name, float(value), None if limit is None else float(limit), ok))
+    # mean last
+    rows.sort(key=lambda r: r.metric == "mean")
+    return rows
+
+
+def format_table(rows: Iterable[Row]) -> str:
+    """Render rows as a small aligned table ``metric | value | limit | result``."""
+    header = ("metric", "value", "limit", "result")
+    body = [
+        (r.metric, f"{r.value:.4f}", "-" if r.limit is None else f"{r.limit:.4f}",
+         "pass" if r.ok else "FAIL")
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in (header, *body)) for i in range(4)]
+
+    def fmt(line):
+        return " | ".join(
+            cell.ljust(w) if i in (0, 3) else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths))
+        ).rstrip()
+
+    sep = "-+-".join("-" * w for w in widths)
+    return "\n".join([fmt(header), sep, *(fmt(line) for line in body)])
+
+
+def failure_message(rows: Iterable[Row], *, sample_id: str, prompt: str, note: str = "") -> str:
+    """The text of a failing sample: which metrics are over, the table, prompt and id."""
+    rows = list(rows)
+    bad = [r.metric for r in rows if not r.ok]
+    head = f"violin sample {sample_id} failed: {', '.join(bad)} over the limit" if bad else \
+        f"violin sample {sample_id} failed"
+    parts = [head, "", format_table(rows), "", f"prompt:    {prompt}", f"sample id: {sample_id}"]
+    if note:
+        parts.append(note)
+    return "\n".join(parts)

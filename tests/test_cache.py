@@ -1,0 +1,167 @@
+"""The on-disk image cache: keys, atomic writes, corrupt entries, re-runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_violin.cache import ImageCache
+from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
+
+from _servers import FaultServer, Reply, solid
+
+
+def make_request(**kw):
+    base = dict(prompt="a pure #D9B451 image", width=8, height=8, seed=3, sample_id="c/1",
+                task="color", images=(), repeat=0)
+    base.update(kw)
+    return GenerationRequest(**base)
+
+
+def test_round_trip_and_counters(tmp_path):
+    cache = ImageCache(tmp_path / "c")
+    key = cache.key("http://127.0.0.1:1/x", make_request())
+    assert cache.get(key) is None and cache.misses == 1
+    image = np.random.default_rng(1).integers(0, 256, (5, 7, 3), dtype=np.uint8)
+    path = cache.put(key, image)
+    assert path.is_file() and path.suffix == ".png" and key in path.name
+    assert key in cache
+    assert np.array_equal(cache.get(key), image)
+    assert (cache.hits, cache.writes) == (1, 1)
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+VARIANTS = {
+    "identity": None,
+    "prompt": {"prompt": "a pure #D9B452 image"},
+    "width": {"width": 9},
+    "height": {"height": 9},
+    "seed": {"seed": 4},
+    "task": {"task": "shape"},
+    "repeat": {"repeat": 1},
+    "images": {"images": (np.zeros((2, 2, 3), np.uint8),)},
+}
+
+
+@pytest.mark.parametrize("field", sorted(VARIANTS))
+def test_every_field_changes_the_key(field):
+    base = ImageCache.key("m", make_request())
+    if field == "identity":
+        other = ImageCache.key("m2", make_request())
+    else:
+        other = ImageCache.key("m", make_request(**VARIANTS[field]))
+    assert other != base and len(other) == 64
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(max_size=30), st.integers(1, 4096), st.integers(0, 2**31 - 1))
+def test_key_is_deterministic_and_ignores_sample_id(prompt, size, seed):
+    a = make_request(prompt=prompt, width=size, seed=seed, sample_id="a/1")
+    b = dataclasses.replace(a, sample_id="b/2", sample=object())
+    key = ImageCache.key("openai:m@https://h/v1", a)
+    assert key == ImageCache.key("openai:m@https://h/v1", b)
+    assert all(c in "0123456789abcdef" for c in key)
+
+
+def test_input_pixels_change_the_key():
+    img = np.zeros((4, 4, 3), np.uint8)
+    other = img.copy()
+    other[0, 0, 0] = 1
+    assert ImageCache.key("m", make_request(images=(img,))) != ImageCache.key("m", make_request(images=(other,)))
+
+
+@pytest.mark.parametrize("damage", [b"", b"not a png", None])
+def test_corrupt_entry_is_dropped_and_missed(tmp_path, damage):
+    cache = ImageCache(tmp_path)
+    key = cache.key("m", make_request())
+    path = cache.put(key, solid(4, 4))
+    path.write_bytes(path.read_bytes()[:40] if damage is None else damage)
+    assert cache.get(key) is None
+    assert not path.exists() and cache.dropped == 1
+
+
+def test_bad_keys_are_refused(tmp_path):
+    cache = ImageCache(tmp_path)
+    for key in ("../../etc/passwd", "ABCDEF0123", "12"):
+        with pytest.raises(ValueError, match="not a lowercase hex digest"):
+            cache.path(key)
+
+
+def _writer(root, key, value, rounds):
+    cache = ImageCache(root)
+    for _ in range(rounds):
+        cache.put(key, solid(64, 64, (value, value, value)))
+
+
+def test_concurrent_writers_never_expose_half_written_entries(tmp_path):
+    key = ImageCache.key("m", make_request())
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    procs = [ctx.Process(target=_writer, args=(tmp_path, key, v, 40)) for v in (10, 200)]
+    threads = [threading.Thread(target=_writer, args=(tmp_path, key, 90, 40))]
+    for worker in procs + threads:
+        worker.start()
+    reader = ImageCache(tmp_path)
+    seen = set()
+    while any(p.is_alive() for p in procs) or threads[0].is_alive():
+        image = reader.get(key)
+        if image is not None:
+            assert image.shape == (64, 64, 3)
+            values = np.unique(image)
+            assert len(values) == 1 and int(values[0]) in (10, 90, 200)
+            seen.add(int(values[0]))
+    for worker in procs + threads:
+        worker.join()
+    assert all(p.exitcode == 0 for p in procs)
+    assert reader.dropped == 0
+    assert reader.get(key) is not None
+    assert not [p for p in (tmp_path / key[:2]).iterdir() if p.name.endswith(".tmp")]
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeSample:
+    id: str
+    prompt: str = "a pure #D9B451 image"
+    width: int = 8
+    height: int = 8
+    task: str = "color"
+    inputs: tuple = ()
+
+
+def test_rerun_of_unchanged_suite_makes_zero_requests_and_errors_are_not_cached(tmp_path):
+    from pytest_violin.runner import Runner
+
+    samples = [FakeSample(f"color/v1/c{i}/t01") for i in range(6)]
+
+    def handler(rec):
+        body = rec.json()
+        if body["sample_id"].endswith("c5/t01"):
+            return Reply(400, {"error": "refused"})
+        return Reply.png(solid(8, 8, (len(body["sample_id"]), 0, 0)))
+
+    def run_once():
+        adapter = resolve_model(server.url + "/g", AdapterOptions(rootdir=tmp_path, retries=0))
+        runner = Runner(adapter, concurrency=3, cache=ImageCache(tmp_path / "cache"))
+        runner.plan(samples)
+        results = [runner.get(s) for s in samples]
+        runner.close()
+        adapter.close()
+        return results
+
+    with FaultServer(handler=handler) as server:
+        first = run_once()
+        assert len(server.requests) == 6
+        second = run_once()
+        assert len(server.requests) == 7  # only the failed sample is asked again
+    assert [g.cached for g in second] == [True] * 5 + [False]
+    assert second[5].error is not None and "refused" in str(second[5].error)
+    for a, b in zip(first[:5], second[:5]):
+        assert np.array_equal(a.images[0], b.images[0])
+    entries = list((tmp_path / "cache").rglob("*.png"))
+    assert len(entries) == 5

@@ -1,0 +1,108 @@
+"""The example_suite/ project runs as-is: passes with the oracle, fails readably with noise.
+
+Each test copies the example suite (as a fresh clone would have it) into a
+temporary directory and runs ``python -m pytest`` there in a subprocess,
+exactly as ``cd example_suite && pytest`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "example_suite"
+
+NOISY_MODEL = '''
+import numpy as np
+
+
+def generate(request):
+    """The exact answer plus Gaussian noise (sigma 20): every sample should fail."""
+    image = request.sample.expected().astype(np.float64)
+    rng = np.random.default_rng(request.seed)
+    return np.clip(image + rng.normal(0.0, 20.0, image.shape), 0, 255).astype(np.uint8)
+'''
+
+
+@pytest.fixture
+def project(tmp_path):
+    dst = tmp_path / "example_suite"
+    shutil.copytree(EXAMPLE, dst, ignore=shutil.ignore_patterns(
+        ".pytest_cache", ".hypothesis", "__pycache__", "violin-report"))
+    return dst
+
+
+def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_example_suite_layout_is_complete():
+    for rel in ("conftest.py", "pyproject.toml", "baseline.json", "README.md",
+                ".github/workflows/obedience.yml", "tests/acme_brand.py", "tests/test_brand.py",
+                "tests/test_builtin_selection.py", "tests/test_properties.py"):
+        assert (EXAMPLE / rel).is_file(), rel
+    baseline = json.loads((EXAMPLE / "baseline.json").read_text())
+    assert baseline["metadata"]["adapter"] == "oracle"
+    assert baseline["samples"] and all(s["outcome"] == "passed" for s in baseline["samples"])
+
+
+def test_workflow_caches_gates_uploads_and_blocks_deploy():
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((EXAMPLE / ".github/workflows/obedience.yml").read_text())
+    steps = flow["jobs"]["obedience"]["steps"]
+    uses = [s.get("uses", "") for s in steps]
+    assert any(u.startswith("actions/upload-artifact@") for u in uses)
+
+    def paths(action):
+        return {s["with"]["path"] for s in steps if s.get("uses", "").startswith(action)
+                and (action.endswith("restore@") or s.get("if") == "always()")}
+
+    restored, saved = paths("actions/cache/restore@"), paths("actions/cache/save@")
+    assert restored == saved  # saved even when the gate fails
+    assert {".hypothesis", ".pytest_cache/d/violin-images"} <= restored
+    run_at = next(i for i, s in enumerate(steps) if "--violin-baseline" in s.get("run", ""))
+    assert all(i < run_at for i, s in enumerate(steps) if "cache/restore" in s.get("uses", ""))
+    command = " ".join(s.get("run", "") for s in steps)
+    assert "--violin-baseline=baseline.json" in command and "--violin-report=" in command
+    deploy = flow["jobs"]["deploy"]
+    assert deploy["needs"] == "obedience"
+    assert any("exit 1" in s.get("run", "") and "needs.obedience.result" in s.get("if", "")
+               for s in deploy["steps"])
+
+
+def test_example_suite_passes_with_the_oracle_and_its_baseline(project):
+    result = run(project, "-q", "--violin-baseline=baseline.json")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    out = result.stdout
+    assert " passed" in out and " failed" not in out
+    assert "no regression against baseline" in out
+
+
+def test_example_suite_fails_readably_with_a_noisy_model(project):
+    (project / "noisy_model.py").write_text(NOISY_MODEL)
+    result = run(project, "-q", "--violin-model=python:noisy_model:generate", "--violin-limit=6",
+                 "--violin-baseline=baseline.json", "-k", "not masks")
+    out = result.stdout
+    assert result.returncode == 1, out[-3000:] + result.stderr[-2000:]
+    # the team's own assertions: the expectation in words, then the metric table
+    assert "image does not obey: one uniform color #3B74C0 (blue)" in out
+    assert "image does not obey: top half #3B74C0 (blue), bottom half #E7E1E9 (white)" in out
+    assert "metric |  value |  limit | result" in out
+    lab_rows = [line for line in out.splitlines() if line.lstrip("E ").startswith("lab_00 |")]
+    assert any("0.0150 | FAIL" in row for row in lab_rows)  # the brand limit, not the default
+    # the built-in items say which metrics are over the limit
+    assert "violin sample color/" in out and "over the limit" in out
+    # hypothesis found and reported minimal failing cases
+    assert "Falsifying example" in out
+    # and the gate refused the run
+    assert "regression" in out and "FAILED" in out
+    assert "Traceback (most recent call last)" not in out

@@ -1,0 +1,126 @@
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from pytest_violin.errors import GenerationError, ModelSpecError
+from pytest_violin.imaging import as_rgb8, encode_png
+from pytest_violin.models import registry
+from pytest_violin.models.registry import AdapterOptions, resolve_model
+from pytest_violin.models.request import GenerationRequest
+
+from conftest import FakeSample
+
+
+def _request(sample, repeat=0):
+    return GenerationRequest.from_sample(sample, base_seed=0, repeat=repeat)
+
+
+def test_oracle_renders_expected(fake_samples):
+    model = resolve_model("oracle")
+    s = fake_samples[0]
+    assert model.identity == "oracle" and model.cacheable is False
+    assert np.array_equal(as_rgb8(model.generate(_request(s))), s.expected())
+    with pytest.raises(ModelSpecError, match="no target"):
+        resolve_model("oracle:x")
+    req = GenerationRequest(prompt="p", width=4, height=4, seed=0, sample_id="a", task="color")
+    with pytest.raises(GenerationError, match="needs the sample"):
+        model.generate(req)
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    name = f"violin_user_models_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        def black(request):
+            return np.zeros((request.height, request.width, 3), np.uint8)
+
+        class Model:
+            def __init__(self):
+                self.closed = False
+            def generate(self, request):
+                return np.full((request.height, request.width, 3), 255, np.uint8)
+            def close(self):
+                self.closed = True
+
+        instance = Model()
+        not_callable = 3
+    """))
+    yield name, tmp_path
+    sys.modules.pop(name, None)
+
+
+def test_python_adapter_function_class_and_instance(user_module, fake_samples):
+    name, root = user_module
+    opts = AdapterOptions(rootdir=root)
+    req = _request(fake_samples[0])
+    fn = resolve_model(f"python:{name}:black", opts)
+    assert fn.identity == f"python:{name}:black" and fn.cacheable is False
+    assert as_rgb8(fn.generate(req)).max() == 0
+    cls = resolve_model(f"python:{name}:Model", opts)
+    assert as_rgb8(cls.generate(req)).min() == 255
+    inst = resolve_model(f"python:{name}:instance", opts)
+    inst.close()
+    assert sys.modules[name].instance.closed
+
+
+@pytest.mark.parametrize("target, fragment", [
+    ("nomodule_xyz_123:f", "module 'nomodule_xyz_123' not found"),
+    ("{mod}:missing", "has no attribute 'missing'"),
+    ("{mod}:not_callable", "neither callable"),
+    ("{mod}", "malformed"),
+])
+def test_python_adapter_errors(user_module, target, fragment):
+    name, root = user_module
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("python:" + target.format(mod=name), AdapterOptions(rootdir=root))
+    assert fragment in str(info.value) and "python:MODULE:ATTR" in str(info.value)
+
+
+def test_dir_replay_round_trip_and_missing_file(tmp_path, fake_samples):
+    s = fake_samples[0]
+    (tmp_path / "color/v1/red").mkdir(parents=True)
+    (tmp_path / f"{s.id}.png").write_bytes(encode_png(s.expected()))
+    (tmp_path / f"{s.id}.r1.png").write_bytes(encode_png(np.zeros((8, 8, 3), np.uint8)))
+    model = resolve_model("dir:.", AdapterOptions(rootdir=tmp_path))
+    assert model.cacheable is False
+    assert np.array_equal(as_rgb8(model.generate(_request(s))), s.expected())
+    assert as_rgb8(model.generate(_request(s, repeat=1))).max() == 0
+    with pytest.raises(GenerationError) as info:
+        model.generate(_request(fake_samples[1]))
+    assert f"{fake_samples[1].id}.png" in str(info.value) and "does not exist" in str(info.value)
+
+
+def test_dir_replay_missing_directory(tmp_path):
+    with pytest.raises(ModelSpecError, match="does not exist"):
+        resolve_model("dir:nowhere", AdapterOptions(rootdir=tmp_path))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ModelSpecError, match="is not a directory"):
+        resolve_model(f"dir:{tmp_path / 'file'}")
+
+
+def test_third_party_scheme_through_entry_points(monkeypatch, fake_samples):
+    class FakeEP:
+        name = "acme"
+
+        def load(self):
+            def create(target, options):
+                class Acme:
+                    identity = f"acme:{target}"
+
+                    def generate(self, request):
+                        return np.full((request.height, request.width, 3), 7, np.uint8)
+
+                    def close(self):
+                        pass
+                return Acme()
+            return create
+
+    monkeypatch.setattr(registry, "_entry_point_factories", lambda: {"acme": FakeEP()})
+    model = resolve_model("acme:turbo")
+    assert model.identity == "acme:turbo"
+    assert as_rgb8(model.generate(_request(fake_samples[0]))).max() == 7
+    assert "acme" in registry.available_schemes()

@@ -1,0 +1,232 @@
+"""Unit tests of the report writers: results.json, summary.md, report.html, thumbnails, SVG."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_violin.gating import build_baseline, compare
+from pytest_violin.imaging import as_rgb8
+from pytest_violin.report.html import render_html, write_html
+from pytest_violin.report.json_report import build_results, failures_first, write_results_json
+from pytest_violin.report.markdown import md_escape, render_markdown, write_summary
+from pytest_violin.report.svg import bar_chart
+from pytest_violin.report.thumbnails import data_uri, diff_heatmap, make_thumbnails, thumbnail
+
+EVIL = '<script>alert("x")</script>'
+
+
+def record(i, task="color", variation="v1", value=0.1, outcome="passed", prompt=None, thumbs=None,
+           error=None):
+    metrics = {} if error else {"rgb_ed": value, "sd": value / 2, "mean": value * 0.75}
+    return {
+        "sample_id": f"{task}/{variation}/s{i:03d}", "suite": "violin", "task": task,
+        "variation": variation, "prompt": prompt or f"a pure color image {i}", "metrics": metrics,
+        "limits": {"rgb_ed": 0.2, "sd": 0.1, "mean": 0.15}, "failed": [] if outcome == "passed" else ["rgb_ed"],
+        "outcome": outcome, "error": error, "seconds": 0.01, "cached": False, "seed": i,
+        "repeats": [metrics] if metrics else [], "spread": {}, "worst": {}, "original_size": None,
+        "extra": {"thumbnails": thumbs} if thumbs else {},
+    }
+
+
+@pytest.fixture(scope="module")
+def thumbs():
+    exp = np.zeros((64, 48, 3), np.uint8)
+    exp[:] = (217, 180, 81)
+    gen = exp.copy()
+    gen[10:30] = (0, 0, 0)
+    return make_thumbnails(exp, gen)
+
+
+def runs(thumbs):
+    recs = [record(i, value=0.05, thumbs=thumbs) for i in range(4)]
+    recs += [record(10 + i, task="shape", variation="circle", value=0.4, outcome="failed", thumbs=thumbs)
+             for i in range(3)]
+    recs.append(record(20, task="mask", variation="inpaint", outcome="failed", error="HTTP 500: <b>oops</b>"))
+    return recs
+
+
+# --------------------------------------------------------------------------- thumbnails
+
+
+def _decode(uri):
+    head, payload = uri.split(",", 1)
+    assert head in ("data:image/png;base64", "data:image/jpeg;base64")
+    return as_rgb8(base64.b64decode(payload))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(8, 128))
+def test_thumbnail_keeps_aspect_and_bounds(h, w, size):
+    out = thumbnail(np.zeros((h, w, 3), np.uint8), size)
+    assert max(out.shape[:2]) <= max(size, 1)
+    assert max(out.shape[:2]) == min(size, max(h, w))
+    if min(h, w) * size >= 4 * max(h, w):  # aspect ratio survives rounding when not tiny
+        assert abs(out.shape[1] / out.shape[0] - w / h) <= 0.35 * w / h
+
+
+def test_diff_heatmap_is_dark_when_equal_and_bright_where_different():
+    exp = np.full((40, 40, 3), 120, np.uint8)
+    same = diff_heatmap(exp, exp, 20)
+    assert same.max() <= 5
+    gen = exp.copy()
+    gen[:, 20:] = 255 - gen[:, 20:]
+    heat = diff_heatmap(gen, exp, 20).astype(int).sum(axis=2)
+    assert heat[:, 12:].mean() > heat[:, :8].mean() + 100
+    # a generated image of another size is resized to the expected size first
+    big = np.kron(gen, np.ones((2, 2, 1), np.uint8))
+    assert diff_heatmap(big, exp, 20).shape == heat.shape + (3,)
+
+
+def test_data_uri_round_trips_and_picks_a_small_format():
+    flat = np.full((96, 96, 3), 60, np.uint8)
+    uri = data_uri(flat)
+    assert uri.startswith("data:image/png;base64,") and len(uri) < 0.03 * flat.size  # 27 kB raw
+    assert np.array_equal(_decode(uri), flat)
+    noisy = np.random.default_rng(0).integers(0, 255, (96, 96, 3), dtype=np.uint8)
+    uri = data_uri(noisy)
+    assert uri.startswith("data:image/jpeg;base64,") and len(uri) < 0.5 * noisy.size
+    assert np.abs(_decode(uri).astype(int) - noisy).mean() < 60
+
+
+def test_make_thumbnails_subsets():
+    img = np.zeros((200, 100, 3), np.uint8)
+    assert set(make_thumbnails(img, None)) == {"expected"}
+    passing = make_thumbnails(None, img)  # what the plugin stores for a passing sample
+    assert set(passing) == {"generated"} and _decode(passing["generated"]).shape == (96, 48, 3)
+
+
+# --------------------------------------------------------------------------- SVG
+
+
+def test_bar_chart_is_valid_svg_with_proportional_bars():
+    svg = bar_chart(["a", "b"], [("v<1>", {"a": 0.2, "b": 0.4}), ("v2", {"a": float("nan")})], title=EVIL)
+    root = ET.fromstring(svg)  # well-formed XML, labels escaped
+    assert "<script>" not in svg
+    rects = [r for r in root.iter() if r.tag.endswith("rect") and r.find("./title") is not None]
+    assert len(rects) == 2  # NaN draws no bar
+    heights = {r.find("./title").text.split(" = ")[0]: float(r.get("height")) for r in rects}
+    assert heights["v<1> b"] == pytest.approx(2 * heights["v<1> a"], rel=0.02)
+
+
+# --------------------------------------------------------------------------- results.json
+
+
+def test_results_json_schema_and_strictness(tmp_path, thumbs):
+    recs = runs(thumbs)
+    recs[0]["metrics"]["sd"] = float("nan")
+    path = write_results_json(tmp_path / "results.json", recs, metadata={"suite": "violin"})
+    doc = json.loads(path.read_text())  # strict JSON: NaN became null
+    assert doc["format"] == "pytest-violin-results" and doc["schema_version"] == 1
+    assert [s["sample_id"] for s in doc["samples"]] == [r["sample_id"] for r in recs]
+    assert doc["samples"][0]["metrics"]["sd"] is None
+    assert all("thumbnails" not in s["extra"] for s in doc["samples"])
+    assert doc["metadata"]["samples"] == len(recs) and doc["metadata"]["errors"] == 1
+    assert doc["metadata"]["failed"] == 4
+    tasks = {r["task"]: r for r in doc["aggregates"]["tasks"]}
+    assert tasks["shape"]["pass_rate"] == 0 and tasks["color"]["pass_rate"] == 1
+    assert doc["comparison"] is None
+    assert "NaN" not in path.read_text()
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def test_markdown_tables(tmp_path, monkeypatch, thumbs):
+    recs = runs(thumbs)
+    recs[0]["variation"] = "v|1"
+    text = render_markdown(recs, metadata={"suite": "violin", "adapter": "py`thon"})
+    assert "### color" in text and "### shape" in text and "| **all** |" in text
+    for line in text.splitlines():
+        if line.startswith("|") and "v\\|1" in line:
+            assert len(re.split(r"(?<!\\)\|", line)) == len(re.split(r"(?<!\\)\|", text.split("### color")[1]
+                                                                     .splitlines()[2]))
+    assert "py'thon" in text
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("previous\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    write_summary(tmp_path / "summary.md", recs)
+    assert summary.read_text().startswith("previous\n## pytest-violin results")
+    assert (tmp_path / "summary.md").read_text() in summary.read_text()
+
+
+def test_md_escape_neutralises_markup():
+    assert md_escape("a|b <i>\n*x*") == "a\\|b &lt;i&gt; \\*x\\*"
+
+
+def test_markdown_gate_section(thumbs):
+    recs = runs(thumbs)
+    worse = [dict(r, metrics={k: v + 0.3 for k, v in r["metrics"].items()}, outcome="failed")
+             if r["task"] == "color" else r for r in recs]
+    args = dict(suite="violin", profile="violin", seed=0, adapter="oracle")
+    c = compare(build_baseline(recs, **args), build_baseline(worse, **args), baseline_path="base.json")
+    text = render_markdown(worse, comparison=c)
+    assert "**FAILED: 2 regression(s)**" in text and "| color |" in text and "❌ regressed" in text
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def test_html_escapes_everything_and_loads_nothing(thumbs):
+    recs = runs(thumbs)
+    recs[0]["prompt"] = EVIL
+    recs[1]["variation"] = '"><img src=x onerror=alert(1)>'
+    html = render_html(recs, metadata={"suite": EVIL, "adapter": "<b>model</b>"})
+    assert "<script>alert" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "<b>oops</b>" not in html and "<b>model</b>" not in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    assert "http://" not in html and "https://" not in html
+    # exactly one script, pinned by the CSP hash
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html
+
+
+def test_html_lists_failures_first_with_filters(thumbs):
+    recs = runs(thumbs)
+    html = render_html(recs)
+    order = re.findall(r'<tr class="s" data-task="(\w+)" data-outcome="(\w+)"', html)
+    assert order[0] == ("mask", "failed")  # the error comes first
+    assert [o for _, o in order] == sorted((o for _, o in order), key=lambda o: o == "passed")
+    assert 'id="f-fail"' in html and '<option value="shape">shape</option>' in html
+    assert html.count('alt="diff"') == 7
+    assert [r["sample_id"] for r in failures_first(recs)][0] == recs[-1]["sample_id"]
+
+
+def test_html_thumbnail_budget_keeps_failures(thumbs):
+    recs = runs(thumbs)
+    one = sum(len(v) for v in thumbs.values())
+    html = render_html(recs, thumbnail_budget=3 * one)
+    rows = re.findall(r'<tr class="s".*?</tr>', html, flags=re.S)
+    with_pics = [("data-outcome=\"failed\"" in r) for r in rows if "<img" in r]
+    assert with_pics == [True, True, True]
+    assert "shown without thumbnails" in html
+
+
+def test_html_drops_foreign_uris(thumbs):
+    recs = [record(0, thumbs={"expected": "javascript:alert(1)", "generated": thumbs["generated"]})]
+    html = render_html(recs)
+    assert "javascript:" not in html and thumbs["generated"] in html
+
+
+def test_html_highlights_regressions(tmp_path, thumbs):
+    recs = runs(thumbs)
+    worse = [dict(r, metrics={k: v + 0.3 for k, v in r["metrics"].items()}, outcome="failed")
+             if r["task"] == "color" else r for r in recs]
+    args = dict(suite="violin", profile="violin", seed=0, adapter="oracle")
+    c = compare(build_baseline(recs, **args), build_baseline(worse, **args), baseline_path=EVIL)
+    path = write_html(tmp_path / "report.html", worse, comparison=c)
+    html = path.read_text()
+    assert "FAILED: 2 regression(s)" in html and html.count('<tr class="reg">') >= 2
+    assert html.count("newly failing") >= 4
+    assert '<tr class=" reg">' not in html and "<script>alert" not in html
+    assert build_results(worse, comparison=c)["comparison"]["regressions"] == ["color", "color/v1"]

@@ -1,0 +1,70 @@
+import json
+import math
+
+import pytest
+
+from hypothesis import given, settings, strategies as st
+
+from pytest_violin.results import ResultsStore, SampleResult, combine_repeats
+
+
+def _result(i, task="color", variation="v1", passed=True, **metrics):
+    metrics = metrics or {"a": 0.1 * i, "b": 0.2}
+    metrics["mean"] = sum(metrics.values()) / len(metrics)
+    return SampleResult(sample_id=f"{task}/{variation}/s{i}", suite="violin", task=task,
+                        variation=variation, metrics=metrics, index=i,
+                        outcome="passed" if passed else "failed")
+
+
+def test_json_round_trip_keeps_every_field():
+    r = _result(3)
+    r.repeats = [{"a": 0.1, "mean": 0.1}]
+    r.extra = {"thumb": "abc"}
+    r.original_size = [640, 480]
+    back = SampleResult.from_json(r.to_json())
+    assert back == r
+    assert json.loads(r.to_json())["sample_id"] == "color/v1/s3"
+
+
+def test_unknown_keys_go_to_extra():
+    d = _result(1).to_dict()
+    d["future_field"] = 7
+    assert SampleResult.from_dict(d).extra["future_field"] == 7
+
+
+def test_store_orders_by_suite_position_and_replaces():
+    store = ResultsStore()
+    for i in (5, 1, 3):
+        store.add(_result(i))
+    store.add(_result(1, passed=False))
+    assert [r.index for r in store.results] == [1, 3, 5]
+    assert len(store) == 3 and not store.get("color/v1/s1").passed
+
+
+def test_aggregate_means_pass_rate_and_totals():
+    store = ResultsStore()
+    store.add(_result(0, a=0.0, b=0.4))
+    store.add(_result(1, a=0.2, b=0.2, passed=False))
+    store.add(_result(2, variation="v2", a=0.5, b=0.5))
+    err = SampleResult(sample_id="color/v2/s9", suite="violin", task="color", variation="v2",
+                       outcome="failed", error="boom", index=9)
+    store.add(err)
+    rows = store.aggregate(totals=True)
+    by = {(r.variation): r for r in rows}
+    assert by["v1"].means["a"] == pytest.approx(0.1) and by["v1"].means["b"] == pytest.approx(0.3)
+    assert by["v1"].means["mean"] == pytest.approx(0.2) and by["v1"].pass_rate == 0.5 and by["v1"].count == 2
+    assert by["v2"].count == 2 and by["v2"].errors == 1 and by["v2"].means["a"] == 0.5
+    assert by["*"].count == 4 and by["*"].pass_rate == 0.5
+    assert [r.variation for r in rows] == ["v1", "v2", "*"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1), min_size=2, max_size=2), min_size=1, max_size=6))
+def test_combine_repeats(values):
+    reps = [{"x": a, "y": b} for a, b in values]
+    mean, spread, worst = combine_repeats(reps)
+    for key, col in (("x", [a for a, _ in values]), ("y", [b for _, b in values])):
+        assert math.isclose(mean[key], sum(col) / len(col), abs_tol=1e-12)
+        assert worst[key] == max(col)
+        assert spread[key] >= 0
+        assert min(col) - 1e-12 <= mean[key] <= max(col) + 1e-12

@@ -1,0 +1,207 @@
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pytest_violin.errors import GenerationError
+from pytest_violin.models.request import derive_seed
+from pytest_violin.runner import Runner, output_path
+from pytest_violin.secrets import register_secret
+
+from conftest import FakeSample
+
+
+class RecordingModel:
+    """Returns the expected image; records every request; optional delay / failures."""
+
+    identity = "test:recording"
+    cacheable = True
+
+    def __init__(self, delay=0.0, fail=(), exc=None):
+        self.delay = delay
+        self.fail = set(fail)
+        self.exc = exc
+        self.requests = []
+        self.lock = threading.Lock()
+        self.active = 0
+        self.max_active = 0
+
+    def generate(self, request):
+        with self.lock:
+            self.requests.append(request)
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            time.sleep(self.delay)
+            if request.sample_id in self.fail:
+                raise self.exc or RuntimeError(f"model exploded on {request.sample_id}")
+            return request.sample.expected()
+        finally:
+            with self.lock:
+                self.active -= 1
+
+
+class DictCache:
+    def __init__(self):
+        self.data = {}
+        self.puts = 0
+
+    def key(self, identity, request):
+        return f"{identity}|{request.sample_id}|{request.seed}|{request.repeat}"
+
+    def get(self, key):
+        return self.data.get(key)
+
+    def put(self, key, image):
+        self.puts += 1
+        self.data[key] = image
+
+
+def test_get_returns_images_seeds_and_timing(fake_samples):
+    model = RecordingModel()
+    runner = Runner(model, concurrency=2, base_seed=7)
+    try:
+        runner.plan(fake_samples)
+        for s in fake_samples:
+            gen = runner.get(s)
+            assert gen.error is None and len(gen.images) == 1
+            assert gen.images[0].dtype == np.uint8 and gen.images[0].shape == (8, 8, 3)
+            assert gen.attempts == 1 and gen.seconds >= 0 and not gen.cached
+    finally:
+        runner.close()
+    seeds = {r.sample_id: r.seed for r in model.requests}
+    assert seeds == {s.id: derive_seed(7, s.id, 0) for s in fake_samples}
+
+
+def test_prefetch_is_bounded_and_concurrent():
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(40)]
+    model = RecordingModel(delay=0.02)
+    runner = Runner(model, concurrency=4)
+    try:
+        runner.plan(samples)
+        time.sleep(0.3)
+        # nothing consumed yet: at most 2 x concurrency were started
+        assert len(model.requests) == 8
+        for s in samples:
+            assert runner.get(s).error is None
+        assert model.max_active <= 4 and model.max_active >= 2
+        assert len(model.requests) == 40
+    finally:
+        runner.close()
+
+
+def test_prefetch_follows_plan_order_and_skips_stale():
+    samples = [FakeSample(id=f"c/v/s{i:02d}") for i in range(10)]
+    model = RecordingModel()
+    runner = Runner(model, concurrency=1)
+    try:
+        runner.plan(samples)
+        # consume sample 5 first: 0-4 prefetches (if any) are dropped, not kept forever
+        runner.get(samples[5])
+        for s in samples[6:]:
+            runner.get(s)
+        assert len(runner._futures) == 0
+        order = [r.sample_id for r in model.requests]
+        assert order[-4:] == [s.id for s in samples[6:]]
+        assert len(order) == len(set(order))
+    finally:
+        runner.close()
+
+
+def test_unplanned_sample_is_generated_on_demand(fake_samples):
+    model = RecordingModel()
+    runner = Runner(model)
+    try:
+        assert runner.get(fake_samples[0]).error is None
+        assert [r.sample_id for r in model.requests] == [fake_samples[0].id]
+    finally:
+        runner.close()
+
+
+def test_failure_is_one_sample_and_redacted(fake_samples):
+    register_secret("sk-test-SECRET-123456")
+    bad = fake_samples[2].id
+    model = RecordingModel(fail={bad}, exc=RuntimeError("401 for key sk-test-SECRET-123456\nmore"))
+    runner = Runner(model, concurrency=2)
+    try:
+        runner.plan(fake_samples)
+        gens = [runner.get(s) for s in fake_samples]
+    finally:
+        runner.close()
+    errors = [g.error for g in gens]
+    assert [e is not None for e in errors] == [s.id == bad for s in fake_samples]
+    err = errors[2]
+    assert isinstance(err, GenerationError)
+    assert "sk-test-SECRET" not in str(err) and "***" in str(err)
+    assert "RuntimeError" in str(err) and "more" not in str(err)
+
+
+def test_generation_error_keeps_attempts_and_status(fake_samples):
+    model = RecordingModel(fail={fake_samples[0].id}, exc=GenerationError("HTTP 503: busy", attempts=4, status=503))
+    runner = Runner(model)
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert gen.error.attempts == 4 and gen.error.status == 503 and "busy" in str(gen.error)
+
+
+def test_invalid_image_becomes_generation_error(fake_samples):
+    class Garbage:
+        identity = "garbage"
+
+        def generate(self, request):
+            return b"<html>not an image</html>"
+
+    runner = Runner(Garbage())
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert gen.images == [] and "not an image" in str(gen.error)
+
+
+def test_cache_hit_skips_model_and_non_cacheable_skips_cache(fake_samples):
+    cache = DictCache()
+    model = RecordingModel()
+    for _ in range(2):
+        runner = Runner(model, cache=cache)
+        gens = [runner.get(s) for s in fake_samples]
+        runner.close()
+    assert len(model.requests) == len(fake_samples)
+    assert all(g.cached for g in gens) and cache.puts == len(fake_samples)
+
+    model2 = RecordingModel()
+    model2.cacheable = False
+    runner = Runner(model2, cache=cache)
+    assert runner.cache is None
+    runner.get(fake_samples[0])
+    runner.close()
+    assert len(model2.requests) == 1
+
+
+def test_repeats_use_derived_seeds_and_save_outputs(tmp_path, fake_samples):
+    model = RecordingModel()
+    runner = Runner(model, repeats=3, base_seed=1, save_outputs=tmp_path / "out")
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert len(gen.images) == 3
+    sid = fake_samples[0].id
+    assert [r.seed for r in model.requests] == [derive_seed(1, sid, k) for k in range(3)]
+    assert [r.repeat for r in model.requests] == [0, 1, 2]
+    for k in range(3):
+        path = output_path(tmp_path / "out", sid, k)
+        assert path.is_file()
+    assert output_path(tmp_path, "a/b", 0).name == "b.png"
+    assert output_path(tmp_path, "a/b", 2).name == "b.r2.png"
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_bad_arguments(bad):
+    with pytest.raises(ValueError, match="concurrency"):
+        Runner(RecordingModel(), concurrency=bad)
+    with pytest.raises(ValueError, match="repeats"):
+        Runner(RecordingModel(), repeats=bad)

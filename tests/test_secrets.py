@@ -1,0 +1,187 @@
+"""Secrets never appear in messages, identities, logs or cache files."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import logging
+import socket
+from urllib.parse import quote
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_violin.cache import ImageCache
+from pytest_violin.errors import GenerationError
+from pytest_violin.models import AdapterOptions, resolve_model
+from pytest_violin.runner import Runner
+from pytest_violin.secrets import RedactingFilter, is_registered, redact, redact_url, register_secret
+
+from _servers import FaultServer, Reply, solid
+
+HEADER_SECRET = "plant-hdr-7f3a9c1e5b"
+OPENAI_SECRET = "sk-plant-4d2e8a7b9c11"
+URL_PASSWORD = "plant-pw-6b1f0e3d"
+ALL = (HEADER_SECRET, OPENAI_SECRET, URL_PASSWORD)
+
+
+def forms(secret: str) -> list[str]:
+    raw = secret.encode()
+    return [secret, quote(secret, safe=""), base64.b64encode(raw).decode().rstrip("=")]
+
+
+def assert_clean(text: str, what: str) -> None:
+    for secret in ALL:
+        for form in forms(secret):
+            assert form not in text, f"{what} leaks {form!r}: {text[:300]!r}"
+    basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode().rstrip("=")
+    assert basic not in text, f"{what} leaks the Basic auth header"
+
+
+def test_register_and_redact_forms():
+    register_secret("unit-secret-a1b2c3/+?")
+    text = ("x unit-secret-a1b2c3/+? y " + quote("unit-secret-a1b2c3/+?", safe="") + " "
+            + base64.b64encode(b"unit-secret-a1b2c3/+?").decode())
+    out = redact(text)
+    assert "unit-secret" not in out and out.count("***") == 3
+    assert is_registered("unit-secret-a1b2c3/+?")
+
+
+def test_short_and_empty_values_are_ignored():
+    for value in ("", "   ", "ab", None, 12345):
+        register_secret(value)
+    assert redact("ab 12345 x") == "ab 12345 x"
+
+
+def test_redact_url_drops_credentials():
+    assert redact_url("https://u:p@host:8443/a?b=1") == "https://host:8443/a?b=1"
+    assert redact_url("http://host/x") == "http://host/x"
+
+
+def test_query_credentials_are_registered_by_adapters(tmp_path):
+    adapter = resolve_model("http://127.0.0.1:9/gen?api_key=query-secret-998877&mode=fast",
+                            AdapterOptions(rootdir=tmp_path))
+    adapter.close()
+    assert "query-secret-998877" not in adapter.identity
+    assert "mode=fast" in adapter.identity
+
+
+def test_logging_filter_redacts_args():
+    register_secret("log-secret-5566778899")
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "token=%s", ("log-secret-5566778899",), None)
+    RedactingFilter().filter(record)
+    assert record.getMessage() == "token=***"
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
+       st.text(max_size=20), st.text(max_size=20))
+def test_registered_secret_never_survives_redaction(body, before, after):
+    secret = f"hyp-secret-{body}"
+    register_secret(secret)
+    out = redact(before + secret + after)
+    assert secret.strip() not in out
+
+
+def test_planted_secrets_never_leak(tmp_path, monkeypatch, caplog):
+    """Header via ${ENV}, OPENAI_API_KEY and a URL password; failing requests."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("VIOLIN_PLANTED_TOKEN", HEADER_SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_SECRET)
+
+    def echo_credentials(rec):
+        # the worst server: it echoes the credentials it received
+        auth = rec.headers.get("Authorization", "")
+        token = rec.headers.get("X-Api-Token", "")
+        if rec.path.endswith("/ok"):
+            return Reply.png(solid(4, 4))
+        return Reply(401 if "bad" in rec.path else 503,
+                     {"error": {"message": f"invalid credentials {auth} {token} for {rec.path}"}})
+
+    strings: list[str] = []
+    options = AdapterOptions(
+        rootdir=tmp_path, retries=1, extra={"backoff_base": 0.001},
+        headers=("X-Api-Token: ${VIOLIN_PLANTED_TOKEN}", "Authorization: Bearer ${VIOLIN_PLANTED_TOKEN}"),
+    )
+    with FaultServer(handler=echo_credentials) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1bad")
+        hostport = server.url.split("//", 1)[1]
+        specs = [
+            f"http://user:{URL_PASSWORD}@{hostport}/bad",
+            f"a1111:http://user:{URL_PASSWORD}@{hostport}/retry",
+            "openai:gpt-image-1",
+            f"http://{hostport}/retry",
+        ]
+        adapters = []
+        for spec in specs:
+            opts = options if not spec.startswith("a1111") else dataclasses.replace(options, headers=())
+            adapter = resolve_model(spec, opts)
+            adapters.append(adapter)
+            strings += [adapter.identity, repr(adapter)]
+            from pytest_violin.models import GenerationRequest
+
+            req = GenerationRequest(prompt=f"p {OPENAI_SECRET}", width=4, height=4, seed=1,
+                                    sample_id="s/1", task="color")
+            with pytest.raises(GenerationError) as info:
+                adapter.generate(req)
+            strings += [str(info.value), info.value.reason, repr(info.value)]
+
+        # through the runner (the plugin's path), with a cache
+        @dataclasses.dataclass(frozen=True)
+        class S:
+            id: str
+            prompt: str = "p"
+            width: int = 4
+            height: int = 4
+            task: str = "color"
+            inputs: tuple = ()
+
+        cache = ImageCache(tmp_path / "cache")
+        ok = resolve_model(f"http://user:{URL_PASSWORD}@{hostport}/ok", options)
+        for adapter in (adapters[1], ok):
+            runner = Runner(adapter, concurrency=2, cache=cache)
+            runner.plan([S("a/1"), S("a/2")])
+            for s in (S("a/1"), S("a/2")):
+                gen = runner.get(s)
+                strings.append(str(gen.error))
+            runner.close()
+        strings.append(ok.identity)
+        for adapter in adapters + [ok]:
+            adapter.close()
+
+    # a dead port: connection errors carry the URL
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    dead = resolve_model(f"http://user:{URL_PASSWORD}@127.0.0.1:{port}/x", options)
+    with pytest.raises(GenerationError) as info:
+        from pytest_violin.models import GenerationRequest
+
+        dead.generate(GenerationRequest(prompt="p", width=4, height=4, seed=1, sample_id="s", task="color"))
+    strings.append(str(info.value))
+    dead.close()
+
+    assert len(server.requests) > 6
+    # the server really received the secrets (so the test can fail)
+    assert any(HEADER_SECRET in r.headers.get("X-Api-Token", "") for r in server.requests)
+    for text in strings:
+        assert_clean(text, "message/identity")
+    assert any("***" in text for text in strings)
+    assert_clean(caplog.text, "log output")
+    files = list((tmp_path / "cache").rglob("*"))
+    assert any(f.suffix == ".png" for f in files)
+    for f in files:
+        assert_clean(str(f), "cache path")
+        if f.is_file():
+            assert_clean(f.read_bytes().decode("latin-1"), "cache file")
+
+
+def test_password_in_a_malformed_url_is_hidden(tmp_path):
+    from pytest_violin.errors import ModelSpecError
+
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("http://me:malformed-pw-31337@127.0.0.1:99999/x", AdapterOptions(rootdir=tmp_path))
+    assert "malformed-pw-31337" not in str(info.value)
+    assert "malformed-pw-31337" not in redact("--violin-model=http://me:malformed-pw-31337@h")
