@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 
+from ._fs import atomic_write
 from .errors import InvalidImageError
 from .imaging import decode_image, encode_png
 
@@ -132,20 +131,7 @@ class ImageCache:
         pathlib.Path
             The entry's path.
         """
-        path = self.path(key)
-        data = encode_png(image)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        path = atomic_write(self.path(key), encode_png(image))
         self._count("writes")
         return path
 

@@ -23,14 +23,13 @@ import datetime as _dt
 import hashlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ._fs import atomic_write
 from .errors import BaselineError
 
 __all__ = [
@@ -394,24 +393,9 @@ def write_baseline(path, baseline: Mapping) -> Path:
 
 def _atomic_write_text(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        atomic_write(path, text, fsync=True)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write baseline ({exc})") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise BaselineError(f"{path}: cannot write baseline ({exc})") from exc
-        raise
 
 
 def read_baseline(path) -> dict:

@@ -14,14 +14,13 @@ reason; a failed sample never stops the run.
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._fs import atomic_write
 from .errors import GenerationError
 
 __all__ = ["Generation", "Runner", "output_path"]
@@ -68,21 +67,6 @@ def output_path(root, sample_id: str, repeat: int = 0) -> Path:
     """
     suffix = ".png" if repeat == 0 else f".r{int(repeat)}.png"
     return Path(root) / (sample_id + suffix)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class Runner:
@@ -230,7 +214,7 @@ class Runner:
                 if self.save_outputs is not None:
                     from .imaging import encode_png
 
-                    _write_atomic(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
+                    atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 images.append(image)
         except GenerationError as exc:
             err = GenerationError(_redact(exc.reason), attempts=exc.attempts, status=exc.status)

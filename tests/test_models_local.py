@@ -10,7 +10,6 @@ from pytest_violin.models import registry
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
 
-from conftest import FakeSample
 
 
 def _request(sample, repeat=0):

@@ -4,7 +4,6 @@ import json
 import xml.etree.ElementTree as ET
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
-import pytest
 
 
 def _preload():

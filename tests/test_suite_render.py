@@ -8,7 +8,6 @@ import math
 
 import cv2
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import ndimage

@@ -162,7 +162,6 @@ def test_shape_off_by_5_percent_fails_and_2_percent_offset_of_dist_passes(suite_
 
 def test_mask_jpeg_passes_and_gray_masked_area_fails(suite_samples):
     import cv2
-    import numpy as np
 
     for sample in suite_samples[2]:
         exp = sample.expected()

@@ -20,7 +20,8 @@ from html import escape
 from pathlib import Path
 
 from ..gating import aggregate_records
-from .json_report import atomic_write, failures_first, fmt, fmt_signed, metric_names, records_of
+from .._fs import atomic_write
+from .json_report import failures_first, fmt, fmt_signed, metric_names, records_of
 from .svg import bar_chart
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]

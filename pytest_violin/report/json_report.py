@@ -10,10 +10,9 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
+from .._fs import atomic_write
 from ..gating import aggregate_records, as_record
 
 __all__ = [
@@ -26,7 +25,6 @@ __all__ = [
     "fmt",
     "fmt_signed",
     "failures_first",
-    "atomic_write",
 ]
 
 RESULTS_FORMAT = "pytest-violin-results"
@@ -98,36 +96,6 @@ def failures_first(records) -> list[dict]:
             return (0, i)
         return (1 if rec.get("outcome") != "passed" else 2, i)
     return [rec for _, rec in sorted(enumerate(records), key=key)]
-
-
-def atomic_write(path, data) -> Path:
-    """Write text (UTF-8) or bytes to ``path`` via a temporary file and ``os.replace``.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Destination; parent directories are created.
-    data : str or bytes
-        Content.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
 
 
 def _clean(obj):

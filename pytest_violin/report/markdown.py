@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from ..gating import aggregate_records
-from .json_report import atomic_write, fmt, fmt_signed, metric_names, records_of
+from .._fs import atomic_write
+from .json_report import fmt, fmt_signed, metric_names, records_of
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
 
