@@ -44,24 +44,9 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import settings
 
 from pytest_violin.hypothesis_profiles import register_profiles
 
 register_profiles()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "violin"))
-
-
-@pytest.fixture(scope="session")
-def team_thresholds(pytestconfig):
-    """The limits in force for this run, keyed ``"task.metric"``.
-
-    The plugin's defaults, updated by ``violin_thresholds`` in
-    ``pyproject.toml`` and by ``--violin-threshold`` on the command line.
-    Session scoped, so hypothesis tests may use it.
-    """
-    from pytest_violin.plugin import get_state
-    from pytest_violin.thresholds import DEFAULT_LIMITS
-
-    return dict(getattr(get_state(pytestconfig), "limits", None) or DEFAULT_LIMITS)

@@ -42,7 +42,7 @@ class ViolinItem(pytest.Item):
         )
 
     def runtest(self):
-        from .plugin import get_state
+        from .state import get_state
 
         state = get_state(self.config)
         sample = self.violin_sample

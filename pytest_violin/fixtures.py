@@ -8,6 +8,9 @@
 ``violin_generate``
     ``sample -> RGB uint8 image`` through the session's runner, cache and
     concurrency (raises :class:`~pytest_violin.errors.GenerationError`).
+``violin_limits``
+    Session scoped: the run's limits (defaults, ini, command line), keyed
+    ``"task.metric"``; usable in hypothesis tests.
 ``violin_thresholds``
     The limits in force for the test (options, ini and marker), keyed
     ``"task.metric"``.
@@ -25,6 +28,7 @@ __all__ = [
     "violin_model",
     "violin_sample",
     "violin_generate",
+    "violin_limits",
     "violin_thresholds",
     "violin_check",
 ]
@@ -59,7 +63,7 @@ def marker_selection(node, state):
 
 
 def _state(request):
-    from .plugin import get_state
+    from .state import get_state
 
     return get_state(request.config)
 
@@ -91,20 +95,35 @@ def violin_generate(request):
     return generate
 
 
-@pytest.fixture
-def violin_thresholds(request):
-    """Limits in force for this test, keyed ``"task.metric"``."""
+def _limits(state, marker_thresholds=None):
     from .errors import ThresholdError
     from .thresholds import build_limits, parse_thresholds
 
-    state = _state(request)
-    _, _, marker_thresholds = marker_selection(request.node, state)
     try:
         base = parse_thresholds(state.settings.thresholds, None)
         extra = parse_thresholds(marker_thresholds, None)
     except ThresholdError as exc:
         pytest.fail(f"bad violin thresholds: {exc}", pytrace=False)
     return build_limits(base, extra)
+
+
+@pytest.fixture(scope="session")
+def violin_limits(request):
+    """The run's limits (defaults, ini, command line), keyed ``"task.metric"``.
+
+    Session scoped, so hypothesis ``@given`` tests can use it; the
+    ``violin`` marker's thresholds are not applied (see
+    ``violin_thresholds``).
+    """
+    return _limits(_state(request))
+
+
+@pytest.fixture
+def violin_thresholds(request):
+    """Limits in force for this test (defaults, ini, command line, marker)."""
+    state = _state(request)
+    _, _, marker_thresholds = marker_selection(request.node, state)
+    return _limits(state, marker_thresholds)
 
 
 @pytest.fixture

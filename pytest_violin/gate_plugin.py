@@ -184,7 +184,7 @@ def pytest_violin_sample_scored(config, sample, images, result):
 
 def _adapter_identity(config) -> str | None:
     try:
-        from .plugin import STATE_KEY
+        from .state import STATE_KEY
     except ImportError:  # pragma: no cover
         return None
     state = config.stash.get(STATE_KEY, None)
@@ -211,7 +211,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 def _run_metadata(config, store, s: GateSettings) -> dict:
     try:
-        from .plugin import STATE_KEY
+        from .state import STATE_KEY
 
         state = config.stash.get(STATE_KEY, None)
     except ImportError:  # pragma: no cover

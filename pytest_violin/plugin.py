@@ -4,25 +4,22 @@ Without a configured model (``--violin-model`` or the ``violin_model`` ini
 key) this module changes nothing in a pytest run: it declares its options,
 its marker and its fixtures, and imports nothing heavy (numpy, OpenCV, the
 suite) until a hook actually needs it. All run state lives in
-``config.stash``.
+``config.stash`` (see :mod:`pytest_violin.state`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
+import sys
 
 import pytest
 
-from .results import RESULTS_KEY, ResultsStore, SampleResult
+from .results import RESULTS_KEY, SampleResult
+from .state import STATE_KEY, get_state, redact
 
-__all__ = ["ViolinSettings", "ViolinState", "STATE_KEY", "parse_settings", "get_state"]
-
-PROFILES = ("violin", "strict")
-PASS_RULES = ("mean", "worst")
+# Hooks and options only: the parsed options live in settings.py, the run
+# state (adapter, runner, samples, results) in state.py.
 
 # (option, ini name, ini type, default, help)
 _OPTIONS = [
@@ -89,305 +86,9 @@ def pytest_addhooks(pluginmanager):
         pluginmanager.import_plugin("pytest_violin.gate_plugin")
 
 
-# --------------------------------------------------------------------------- settings
-@dataclass(frozen=True)
-class ViolinSettings:
-    """The parsed and validated ``--violin-*`` options."""
-
-    model: str | None = None
-    suite: str = "violin"
-    tasks: tuple | None = None
-    limit: int | None = None
-    seed: int = 0
-    profile: str = "violin"
-    repeats: int = 1
-    pass_rule: str = "mean"
-    save_outputs: Path | None = None
-    concurrency: int = 4
-    timeout: float = 120.0
-    retries: int = 3
-    request_template: Path | None = None
-    response_path: str | None = None
-    cache_dir: Path | None = None
-    no_cache: bool = False
-    thresholds: tuple = ()
-    headers: tuple = ()
-
-
-def _raw(config, name, ini):
-    value = config.getoption(f"violin_{name}", default=None)
-    if value is None:
-        value = config.getini(ini)
-    if isinstance(value, str):
-        value = value.strip()
-        if value == "":
-            return None
-    return value
-
-
-def _int(name, value, minimum):
-    flag = f"--violin-{name.replace('_', '-')}"
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        raise pytest.UsageError(f"{flag}={value!r} is not an integer; accepted: an integer >= {minimum}") from None
-    if number < minimum:
-        raise pytest.UsageError(f"{flag}={value!r} is below {minimum}; accepted: an integer >= {minimum}")
-    return number
-
-
-def _path(config, value) -> Path:
-    path = Path(os.path.expanduser(str(value)))
-    if not path.is_absolute():
-        path = Path(config.invocation_params.dir) / path
-    return path
-
-
-def parse_settings(config) -> ViolinSettings:
-    """Read every ``--violin-*`` option and ini key; raise ``pytest.UsageError`` on bad values."""
-    from .thresholds import parse_thresholds
-    from .errors import ThresholdError
-
-    model = _raw(config, "model", "violin_model")
-    suite = _raw(config, "suite", "violin_suite") or "violin"
-    tasks_raw = _raw(config, "tasks", "violin_tasks")
-    tasks = None
-    if tasks_raw is not None:
-        tasks = tuple(t.strip().lower() for t in str(tasks_raw).split(",") if t.strip())
-        if not tasks:
-            raise pytest.UsageError(
-                f"--violin-tasks={tasks_raw!r} names no task; accepted: comma-separated task names "
-                f"such as color,shape,mask")
-    limit_raw = _raw(config, "limit", "violin_limit")
-    limit = None if limit_raw is None else _int("limit", limit_raw, 1)
-    seed_raw = _raw(config, "seed", "violin_seed")
-    seed = 0 if seed_raw is None else _int("seed", seed_raw, 0)
-    profile = (_raw(config, "profile", "violin_profile") or "violin").lower()
-    if profile not in PROFILES:
-        raise pytest.UsageError(f"--violin-profile={profile!r} is unknown; accepted: {', '.join(PROFILES)}")
-    repeats_raw = _raw(config, "repeats", "violin_repeats")
-    repeats = 1 if repeats_raw is None else _int("repeats", repeats_raw, 1)
-    rule = (_raw(config, "pass_rule", "violin_pass_rule") or "mean").lower()
-    if rule not in PASS_RULES:
-        raise pytest.UsageError(f"--violin-pass-rule={rule!r} is unknown; accepted: {', '.join(PASS_RULES)}")
-    conc_raw = _raw(config, "concurrency", "violin_concurrency")
-    concurrency = 4 if conc_raw is None else _int("concurrency", conc_raw, 1)
-    retries_raw = _raw(config, "retries", "violin_retries")
-    retries = 3 if retries_raw is None else _int("retries", retries_raw, 0)
-    timeout_raw = _raw(config, "timeout", "violin_timeout")
-    timeout = 120.0
-    if timeout_raw is not None:
-        try:
-            timeout = float(timeout_raw)
-        except (TypeError, ValueError):
-            timeout = float("nan")
-        if not timeout > 0 or timeout == float("inf"):
-            raise pytest.UsageError(
-                f"--violin-timeout={timeout_raw!r} is invalid; accepted: a number of seconds > 0")
-    save = _raw(config, "save_outputs", "violin_save_outputs")
-    save_outputs = None if save is None else _path(config, save)
-    if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
-        raise pytest.UsageError(
-            f"--violin-save-outputs={save!r}: {str(save_outputs)!r} is not a directory; accepted: a "
-            f"directory path (created if missing)")
-    tmpl = _raw(config, "request_template", "violin_request_template")
-    request_template = None
-    if tmpl is not None:
-        request_template = _path(config, tmpl)
-        if not request_template.is_file():
-            raise pytest.UsageError(
-                f"--violin-request-template={tmpl!r}: file {str(request_template)!r} does not exist; "
-                f"accepted: a JSON template file")
-    response_path = _raw(config, "response_path", "violin_response_path")
-    cache = _raw(config, "cache_dir", "violin_cache_dir")
-    cache_dir = None if cache is None else _path(config, cache)
-    no_cache = bool(config.getoption("violin_no_cache", default=None) or config.getini("violin_no_cache"))
-
-    threshold_texts = [*config.getini("violin_thresholds"), *config.getoption("violin_threshold", default=[])]
-    try:
-        parse_thresholds(threshold_texts, None)  # syntax only; names are checked against the suite
-    except ThresholdError as exc:
-        raise pytest.UsageError(f"--violin-threshold: {exc}") from None
-    headers = []
-    for text in [*config.getini("violin_headers"), *config.getoption("violin_header", default=[])]:
-        if not text.strip():
-            continue
-        name, sep, value = text.partition(":")
-        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
-            raise pytest.UsageError(
-                f"--violin-header={_mask_header(text)!r} is malformed; accepted: 'Name: value' "
-                f"(value may reference ${{ENV_VAR}})")
-        headers.append((name.strip(), value.strip()))
-    return ViolinSettings(
-        model=model, suite=suite, tasks=tasks, limit=limit, seed=seed, profile=profile,
-        repeats=repeats, pass_rule=rule, save_outputs=save_outputs, concurrency=concurrency,
-        timeout=timeout, retries=retries, request_template=request_template,
-        response_path=response_path, cache_dir=cache_dir, no_cache=no_cache,
-        thresholds=tuple(threshold_texts), headers=tuple(headers),
-    )
-
-
-def _mask_header(text: str) -> str:
-    name, sep, value = text.partition(":")
-    return f"{name}:***" if sep and value.strip() else text
-
-
-# --------------------------------------------------------------------------- state
-@dataclass
-class ViolinState:
-    """Run state of one process (kept in ``config.stash[STATE_KEY]``)."""
-
-    config: object
-    settings: ViolinSettings
-    samples: list | None = None
-    limits: dict = field(default_factory=dict)
-    adapter: object = None
-    runner: object = None
-    store: ResultsStore = field(default_factory=ResultsStore)
-    suite_cache: dict = field(default_factory=dict)
-    index: dict = field(default_factory=dict)
-    interactor: object = None
-    identity: str | None = None
-
-    @property
-    def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
-
-    @property
-    def is_xdist_controller(self) -> bool:
-        cfg = self.config
-        if self.is_worker:
-            return False
-        dist = getattr(cfg.option, "dist", "no")
-        numproc = getattr(cfg.option, "numprocesses", None)
-        tx = getattr(cfg.option, "tx", None)
-        return dist != "no" and bool(numproc or tx)
-
-    def adapter_options(self):
-        from .models.registry import AdapterOptions
-
-        cfg, s = self.config, self.settings
-        paths = [str(cfg.rootpath), str(cfg.invocation_params.dir)]
-        for arg in getattr(cfg, "args", ()) or ():
-            p = _path(cfg, str(arg).split("::")[0])
-            paths.append(str(p if p.is_dir() else p.parent))
-        for tp in cfg.getini("testpaths") or ():
-            paths.append(str(cfg.rootpath / tp))
-        return AdapterOptions(
-            rootdir=Path(cfg.rootpath), headers=s.headers, timeout=s.timeout, retries=s.retries,
-            request_template=s.request_template, response_path=s.response_path,
-            concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
-        )
-
-    def resolve_adapter(self, spec: str):
-        from .errors import ModelSpecError
-        from .models.registry import resolve_model
-
-        try:
-            return resolve_model(spec, self.adapter_options())
-        except ModelSpecError as exc:
-            raise pytest.UsageError(f"--violin-model={_redact(spec)!r}: {_redact(str(exc))}") from None
-
-    def get_adapter(self):
-        if self.adapter is None:
-            self.adapter = self.resolve_adapter(self.settings.model or "oracle")
-            self.identity = _redact(str(getattr(self.adapter, "identity", self.settings.model or "oracle")))
-        return self.adapter
-
-    def get_runner(self):
-        if self.runner is None:
-            from .runner import Runner
-
-            s = self.settings
-            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self._make_cache(),
-                                 base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs)
-        return self.runner
-
-    def _make_cache(self):
-        s = self.settings
-        if s.no_cache or getattr(self.get_adapter(), "cacheable", True) is False:
-            return None
-        try:
-            from .cache import ImageCache
-        except ImportError:
-            return None
-        root = s.cache_dir
-        if root is None:
-            cache = getattr(self.config, "cache", None)
-            if cache is not None:
-                root = Path(cache.mkdir("violin-images"))
-            else:
-                root = Path(self.config.rootpath) / ".pytest_cache" / "violin-images"
-        return ImageCache(root)
-
-    def load(self, tasks=None, limit=None):
-        """Load (and memoize) a selection of the configured suite."""
-        key = (self.settings.suite, tasks, limit, self.settings.seed)
-        if key not in self.suite_cache:
-            self.suite_cache[key] = _load_suite(self.settings, tasks, limit, self.config)
-        return self.suite_cache[key]
-
-    def metric_table(self, samples=None) -> dict:
-        from .thresholds import KNOWN_METRICS
-
-        table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
-        for s in samples if samples is not None else (self.samples or ()):
-            table.setdefault(s.task, tuple(s.metric_names))
-        return table
-
-    def close(self):
-        if self.runner is not None:
-            self.runner.close()
-            self.runner = None
-        if self.adapter is not None:
-            close = getattr(self.adapter, "close", None)
-            self.adapter = None
-            if callable(close):
-                try:
-                    close()
-                except Exception:
-                    pass
-
-
-STATE_KEY = pytest.StashKey[ViolinState]()
-
-
-def get_state(config) -> ViolinState:
-    """The :class:`ViolinState` of ``config`` (created on first use)."""
-    state = config.stash.get(STATE_KEY, None)
-    if state is None:
-        state = ViolinState(config=config, settings=parse_settings(config))
-        config.stash[STATE_KEY] = state
-    return state
-
-
-def _redact(text: str) -> str:
-    from .secrets import redact
-
-    return redact(text)
-
-
-def _load_suite(settings, tasks, limit, config):
-    from .errors import SuiteError
-    from .suite import load_suite
-
-    name = settings.suite
-    target = name
-    candidate = _path(config, name)
-    if ("/" in name or name.endswith((".json", ".jsonl", ".yaml", ".yml", ".toml"))) and candidate.exists():
-        target = str(candidate)
-    try:
-        return load_suite(target, tasks=tasks, limit=limit, seed=settings.seed)
-    except (SuiteError, ValueError, OSError) as exc:
-        opt = f"--violin-suite={name!r}"
-        if tasks:
-            opt += f" --violin-tasks={','.join(tasks)!r}"
-        if limit is not None:
-            opt += f" --violin-limit={limit}"
-        raise pytest.UsageError(f"{opt}: {exc}") from None
-
 
 # --------------------------------------------------------------------------- configure
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's plugin loads --hypothesis-profile
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -395,6 +96,13 @@ def pytest_configure(config):
         "violin_sample fixture is parametrized over, and the limits violin_check applies",
     )
     state = get_state(config)  # parses and validates every option (UsageError on bad values)
+    if (state.settings.model or "hypothesis" in sys.modules
+            or config.getoption("hypothesis_profile", None) == "violin"):
+        # the "violin" settings profile for model-backed property tests; hypothesis
+        # is not imported for runs that use neither it nor a model
+        from .hypothesis_profiles import register_profiles
+
+        register_profiles()
     config.stash[RESULTS_KEY] = state.store
     if not state.is_worker:
         config.pluginmanager.register(_ResultsCollector(state.store), "violin-results-collector")
@@ -404,7 +112,7 @@ def pytest_configure(config):
     from .thresholds import build_limits, parse_thresholds
 
     adapter = state.resolve_adapter(state.settings.model)
-    state.identity = _redact(str(getattr(adapter, "identity", state.settings.model)))
+    state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
     if state.is_xdist_controller:
         # validated; the workers build their own adapters
         close = getattr(adapter, "close", None)
@@ -433,7 +141,7 @@ def pytest_report_header(config):
         return None
     s = state.settings
     n = len(state.samples or ())
-    return (f"violin: model={_redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
+    return (f"violin: model={redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
             f"seed={s.seed} repeats={s.repeats}")
 
 

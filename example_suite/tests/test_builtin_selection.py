@@ -13,8 +13,8 @@ from pytest_violin import assert_obeys
 
 
 @pytest.mark.violin(tasks="color", limit=6)
-def test_named_colors_within_team_limits(violin_sample, violin_generate, team_thresholds):
-    assert_obeys(violin_generate(violin_sample), violin_sample, thresholds=team_thresholds)
+def test_named_colors_within_team_limits(violin_sample, violin_generate, violin_limits):
+    assert_obeys(violin_generate(violin_sample), violin_sample, thresholds=violin_limits)
 
 
 @pytest.mark.violin(tasks="shape", limit=6, thresholds={"shape.dist": 0.01})

@@ -21,22 +21,22 @@ SIZE = 256
 
 @given(sample=color_samples(width=SIZE, height=SIZE))
 @example(sample=color_sample("#7F6129", notation="hex", width=SIZE, height=SIZE))  # olive brown
-def test_any_color_in_any_notation(sample, violin_generate, team_thresholds):
-    assert_obeys(violin_generate(sample), sample, thresholds=team_thresholds)
+def test_any_color_in_any_notation(sample, violin_generate, violin_limits):
+    assert_obeys(violin_generate(sample), sample, thresholds=violin_limits)
 
 
 @given(sample=ratio_samples(min_value=0.1, max_value=0.9, width=SIZE, height=SIZE))
 @example(sample=ratio_sample(0.315, ["#0000FF", "#FF0000"], width=SIZE, height=SIZE))
-def test_unusual_split_ratios(sample, violin_generate, team_thresholds):
+def test_unusual_split_ratios(sample, violin_generate, violin_limits):
     # the paper's "aesthetic inertia": models drift toward a 50/50 split
-    assert_obeys(violin_generate(sample), sample, thresholds=team_thresholds)
+    assert_obeys(violin_generate(sample), sample, thresholds=violin_limits)
 
 
 @given(sample=shape_samples(width=SIZE, height=SIZE, min_size=0.1, max_size=0.4))
-def test_shape_placements(sample, violin_generate, team_thresholds):
-    assert_obeys(violin_generate(sample), sample, thresholds=team_thresholds)
+def test_shape_placements(sample, violin_generate, violin_limits):
+    assert_obeys(violin_generate(sample), sample, thresholds=violin_limits)
 
 
 @given(sample=mask_samples(width=128, height=128))
-def test_masks_of_every_kind(sample, violin_generate, team_thresholds):
-    assert_obeys(violin_generate(sample), sample, thresholds=team_thresholds)
+def test_masks_of_every_kind(sample, violin_generate, violin_limits):
+    assert_obeys(violin_generate(sample), sample, thresholds=violin_limits)

@@ -1,0 +1,163 @@
+"""The ``--violin-*`` options and ini keys, parsed and validated.
+
+:func:`parse_settings` turns a pytest config into a frozen
+:class:`ViolinSettings`; every bad value raises ``pytest.UsageError``
+naming the value and the accepted forms.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["PROFILES", "PASS_RULES", "ViolinSettings", "parse_settings", "resolve_path"]
+
+PROFILES = ("violin", "strict")
+PASS_RULES = ("mean", "worst")
+
+
+@dataclass(frozen=True)
+class ViolinSettings:
+    """The parsed and validated ``--violin-*`` options."""
+
+    model: str | None = None
+    suite: str = "violin"
+    tasks: tuple | None = None
+    limit: int | None = None
+    seed: int = 0
+    profile: str = "violin"
+    repeats: int = 1
+    pass_rule: str = "mean"
+    save_outputs: Path | None = None
+    concurrency: int = 4
+    timeout: float = 120.0
+    retries: int = 3
+    request_template: Path | None = None
+    response_path: str | None = None
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    thresholds: tuple = ()
+    headers: tuple = ()
+
+
+def _raw(config, name, ini):
+    value = config.getoption(f"violin_{name}", default=None)
+    if value is None:
+        value = config.getini(ini)
+    if isinstance(value, str):
+        value = value.strip()
+        if value == "":
+            return None
+    return value
+
+
+def _int(name, value, minimum):
+    flag = f"--violin-{name.replace('_', '-')}"
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}={value!r} is not an integer; accepted: an integer >= {minimum}") from None
+    if number < minimum:
+        raise pytest.UsageError(f"{flag}={value!r} is below {minimum}; accepted: an integer >= {minimum}")
+    return number
+
+
+def resolve_path(config, value) -> Path:
+    """``value`` as an absolute path (relative to the invocation directory)."""
+    path = Path(os.path.expanduser(str(value)))
+    if not path.is_absolute():
+        path = Path(config.invocation_params.dir) / path
+    return path
+
+
+def parse_settings(config) -> ViolinSettings:
+    """Read every ``--violin-*`` option and ini key; raise ``pytest.UsageError`` on bad values."""
+    from .thresholds import parse_thresholds
+    from .errors import ThresholdError
+
+    model = _raw(config, "model", "violin_model")
+    suite = _raw(config, "suite", "violin_suite") or "violin"
+    tasks_raw = _raw(config, "tasks", "violin_tasks")
+    tasks = None
+    if tasks_raw is not None:
+        tasks = tuple(t.strip().lower() for t in str(tasks_raw).split(",") if t.strip())
+        if not tasks:
+            raise pytest.UsageError(
+                f"--violin-tasks={tasks_raw!r} names no task; accepted: comma-separated task names "
+                f"such as color,shape,mask")
+    limit_raw = _raw(config, "limit", "violin_limit")
+    limit = None if limit_raw is None else _int("limit", limit_raw, 1)
+    seed_raw = _raw(config, "seed", "violin_seed")
+    seed = 0 if seed_raw is None else _int("seed", seed_raw, 0)
+    profile = (_raw(config, "profile", "violin_profile") or "violin").lower()
+    if profile not in PROFILES:
+        raise pytest.UsageError(f"--violin-profile={profile!r} is unknown; accepted: {', '.join(PROFILES)}")
+    repeats_raw = _raw(config, "repeats", "violin_repeats")
+    repeats = 1 if repeats_raw is None else _int("repeats", repeats_raw, 1)
+    rule = (_raw(config, "pass_rule", "violin_pass_rule") or "mean").lower()
+    if rule not in PASS_RULES:
+        raise pytest.UsageError(f"--violin-pass-rule={rule!r} is unknown; accepted: {', '.join(PASS_RULES)}")
+    conc_raw = _raw(config, "concurrency", "violin_concurrency")
+    concurrency = 4 if conc_raw is None else _int("concurrency", conc_raw, 1)
+    retries_raw = _raw(config, "retries", "violin_retries")
+    retries = 3 if retries_raw is None else _int("retries", retries_raw, 0)
+    timeout_raw = _raw(config, "timeout", "violin_timeout")
+    timeout = 120.0
+    if timeout_raw is not None:
+        try:
+            timeout = float(timeout_raw)
+        except (TypeError, ValueError):
+            timeout = float("nan")
+        if not timeout > 0 or timeout == float("inf"):
+            raise pytest.UsageError(
+                f"--violin-timeout={timeout_raw!r} is invalid; accepted: a number of seconds > 0")
+    save = _raw(config, "save_outputs", "violin_save_outputs")
+    save_outputs = None if save is None else resolve_path(config, save)
+    if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
+        raise pytest.UsageError(
+            f"--violin-save-outputs={save!r}: {str(save_outputs)!r} is not a directory; accepted: a "
+            f"directory path (created if missing)")
+    tmpl = _raw(config, "request_template", "violin_request_template")
+    request_template = None
+    if tmpl is not None:
+        request_template = resolve_path(config, tmpl)
+        if not request_template.is_file():
+            raise pytest.UsageError(
+                f"--violin-request-template={tmpl!r}: file {str(request_template)!r} does not exist; "
+                f"accepted: a JSON template file")
+    response_path = _raw(config, "response_path", "violin_response_path")
+    cache = _raw(config, "cache_dir", "violin_cache_dir")
+    cache_dir = None if cache is None else resolve_path(config, cache)
+    no_cache = bool(config.getoption("violin_no_cache", default=None) or config.getini("violin_no_cache"))
+
+    threshold_texts = [*config.getini("violin_thresholds"), *config.getoption("violin_threshold", default=[])]
+    try:
+        parse_thresholds(threshold_texts, None)  # syntax only; names are checked against the suite
+    except ThresholdError as exc:
+        raise pytest.UsageError(f"--violin-threshold: {exc}") from None
+    headers = []
+    for text in [*config.getini("violin_headers"), *config.getoption("violin_header", default=[])]:
+        if not text.strip():
+            continue
+        name, sep, value = text.partition(":")
+        if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+            raise pytest.UsageError(
+                f"--violin-header={_mask_header(text)!r} is malformed; accepted: 'Name: value' "
+                f"(value may reference ${{ENV_VAR}})")
+        headers.append((name.strip(), value.strip()))
+    return ViolinSettings(
+        model=model, suite=suite, tasks=tasks, limit=limit, seed=seed, profile=profile,
+        repeats=repeats, pass_rule=rule, save_outputs=save_outputs, concurrency=concurrency,
+        timeout=timeout, retries=retries, request_template=request_template,
+        response_path=response_path, cache_dir=cache_dir, no_cache=no_cache,
+        thresholds=tuple(threshold_texts), headers=tuple(headers),
+    )
+
+
+def _mask_header(text: str) -> str:
+    name, sep, value = text.partition(":")
+    return f"{name}:***" if sep and value.strip() else text
+

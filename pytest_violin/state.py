@@ -1,0 +1,173 @@
+"""Per-process run state of the plugin, kept in ``config.stash[STATE_KEY]``.
+
+The state holds the parsed settings, the selected samples, the limits, the
+model adapter and runner (built on first use) and the results store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from .results import ResultsStore
+from .settings import ViolinSettings, parse_settings, resolve_path
+
+__all__ = ["ViolinState", "STATE_KEY", "get_state", "redact"]
+
+
+@dataclass
+class ViolinState:
+    """Run state of one process (kept in ``config.stash[STATE_KEY]``)."""
+
+    config: object
+    settings: ViolinSettings
+    samples: list | None = None
+    limits: dict = field(default_factory=dict)
+    adapter: object = None
+    runner: object = None
+    store: ResultsStore = field(default_factory=ResultsStore)
+    suite_cache: dict = field(default_factory=dict)
+    index: dict = field(default_factory=dict)
+    interactor: object = None
+    identity: str | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    @property
+    def is_xdist_controller(self) -> bool:
+        cfg = self.config
+        if self.is_worker:
+            return False
+        dist = getattr(cfg.option, "dist", "no")
+        numproc = getattr(cfg.option, "numprocesses", None)
+        tx = getattr(cfg.option, "tx", None)
+        return dist != "no" and bool(numproc or tx)
+
+    def adapter_options(self):
+        from .models.registry import AdapterOptions
+
+        cfg, s = self.config, self.settings
+        paths = [str(cfg.rootpath), str(cfg.invocation_params.dir)]
+        for arg in getattr(cfg, "args", ()) or ():
+            p = resolve_path(cfg, str(arg).split("::")[0])
+            paths.append(str(p if p.is_dir() else p.parent))
+        for tp in cfg.getini("testpaths") or ():
+            paths.append(str(cfg.rootpath / tp))
+        return AdapterOptions(
+            rootdir=Path(cfg.rootpath), headers=s.headers, timeout=s.timeout, retries=s.retries,
+            request_template=s.request_template, response_path=s.response_path,
+            concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
+        )
+
+    def resolve_adapter(self, spec: str):
+        from .errors import ModelSpecError
+        from .models.registry import resolve_model
+
+        try:
+            return resolve_model(spec, self.adapter_options())
+        except ModelSpecError as exc:
+            raise pytest.UsageError(f"--violin-model={redact(spec)!r}: {redact(str(exc))}") from None
+
+    def get_adapter(self):
+        if self.adapter is None:
+            self.adapter = self.resolve_adapter(self.settings.model or "oracle")
+            self.identity = redact(str(getattr(self.adapter, "identity", self.settings.model or "oracle")))
+        return self.adapter
+
+    def get_runner(self):
+        if self.runner is None:
+            from .runner import Runner
+
+            s = self.settings
+            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self._make_cache(),
+                                 base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs)
+        return self.runner
+
+    def _make_cache(self):
+        s = self.settings
+        if s.no_cache or getattr(self.get_adapter(), "cacheable", True) is False:
+            return None
+        try:
+            from .cache import ImageCache
+        except ImportError:
+            return None
+        root = s.cache_dir
+        if root is None:
+            cache = getattr(self.config, "cache", None)
+            if cache is not None:
+                root = Path(cache.mkdir("violin-images"))
+            else:
+                root = Path(self.config.rootpath) / ".pytest_cache" / "violin-images"
+        return ImageCache(root)
+
+    def load(self, tasks=None, limit=None):
+        """Load (and memoize) a selection of the configured suite."""
+        key = (self.settings.suite, tasks, limit, self.settings.seed)
+        if key not in self.suite_cache:
+            self.suite_cache[key] = _load_suite(self.settings, tasks, limit, self.config)
+        return self.suite_cache[key]
+
+    def metric_table(self, samples=None) -> dict:
+        from .thresholds import KNOWN_METRICS
+
+        table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
+        for s in samples if samples is not None else (self.samples or ()):
+            table.setdefault(s.task, tuple(s.metric_names))
+        return table
+
+    def close(self):
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
+        if self.adapter is not None:
+            close = getattr(self.adapter, "close", None)
+            self.adapter = None
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    pass
+
+
+STATE_KEY = pytest.StashKey[ViolinState]()
+
+
+def get_state(config) -> ViolinState:
+    """The :class:`ViolinState` of ``config`` (created on first use)."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        state = ViolinState(config=config, settings=parse_settings(config))
+        config.stash[STATE_KEY] = state
+    return state
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced (see :mod:`pytest_violin.secrets`)."""
+    from .secrets import redact as _redact
+
+    return _redact(text)
+
+
+def _load_suite(settings, tasks, limit, config):
+    from .errors import SuiteError
+    from .suite import load_suite
+
+    name = settings.suite
+    target = name
+    candidate = resolve_path(config, name)
+    if ("/" in name or name.endswith((".json", ".jsonl", ".yaml", ".yml", ".toml"))) and candidate.exists():
+        target = str(candidate)
+    try:
+        return load_suite(target, tasks=tasks, limit=limit, seed=settings.seed)
+    except (SuiteError, ValueError, OSError) as exc:
+        opt = f"--violin-suite={name!r}"
+        if tasks:
+            opt += f" --violin-tasks={','.join(tasks)!r}"
+        if limit is not None:
+            opt += f" --violin-limit={limit}"
+        raise pytest.UsageError(f"{opt}: {exc}") from None
+

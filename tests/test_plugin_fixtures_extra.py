@@ -1,0 +1,43 @@
+"""The hypothesis profile registration and the session-scoped ``violin_limits`` fixture."""
+
+import hypothesis  # noqa: F401  (imported once here, not re-imported by every pytester run)
+
+
+def test_hypothesis_profile_option_selects_the_violin_profile(pytester):
+    pytester.makepyfile(
+        """
+        from hypothesis import settings
+
+        def test_profile():
+            current = settings()
+            assert settings._current_profile == "violin"
+            assert current.deadline is None
+            assert current.max_examples == 10
+        """
+    )
+    result = pytester.runpytest("--hypothesis-profile=violin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_violin_limits_is_session_scoped_and_follows_options(pytester):
+    pytester.makeini(
+        """
+        [pytest]
+        violin_thresholds =
+            color.sd=0.011
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+        from hypothesis import given, strategies as st, settings
+
+        @settings(max_examples=3)
+        @given(st.integers())
+        def test_usable_in_given(violin_limits, n):
+            assert violin_limits["color.sd"] == 0.011
+            assert violin_limits["shape.mean"] > 0
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
