@@ -22,6 +22,7 @@ __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "RedactingFilter",
+    "install_log_redaction",
     "register_secret",
     "redact",
     "redact_url",
@@ -145,4 +146,44 @@ class RedactingFilter(logging.Filter):
             message = f"{record.msg} {record.args}"
         record.msg = redact(message)
         record.args = None
+        if record.exc_info and not record.exc_text:
+            # formatters print exc_text when it is set: a traceback naming a
+            # URL with a key is redacted like the message
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)
         return True
+
+
+#: Loggers of the HTTP stack whose records can carry a URL (with a query
+#: key), a header or a server's answer. urllib3 logs every request line at
+#: DEBUG, ``"POST /gen?key=... HTTP/1.1" 500``; a filter on a logger only
+#: sees records created on that very logger, so each one is named.
+HTTP_LOGGERS = (
+    "pytest_violin",
+    "pytest_violin.http",
+    "urllib3",
+    "urllib3.connectionpool",
+    "urllib3.connection",
+    "urllib3.poolmanager",
+    "urllib3.response",
+    "urllib3.util.retry",
+    "requests",
+)
+
+_FILTER = RedactingFilter()
+
+
+def install_log_redaction(names=HTTP_LOGGERS) -> None:
+    """Attach one :class:`RedactingFilter` to each logger in ``names`` (idempotent).
+
+    The HTTP adapters call it when they are created, so a run with
+    ``--log-level=DEBUG`` or ``--log-file`` does not write a credential
+    that urllib3 logs with the request line.
+    """
+    for name in names:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)

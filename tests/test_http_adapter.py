@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin._http import HttpClient, RetryPolicy, parse_response_path
+from pytest_violin._decode import parse_response_path
+from pytest_violin._http import HttpClient, RetryPolicy
 from pytest_violin.errors import GenerationError, ModelSpecError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter, RequestTemplate
@@ -96,6 +97,38 @@ def test_json_answers_at_every_documented_place(tmp_path, body_of):
         out = adapter.generate(request())
         adapter.close()
     assert np.array_equal(out, image)
+
+
+@pytest.mark.parametrize("where", ["image", "output0"])
+def test_base64_jpeg_is_not_taken_for_a_relative_url(tmp_path, where):
+    """Base64 JPEG starts with "/9j/": it is image data, not a path to fetch."""
+    import io
+
+    from PIL import Image
+
+    image = solid(8, 8, (0, 0, 0))
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="JPEG", quality=95)
+    data = base64.b64encode(buf.getvalue()).decode()
+    assert data.startswith("/9j/")
+    body = {"image": data} if where == "image" else {"output": [data]}
+    with FaultServer([Reply.json(body)]) as server:
+        adapter = resolve_model(server.url + "/gen", options(tmp_path))
+        out = adapter.generate(request(width=8, height=8))
+        adapter.close()
+    assert out.shape == (8, 8, 3) and int(out.max()) <= 8  # JPEG of black: black
+    assert [r.method for r in server.requests] == ["POST"]  # nothing fetched
+
+
+def test_relative_url_that_looks_like_base64_is_still_fetched(tmp_path):
+    image = solid(3, 3, (4, 5, 6))
+    with FaultServer(routes={"/outputs/abcd1234": Reply.png(image)}) as server:
+        server.push(Reply.json({"url": "/outputs/abcd1234"}))
+        adapter = resolve_model(server.url + "/gen", options(tmp_path))
+        out = adapter.generate(request())
+        adapter.close()
+    assert np.array_equal(out, image)
+    assert [r.path for r in server.requests] == ["/gen", "/outputs/abcd1234"]
 
 
 def test_hugging_face_style_template_with_raw_bytes_back(tmp_path):

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin._http import HttpClient, RetryPolicy, parse_retry_after, server_message
+from pytest_violin._decode import server_message
+from pytest_violin._http import HttpClient, RetryPolicy, parse_retry_after
 from pytest_violin.errors import GenerationError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter
@@ -271,6 +272,25 @@ def test_retry_after_seconds_round_trip(seconds):
 @pytest.mark.parametrize("value", [None, "", "soon", "Mon, 99 Foo 2020"])
 def test_unreadable_retry_after_is_ignored(value):
     assert parse_retry_after(value) is None
+
+
+@pytest.mark.parametrize("value", [
+    "Sun, 06 Nov 1994 08:49:37 GMT",   # IMF-fixdate
+    "Sunday, 06-Nov-94 08:49:37 GMT",  # obsolete RFC 850
+    "Sun Nov  6 08:49:37 1994",        # obsolete asctime: no zone, still GMT
+    "Sun, 06 Nov 1994 08:49:37 -0000",
+])
+def test_retry_after_dates_are_gmt_whatever_the_local_zone(monkeypatch, value):
+    if not hasattr(time, "tzset"):
+        pytest.skip("time.tzset is POSIX only")
+    when = 784111777.0  # 1994-11-06 08:49:37 UTC
+    monkeypatch.setenv("TZ", "America/New_York")  # 5 hours behind UTC in November
+    time.tzset()
+    try:
+        assert parse_retry_after(value, now=when - 30) == pytest.approx(30.0)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_past_retry_after_date_means_no_wait():

@@ -74,6 +74,71 @@ def test_logging_filter_redacts_args():
     assert record.getMessage() == "token=***"
 
 
+def test_logging_filter_redacts_tracebacks():
+    register_secret("trace-secret-1029384756")
+    try:
+        raise ValueError("bad url http://h/x?key=trace-secret-1029384756")
+    except ValueError:
+        import sys
+
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
+    RedactingFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert "ValueError" in text and "key=***" in text
+    assert "trace-secret-1029384756" not in text
+
+
+def test_urllib3_request_lines_are_redacted_in_debug_logs(tmp_path, caplog):
+    """urllib3 logs '"POST /gen?key=... HTTP/1.1" 200' at DEBUG; the key must not reach a log."""
+    caplog.set_level(logging.DEBUG)
+    secret = "debug-query-key-5f4e3d2c1b"
+    with FaultServer([Reply.png(solid(2, 2))]) as server:
+        adapter = resolve_model(f"{server.url}/gen?api_key={secret}", AdapterOptions(rootdir=tmp_path))
+        from pytest_violin.models import GenerationRequest
+
+        adapter.generate(GenerationRequest(prompt="p", width=2, height=2, seed=1, sample_id="s", task="color"))
+        adapter.close()
+    assert server.requests[0].path == f"/gen?api_key={secret}"  # the server did get it
+    assert '"POST /gen?api_key=*** HTTP/1.1" 200' in caplog.text
+    assert secret not in caplog.text
+
+
+def test_image_urls_on_other_origins_get_no_credentials(tmp_path, monkeypatch):
+    """An answer's image URL on another host is fetched without the endpoint's credentials."""
+    monkeypatch.setenv("VIOLIN_PLANTED_TOKEN", HEADER_SECRET)
+    image = solid(3, 3, (7, 8, 9))
+    with FaultServer(routes={"/blob/x.png": Reply.png(image)}) as blob, \
+            FaultServer(routes={"/files/y.png": Reply.png(image)}) as api:
+        api.push(Reply.json({"data": [{"url": blob.url + "/blob/x.png?se=2030&sig=abc"}]}),
+                 Reply.json({"url": "/files/y.png"}),
+                 Reply.json({"data": [{"url": blob.url + "/blob/x.png"}]}))
+        hostport = api.url.split("//", 1)[1]
+        headers = AdapterOptions(rootdir=tmp_path, retries=0, headers=(
+            "Authorization: Bearer ${VIOLIN_PLANTED_TOKEN}", "X-Api-Token: ${VIOLIN_PLANTED_TOKEN}",
+            "Accept: image/png"))
+        from pytest_violin.models import GenerationRequest
+
+        req = GenerationRequest(prompt="p", width=3, height=3, seed=1, sample_id="s", task="color")
+        adapter = resolve_model(api.url + "/gen", headers)
+        assert (adapter.generate(req) == image).all()  # other origin
+        assert (adapter.generate(req) == image).all()  # same origin (relative URL)
+        adapter.close()
+        basic = resolve_model(f"http://user:{URL_PASSWORD}@{hostport}/gen",
+                              AdapterOptions(rootdir=tmp_path, retries=0))
+        assert (basic.generate(req) == image).all()  # other origin, Basic auth from the URL
+        basic.close()
+    posts = [r for r in api.requests if r.method == "POST"]
+    assert all("Authorization" in r.headers for r in posts)
+    assert posts[0].headers["X-Api-Token"] == HEADER_SECRET
+    same = [r for r in api.requests if r.method == "GET"]
+    assert len(same) == 1 and same[0].headers["Authorization"] == f"Bearer {HEADER_SECRET}"
+    assert same[0].headers["X-Api-Token"] == HEADER_SECRET
+    assert len(blob.requests) == 2
+    for r in blob.requests:
+        assert "Authorization" not in r.headers and "X-Api-Token" not in r.headers, r.headers
+    assert blob.requests[0].headers["Accept"] == "image/png"  # public headers stay
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20),
        st.text(max_size=20), st.text(max_size=20))

@@ -22,18 +22,13 @@ from __future__ import annotations
 
 import base64
 
-from .._http import (
-    HttpClient,
-    check_url,
-    client_from_options,
-    format_params,
-    image_from_response,
-    parse_switch,
-    split_params,
-)
+from .._credentials import check_url
+from .._decode import image_from_response
+from .._http import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
 from ..secrets import redact_url
+from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 
 __all__ = ["A1111Adapter", "create"]

@@ -30,10 +30,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._http import format_params, split_params
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import as_rgb8
 from ..secrets import redact
+from ._params import format_params, split_params
 from .request import GenerationRequest
 
 __all__ = ["INSTALL_HINT", "DiffusersAdapter", "create", "load_pipeline"]

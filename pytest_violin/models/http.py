@@ -22,7 +22,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._http import HttpClient, check_url, client_from_options, image_from_response, parse_response_path
+from .._credentials import check_url
+from .._decode import image_from_response, parse_response_path
+from .._http import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
 from ..secrets import redact_url

@@ -26,18 +26,13 @@ import math
 import os
 from urllib.parse import urlsplit
 
-from .._http import (
-    HttpClient,
-    check_url,
-    client_from_options,
-    format_params,
-    image_from_response,
-    parse_switch,
-    split_params,
-)
+from .._credentials import check_url
+from .._decode import image_from_response
+from .._http import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
 from ..secrets import redact_url, register_secret
+from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]

@@ -1,0 +1,190 @@
+"""Credentials in the configuration: headers, ``${ENV}`` expansion, URL passwords.
+
+* :func:`expand_env`: ``${NAME}`` references in configured values; an unset
+  variable is a usage error that names it, never a value.
+* :func:`parse_headers`: ``--violin-header`` values (``"Name: value"`` or
+  pairs) with ``${ENV}`` expansion; every credential-like value is
+  registered as a secret.
+* :func:`check_url`: validates an endpoint URL and takes ``user:password@``
+  out of it for HTTP Basic auth; passwords and credential-like query values
+  are registered as secrets.
+
+Everything registered here is masked by :func:`pytest_violin.secrets.redact`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable, Mapping
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+from ._decode import truncate
+from .errors import ModelSpecError
+from .secrets import redact, redact_url, register_secret
+
+__all__ = ["PUBLIC_HEADERS", "check_url", "expand_env", "parse_headers"]
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+#: Header names (lower case) whose literal values are not credentials.
+PUBLIC_HEADERS = frozenset(
+    {"accept", "accept-encoding", "accept-language", "content-type", "content-encoding", "user-agent"}
+)
+_SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.IGNORECASE)
+
+
+def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | None = None) -> str:
+    """Replace ``${NAME}`` references in ``value`` by environment variables.
+
+    Parameters
+    ----------
+    value : str
+        Text such as ``"Bearer ${HF_TOKEN}"``.
+    what : str, optional
+        What the value is, for the error message.
+    environ : Mapping, optional
+        The environment (default :data:`os.environ`).
+
+    Returns
+    -------
+    str
+        The expanded text. Expanded values are registered as secrets.
+
+    Raises
+    ------
+    ModelSpecError
+        When a referenced variable is not set; the message names the
+        variable, never a value.
+    """
+    env = os.environ if environ is None else environ
+
+    def sub(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise ModelSpecError(
+                f"{what} references environment variable {name!r}, which is not set; "
+                f"export it or remove the ${{{name}}} reference"
+            )
+        register_secret(env[name])
+        return env[name]
+
+    return _ENV_REF.sub(sub, value)
+
+
+def _split_header(item) -> tuple[str, str]:
+    if isinstance(item, str):
+        name, sep, value = item.partition(":")
+        if not sep:
+            raise ModelSpecError(f"header {truncate(redact(item), 60)!r} is not of the form 'Name: value'")
+        return name.strip(), value.strip()
+    try:
+        name, value = item
+    except (TypeError, ValueError):
+        raise ModelSpecError(
+            f"header {type(item).__name__} is neither 'Name: value' nor a (name, value) pair"
+        ) from None
+    return str(name).strip(), str(value).strip()
+
+
+def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Turn configured headers into a dict, expanding ``${ENV}`` references.
+
+    Parameters
+    ----------
+    headers : iterable of str or (str, str)
+        ``"Name: value"`` strings or ``(name, value)`` pairs.
+    environ : Mapping, optional
+        The environment for ``${NAME}`` references.
+
+    Returns
+    -------
+    dict
+        Header name -> expanded value. Every value (except those of
+        ``Accept``, ``Content-Type``, ``User-Agent`` and similar) is
+        registered as a secret, and so is the credential part of
+        ``Bearer TOKEN`` style values.
+
+    Raises
+    ------
+    ModelSpecError
+        For a malformed header or an unset environment variable.
+    """
+    out: dict[str, str] = {}
+    for item in headers or ():
+        name, raw = _split_header(item)
+        if not _HEADER_NAME.match(name):
+            raise ModelSpecError(f"invalid HTTP header name {name!r}; accepted: letters, digits and -")
+        value = expand_env(raw, what=f"header {name!r}", environ=environ)
+        if "\n" in value or "\r" in value:
+            raise ModelSpecError(f"header {name!r} has a line break in its value")
+        if name.lower() not in PUBLIC_HEADERS or value != raw:
+            register_secret(value)
+            scheme, _, credential = value.partition(" ")
+            if credential and scheme.isalpha():
+                register_secret(credential)
+        out[name] = value
+    return out
+
+
+def _register_userinfo(text: str) -> None:
+    # before any validation, so even an error about a malformed URL is clean
+    authority = text.split("://", 1)[-1].split("/", 1)[0]
+    if "@" in authority:
+        userinfo = authority.rsplit("@", 1)[0]
+        user, _, password = userinfo.partition(":")
+        register_secret(unquote(password))
+        register_secret(password)
+        register_secret(f"{unquote(user)}:{unquote(password)}")
+
+
+def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
+    """Validate an endpoint URL and take the credentials out of it.
+
+    Parameters
+    ----------
+    url : str
+        ``http(s)://[user:password@]host[:port]/path[?query]``.
+    what : str
+        What the URL is for, for the error message.
+
+    Returns
+    -------
+    (str, tuple or None)
+        The URL without ``user:password@`` and the ``(user, password)``
+        pair for HTTP Basic auth (both registered as secrets), or ``None``.
+        Query values whose names look like credentials (``key``,
+        ``token``, ``sig`` ...) are registered as secrets too.
+
+    Raises
+    ------
+    ModelSpecError
+        For a URL that is not http(s) or has no host.
+    """
+    text = (url or "").strip()
+    _register_userinfo(text)
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise ModelSpecError(f"{what} {redact_url(text)!r} is malformed ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        raise ModelSpecError(
+            f"{what} {redact_url(text)!r} is not an http:// or https:// URL with a host; "
+            "example: http://127.0.0.1:8000/generate"
+        )
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        user = unquote(parts.username or "")
+        password = unquote(parts.password or "")
+        register_secret(password)
+        register_secret(f"{user}:{password}")
+        auth = (user, password)
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        text = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if _SECRET_QUERY.search(name):
+            register_secret(value)
+    return text, auth

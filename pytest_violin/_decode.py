@@ -1,0 +1,422 @@
+"""Finding and decoding the image in an HTTP answer, and explaining answers that hold none.
+
+* :func:`image_from_response`: raw image bytes (by ``Content-Type`` or
+  signature), a base64 body, or JSON with base64, a ``data:`` URI or an
+  http(s) URL at a known place (:data:`DEFAULT_IMAGE_PATHS`) or at a
+  response path (:func:`parse_response_path`).
+* :func:`image_from_value`: one JSON value holding an image.
+* :func:`server_message`: the server's error message in a body (JSON
+  ``error`` / ``message`` / ``detail``, an HTML page's title, or the text),
+  redacted, on one short line; :func:`truncate` cuts any text that way.
+
+Every failure is a :class:`~pytest_violin.errors.GenerationError` with a
+one-line, redacted reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import unquote_to_bytes, urljoin
+
+import numpy as np
+
+from .errors import GenerationError, InvalidImageError, ModelSpecError
+from .imaging import MAX_PIXELS, decode_image
+from .secrets import redact, redact_url
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._http import HttpResult
+
+__all__ = [
+    "DEFAULT_IMAGE_PATHS",
+    "MESSAGE_LIMIT",
+    "image_from_response",
+    "image_from_value",
+    "parse_response_path",
+    "server_message",
+    "truncate",
+]
+
+#: Server messages in failure reasons are cut to this many characters.
+MESSAGE_LIMIT = 200
+
+#: Where a JSON answer is searched for an image when no response path is set.
+DEFAULT_IMAGE_PATHS = (
+    ("image",),
+    ("images", 0),
+    ("data", 0, "b64_json"),
+    ("data", 0, "url"),
+    ("url",),
+    ("b64_json",),
+    ("output", 0),
+    ("output",),
+)
+
+_IMAGE_MAGIC = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+    b"BM",
+    b"II*\x00",
+    b"MM\x00*",
+)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Collapse whitespace to single spaces and cut ``text`` to ``limit`` chars."""
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[: max(limit - 3, 0)].rstrip() + "..."
+    return text
+
+
+
+# ------------------------------------------------------------------ server messages
+
+
+def _looks_html(body: bytes, content_type: str) -> bool:
+    if content_type in ("text/html", "application/xhtml+xml"):
+        return True
+    head = body[:512].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body"))
+
+
+def _html_title(text: str) -> str:
+    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    if match and match.group(1).strip():
+        return match.group(1).strip()
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", text, re.IGNORECASE | re.DOTALL)
+    if match:
+        return re.sub(r"<[^>]+>", "", match.group(1)).strip()
+    return ""
+
+
+def _json_message(obj: Any, depth: int = 0) -> str | None:
+    if depth > 4:
+        return None
+    if isinstance(obj, str):
+        return obj or None
+    if isinstance(obj, list):
+        for item in obj[:3]:
+            found = _json_message(item, depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(obj, dict):
+        for key in ("error", "message", "detail", "errors", "msg", "reason", "title", "description"):
+            if key in obj:
+                found = _json_message(obj[key], depth + 1)
+                if found:
+                    code = obj.get("code") if key == "message" else None
+                    return f"{found} [{code}]" if isinstance(code, str) and code else found
+    return None
+
+
+def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_LIMIT) -> str:
+    """The server's error message in a response body, on one short line.
+
+    JSON ``error`` / ``message`` / ``detail`` fields are preferred; an HTML
+    page is described by its title; plain text is taken as is. The result
+    is redacted and truncated to ``limit`` characters.
+    """
+    if not content:
+        return "empty body"
+    text = content[:65536].decode("utf-8", "replace")
+    if _looks_html(content, content_type):
+        title = _html_title(text)
+        return truncate(redact(f"HTML page{': ' + title if title else ''}"), limit)
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            obj = json.loads(stripped)
+        except ValueError:
+            obj = None
+        if obj is not None:
+            found = _json_message(obj)
+            if found:
+                return truncate(redact(found), limit)
+    return truncate(redact(stripped), limit)
+
+
+
+# ----------------------------------------------------------------------- decoding
+
+
+def parse_response_path(path: str) -> tuple:
+    """Split a response path such as ``data.0.b64_json`` or ``data[0].url``.
+
+    Returns
+    -------
+    tuple
+        Keys (str) and list indices (int).
+
+    Raises
+    ------
+    ModelSpecError
+        For an empty path or an empty segment.
+    """
+    if not isinstance(path, str) or not path.strip():
+        raise ModelSpecError(f"empty response path {path!r}; example: data.0.b64_json")
+    normal = re.sub(r"\[(\d+)\]", r".\1", path.strip())
+    parts = normal.split(".")
+    if any(not p for p in parts):
+        raise ModelSpecError(
+            f"response path {path!r} has an empty segment; accepted: dotted keys and "
+            "indices such as data.0.b64_json or output[0]"
+        )
+    return tuple(int(p) if p.isdigit() else p for p in parts)
+
+
+def _format_path(parts: tuple) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+def _walk(obj: Any, parts: tuple) -> tuple[bool, Any, str]:
+    """(found, value, where it stopped)."""
+    cur = obj
+    for i, part in enumerate(parts):
+        if isinstance(cur, dict):
+            key = str(part)
+            if key not in cur:
+                return False, None, _format_path(parts[: i + 1])
+            cur = cur[key]
+        elif isinstance(cur, list) and isinstance(part, int):
+            if part >= len(cur):
+                return False, None, _format_path(parts[: i + 1])
+            cur = cur[part]
+        else:
+            return False, None, _format_path(parts[: i + 1])
+    return True, cur, _format_path(parts)
+
+
+def _image_error(exc: InvalidImageError) -> str:
+    text = str(exc)
+    return text.split(": got ", 1)[0]
+
+
+def _decode(data: bytes, where: str, max_pixels: int) -> np.ndarray:
+    try:
+        return decode_image(data, max_pixels=max_pixels)
+    except InvalidImageError as exc:
+        raise _ValueFail(f"{where}: {_image_error(exc)}") from None
+
+
+class _ValueFail(Exception):
+    """Internal: a response that does not hold a usable image."""
+
+
+_DATA_URI = re.compile(r"^data:([^,;]*)((?:;[^,;]*)*),(.*)$", re.DOTALL)
+_B64_CHARS = re.compile(r"^[A-Za-z0-9+/_\-=\s]+$")
+
+
+def image_from_value(
+    value: Any,
+    *,
+    where: str = "value",
+    fetch: Callable[[str], bytes] | None = None,
+    base_url: str | None = None,
+    max_pixels: int = MAX_PIXELS,
+) -> np.ndarray:
+    """Decode one JSON value holding an image.
+
+    Parameters
+    ----------
+    value : str or list
+        Base64 image bytes, a ``data:`` URI, or an http(s) URL (fetched with
+        ``fetch``); a list is taken for its first element.
+    where : str
+        The JSON path of the value, for messages.
+    fetch : callable, optional
+        ``fetch(url) -> bytes``; URLs are refused without it.
+    base_url : str, optional
+        Relative URLs (``/files/1.png``) resolve against it.
+    max_pixels : int
+        Pixel limit (decompression bombs).
+
+    Raises
+    ------
+    GenerationError
+        When the value is not an image.
+    """
+    try:
+        return _image_from_value(value, where, fetch, base_url, max_pixels)
+    except _ValueFail as exc:
+        raise GenerationError(redact(str(exc))) from None
+
+
+def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
+    if isinstance(value, list):
+        if not value:
+            raise _ValueFail(f"{where} is an empty list")
+        return _image_from_value(value[0], f"{where}[0]", fetch, base_url, max_pixels)
+    if not isinstance(value, str):
+        raise _ValueFail(f"{where} is a JSON {type(value).__name__}, not an image string")
+    text = value.strip()
+    if not text:
+        raise _ValueFail(f"{where} is an empty string")
+    match = _DATA_URI.match(text) if text.startswith("data:") else None
+    if match:
+        params = match.group(2).lower()
+        payload = match.group(3)
+        if ";base64" in params:
+            data = _b64(payload, f"{where} (data URI)")
+        else:
+            data = unquote_to_bytes(payload)
+        return _decode(data, f"{where} (data URI)", max_pixels)
+    relative = text.startswith("/") and bool(base_url) and not _is_b64_image(text)
+    if text.startswith(("http://", "https://")) or relative:
+        if fetch is None:
+            raise _ValueFail(f"{where} is a URL but URLs cannot be fetched here")
+        url = urljoin(base_url, text) if base_url else text
+        return _decode(fetch(url), f"image downloaded from {redact_url(url)}", max_pixels)
+    if _B64_CHARS.match(text[:4096]):
+        return _decode(_b64(text, where), where, max_pixels)
+    raise _ValueFail(
+        f"{where} is a string that is neither base64 image data, a data: URI nor an "
+        f"http(s) URL (starts with {truncate(text, 40)!r})"
+    )
+
+
+def _b64(text: str, where: str) -> bytes:
+    compact = "".join(text.split()).replace("-", "+").replace("_", "/")
+    compact += "=" * (-len(compact) % 4)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        raise _ValueFail(f"{where} is not valid base64") from None
+
+
+def _is_b64_image(text: str) -> bool:
+    """Whether ``text`` is base64 whose bytes start like an image.
+
+    Base64 JPEG data starts with ``/9j/`` (``FF D8 FF``), which must not be
+    taken for a relative URL.
+    """
+    head = "".join(text[:64].split())[:16]
+    if len(head) < 8 or not _B64_CHARS.match(head):
+        return False
+    try:
+        data = base64.b64decode(head.replace("-", "+").replace("_", "/"), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return _is_image_bytes(data, "")
+
+
+def _is_image_bytes(body: bytes, content_type: str) -> bool:
+    if content_type.startswith("image/"):
+        return True
+    if body.startswith(_IMAGE_MAGIC):
+        return True
+    return body[:4] == b"RIFF" and body[8:12] == b"WEBP"
+
+
+def image_from_response(
+    result: HttpResult,
+    *,
+    response_path: str | tuple | None = None,
+    fetch: Callable[[str], bytes] | None = None,
+    max_pixels: int = MAX_PIXELS,
+) -> np.ndarray:
+    """Find and decode the image in a successful HTTP response.
+
+    Parameters
+    ----------
+    result : HttpResult
+        The response.
+    response_path : str or tuple, optional
+        Where the image is in a JSON body (``data.0.b64_json``,
+        ``output.0``). Without it, raw image bodies are decoded and JSON is
+        searched at :data:`DEFAULT_IMAGE_PATHS`.
+    fetch : callable, optional
+        ``fetch(url) -> bytes`` for answers that hold a URL.
+    max_pixels : int
+        Pixel limit.
+
+    Returns
+    -------
+    numpy.ndarray
+        RGB uint8 (any size: the scorer resizes).
+
+    Raises
+    ------
+    GenerationError
+        One line: what the body was instead of an image, with the status and
+        attempts of ``result``.
+    """
+    try:
+        return _image_from_response(result, response_path, fetch, max_pixels)
+    except _ValueFail as exc:
+        raise GenerationError(
+            truncate(redact(str(exc)), 2 * MESSAGE_LIMIT + 120),
+            attempts=result.attempts,
+            status=result.status,
+        ) from None
+    except GenerationError as exc:  # a failed image download
+        raise GenerationError(exc.reason, attempts=result.attempts, status=exc.status) from None
+
+
+def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -> np.ndarray:
+    body = result.content
+    ctype = result.content_type
+    origin = f"response from {redact_url(result.url)} (HTTP {result.status}"
+    origin += f", {ctype})" if ctype else ")"
+    if not body:
+        raise _ValueFail(f"{origin} has an empty body (0 bytes), not an image")
+    if _is_image_bytes(body, ctype):
+        return _decode(body, origin, max_pixels)
+    if _looks_html(body, ctype):
+        raise _ValueFail(
+            f"{origin} is an HTML page, not an image: {server_message(body, ctype)}"
+        )
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        if _B64_CHARS.match(text[:4096]) and len(text) >= 16:
+            return _decode(_b64(text, origin), f"{origin} base64 body", max_pixels)
+        raise _ValueFail(
+            f"{origin} is neither an image nor JSON ({len(body)} bytes starting with "
+            f"{truncate(text, 40)!r})"
+        ) from None
+    kwargs = dict(fetch=fetch, base_url=result.url, max_pixels=max_pixels)
+    if response_path is not None:
+        parts = parse_response_path(response_path) if isinstance(response_path, str) else tuple(response_path)
+        found, value, stop = _walk(obj, parts)
+        if not found:
+            raise _ValueFail(
+                f"{origin}: JSON has no {stop!r} (response path {_format_path(parts)!r}; "
+                f"{_json_summary(obj)})"
+            )
+        return _image_from_value(value, _format_path(parts), **kwargs)
+    for parts in DEFAULT_IMAGE_PATHS:
+        found, value, _ = _walk(obj, parts)
+        if found and value not in (None, "", []):
+            return _image_from_value(value, _format_path(parts), **kwargs)
+    accepted = ", ".join(_format_path(p) for p in DEFAULT_IMAGE_PATHS[:5])
+    message = _json_message(obj) if isinstance(obj, (dict, list)) else None
+    said = f"; server said: {truncate(message)}" if message else ""
+    raise _ValueFail(
+        f"{origin}: JSON without an image ({_json_summary(obj)}; looked at {accepted}; "
+        f"set --violin-response-path){said}"
+    )
+
+
+def _json_summary(obj: Any) -> str:
+    if isinstance(obj, dict):
+        keys = list(obj)[:8]
+        more = ", ..." if len(obj) > 8 else ""
+        return "top-level keys: " + ", ".join(repr(k) for k in keys) + more
+    if isinstance(obj, list):
+        return f"a list of {len(obj)} item{'s' if len(obj) != 1 else ''}"
+    return f"a JSON {type(obj).__name__}"
