@@ -234,7 +234,9 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
         for k in names:
             vals = [float(r["metrics"][k]) for r in recs if k in (r.get("metrics") or {})]
             metrics[k] = _mean(vals)
-        metrics["mean"] = _mean([_value(r) for r in recs if r.get("metrics")])
+        scored = [_value(r) for r in recs if r.get("metrics")]
+        # a group whose every generation failed has no mean: null, never NaN (strict JSON)
+        metrics["mean"] = _mean(scored) if scored else None
         passed = sum(1 for r in recs if r.get("outcome") == "passed")
         errors = sum(1 for r in recs if r.get("error"))
         return {

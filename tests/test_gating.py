@@ -323,3 +323,22 @@ def test_aggregate_rows_match_manual_means():
     assert color["n"] == len(members) and color["errors"] == 1
     assert color["metrics"]["mean"] == pytest.approx(np.mean(scored))
     assert color["pass_rate"] == pytest.approx(sum(r["outcome"] == "passed" for r in members) / len(members))
+
+
+def test_group_without_any_scored_sample_aggregates_to_null_not_nan():
+    """Every generation of a variation failed: its mean is null and the baseline still writes."""
+    import json as _json
+
+    from pytest_violin.gating import aggregate_records
+
+    records = [
+        {"sample_id": "color/v1/a", "task": "color", "variation": "v1", "outcome": "failed",
+         "error": "HTTP 500", "metrics": {}},
+        {"sample_id": "color/v2/a", "task": "color", "variation": "v2", "outcome": "passed",
+         "error": None, "metrics": {"sd": 0.0, "mean": 0.0}},
+    ]
+    agg = aggregate_records(records)
+    v1 = next(r for r in agg["variations"] if r["variation"] == "v1")
+    assert v1["metrics"]["mean"] is None
+    assert v1["errors"] == 1
+    _json.dumps(agg, allow_nan=False)  # strict JSON: no NaN anywhere
