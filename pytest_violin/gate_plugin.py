@@ -19,11 +19,12 @@ The pure logic is in :mod:`pytest_violin.gating` and
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from .settings import option_value, resolve_path
 
 __all__ = ["GateSettings", "GATE_KEY", "parse_gate_settings"]
 
@@ -71,25 +72,11 @@ GATE_KEY = pytest.StashKey[GateSettings]()
 
 
 def _raw(config, name):
-    value = config.getoption(f"violin_{name}", default=None)
-    from_ini = value is None
-    if from_ini:
-        try:
-            value = config.getini(f"violin_{name}")
-        except ValueError:
-            value = None
-    if isinstance(value, str):
-        value = value.strip() or None
-    return value, from_ini
+    return option_value(config, name, f"violin_{name}")
 
 
 def _path(config, value, from_ini) -> Path:
-    path = Path(os.path.expanduser(str(value)))
-    if not path.is_absolute():
-        base = config.rootpath if from_ini and config.inipath is None else (
-            Path(config.inipath).parent if from_ini else Path(config.invocation_params.dir))
-        path = Path(base) / path
-    return path
+    return resolve_path(config, value, from_ini=from_ini)
 
 
 def parse_gate_settings(config) -> GateSettings:

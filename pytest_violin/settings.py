@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PROFILES", "PASS_RULES", "ViolinSettings", "parse_settings", "resolve_path"]
+__all__ = ["PROFILES", "PASS_RULES", "ViolinSettings", "option_value", "parse_settings", "resolve_path"]
 
 PROFILES = ("violin", "strict")
 PASS_RULES = ("mean", "worst")
@@ -41,17 +41,28 @@ class ViolinSettings:
     no_cache: bool = False
     thresholds: tuple = ()
     headers: tuple = ()
+    suite_from_ini: bool = False
+
+
+def option_value(config, name, ini):
+    """Return ``(value, from_ini)``: the command line wins over the ini key.
+
+    Blank strings count as unset (``None``).
+    """
+    value = config.getoption(f"violin_{name}", default=None)
+    from_ini = value is None
+    if from_ini:
+        try:
+            value = config.getini(ini)
+        except ValueError:  # an ini key no plugin declared
+            value = None
+    if isinstance(value, str):
+        value = value.strip() or None
+    return value, from_ini
 
 
 def _raw(config, name, ini):
-    value = config.getoption(f"violin_{name}", default=None)
-    if value is None:
-        value = config.getini(ini)
-    if isinstance(value, str):
-        value = value.strip()
-        if value == "":
-            return None
-    return value
+    return option_value(config, name, ini)[0]
 
 
 def _int(name, value, minimum):
@@ -65,12 +76,29 @@ def _int(name, value, minimum):
     return number
 
 
-def resolve_path(config, value) -> Path:
-    """``value`` as an absolute path (relative to the invocation directory)."""
+def resolve_path(config, value, *, from_ini: bool = False) -> Path:
+    """``value`` as an absolute path.
+
+    A relative path from the command line is relative to the invocation
+    directory; one from an ini file is relative to that file's directory
+    (the rootdir when there is none), so ``pytest`` run from a
+    subdirectory finds the same files.
+    """
     path = Path(os.path.expanduser(str(value)))
     if not path.is_absolute():
-        path = Path(config.invocation_params.dir) / path
+        if not from_ini:
+            base = Path(config.invocation_params.dir)
+        elif config.inipath is not None:
+            base = Path(config.inipath).parent
+        else:
+            base = Path(config.rootpath)
+        path = base / path
     return path
+
+
+def _path_option(config, name, ini):
+    value, from_ini = option_value(config, name, ini)
+    return value, (None if value is None else resolve_path(config, value, from_ini=from_ini))
 
 
 def parse_settings(config) -> ViolinSettings:
@@ -79,7 +107,8 @@ def parse_settings(config) -> ViolinSettings:
     from .errors import ThresholdError
 
     model = _raw(config, "model", "violin_model")
-    suite = _raw(config, "suite", "violin_suite") or "violin"
+    suite, suite_from_ini = option_value(config, "suite", "violin_suite")
+    suite = suite or "violin"
     tasks_raw = _raw(config, "tasks", "violin_tasks")
     tasks = None
     if tasks_raw is not None:
@@ -114,23 +143,19 @@ def parse_settings(config) -> ViolinSettings:
         if not timeout > 0 or timeout == float("inf"):
             raise pytest.UsageError(
                 f"--violin-timeout={timeout_raw!r} is invalid; accepted: a number of seconds > 0")
-    save = _raw(config, "save_outputs", "violin_save_outputs")
-    save_outputs = None if save is None else resolve_path(config, save)
+    save, save_outputs = _path_option(config, "save_outputs", "violin_save_outputs")
     if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
         raise pytest.UsageError(
             f"--violin-save-outputs={save!r}: {str(save_outputs)!r} is not a directory; accepted: a "
             f"directory path (created if missing)")
-    tmpl = _raw(config, "request_template", "violin_request_template")
-    request_template = None
+    tmpl, request_template = _path_option(config, "request_template", "violin_request_template")
     if tmpl is not None:
-        request_template = resolve_path(config, tmpl)
         if not request_template.is_file():
             raise pytest.UsageError(
                 f"--violin-request-template={tmpl!r}: file {str(request_template)!r} does not exist; "
                 f"accepted: a JSON template file")
     response_path = _raw(config, "response_path", "violin_response_path")
-    cache = _raw(config, "cache_dir", "violin_cache_dir")
-    cache_dir = None if cache is None else resolve_path(config, cache)
+    _, cache_dir = _path_option(config, "cache_dir", "violin_cache_dir")
     no_cache = bool(config.getoption("violin_no_cache", default=None) or config.getini("violin_no_cache"))
 
     threshold_texts = [*config.getini("violin_thresholds"), *config.getoption("violin_threshold", default=[])]
@@ -153,7 +178,7 @@ def parse_settings(config) -> ViolinSettings:
         repeats=repeats, pass_rule=rule, save_outputs=save_outputs, concurrency=concurrency,
         timeout=timeout, retries=retries, request_template=request_template,
         response_path=response_path, cache_dir=cache_dir, no_cache=no_cache,
-        thresholds=tuple(threshold_texts), headers=tuple(headers),
+        thresholds=tuple(threshold_texts), headers=tuple(headers), suite_from_ini=suite_from_ini,
     )
 
 

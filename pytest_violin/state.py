@@ -158,7 +158,7 @@ def _load_suite(settings, tasks, limit, config):
 
     name = settings.suite
     target = name
-    candidate = resolve_path(config, name)
+    candidate = resolve_path(config, name, from_ini=settings.suite_from_ini)
     if ("/" in name or name.endswith((".json", ".jsonl", ".yaml", ".yml", ".toml"))) and candidate.exists():
         target = str(candidate)
     try:

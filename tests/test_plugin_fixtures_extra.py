@@ -41,3 +41,25 @@ def test_violin_limits_is_session_scoped_and_follows_options(pytester):
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=1)
+
+
+def test_ini_paths_are_relative_to_the_ini_file_even_from_a_subdirectory(pytester, monkeypatch):
+    """``violin_save_outputs`` and ``violin_save_baseline`` from the ini file resolve
+    against the ini file's folder, wherever pytest is started."""
+    pytester.makeini(
+        """
+        [pytest]
+        violin_model = oracle
+        violin_limit = 2
+        violin_save_outputs = recorded
+        violin_save_baseline = baselines/base.json
+        """
+    )
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rootdir", str(pytester.path),
+                                "-c", str(pytester.path / "tox.ini"))
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "baselines" / "base.json").is_file()
+    assert len(list((pytester.path / "recorded").rglob("*.png"))) == 2
+    assert not (sub / "recorded").exists()
