@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._fs import atomic_write
@@ -102,6 +102,12 @@ class Runner:
         self.repeats = int(repeats)
         self.save_outputs = None if save_outputs is None else Path(save_outputs)
         self.window = 2 * self.concurrency
+        # A sample's ground truth is rendered when its image is generated and
+        # again when it is scored, up to ``window`` samples later (plus the
+        # xdist look-ahead): keep that many renders (bounded, see RenderCache).
+        from .suite.sample import RENDER_CACHE
+
+        RENDER_CACHE.ensure_capacity(self.window + 8)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._plan: list = []
@@ -183,7 +189,7 @@ class Runner:
     # -- work (in pool threads) ----------------------------------------
     def _generate(self, sample) -> Generation:
         from .imaging import as_rgb8
-        from .models.request import GenerationRequest
+        from .models.request import GenerationRequest, derive_seed
 
         start = time.perf_counter()
         images = []
@@ -191,8 +197,14 @@ class Runner:
         cached = True
         identity = getattr(self.adapter, "identity", type(self.adapter).__name__)
         try:
+            first = None
             for repeat in range(self.repeats):
-                request = GenerationRequest.from_sample(sample, base_seed=self.base_seed, repeat=repeat)
+                if first is None:
+                    request = first = GenerationRequest.from_sample(
+                        sample, base_seed=self.base_seed, repeat=repeat)
+                else:  # same (lazily rendered) input images, another seed
+                    request = replace(first, seed=derive_seed(self.base_seed, sample.id, repeat),
+                                      repeat=repeat)
                 key = None
                 image = None
                 if self.cache is not None:

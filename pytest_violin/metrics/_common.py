@@ -54,6 +54,11 @@ def mean_channel_std(rgb: np.ndarray, mask: np.ndarray | None = None) -> float:
     n = rgb.shape[0] * rgb.shape[1] if mask is None else cv2.countNonZero(mask)
     if n == 0:
         return 0.0
+    if mask is not None:
+        # Only the mask's bounding box holds selected pixels: same counts,
+        # fewer pixels to visit (a shape covers a fraction of its image).
+        x, y, w, h = cv2.boundingRect(mask)
+        rgb, mask = rgb[y:y + h, x:x + w], mask[y:y + h, x:x + w]
     total = 0.0
     for c in range(3):
         if n < 2**24:  # calcHist counts in float32: exact below 2**24

@@ -43,11 +43,24 @@ def region_iou_distance(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def centroid(region: np.ndarray):
-    """``(area, (x, y))`` of a region from its binary moments; ``(0, None)`` if empty."""
-    m = cv2.moments(region, binaryImage=True)
-    if m["m00"] == 0:
+    """``(area, (x, y))`` of a region from its binary moments; ``(0, None)`` if empty.
+
+    Equal, bit for bit, to ``cv2.moments(region, binaryImage=True)``'s
+    ``m00`` and ``(m10 / m00, m01 / m00)``, about 10x faster: for a binary
+    image those moments are integer sums (OpenCV accumulates them exactly),
+    so they are computed here from the row and column pixel counts in
+    integer arithmetic, without the second- and third-order moments.
+    """
+    ones = cv2.threshold(region, 0, 1, cv2.THRESH_BINARY)[1]
+    cols = cv2.reduce(ones, 0, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel().astype(np.int64)
+    m00 = int(cols.sum())
+    if m00 == 0:
         return 0.0, None
-    return m["m00"], (m["m10"] / m["m00"], m["m01"] / m["m00"])
+    rows = cv2.reduce(ones, 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel().astype(np.int64)
+    m10 = int(cols @ np.arange(cols.size, dtype=np.int64))
+    m01 = int(rows @ np.arange(rows.size, dtype=np.int64))
+    area = float(m00)
+    return area, (float(m10) / area, float(m01) / area)
 
 
 def centroid_distance(c_gen, c_gt, height: int, width: int, *, both_empty: float) -> float:

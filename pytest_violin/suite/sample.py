@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +25,8 @@ __all__ = [
     "BORDER_METRICS",
     "COUNT_METRICS",
     "default_metric_names",
+    "RenderCache",
+    "RENDER_CACHE",
 ]
 
 #: Tasks a sample can have.
@@ -43,6 +47,70 @@ _DEFAULT_METRICS = {
 }
 
 
+class RenderCache:
+    """A small per-process LRU of rendered ground truths.
+
+    A run asks for one sample's ground truth several times in a row (the
+    oracle renders it, :meth:`Sample.score` renders it again, a report may
+    want it once more), and for mask samples and exported suites that is
+    the expensive part (cropping and resizing a photo, decoding a PNG). The
+    cache keeps the last ``maxsize`` renders, keyed by the identity of the
+    :class:`Sample` object (the entry holds the sample, so the key cannot be
+    reused while it lives), stored read-only; :meth:`Sample.expected`
+    returns a fresh writable copy, so callers can never alter a shared
+    array. Bounded, so nothing is held for the whole suite: ``maxsize``
+    images of at most ``width * height * 3`` bytes each.
+    """
+
+    def __init__(self, maxsize: int = 16):
+        self.maxsize = int(maxsize)
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, sample):
+        """The cached read-only render of ``sample`` or ``None``."""
+        key = id(sample)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] is not sample:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[1]
+
+    def put(self, sample, image: np.ndarray) -> np.ndarray:
+        """Store ``image`` (made read-only) as the render of ``sample``; return it."""
+        image.setflags(write=False)
+        if self.maxsize <= 0:
+            return image
+        with self._lock:
+            self._entries[id(sample)] = (sample, image)
+            self._entries.move_to_end(id(sample))
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+        return image
+
+    def ensure_capacity(self, size: int, *, limit: int = 64) -> None:
+        """Grow ``maxsize`` to at least ``size`` (never above ``limit``)."""
+        with self._lock:
+            self.maxsize = max(self.maxsize, min(int(size), int(limit)))
+
+    def clear(self) -> None:
+        """Drop every entry."""
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The process-wide cache behind :meth:`Sample.expected`.
+RENDER_CACHE = RenderCache()
+
+
 def default_metric_names(task: str) -> tuple:
     """The metric names a task's score returns."""
     try:
@@ -56,7 +124,9 @@ class Sample:
     """One Violin sample: a prompt, its input images and its ground truth.
 
     Samples are immutable, hashable and cheap: no pixel is held; the
-    ground truth is rendered by :meth:`expected` on each call.
+    ground truth is returned by :meth:`expected` as a new array on each
+    call (the last few expensive renders are kept in the bounded
+    process-wide :data:`RENDER_CACHE`, not on the sample).
 
     Parameters
     ----------
@@ -150,7 +220,25 @@ class Sample:
         return render_inputs(self.spec, self.width, self.height)
 
     def expected(self) -> np.ndarray:
-        """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand."""
+        """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand.
+
+        Always a new writable array. Expensive ground truths (mask samples
+        cropped from a photo, exported suites read from PNG) come from a
+        small bounded LRU of recent renders (:data:`RENDER_CACHE`), copied.
+        """
+        if not self._costly_render():
+            return self._render_expected()
+        cached = RENDER_CACHE.get(self)
+        if cached is None:
+            cached = RENDER_CACHE.put(self, self._render_expected())
+        return cached.copy()
+
+    def _costly_render(self) -> bool:
+        if self.files is not None and self.files.get("expected"):
+            return True
+        return self.payload is None and self.spec.get("kind") == "mask"
+
+    def _render_expected(self) -> np.ndarray:
         if self.files is not None and self.files.get("expected"):
             return as_rgb8(self.files["expected"])
         if self.payload is not None:
