@@ -26,7 +26,13 @@ import pytest
 
 from .settings import option_value, resolve_path
 
-__all__ = ["GateSettings", "GATE_KEY", "parse_gate_settings"]
+__all__ = ["GateSettings", "GATE_KEY", "PASSING_THUMBNAILS_PER_VARIATION", "parse_gate_settings"]
+
+#: Passing samples per (task, variation) and process whose generated image is
+#: shown in the HTML report. Every failing sample gets its thumbnails; a
+#: passing one looks like its expected image by definition, so a few examples
+#: per variation show what the model draws without paying for thousands.
+PASSING_THUMBNAILS_PER_VARIATION = 12
 
 _OPTIONS = (
     ("save_baseline", "PATH", "write a baseline of this run to PATH (JSON)"),
@@ -61,6 +67,7 @@ class GateSettings:
     session: object = None
     baseline_label: str | None = None
     messages: list = field(default_factory=list)
+    passing_thumbnails: dict = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -159,6 +166,12 @@ def pytest_violin_sample_scored(config, sample, images, result):
     if s.report is not None:
         from .report.thumbnails import make_thumbnails
 
+        if result.outcome == "passed":
+            group = (sample.task, getattr(sample, "variation", None))
+            shown = s.passing_thumbnails.get(group, 0)
+            if shown >= PASSING_THUMBNAILS_PER_VARIATION:
+                return
+            s.passing_thumbnails[group] = shown + 1
         try:
             # The ground truth is rendered again only for failures: a passing
             # sample's difference is near black, and rendering costs more

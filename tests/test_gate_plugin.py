@@ -161,3 +161,19 @@ def test_ordinary_runs_are_untouched(pytester):
     result = pytester.runpytest("--violin-report=out", "-p", "no:cacheprovider")
     assert result.ret == 0
     assert not (pytester.path / "out").exists()
+
+
+def test_passing_samples_get_a_few_thumbnails_per_variation(project):
+    """Failures always get thumbnails; passes only the first few per (task, variation)."""
+    from collections import Counter
+
+    from pytest_violin.gate_plugin import PASSING_THUMBNAILS_PER_VARIATION as quota
+
+    result = project.runpytest("--violin-model=oracle", "--violin-tasks=color", "--violin-limit=40",
+                               "--violin-report=out", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    doc = json.loads((project.path / "out" / "results.json").read_text())
+    per_variation = Counter(s["variation"] for s in doc["samples"])
+    assert max(per_variation.values()) > quota  # the quota is exercised
+    html = (project.path / "out" / "report.html").read_text()
+    assert html.count('alt="generated"') == sum(min(quota, n) for n in per_variation.values())
