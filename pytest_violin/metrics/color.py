@@ -187,10 +187,17 @@ def _ced(g: np.ndarray) -> float:
 def _low_frequency_basis(rows: int, cols: int):
     """DFT rows for the low frequencies of a ``rows`` x ``cols`` block.
 
-    Returns ``(basis_u, basis_v, low)``: ``basis_u`` stacks cos and sin
-    rows ``(2 ku, rows)``, ``basis_v`` is ``(kv, cols)`` complex, ``low``
-    a boolean ``(ku, kv)`` of the non-zero frequencies inside the radius,
-    or ``None`` when the block has no spectral radius (1 pixel).
+    Returns ``(basis_u, basis_v, weights)``: ``basis_u`` stacks cos and
+    sin rows ``(2 ku, rows)``, ``basis_v`` is ``(kv, cols)`` complex,
+    ``weights`` a float ``(ku, kv)`` array that counts each non-zero
+    frequency inside the radius (0 outside), or ``None`` when the block has
+    no spectral radius (1 pixel).
+
+    The spectrum of a real image is Hermitian, ``|F(-u, -v)| = |F(u, v)|``,
+    and the low-frequency disc is symmetric about the origin, so when the
+    frequency ranges are symmetric only the rows ``u >= 0`` are computed and
+    the rows ``u > 0`` count twice: half the work of the largest product,
+    the same sum up to rounding.
     """
     crow, ccol = rows // 2, cols // 2
     norm = np.sqrt(crow**2 + ccol**2)
@@ -207,13 +214,17 @@ def _low_frequency_basis(rows: int, cols: int):
     keep_u = low.any(axis=1)
     keep_v = low.any(axis=0)
     du, dv, low = du[keep_u], dv[keep_v], low[np.ix_(keep_u, keep_v)]
+    weights = low.astype(np.float64)
+    if np.array_equal(du, -du[::-1]) and np.array_equal(dv, -dv[::-1]):
+        half = du >= 0
+        du, weights = du[half], weights[half] * np.where(du[half] > 0, 2.0, 1.0)[:, None]
     ang_u = 2.0 * np.pi * ((du[:, None] * np.arange(rows)[None, :]) % rows) / rows
     ang_v = 2.0 * np.pi * ((dv[:, None] * np.arange(cols)[None, :]) % cols) / cols
     basis_u = np.concatenate([np.cos(ang_u), np.sin(ang_u)])
     basis_v = np.exp(-1j * ang_v)
-    for arr in (basis_u, basis_v, low):
+    for arr in (basis_u, basis_v, weights):
         arr.setflags(write=False)
-    return basis_u, basis_v, low
+    return basis_u, basis_v, weights
 
 
 def _hf(g: np.ndarray) -> float:
@@ -229,13 +240,13 @@ def _hf(g: np.ndarray) -> float:
     total = s * s + n * ac  # Parseval: |F(0,0)|^2 + the power of every other frequency
     if total == 0.0 or ac == 0.0:
         return 0.0
-    basis_u, basis_v, low = basis
-    if low.size:
-        ku = low.shape[0]
+    basis_u, basis_v, weights = basis
+    if weights.size:
+        ku = weights.shape[0]
         proj = basis_u @ gf
         a = proj[:ku] - 1j * proj[ku:]
         spectrum = a @ basis_v.T
-        low_power = float(np.sum(np.abs(spectrum[low]) ** 2))
+        low_power = float(np.sum(weights * (spectrum.real ** 2 + spectrum.imag ** 2)))
     else:
         low_power = 0.0
     high = max(n * ac - low_power, 0.0)
