@@ -102,9 +102,24 @@ def _limits(state, marker_thresholds=None):
     try:
         base = parse_thresholds(state.settings.thresholds, None)
         extra = parse_thresholds(marker_thresholds, None)
+        _check_builtin_metrics({**base, **extra})
     except ThresholdError as exc:
         pytest.fail(f"bad violin thresholds: {exc}", pytrace=False)
     return build_limits(base, extra)
+
+
+def _check_builtin_metrics(limits) -> None:
+    """Refuse a limit on a metric the built-in task does not have (a typo never applies)."""
+    from .errors import ThresholdError
+    from .thresholds import KNOWN_METRICS
+
+    for key in limits:
+        task, _, metric = key.partition(".")
+        names = KNOWN_METRICS.get(task)
+        if names is not None and metric != "mean" and metric not in names:
+            raise ThresholdError(
+                f"threshold {key!r} names unknown metric {metric!r} of task {task!r}; "
+                f"known: {', '.join((*names, 'mean'))}")
 
 
 @pytest.fixture(scope="session")

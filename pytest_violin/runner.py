@@ -111,7 +111,7 @@ class Runner:
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._plan: list = []
-        self._plan_pos: dict[str, int] = {}
+        self._plan_pos: dict[str, list[int]] = {}
         self._next = 0
         self._futures: dict[str, tuple[int, Future]] = {}
         self._closed = False
@@ -125,7 +125,12 @@ class Runner:
         starts at once, bounded by ``2 * concurrency`` unconsumed results.
         """
         self._plan = [s for s in samples if s.id not in self._futures]
-        self._plan_pos = {s.id: i for i, s in enumerate(self._plan)}
+        # a sample may be planned more than once (a ``violin::`` item and a
+        # user test of the same sample): keep every position, in order
+        positions: dict[str, list[int]] = {}
+        for i, s in enumerate(self._plan):
+            positions.setdefault(s.id, []).append(i)
+        self._plan_pos = positions
         self._next = 0
         # re-number pending futures so they are never seen as stale
         self._futures = {k: (-1, f) for k, (_, f) in self._futures.items()}
@@ -134,7 +139,8 @@ class Runner:
     def _fill(self) -> None:
         while len(self._futures) < self.window and self._next < len(self._plan):
             sample = self._plan[self._next]
-            self._futures[sample.id] = (self._next, self._submit(sample))
+            if sample.id not in self._futures:  # a repeated plan entry already in flight
+                self._futures[sample.id] = (self._next, self._submit(sample))
             self._next += 1
 
     def _submit(self, sample) -> Future:
@@ -155,7 +161,8 @@ class Runner:
         or skipped), so they do not occupy the window.
         """
         entry = self._futures.pop(sample.id, None)
-        pos = self._plan_pos.get(sample.id)
+        positions = self._plan_pos.get(sample.id)
+        pos = positions.pop(0) if positions else None
         if pos is not None:
             if pos >= self._next:
                 self._next = pos + 1

@@ -112,7 +112,10 @@ def parse_settings(config) -> ViolinSettings:
     tasks_raw = _raw(config, "tasks", "violin_tasks")
     tasks = None
     if tasks_raw is not None:
-        tasks = tuple(t.strip().lower() for t in str(tasks_raw).split(",") if t.strip())
+        # a string "color,shape" or, from pyproject.toml, a list ["color", "shape"]
+        parts = ([str(p) for p in tasks_raw] if isinstance(tasks_raw, (list, tuple))
+                 else [str(tasks_raw)])
+        tasks = tuple(t.strip().lower() for p in parts for t in p.split(",") if t.strip())
         if not tasks:
             raise pytest.UsageError(
                 f"--violin-tasks={tasks_raw!r} names no task; accepted: comma-separated task names "
@@ -156,7 +159,16 @@ def parse_settings(config) -> ViolinSettings:
                 f"accepted: a JSON template file")
     response_path = _raw(config, "response_path", "violin_response_path")
     _, cache_dir = _path_option(config, "cache_dir", "violin_cache_dir")
-    no_cache = bool(config.getoption("violin_no_cache", default=None) or config.getini("violin_no_cache"))
+    no_cache = bool(config.getoption("violin_no_cache", default=None))
+    if not no_cache:
+        try:
+            no_cache = bool(config.getini("violin_no_cache"))
+        except ValueError:  # pytest refuses a bool ini value it cannot read
+            raw = config.inicfg.get("violin_no_cache") if hasattr(config, "inicfg") else None
+            raw = getattr(raw, "value", raw)
+            raise pytest.UsageError(
+                f"violin_no_cache={raw!r} is not a boolean; accepted: true/false, yes/no, on/off, "
+                f"1/0") from None
 
     threshold_texts = [*config.getini("violin_thresholds"), *config.getoption("violin_threshold", default=[])]
     try:

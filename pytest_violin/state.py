@@ -154,12 +154,14 @@ def redact(text: str) -> str:
 
 def _load_suite(settings, tasks, limit, config):
     from .errors import SuiteError
-    from .suite import load_suite
+    from .suite import SUITES, load_suite
 
     name = settings.suite
     target = name
     candidate = resolve_path(config, name, from_ini=settings.suite_from_ini)
-    if ("/" in name or name.endswith((".json", ".jsonl", ".yaml", ".yml", ".toml"))) and candidate.exists():
+    # any name that is not a built-in suite is a path: relative to the ini
+    # file when it comes from there (an export folder has no '/' in its name)
+    if name not in SUITES and candidate.exists():
         target = str(candidate)
     try:
         return load_suite(target, tasks=tasks, limit=limit, seed=settings.seed)

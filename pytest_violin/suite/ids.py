@@ -50,7 +50,7 @@ def validate_sample_id(sample_id) -> str:
         if segment in ("", ".", ".."):
             raise SampleIdError(f"sample id {sample_id!r} has an empty, '.' or '..' "
                                 f"segment; {accepted}")
-        if not _SEGMENT.match(segment):
+        if not _SEGMENT.fullmatch(segment):
             raise SampleIdError(f"sample id {sample_id!r}: segment {segment!r} has a "
                                 f"character outside [a-z0-9._-]; {accepted}")
     return sample_id

@@ -225,11 +225,16 @@ def load_manifest(path) -> list:
     base = mpath.parent
     samples, lines = [], {}
     default_suite = base.name or "manifest"
-    with open(mpath, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(mpath, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            where = {"path": mpath, "line": lineno}
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise ManifestError(f"not UTF-8 text ({exc.reason} at byte {exc.start + 1})",
+                                    **where) from None
             if not line.strip():
                 continue
-            where = {"path": mpath, "line": lineno}
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
