@@ -42,6 +42,7 @@ class ViolinSettings:
     thresholds: tuple = ()
     headers: tuple = ()
     suite_from_ini: bool = False
+    model_from_ini: bool = False
 
 
 def option_value(config, name, ini):
@@ -106,7 +107,7 @@ def parse_settings(config) -> ViolinSettings:
     from .thresholds import parse_thresholds
     from .errors import ThresholdError
 
-    model = _raw(config, "model", "violin_model")
+    model, model_from_ini = option_value(config, "model", "violin_model")
     suite, suite_from_ini = option_value(config, "suite", "violin_suite")
     suite = suite or "violin"
     tasks_raw = _raw(config, "tasks", "violin_tasks")
@@ -186,7 +187,7 @@ def parse_settings(config) -> ViolinSettings:
                 f"(value may reference ${{ENV_VAR}})")
         headers.append((name.strip(), value.strip()))
     return ViolinSettings(
-        model=model, suite=suite, tasks=tasks, limit=limit, seed=seed, profile=profile,
+        model=model, model_from_ini=model_from_ini, suite=suite, tasks=tasks, limit=limit, seed=seed, profile=profile,
         repeats=repeats, pass_rule=rule, save_outputs=save_outputs, concurrency=concurrency,
         timeout=timeout, retries=retries, request_template=request_template,
         response_path=response_path, cache_dir=cache_dir, no_cache=no_cache,

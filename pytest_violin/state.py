@@ -58,7 +58,8 @@ class ViolinState:
         for tp in cfg.getini("testpaths") or ():
             paths.append(str(cfg.rootpath / tp))
         return AdapterOptions(
-            rootdir=Path(cfg.rootpath), headers=s.headers, timeout=s.timeout, retries=s.retries,
+            rootdir=Path(cfg.rootpath), basedir=resolve_path(cfg, ".", from_ini=s.model_from_ini),
+            headers=s.headers, timeout=s.timeout, retries=s.retries,
             request_template=s.request_template, response_path=s.response_path,
             concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
         )

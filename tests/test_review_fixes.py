@@ -157,3 +157,16 @@ def test_tasks_as_a_toml_list_in_pyproject(pytester):
     ids = [line for line in result.stdout.lines if line.startswith("violin::")]
     assert len(ids) == 4
     assert all(i.startswith(("violin::extra/ratio/", "violin::extra/count/")) for i in ids), ids
+
+
+def test_record_then_replay_from_a_subdirectory(pytester, monkeypatch):
+    """`--violin-save-outputs=DIR` then `dir:DIR` work as a pair wherever pytest starts."""
+    pytester.makeini("[pytest]\n")
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    args = ("-p", "no:cacheprovider", "--rootdir", str(pytester.path), "-c", str(pytester.path / "tox.ini"))
+    first = pytester.runpytest("--violin-model=oracle", "--violin-limit=3", "--violin-save-outputs=rec", *args)
+    first.assert_outcomes(passed=3)
+    assert len(list((sub / "rec").rglob("*.png"))) == 3
+    second = pytester.runpytest("--violin-model=dir:rec", "--violin-limit=3", *args)
+    second.assert_outcomes(passed=3)

@@ -198,8 +198,8 @@ def create(target: str, options) -> DiffusersAdapter:
         params["num_inference_steps"] = params.pop("steps")
     torch, _ = _import_backend()
     path = Path(source)
-    if not path.is_absolute() and (Path(options.rootdir) / path).exists():
-        path = Path(options.rootdir) / path
+    if not path.is_absolute() and (options.spec_base / path).exists():
+        path = options.spec_base / path
     location = str(path.resolve()) if path.exists() else source
     pipe = load_pipeline(location, dtype=dtype, device=device)
 

@@ -71,6 +71,11 @@ class AdapterOptions:
         Requests in flight at once (adapters may size their pools by it).
     extra : Mapping
         Free-form settings for third-party adapters.
+    basedir : pathlib.Path, optional
+        Where relative paths in the model spec (``dir:PATH``,
+        ``diffusers:PATH``) resolve: the directory pytest was started in
+        for a command-line spec, the ini file's directory for an ini spec.
+        ``None``: the rootdir.
     """
 
     rootdir: Path = field(default_factory=Path.cwd)
@@ -81,6 +86,12 @@ class AdapterOptions:
     response_path: str | None = None
     concurrency: int = 4
     extra: Mapping = field(default_factory=dict)
+    basedir: Path | None = None
+
+    @property
+    def spec_base(self) -> Path:
+        """The directory relative spec paths resolve against."""
+        return Path(self.basedir if self.basedir is not None else self.rootdir)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:

@@ -48,7 +48,11 @@ class ReplayAdapter:
 
 
 def create(target: str, options=None) -> ReplayAdapter:
-    """Factory for ``dir:PATH`` (relative paths resolve against the rootdir).
+    """Factory for ``dir:PATH``.
+
+    A relative ``PATH`` resolves like ``--violin-save-outputs``: against the
+    directory pytest was started in (the ini file's directory for a spec
+    from the ini file), see :attr:`AdapterOptions.spec_base`.
 
     Raises
     ------
@@ -59,8 +63,8 @@ def create(target: str, options=None) -> ReplayAdapter:
         raise ModelSpecError("model spec 'dir:' needs a directory; accepted: dir:PATH")
     path = Path(target.strip()).expanduser()
     if not path.is_absolute():
-        root = getattr(options, "rootdir", None)
-        path = (Path(root) if root is not None else Path.cwd()) / path
+        base = options.spec_base if options is not None else Path.cwd()
+        path = Path(base) / path
     if not path.is_dir():
         what = "is not a directory" if path.exists() else "does not exist"
         raise ModelSpecError(
