@@ -193,8 +193,9 @@ def rgb_colors(*, named: bool = True) -> st.SearchStrategy:
     ----------
     named : bool, optional
         If True (the default), draw from the 29 ISCC-NBS colors part of the
-        time and shrink toward them first; any other color shrinks channel
-        by channel toward ``(0, 0, 0)``. If False, only the uniform
+        time; a trivially failing example shrinks to the darkest of them, and
+        an arbitrary color shrinks channel by channel toward ``(0, 0, 0)``
+        (the shrinker stays in the branch where it found the failure). If False, only the uniform
         channel strategy (shrinks to pure black).
 
     Returns
