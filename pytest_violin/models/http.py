@@ -44,6 +44,18 @@ def encode_inputs(request: GenerationRequest) -> list[str]:
     return [base64.b64encode(encode_png(img)).decode("ascii") for img in request.images]
 
 
+
+def request_fields(request: GenerationRequest) -> dict:
+    """The plugin protocol's scalar fields of ``request`` (JSON types)."""
+    return {
+        "prompt": request.prompt,
+        "width": int(request.width),
+        "height": int(request.height),
+        "seed": int(request.seed),
+        "sample_id": request.sample_id,
+        "task": request.task,
+    }
+
 class RequestTemplate:
     """A JSON request body with ``{placeholder}`` fields.
 
@@ -127,12 +139,7 @@ class RequestTemplate:
         if images_b64 is None:
             images_b64 = encode_inputs(request) if self._uses_images() else []
         values = {
-            "prompt": request.prompt,
-            "width": int(request.width),
-            "height": int(request.height),
-            "seed": int(request.seed),
-            "sample_id": request.sample_id,
-            "task": request.task,
+            **request_fields(request),
             "repeat": int(request.repeat),
             "size": f"{int(request.width)}x{int(request.height)}",
             "images": list(images_b64),
@@ -205,15 +212,7 @@ class HttpAdapter:
         """The JSON body sent for ``request``."""
         if self.template is not None:
             return self.template.render(request)
-        return {
-            "prompt": request.prompt,
-            "width": int(request.width),
-            "height": int(request.height),
-            "seed": int(request.seed),
-            "sample_id": request.sample_id,
-            "task": request.task,
-            "images": encode_inputs(request),
-        }
+        return {**request_fields(request), "images": encode_inputs(request)}
 
     def generate(self, request: GenerationRequest):
         """POST the request; return the answer as RGB uint8 (any size)."""
