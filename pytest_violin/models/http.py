@@ -30,7 +30,7 @@ from ..imaging import encode_png
 from ..secrets import redact_url
 from .request import GenerationRequest
 
-__all__ = ["HttpAdapter", "RequestTemplate", "PLACEHOLDERS", "create", "encode_inputs"]
+__all__ = ["HttpAdapter", "RequestTemplate", "PLACEHOLDERS", "create", "encode_inputs", "request_fields"]
 
 #: Placeholder names a request template may use (``{images[N]}`` too).
 PLACEHOLDERS = ("prompt", "width", "height", "seed", "sample_id", "task", "repeat", "size", "images")
@@ -42,7 +42,6 @@ _NAME = re.compile(r"^([a-z_]+)(?:\[(\d+)\])?$")
 def encode_inputs(request: GenerationRequest) -> list[str]:
     """The request's input images as base64 PNG strings."""
     return [base64.b64encode(encode_png(img)).decode("ascii") for img in request.images]
-
 
 
 def request_fields(request: GenerationRequest) -> dict:
