@@ -16,6 +16,7 @@ from pytest_violin.cache import ImageCache
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
 from _servers import FaultServer, Reply, solid
+from conftest import FakeSample
 
 
 def make_request(**kw):
@@ -122,16 +123,6 @@ def test_concurrent_writers_never_expose_half_written_entries(tmp_path):
     assert reader.dropped == 0
     assert reader.get(key) is not None
     assert not [p for p in (tmp_path / key[:2]).iterdir() if p.name.endswith(".tmp")]
-
-
-@dataclasses.dataclass(frozen=True)
-class FakeSample:
-    id: str
-    prompt: str = "a pure #D9B451 image"
-    width: int = 8
-    height: int = 8
-    task: str = "color"
-    inputs: tuple = ()
 
 
 def test_rerun_of_unchanged_suite_makes_zero_requests_and_errors_are_not_cached(tmp_path):

@@ -19,6 +19,7 @@ from pytest_violin.runner import Runner
 from pytest_violin.secrets import RedactingFilter, is_registered, redact, redact_url, register_secret
 
 from _servers import FaultServer, Reply, solid
+from conftest import FakeSample
 
 HEADER_SECRET = "plant-hdr-7f3a9c1e5b"
 OPENAI_SECRET = "sk-plant-4d2e8a7b9c11"
@@ -193,21 +194,12 @@ def test_planted_secrets_never_leak(tmp_path, monkeypatch, caplog):
             strings += [str(info.value), info.value.reason, repr(info.value)]
 
         # through the runner (the plugin's path), with a cache
-        @dataclasses.dataclass(frozen=True)
-        class S:
-            id: str
-            prompt: str = "p"
-            width: int = 4
-            height: int = 4
-            task: str = "color"
-            inputs: tuple = ()
-
         cache = ImageCache(tmp_path / "cache")
         ok = resolve_model(f"http://user:{URL_PASSWORD}@{hostport}/ok", options)
         for adapter in (adapters[1], ok):
             runner = Runner(adapter, concurrency=2, cache=cache)
-            runner.plan([S("a/1"), S("a/2")])
-            for s in (S("a/1"), S("a/2")):
+            runner.plan([FakeSample("a/1"), FakeSample("a/2")])
+            for s in (FakeSample("a/1"), FakeSample("a/2")):
                 gen = runner.get(s)
                 strings.append(str(gen.error))
             runner.close()
