@@ -19,6 +19,7 @@ __all__ = [
     "ModelSpecError",
     "ThresholdError",
     "GenerationError",
+    "GenerationCancelled",
     "BaselineError",
 ]
 
@@ -94,16 +95,30 @@ class GenerationError(ViolinError, RuntimeError):
         How many attempts were made.
     status : int, optional
         The HTTP status of the last attempt, where there was one.
+    transport : bool, optional
+        True when no answer came at all (connection refused, DNS, TLS,
+        time-out): the runner counts these to stop calling a dead endpoint.
     """
 
-    def __init__(self, reason: str, *, attempts: int | None = None, status: int | None = None):
+    def __init__(self, reason: str, *, attempts: int | None = None, status: int | None = None,
+                 transport: bool = False):
         self.reason = reason
         self.attempts = attempts
         self.status = status
+        self.transport = bool(transport)
         text = reason
         if attempts is not None:
             text = f"{reason} (after {attempts} attempt{'s' if attempts != 1 else ''})"
         super().__init__(text)
+
+
+class GenerationCancelled(GenerationError):
+    """A generation stopped because the run was interrupted (Ctrl-C, ``-x``).
+
+    Raised by adapters and the HTTP client when the run's cancel event
+    (:attr:`pytest_violin.models.AdapterOptions.cancel`) is set: no new
+    request or retry starts after that.
+    """
 
 
 class BaselineError(ViolinError, ValueError):

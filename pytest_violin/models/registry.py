@@ -10,6 +10,7 @@ point group ``pytest_violin.models``, whose objects are factories
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -76,6 +77,10 @@ class AdapterOptions:
         ``diffusers:PATH``) resolve: the directory pytest was started in
         for a command-line spec, the ini file's directory for an ini spec.
         ``None``: the rootdir.
+    cancel : threading.Event
+        Set by the runner when the run is interrupted: adapters start no
+        new request, retry or poll once it is set, wait on it instead of
+        sleeping, and raise :class:`~pytest_violin.errors.GenerationCancelled`.
     """
 
     rootdir: Path = field(default_factory=Path.cwd)
@@ -87,6 +92,7 @@ class AdapterOptions:
     concurrency: int = 4
     extra: Mapping = field(default_factory=dict)
     basedir: Path | None = None
+    cancel: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @property
     def spec_base(self) -> Path:
