@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 
+from .report.text import printable
 from .results import SampleResult
 from .thresholds import ViolinFailure, evaluate, failure_message, limits_for_task
 
-__all__ = ["ViolinSuite", "ViolinItem", "make_items", "score_generation", "generation_failure_result"]
+__all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items", "score_generation",
+           "generation_failure_result", "error_result"]
 
 
 class ViolinSuite(pytest.Collector):
@@ -26,11 +28,21 @@ class ViolinSuite(pytest.Collector):
         return self.path, None, "violin"
 
 
+#: ``item.stash`` key: ``(phase, result JSON)`` of the item's sample, attached
+#: to the report of that phase (``setup`` for an error, ``call`` otherwise).
+RESULT_KEY = pytest.StashKey[tuple]()
+
+
 class ViolinItem(pytest.Item):
     """One Violin sample as a test.
 
-    The test asks the session's runner for the sample's images, scores them
-    and fails with a metric table when a metric is over its limit.
+    ``setup`` asks the session's runner for the sample's images and scores
+    them; ``runtest`` fails with a metric table when a metric is over its
+    limit. Anything that keeps a sample from being judged (an unexpected
+    exception while generating or scoring it: a bug, a broken expected image,
+    a full disk) is raised in ``setup``, so pytest reports the item as an
+    *error*, with one line naming the exception, and the result's outcome is
+    ``"error"``: never the model's failure, never a score.
     """
 
     def __init__(self, *, sample, index: int, **kwargs):
@@ -40,36 +52,57 @@ class ViolinItem(pytest.Item):
         self.extra_keyword_matches.update(
             k for k in (sample.task, getattr(sample, "variation", None), getattr(sample, "suite", None)) if k
         )
+        self._violin_result = None
 
-    def runtest(self):
+    def setup(self):
         from .state import get_state
 
         state = get_state(self.config)
         sample = self.violin_sample
         generation = state.get_runner().get(sample)
-        result, images = score_generation(sample, generation, state.settings, state.limits,
-                                          index=self.violin_index)
+        if generation.fault is not None:
+            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
+                                          reason=f"error while generating: {generation.fault}"), []
+        else:
+            try:
+                result, images = score_generation(sample, generation, state.settings, state.limits,
+                                                  index=self.violin_index)
+            except Exception as exc:  # a broken expected image or spec: not the model's fault
+                from .runner import _one_line
+
+                result, images = error_result(sample, generation, state.settings, index=self.violin_index,
+                                              reason=f"error while scoring: {_one_line(exc)}"), []
         del generation
-        message = result.extra.pop("_message", None)
         result.extra["adapter"] = state.identity
         self.config.hook.pytest_violin_sample_scored(
             config=self.config, sample=sample, images=images, result=result)
         del images
+        message = result.extra.pop("_message", None) or f"violin sample {sample.id} {result.outcome}"
         for name, value in result.metrics.items():
             self.user_properties.append((f"violin.{name}", round(float(value), 6)))
         if result.error is not None:
             self.user_properties.append(("violin.error", result.error))
-        self.__dict__["_violin_result_json"] = result.to_json()
-        if result.outcome != "passed":
-            raise ViolinFailure(message or f"violin sample {sample.id} failed")
+        self._violin_result = (result.outcome, message)
+        if result.outcome == "error":
+            self.stash[RESULT_KEY] = ("setup", result.to_json())
+            pytest.fail(printable(message), pytrace=False)
+        self.stash[RESULT_KEY] = ("call", result.to_json())
+
+    def runtest(self):
+        outcome, message = self._violin_result
+        if outcome != "passed":
+            raise ViolinFailure(message)
+
+    def teardown(self):
+        self._violin_result = None
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ViolinFailure):
-            return str(excinfo.value)
+            return printable(str(excinfo.value))
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"violin::{self.violin_sample.id}"
+        return self.path, None, f"violin::{printable(self.violin_sample.id)}"
 
 
 def make_items(session, samples) -> list[ViolinItem]:
@@ -103,6 +136,19 @@ def generation_failure_result(sample, generation, settings, *, index: int = 0) -
         f"violin sample {sample.id} failed: the model gave no image\n\n"
         f"generation error: {result.error}\n\nprompt:    {sample.prompt}\nsample id: {sample.id}"
     )
+    return result
+
+
+def error_result(sample, generation, settings, *, index: int = 0, reason: str) -> SampleResult:
+    """The result of a sample that could not be judged (outcome ``"error"``).
+
+    Not the model's failure: no metrics, no score, ``reason`` in ``error``.
+    """
+    result = _base_result(sample, settings, index=index)
+    result.outcome = "error"
+    result.error = reason
+    result.seconds = float(getattr(generation, "seconds", 0.0) or 0.0)
+    result.extra["_message"] = f"violin sample {sample.id}: {reason} (not scored: not the model's failure)"
     return result
 
 

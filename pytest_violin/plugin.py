@@ -238,10 +238,12 @@ def _worker_queue(state):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    if call.when == "call":
-        text = item.__dict__.pop("_violin_result_json", None)
-        if text is not None:
-            outcome.get_result().violin_result = text
+    from .collect import RESULT_KEY
+
+    entry = item.stash.get(RESULT_KEY, None)
+    if entry is not None and entry[0] == call.when:
+        del item.stash[RESULT_KEY]
+        outcome.get_result().violin_result = entry[1]
 
 
 class _ResultsCollector:
@@ -252,7 +254,7 @@ class _ResultsCollector:
 
     def pytest_runtest_logreport(self, report):
         text = getattr(report, "violin_result", None)
-        if text and report.when == "call":
+        if text and report.when in ("setup", "call"):
             self.store.add(SampleResult.from_json(text))
 
 

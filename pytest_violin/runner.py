@@ -7,31 +7,97 @@ the tests score earlier images. A test waits only for its own sample
 (:meth:`Runner.get`). At most ``2 * concurrency`` generations are submitted
 and not yet consumed, so memory stays flat however large the suite is.
 
-Every failure of an adapter becomes a
-:class:`~pytest_violin.errors.GenerationError` with a redacted one-line
-reason; a failed sample never stops the run.
+What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`
+from an adapter, or an answer that is not an image) becomes
+``Generation.error`` with a redacted one-line reason: the model failed that
+sample. Anything else that goes wrong (a bug in an adapter or here, a full
+disk) becomes ``Generation.fault``: the test reports it as a pytest *error*,
+never as the model's failure, and it never enters a baseline as a score.
+A failed sample never stops the run.
+
+Interrupts: the runner's ``cancel`` event (shared with the adapters through
+:class:`~pytest_violin.models.AdapterOptions`) stops new requests, retries
+and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in
+flight (the worker threads are daemon threads, so an adapter stuck in a
+socket read cannot hold the interpreter's exit).
+
+A dead endpoint: after ``dead_after`` consecutive samples whose generation
+failed in transport (no answer at all: connection refused, DNS, TLS,
+time-out) with no image in between, the runner stops calling the adapter and
+fails the remaining samples at once.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._fs import atomic_write
-from .errors import GenerationError
+from .errors import GenerationCancelled, GenerationError, InvalidImageError
+from .secrets import redact as _redact
 
-__all__ = ["Generation", "Runner", "output_path"]
+__all__ = ["DEAD_AFTER", "Generation", "Runner", "output_path"]
+
+#: Consecutive transport failures (no answer at all) after which the runner
+#: stops calling the adapter for the rest of the run.
+DEAD_AFTER = 10
 
 
-def _redact(text: str) -> str:
-    try:
-        from .secrets import redact
-    except ImportError:  # pragma: no cover - secrets module always ships
-        return text
-    return redact(text)
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    """``Type: first line`` of an exception, redacted, then cut."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    text = _redact(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _DaemonPool:
+    """A fixed set of daemon threads running submitted callables as futures.
+
+    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the
+    interpreter exits, so one generation stuck in a socket read holds up the
+    end of an interrupted run; daemon threads do not.
+    """
+
+    def __init__(self, workers: int, name: str):
+        self._workers = int(workers)
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"{self._name}-{len(self._threads)}")
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # delivered to the waiting test
+                    future.set_exception(exc)
+            del item, future, fn, args
+
+    def shutdown(self, *, wait: bool) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
 
 
 @dataclass
@@ -43,7 +109,10 @@ class Generation:
     images : list of numpy.ndarray
         RGB uint8 images, one per repeat (empty on error).
     error : GenerationError or None
-        Why no image came (message already redacted).
+        Why the model gave no image (message already redacted).
+    fault : str or None
+        An unexpected exception (a bug, not a model failure) as one redacted
+        line ``Type: message``; the test reports it as an error.
     seconds : float
         Wall time of the generation (all repeats).
     attempts : int
@@ -54,6 +123,7 @@ class Generation:
 
     images: list = field(default_factory=list)
     error: GenerationError | None = None
+    fault: str | None = None
     seconds: float = 0.0
     attempts: int = 0
     cached: bool = False
@@ -87,10 +157,17 @@ class Runner:
         Images per sample (>= 1).
     save_outputs : path-like, optional
         Directory where every image is written as ``<sample id>.png``.
+    cancel : threading.Event, optional
+        Set on interrupt; the same event the adapters watch
+        (``AdapterOptions.cancel``). A new one when omitted.
+    dead_after : int, optional
+        Consecutive transport failures after which the endpoint counts as
+        unreachable (default :data:`DEAD_AFTER`).
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
-                 repeats: int = 1, save_outputs=None):
+                 repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
+                 dead_after: int = DEAD_AFTER):
         if int(concurrency) < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
@@ -108,7 +185,11 @@ class Runner:
         from .suite.sample import RENDER_CACHE
 
         RENDER_CACHE.ensure_capacity(self.window + 8)
-        self._pool: ThreadPoolExecutor | None = None
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.dead_after = int(dead_after)
+        self._transport_failures = 0
+        self._dead: str | None = None
+        self._pool: _DaemonPool | None = None
         self._lock = threading.Lock()
         self._plan: list = []
         self._plan_pos: dict[str, list[int]] = {}
@@ -147,7 +228,7 @@ class Runner:
         if self._closed:
             raise RuntimeError("runner is closed")
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="violin-gen")
+            self._pool = _DaemonPool(self.concurrency, "violin-gen")
         self.generated += 1
         return self._pool.submit(self._generate, sample)
 
@@ -183,17 +264,45 @@ class Runner:
         """Generate ``sample`` in the calling thread (no prefetch)."""
         return self._generate(sample)
 
-    def close(self) -> None:
-        """Cancel pending prefetches and stop the threads."""
+    @property
+    def unreachable(self) -> str | None:
+        """Why the endpoint counts as dead, or None while it is not."""
+        return self._dead
+
+    def close(self, *, wait: bool = True) -> None:
+        """Cancel pending prefetches and stop the threads.
+
+        Parameters
+        ----------
+        wait : bool, optional
+            Wait for generations in flight (a normal end). ``False`` after
+            an interrupt: the cancel event is set, so adapters start no new
+            request or retry, and the threads still in flight are abandoned.
+        """
         self._closed = True
+        if not wait:
+            self.cancel.set()
         for _, fut in self._futures.values():
             fut.cancel()
         self._futures.clear()
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown(wait=wait)
             self._pool = None
 
     # -- work (in pool threads) ----------------------------------------
+    def _note_transport(self, error: GenerationError) -> None:
+        with self._lock:
+            if not error.transport:
+                return
+            self._transport_failures += 1
+            if self._dead is None and self._transport_failures >= self.dead_after:
+                self._dead = (f"endpoint unreachable after {self._transport_failures} consecutive "
+                              f"failures: {error.reason}")
+
+    def _note_answer(self) -> None:
+        with self._lock:
+            self._transport_failures = 0
+
     def _generate(self, sample) -> Generation:
         from .imaging import as_rgb8
         from .models.request import GenerationRequest, derive_seed
@@ -203,6 +312,12 @@ class Runner:
         attempts = 0
         cached = True
         identity = getattr(self.adapter, "identity", type(self.adapter).__name__)
+
+        def failed(error: GenerationError) -> Generation:
+            err = GenerationError(_redact(error.reason), attempts=error.attempts, status=error.status,
+                                  transport=error.transport)
+            return Generation([], err, None, time.perf_counter() - start, attempts, False)
+
         try:
             first = None
             for repeat in range(self.repeats):
@@ -221,14 +336,28 @@ class Runner:
                     except Exception:  # a broken cache never fails a sample
                         key, image = None, None
                 if image is None:
+                    if self.cancel.is_set():
+                        raise GenerationCancelled("cancelled: the run was interrupted")
+                    if self._dead is not None:
+                        raise GenerationError(self._dead)
                     cached = False
                     attempts += 1
-                    output = self.adapter.generate(request)
-                    image = as_rgb8(output)
+                    try:
+                        output = self.adapter.generate(request)
+                    except GenerationError as exc:
+                        self._note_transport(exc)
+                        raise
+                    self._note_answer()
+                    try:
+                        image = as_rgb8(output)
+                    except InvalidImageError as exc:
+                        raise GenerationError(
+                            f"model returned something that is not an image: {_one_line(exc)}") from None
+                    del output
                     if key is not None:
                         try:
                             self.cache.put(key, image)
-                        except Exception:
+                        except Exception:  # a full or read-only cache never fails a sample
                             pass
                 if self.save_outputs is not None:
                     from .imaging import encode_png
@@ -236,14 +365,8 @@ class Runner:
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 images.append(image)
         except GenerationError as exc:
-            err = GenerationError(_redact(exc.reason), attempts=exc.attempts, status=exc.status)
-            return Generation([], err, time.perf_counter() - start, attempts, False)
-        except Exception as exc:
-            kind = type(exc).__name__
-            text = str(exc).strip().splitlines()
-            reason = f"{kind}: {text[0] if text else ''}".rstrip(": ")
-            if getattr(exc, "__module__", "").startswith("pytest_violin") and "InvalidImage" in kind:
-                reason = f"model returned something that is not an image: {text[0] if text else kind}"
-            err = GenerationError(_redact(reason[:2000]))
-            return Generation([], err, time.perf_counter() - start, attempts, False)
-        return Generation(images, None, time.perf_counter() - start, attempts, cached and bool(images))
+            return failed(exc)
+        except Exception as exc:  # a bug or an environment fault, not the model's failure
+            return Generation([], None, _one_line(exc), time.perf_counter() - start, attempts, False)
+        return Generation(images, None, None, time.perf_counter() - start, attempts,
+                          cached and bool(images))

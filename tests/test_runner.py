@@ -122,7 +122,7 @@ def test_unplanned_sample_is_generated_on_demand(fake_samples):
 def test_failure_is_one_sample_and_redacted(fake_samples):
     register_secret("sk-test-SECRET-123456")
     bad = fake_samples[2].id
-    model = RecordingModel(fail={bad}, exc=RuntimeError("401 for key sk-test-SECRET-123456\nmore"))
+    model = RecordingModel(fail={bad}, exc=GenerationError("401 for key sk-test-SECRET-123456"))
     runner = Runner(model, concurrency=2)
     try:
         runner.plan(fake_samples)
@@ -132,9 +132,137 @@ def test_failure_is_one_sample_and_redacted(fake_samples):
     errors = [g.error for g in gens]
     assert [e is not None for e in errors] == [s.id == bad for s in fake_samples]
     err = errors[2]
-    assert isinstance(err, GenerationError)
+    assert isinstance(err, GenerationError) and gens[2].fault is None
     assert "sk-test-SECRET" not in str(err) and "***" in str(err)
-    assert "RuntimeError" in str(err) and "more" not in str(err)
+
+
+def test_unexpected_exception_is_a_fault_not_a_model_failure(fake_samples):
+    # a bug (here a KeyError inside the adapter, as requests raised when
+    # os.environ changed under it) must not be scored as the model's failure
+    register_secret("sk-test-SECRET-654321")
+    bad = fake_samples[2].id
+    model = RecordingModel(fail={bad}, exc=KeyError("PYTEST_CURRENT_TEST sk-test-SECRET-654321"))
+    runner = Runner(model, concurrency=2)
+    try:
+        runner.plan(fake_samples)
+        gens = [runner.get(s) for s in fake_samples]
+    finally:
+        runner.close()
+    assert [g.fault is not None for g in gens] == [s.id == bad for s in fake_samples]
+    assert all(g.error is None for g in gens)
+    fault = gens[2].fault
+    assert fault.startswith("KeyError") and "sk-test-SECRET" not in fault and "\n" not in fault
+
+
+def test_save_outputs_failure_is_a_fault(tmp_path, fake_samples):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    runner = Runner(RecordingModel(), save_outputs=blocker / "sub")
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert gen.error is None and gen.fault is not None and gen.images == []
+
+
+class _DeadModel:
+    identity = "test:dead"
+
+    def __init__(self):
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def generate(self, request):
+        with self.lock:
+            self.calls += 1
+        raise GenerationError("connection refused", attempts=4, transport=True)
+
+
+def test_dead_endpoint_stops_after_consecutive_transport_failures():
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(60)]
+    model = _DeadModel()
+    runner = Runner(model, concurrency=1, dead_after=10)
+    try:
+        runner.plan(samples)
+        gens = [runner.get(s) for s in samples]
+    finally:
+        runner.close()
+    assert model.calls == 10
+    assert all(g.error is not None for g in gens)
+    assert runner.unreachable is not None and "10 consecutive" in runner.unreachable
+    assert all("endpoint unreachable" in str(g.error) for g in gens[10:])
+    assert all(g.attempts == 0 for g in gens[10:])
+
+
+def test_an_answer_resets_the_dead_endpoint_count():
+    class Flaky:
+        identity = "test:flaky"
+        n = 0
+
+        def generate(self, request):
+            self.n += 1
+            if self.n % 5 == 0:
+                return np.zeros((8, 8, 3), np.uint8)
+            raise GenerationError("timed out", transport=True)
+
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(40)]
+    runner = Runner(Flaky(), concurrency=1, dead_after=10)
+    try:
+        gens = [runner.get(s) for s in samples]
+    finally:
+        runner.close()
+    assert runner.unreachable is None
+    assert sum(g.error is None for g in gens) == 8
+
+
+def test_http_status_failures_do_not_count_as_dead():
+    class Busy:
+        identity = "test:busy"
+
+        def generate(self, request):
+            raise GenerationError("HTTP 503", status=503)
+
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(15)]
+    runner = Runner(Busy(), concurrency=1, dead_after=3)
+    try:
+        [runner.get(s) for s in samples]
+    finally:
+        runner.close()
+    assert runner.unreachable is None
+
+
+def test_close_without_wait_abandons_in_flight_generations(fake_samples):
+    release = threading.Event()
+    started = threading.Event()
+
+    class Hanging:
+        identity = "test:hanging"
+
+        def generate(self, request):
+            started.set()
+            release.wait(30)
+            raise GenerationError("hung")
+
+    runner = Runner(Hanging(), concurrency=2)
+    runner.plan(fake_samples)
+    assert started.wait(5)
+    t0 = time.monotonic()
+    runner.close(wait=False)
+    assert time.monotonic() - t0 < 1.0
+    assert runner.cancel.is_set()
+    release.set()
+
+
+def test_cancel_event_stops_new_generations(fake_samples):
+    model = RecordingModel()
+    cancel = threading.Event()
+    cancel.set()
+    runner = Runner(model, cancel=cancel)
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert model.requests == [] and gen.error is not None
 
 
 def test_generation_error_keeps_attempts_and_status(fake_samples):

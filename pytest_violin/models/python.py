@@ -16,7 +16,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from ..errors import ModelSpecError
+from ..errors import GenerationError, ModelSpecError
 
 __all__ = ["PythonAdapter", "create"]
 
@@ -42,8 +42,19 @@ class PythonAdapter:
         self.cacheable = bool(getattr(obj, "cacheable", False))
 
     def generate(self, request):
-        """Call the user's function with the request."""
-        return self._fn(request)
+        """Call the user's function with the request.
+
+        The user's code is the model: whatever it raises is the model's
+        failure for this sample (a :class:`~pytest_violin.errors.GenerationError`
+        naming the exception), not an error of the run.
+        """
+        try:
+            return self._fn(request)
+        except GenerationError:
+            raise
+        except Exception as exc:
+            lines = str(exc).strip().splitlines()
+            raise GenerationError(f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")) from exc
 
     def close(self) -> None:
         """Call the object's ``close()`` if it has one."""

@@ -1,0 +1,44 @@
+"""Text that is safe to print on a terminal.
+
+Prompts, sample ids and server messages come from manifests and model
+endpoints: a prompt holding ``ESC [ 2 J`` must not clear the user's screen,
+and one holding a carriage return must not overwrite the line before it.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["printable"]
+
+# C0 controls but tab and newline, DEL, C1 controls, and the Unicode
+# bidirectional overrides and isolates that reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text) -> str:
+    """``text`` with terminal control characters shown as escapes.
+
+    Parameters
+    ----------
+    text : object
+        Converted with ``str``.
+
+    Returns
+    -------
+    str
+        Tabs and newlines are kept; every other C0/C1 control character,
+        DEL and the bidirectional-override characters become ``\\xNN`` /
+        ``\\uNNNN``.
+
+    Examples
+    --------
+    >>> printable("red\\x1b[2J")
+    'red\\\\x1b[2J'
+    """
+    return _UNSAFE.sub(_escape, str(text))
