@@ -1,27 +1,29 @@
-"""diffusers:PATH_OR_ID: importable without the extra, tested offline.
+"""diffusers:PATH_OR_ID: routing, argument and error logic with stand-in pipelines.
 
-torch and diffusers are an optional extra and are not installed by the
-tests or CI; the test with a real (tiny, randomly initialised) pipeline is
-skipped without them. The adapter's own logic is tested with a stand-in
-pipeline object.
+These tests need neither torch nor diffusers. The tests with real tiny
+pipelines are in test_diffusers_pipeline.py.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import threading
-import time
+import types
 
 import numpy as np
 import pytest
 from PIL import Image
 
-from pytest_violin.errors import GenerationError, ModelSpecError
+from pytest_violin.errors import GenerationCancelled, GenerationError, ModelSpecError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
-from pytest_violin.models.diffusers import INSTALL_HINT, DiffusersAdapter
+from pytest_violin.models.diffusers import (INSTALL_HINT, DiffusersAdapter, build_pipelines,
+                                            named_parameters, request_kind)
 
 HAVE_BACKEND = all(importlib.util.find_spec(m) is not None for m in ("torch", "diffusers", "transformers"))
+
+SOURCE = np.full((8, 16, 3), 120, np.uint8)
+MASK = np.zeros((8, 16, 3), np.uint8)
+MASK[:, :8] = 255  # white = keep
 
 
 def req(task="color", images=(), seed=5):
@@ -34,34 +36,60 @@ class FakeOutput:
         self.images = images
 
 
-class FakePipeline:
-    """Called like a diffusers inpainting pipeline; records its calls."""
+class Recorder:
+    """Base of the stand-in pipelines: records calls, checks they never overlap."""
 
-    def __init__(self, fail=False):
+    def __init__(self, fail=False, entered=None, release=None):
         self.calls = []
         self.fail = fail
         self.active = 0
         self.overlap = False
-        self._lock = threading.Lock()
+        self.entered = entered
+        self.release = release
+        self._guard = threading.Lock()
 
-    def __call__(self, prompt, width=512, height=512, generator=None, num_inference_steps=50,
-                 image=None, mask_image=None):
-        with self._lock:
+    def _run(self, **call):
+        with self._guard:
             self.active += 1
             self.overlap |= self.active > 1
-        time.sleep(0.01)
-        with self._lock:
+        if self.entered is not None:
+            self.entered.set()
+            assert self.release.wait(10)
+        with self._guard:
             self.active -= 1
         if self.fail:
-            raise RuntimeError("CUDA out of memory")
-        self.calls.append(dict(prompt=prompt, width=width, height=height, generator=generator,
-                               steps=num_inference_steps, image=image, mask_image=mask_image))
-        return FakeOutput([Image.new("RGB", (width, height), (generator % 256, 0, 0))])
+            raise RuntimeError("CUDA out of memory\nsecond line")
+        self.calls.append(call)
+        w, h = call.get("width") or 16, call.get("height") or 8
+        return FakeOutput([Image.new("RGB", (w, h), (call["generator"] % 256, 0, 0))])
 
 
-class TextOnlyPipeline:
-    def __call__(self, prompt, width, height, generator=None):
-        return FakeOutput([np.zeros((height, width, 3), np.float32)])
+class Text2Image(Recorder):
+    def __call__(self, prompt, width=512, height=512, generator=None, num_inference_steps=50,
+                 guidance_scale=7.5, callback_on_step_end=None, **kwargs):
+        if callback_on_step_end is not None:
+            callback_on_step_end(self, 0, 999, {})
+        return self._run(prompt=prompt, width=width, height=height, generator=generator,
+                         steps=num_inference_steps, kwargs=kwargs)
+
+
+class Image2Image(Recorder):
+    def __call__(self, prompt, image=None, strength=0.8, generator=None, num_inference_steps=50, **kwargs):
+        return self._run(prompt=prompt, image=image, strength=strength, generator=generator,
+                         steps=num_inference_steps)
+
+
+class Inpaint(Recorder):
+    def __call__(self, prompt, image=None, mask_image=None, width=None, height=None, strength=1.0,
+                 generator=None, num_inference_steps=50, **kwargs):
+        return self._run(prompt=prompt, image=image, mask_image=mask_image, width=width, height=height,
+                         strength=strength, generator=generator, steps=num_inference_steps)
+
+
+def adapter(pipelines=None, **kw):
+    if pipelines is None:
+        pipelines = {"text2image": Text2Image(), "image2image": Image2Image(), "inpaint": Inpaint()}
+    return DiffusersAdapter(pipelines, "diffusers:fake", make_generator=lambda seed: seed, **kw)
 
 
 def test_module_imports_without_the_extra():
@@ -84,101 +112,145 @@ def test_empty_target_and_bad_dtype(tmp_path):
         resolve_model("diffusers:x?dtype=float8", AdapterOptions(rootdir=tmp_path))
 
 
-def test_text_request_with_seeded_generator():
-    pipe = FakePipeline()
-    adapter = DiffusersAdapter(pipe, "diffusers:fake", make_generator=lambda seed: seed,
-                               call_kwargs={"num_inference_steps": 3})
-    out = adapter.generate(req(seed=77))
+def test_kwargs_is_not_a_named_parameter():
+    def call(prompt, width=1, *args, generator=None, **kwargs):
+        pass
+
+    assert named_parameters(call) == {"prompt", "width", "generator"}
+    assert named_parameters(Text2Image().__call__) >= {"prompt", "generator"}
+    assert "image" not in named_parameters(Text2Image().__call__)
+
+
+@pytest.mark.parametrize("task, images, kind", [
+    ("color", (), "text2image"),
+    ("shape", (), "text2image"),
+    ("color", (SOURCE,), "image2image"),
+    ("mask", (SOURCE, MASK), "inpaint"),
+])
+def test_request_kind(task, images, kind):
+    assert request_kind(req(task=task, images=images)) == kind
+
+
+@pytest.mark.parametrize("task, images", [("mask", (SOURCE,)), ("mask", ()), ("color", (SOURCE, MASK))])
+def test_input_images_that_cannot_be_used_fail_the_sample(task, images):
+    with pytest.raises(GenerationError, match="input images") as info:
+        request_kind(req(task=task, images=images))
+    assert "\n" not in str(info.value)
+
+
+def test_text_request_goes_to_text2image_with_seeded_generator():
+    a = adapter(call_kwargs={"num_inference_steps": 3})
+    out = a.generate(req(seed=77))
     assert out.shape == (8, 16, 3) and out.dtype == np.uint8 and out[0, 0, 0] == 77
-    call = pipe.calls[0]
+    call = a.pipelines["text2image"].calls[0]
     assert (call["prompt"], call["width"], call["height"], call["steps"]) == ("a white circle", 16, 8, 3)
-    assert call["image"] is None and call["mask_image"] is None
-    assert adapter.cacheable is True
+    assert call["kwargs"] == {}
+    assert not a.pipelines["image2image"].calls and not a.pipelines["inpaint"].calls
+    assert a.cacheable is True and a.max_concurrency == 1
 
 
-def test_mask_task_passes_source_and_inverted_mask():
-    pipe = FakePipeline()
-    source = np.full((8, 16, 3), 120, np.uint8)
-    mask = np.zeros((8, 16, 3), np.uint8)
-    mask[:, :8] = 255  # white = keep
-    adapter = DiffusersAdapter(pipe, "diffusers:fake", make_generator=lambda seed: seed)
-    adapter.generate(req(task="mask", images=(source, mask)))
-    call = pipe.calls[0]
-    assert np.array_equal(np.asarray(call["image"]), source)
+def test_mask_request_goes_to_inpaint_with_source_and_inverted_mask():
+    a = adapter()
+    a.generate(req(task="mask", images=(SOURCE, MASK)))
+    assert not a.pipelines["text2image"].calls
+    call = a.pipelines["inpaint"].calls[0]
+    assert np.array_equal(np.asarray(call["image"]), SOURCE)
     inverted = np.asarray(call["mask_image"])
-    assert (inverted[:, :8] == 0).all() and (inverted[:, 8:] == 255).all()  # white = repaint
+    assert inverted.ndim == 2 and (inverted[:, :8] == 0).all() and (inverted[:, 8:] == 255).all()
+    assert (call["width"], call["height"]) == (16, 8)
 
 
-def test_pipeline_without_image_argument_gets_prompt_only():
-    adapter = DiffusersAdapter(TextOnlyPipeline(), "diffusers:t", make_generator=lambda s: s)
-    out = adapter.generate(req(task="mask", images=(np.zeros((8, 16, 3), np.uint8),) * 2))
-    assert out.shape == (8, 16, 3)
+def test_image_request_goes_to_image2image_without_size_it_does_not_name():
+    a = adapter(call_kwargs={"strength": 0.6, "guidance_scale": 3})
+    a.generate(req(task="color", images=(SOURCE,)))
+    call = a.pipelines["image2image"].calls[0]
+    assert np.array_equal(np.asarray(call["image"]), SOURCE) and call["strength"] == 0.6
+    kwargs = a.call_arguments(req(task="color", images=(SOURCE,)))
+    assert "width" not in kwargs and "guidance_scale" not in kwargs  # Image2Image names neither
+    assert "strength" not in a.call_arguments(req())  # Text2Image does not name it
+
+
+def test_folder_without_inpainting_fails_mask_samples_with_one_line():
+    a = adapter({"text2image": Text2Image(), "inpaint": "AutoPipelineForInpainting has none for X"},
+                source="XPipeline")
+    with pytest.raises(GenerationError) as info:
+        a.generate(req(task="mask", images=(SOURCE, MASK)))
+    text = str(info.value)
+    assert "\n" not in text and "an inpainting pipeline" in text and "XPipeline" in text
+    assert not a.pipelines["text2image"].calls  # never a fallback to text-to-image
+    with pytest.raises(GenerationError, match="an image-to-image pipeline"):
+        a.generate(req(images=(SOURCE,)))
+
+
+def test_folder_without_text2image_fails_text_samples_with_one_line():
+    a = adapter({"inpaint": Inpaint(), "text2image": "an inpainting checkpoint"}, source="SDInpaint")
+    with pytest.raises(GenerationError, match="text-only samples need a text-to-image pipeline"):
+        a.generate(req())
+    assert not a.pipelines["inpaint"].calls
+
+
+def test_unknown_and_per_request_parameters_are_usage_errors():
+    with pytest.raises(ModelSpecError, match="'sampler'.*accepted: steps, .*guidance_scale"):
+        adapter(call_kwargs={"sampler": "ddim"})
+    with pytest.raises(ModelSpecError, match="'image' is set by the adapter"):
+        adapter(call_kwargs={"image": "x.png"})
+    with pytest.raises(ModelSpecError, match="serves none of"):
+        adapter({"text2image": "no", "inpaint": "no"}, source="WanPipeline")
+
+
+def _fake_diffusers(t2i, i2i, inp):
+    def auto(result):
+        def from_pipe(pipe):
+            if isinstance(result, Exception):
+                raise result
+            return result
+        return types.SimpleNamespace(from_pipe=from_pipe)
+
+    return types.SimpleNamespace(AutoPipelineForText2Image=auto(t2i), AutoPipelineForImage2Image=auto(i2i),
+                                 AutoPipelineForInpainting=auto(inp))
+
+
+def test_build_pipelines_judges_by_named_parameters_not_kwargs():
+    # an "inpainting" pipeline whose __call__ only takes the images through **kwargs
+    fake = _fake_diffusers(Text2Image(), Image2Image(), Text2Image())
+    built = build_pipelines(Text2Image(), fake)
+    assert isinstance(built["text2image"], Text2Image) and isinstance(built["image2image"], Image2Image)
+    assert built["inpaint"] == "Text2Image.__call__ does not name image=, mask_image="
+
+
+def test_build_pipelines_keeps_the_from_pipe_error_as_the_reason():
+    fake = _fake_diffusers(Text2Image(), ValueError("AutoPipeline can't find\na pipeline"), Inpaint())
+    built = build_pipelines(Text2Image(), fake)
+    assert built["image2image"].startswith("AutoPipelineForImage2Image.from_pipe(Text2Image) failed: ")
+    assert "\n" not in built["image2image"]
 
 
 def test_calls_are_serialised_and_failures_explained():
-    pipe = FakePipeline()
-    adapter = DiffusersAdapter(pipe, "diffusers:fake", make_generator=lambda s: s)
-    threads = [threading.Thread(target=adapter.generate, args=(req(seed=i),)) for i in range(4)]
+    entered, release = threading.Event(), threading.Event()
+    pipe = Text2Image(entered=entered, release=release)
+    a = adapter({"text2image": pipe})
+    threads = [threading.Thread(target=a.generate, args=(req(seed=i),)) for i in range(4)]
     for t in threads:
         t.start()
+    assert entered.wait(10)
+    release.set()
     for t in threads:
         t.join()
     assert len(pipe.calls) == 4 and not pipe.overlap
-    failing = DiffusersAdapter(FakePipeline(fail=True), "diffusers:bad", make_generator=lambda s: s)
-    with pytest.raises(GenerationError, match="diffusers pipeline failed: RuntimeError: CUDA out of memory"):
+    failing = adapter({"text2image": Text2Image(fail=True)})
+    with pytest.raises(GenerationError) as info:
         failing.generate(req())
+    assert "RuntimeError: CUDA out of memory second line" in str(info.value)
+    assert "\n" not in str(info.value)
 
 
-def _tiny_pipeline_dir(root):
-    """A randomly initialised, tiny Stable Diffusion pipeline saved to disk (no downloads)."""
-    import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
-
-    torch.manual_seed(0)
-    unet = UNet2DConditionModel(
-        block_out_channels=(8, 16), layers_per_block=1, sample_size=8, in_channels=4, out_channels=4,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=16,
-        norm_num_groups=4, attention_head_dim=2,
-    )
-    vae = AutoencoderKL(
-        block_out_channels=(8, 16), in_channels=3, out_channels=3, latent_channels=4,
-        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
-        norm_num_groups=4,
-    )
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1, "!": 2}
-    for ch in letters:
-        vocab[ch] = len(vocab)
-        vocab[ch + "</w>"] = len(vocab)
-    (root / "tok").mkdir()
-    (root / "tok" / "vocab.json").write_text(json.dumps(vocab))
-    (root / "tok" / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(str(root / "tok" / "vocab.json"), str(root / "tok" / "merges.txt"))
-    text_encoder = CLIPTextModel(CLIPTextConfig(
-        bos_token_id=0, eos_token_id=1, pad_token_id=1, hidden_size=16, intermediate_size=16,
-        num_attention_heads=2, num_hidden_layers=1, vocab_size=len(vocab), projection_dim=16,
-    ))
-    pipe = StableDiffusionPipeline(
-        unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
-        scheduler=DDIMScheduler(), safety_checker=None, feature_extractor=None,
-        requires_safety_checker=False,
-    )
-    path = root / "tiny-sd"
-    pipe.save_pretrained(path)
-    return path
-
-
-@pytest.mark.skipif(not HAVE_BACKEND, reason="optional extra 'diffusers' (torch) not installed")
-def test_tiny_random_pipeline_end_to_end(tmp_path):
-    path = _tiny_pipeline_dir(tmp_path)
-    adapter = resolve_model(f"diffusers:{path}?steps=2", AdapterOptions(rootdir=tmp_path))
-    request = GenerationRequest(prompt="a white circle", width=32, height=32, seed=3,
-                                sample_id="s/1", task="shape")
-    a = adapter.generate(request)
-    b = adapter.generate(request)
-    adapter.close()
-    assert a.shape == (32, 32, 3) and a.dtype == np.uint8
-    assert np.array_equal(a, b)  # same seed, same image
-    assert adapter.identity == f"diffusers:{path.resolve()}?num_inference_steps=2"
+def test_cancel_stops_before_and_during_a_generation():
+    cancel = threading.Event()
+    a = adapter(cancel=cancel)
+    assert a.call_arguments(req())["callback_on_step_end"] is not None
+    cancel.set()
+    with pytest.raises(GenerationCancelled):
+        a.generate(req())  # refused before the call
+    with pytest.raises(GenerationCancelled):
+        a.pipelines["text2image"](**a.call_arguments(req()))  # the step callback stops a running one
+    assert not a.pipelines["text2image"].calls

@@ -4,43 +4,84 @@ Optional: needs ``pip install 'pytest-violin[diffusers]'`` (torch,
 diffusers, transformers). This module imports without them; the factory
 raises :class:`~pytest_violin.errors.ModelSpecError` with the install hint.
 
-Weights are loaded with ``local_files_only=True``: a path to a saved
+Weights are loaded once with ``local_files_only=True``: a path to a saved
 pipeline, or a hub id already in the local Hugging Face cache; nothing is
 downloaded during a test run. Parameters as a suffix:
 ``diffusers:./my-pipeline?steps=20&guidance_scale=5&device=cuda&dtype=float16``
-(``steps`` is ``num_inference_steps``; other names are passed to the
-pipeline call as they are).
+(``steps`` is ``num_inference_steps``; other names go to every pipeline
+whose ``__call__`` names them, and a name no pipeline names is a usage
+error).
 
-Each request uses ``torch.Generator(device).manual_seed(request.seed)``.
-Text-only samples call ``pipe(prompt=..., width=..., height=...)``; samples
-with input images pass the source as ``image=`` when the pipeline takes
-it, and for the mask task the mask, inverted (diffusers repaints the white
-part; the task changes the black part), as ``mask_image=`` when the
-pipeline takes it. Calls are serialised with a lock: one pipeline is not
-safe to run from several threads.
+One folder serves the whole suite. From the loaded pipeline the adapter
+builds, with diffusers' ``AutoPipelineFor*.from_pipe`` (same components,
+no second load), one pipeline per kind of request:
+
+* ``text2image`` (``AutoPipelineForText2Image``): requests without input
+  images, called with ``prompt``, ``width``, ``height``, ``generator``;
+* ``image2image`` (``AutoPipelineForImage2Image``): requests with one input
+  image (not the mask task), which goes as ``image=``;
+* ``inpaint`` (``AutoPipelineForInpainting``): mask requests (source image
+  and mask), the source as ``image=`` and the mask, inverted (diffusers
+  repaints white; the task changes the black part), as ``mask_image=``.
+
+A kind is usable only if its pipeline's ``__call__`` *names* the
+parameters the request needs (``**kwargs`` accepts nothing: Stable
+Diffusion's text-to-image pipeline has ``**kwargs`` and would drop an
+image). A request whose kind the folder cannot serve fails with one line
+naming the kind of pipeline it needs; input images are always used or the
+sample fails. Each request uses ``torch.Generator(device).manual_seed(seed)``.
+Calls are serialised with a lock (one pipeline is not safe to run from
+several threads); :attr:`DiffusersAdapter.max_concurrency` says so to the
+runner. diffusers' and transformers' progress bars, log messages and
+warnings are kept out of the output while loading and generating.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import threading
+import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import GenerationError, ModelSpecError
+from ..errors import GenerationCancelled, GenerationError, ModelSpecError
 from ..imaging import as_rgb8
 from ..secrets import redact
 from ._params import format_params, split_params
 from .request import GenerationRequest
 
-__all__ = ["INSTALL_HINT", "DiffusersAdapter", "create", "load_pipeline"]
+__all__ = [
+    "INSTALL_HINT",
+    "KINDS",
+    "DiffusersAdapter",
+    "build_pipelines",
+    "create",
+    "load_pipeline",
+    "named_parameters",
+    "request_kind",
+]
 
 INSTALL_HINT = "pip install 'pytest-violin[diffusers]'"
 
 _DTYPES = ("float32", "float16", "bfloat16")
+
+#: kind -> (diffusers auto class, parameters its ``__call__`` must name, words for messages)
+KINDS: Mapping[str, tuple[str, tuple[str, ...], str]] = {
+    "text2image": ("AutoPipelineForText2Image", ("prompt", "generator"), "a text-to-image pipeline"),
+    "image2image": ("AutoPipelineForImage2Image", ("prompt", "image", "generator"),
+                    "an image-to-image pipeline"),
+    "inpaint": ("AutoPipelineForInpainting", ("prompt", "image", "mask_image", "generator"),
+                "an inpainting pipeline"),
+}
+
+#: call arguments the adapter sets per request; not accepted as suffix parameters
+_PER_REQUEST = ("prompt", "width", "height", "generator", "image", "mask_image")
+
+_LIBRARIES = ("diffusers", "transformers")
 
 
 def _import_backend():
@@ -55,8 +96,159 @@ def _import_backend():
     return torch, diffusers
 
 
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@contextlib.contextmanager
+def quiet(*, python_warnings: bool = True):
+    """Keep diffusers' and transformers' progress bars, logs and warnings out of the output.
+
+    Sets both libraries' log verbosity to ERROR and turns their progress
+    bars off for the duration, then restores what was set before.
+
+    Parameters
+    ----------
+    python_warnings : bool
+        Also ignore Python warnings (``warnings.catch_warnings``, which is
+        process-wide: use it only while no test runs, e.g. when loading).
+    """
+    saved = []
+    for name in _LIBRARIES:
+        try:
+            log = importlib.import_module(f"{name}.utils.logging")
+        except ImportError:
+            continue
+        saved.append((log, log.get_verbosity(), log.is_progress_bar_enabled()))
+        log.set_verbosity_error()
+        log.disable_progress_bar()
+    try:
+        if python_warnings:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        else:
+            yield
+    finally:
+        for log, verbosity, bars in saved:
+            log.set_verbosity(verbosity)
+            if bars:
+                log.enable_progress_bar()
+
+
+def named_parameters(fn) -> frozenset:
+    """The parameter names ``fn`` declares, without ``*args`` and ``**kwargs``.
+
+    A ``**kwargs`` parameter accepts a name without using it, so it does not
+    count as accepting anything.
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    skip = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return frozenset(p.name for p in params if p.kind not in skip and p.name != "self")
+
+
+def request_kind(request: GenerationRequest) -> str:
+    """The kind of pipeline ``request`` needs: ``text2image``, ``image2image`` or ``inpaint``.
+
+    Raises
+    ------
+    GenerationError
+        For input images the adapter has no way to use (a mask request
+        without exactly a source image and a mask, or several images for
+        another task): they are never dropped silently.
+    """
+    count = len(request.images)
+    if request.task == "mask":
+        if count != 2:
+            raise GenerationError(
+                f"diffusers: a mask sample needs 2 input images (source and mask), got {count}")
+        return "inpaint"
+    if count == 0:
+        return "text2image"
+    if count == 1:
+        return "image2image"
+    raise GenerationError(
+        f"diffusers: {request.task} sample with {count} input images; the adapter sends at most one "
+        "(image-to-image) or a source and a mask (mask task)")
+
+
+def _inpaint_only(pipe) -> bool:
+    """Whether the denoiser takes latents + mask + masked image (an inpainting checkpoint)."""
+    denoiser = getattr(pipe, "unet", None) or getattr(pipe, "transformer", None)
+    vae = getattr(pipe, "vae", None)
+    try:
+        return int(denoiser.config.in_channels) == 2 * int(vae.config.latent_channels) + 1
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
+def build_pipelines(pipe, diffusers=None) -> dict:
+    """One pipeline per kind, built from ``pipe``'s components, or why there is none.
+
+    Parameters
+    ----------
+    pipe : DiffusionPipeline
+        The loaded pipeline.
+    diffusers : module, optional
+        The diffusers module (imported when omitted).
+
+    Returns
+    -------
+    dict
+        ``kind -> pipeline`` for the kinds the folder serves and
+        ``kind -> str`` (one-line reason) for the others.
+    """
+    if diffusers is None:
+        diffusers = importlib.import_module("diffusers")
+    source = type(pipe).__name__
+    out: dict[str, Any] = {}
+    for kind, (auto_name, needs, words) in KINDS.items():
+        if kind != "inpaint" and _inpaint_only(pipe):
+            out[kind] = (f"{source} holds an inpainting checkpoint (its denoiser takes the mask and "
+                         "masked image as input channels), which cannot run without a mask")
+            continue
+        try:
+            built = getattr(diffusers, auto_name).from_pipe(pipe)
+        except Exception as exc:  # ValueError: no linked pipeline; missing components
+            if _mapped(pipe) or (kind == "text2image" and _requires(pipe, "image")):
+                out[kind] = f"{auto_name}.from_pipe({source}) failed: {_one_line(exc)}"
+                continue
+            built = pipe  # a class diffusers does not map: judged by the parameters it names
+        missing = [n for n in needs if n not in named_parameters(built.__call__)]
+        if missing:
+            out[kind] = (f"{type(built).__name__}.__call__ does not name "
+                         f"{', '.join(m + '=' for m in missing)}")
+            continue
+        if hasattr(built, "set_progress_bar_config"):
+            built.set_progress_bar_config(disable=True)
+        out[kind] = built
+    return out
+
+
+def _mapped(pipe) -> bool:
+    """Whether diffusers' AutoPipeline knows ``pipe``'s class (True when that cannot be told)."""
+    try:
+        from diffusers.pipelines.auto_pipeline import _get_model
+    except ImportError:
+        return True
+    return _get_model(type(pipe).__name__) is not None
+
+
+def _requires(pipe, name: str) -> bool:
+    """Whether ``pipe.__call__`` has a parameter ``name`` without a default."""
+    try:
+        param = inspect.signature(pipe.__call__).parameters.get(name)
+    except (TypeError, ValueError):
+        return False
+    return param is not None and param.default is inspect.Parameter.empty
+
+
 def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu"):
-    """Load a diffusers pipeline from a local path or the local hub cache.
+    """Load a diffusers pipeline from a local path or the local hub cache, quietly.
 
     Parameters
     ----------
@@ -65,29 +257,68 @@ def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu")
     dtype : str, optional
         ``float32``, ``float16`` or ``bfloat16``.
     device : str
-        Torch device.
+        Torch device, already checked with :func:`check_device`.
 
     Raises
     ------
     ModelSpecError
-        When the extra is not installed or the pipeline cannot be loaded.
+        When the extra is not installed, the pipeline cannot be loaded, or
+        it cannot be moved to ``device``.
     """
     torch, diffusers = _import_backend()
     kwargs: dict[str, Any] = {"local_files_only": True}
     if dtype:
         kwargs["torch_dtype"] = getattr(torch, dtype)
-    try:
-        pipe = diffusers.DiffusionPipeline.from_pretrained(source, **kwargs)
-    except Exception as exc:  # OSError, ValueError, EnvironmentError ...
-        raise ModelSpecError(
-            f"diffusers: could not load a pipeline from {source!r} with local_files_only=True "
-            f"({type(exc).__name__}: {str(exc)[:200]}); give a saved pipeline directory or a "
-            "hub id that is already in the local cache"
-        ) from None
-    pipe = pipe.to(device)
-    if hasattr(pipe, "set_progress_bar_config"):
-        pipe.set_progress_bar_config(disable=True)
+    with quiet():
+        try:
+            pipe = diffusers.DiffusionPipeline.from_pretrained(source, **kwargs)
+        except Exception as exc:  # OSError, ValueError, EnvironmentError ...
+            raise ModelSpecError(
+                f"diffusers: could not load a pipeline from {source!r} with local_files_only=True "
+                f"({type(exc).__name__}: {_one_line(exc)}); give a saved pipeline directory or a "
+                "hub id that is already in the local cache"
+            ) from None
+        try:
+            pipe = pipe.to(device)
+        except Exception as exc:  # RuntimeError, AssertionError (torch not compiled with CUDA) ...
+            raise ModelSpecError(
+                f"diffusers: device={device!r}: the pipeline cannot be moved there "
+                f"({type(exc).__name__}: {_one_line(exc)}); accepted: a device this machine has, e.g. cpu"
+            ) from None
     return pipe
+
+
+def check_device(torch, device: str) -> str:
+    """Check that ``device`` names a torch device this machine has.
+
+    Raises
+    ------
+    ModelSpecError
+        Naming the value: a string torch does not read as a device, or a
+        CUDA/MPS device this machine does not have.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError, TypeError):
+        raise ModelSpecError(
+            f"diffusers: device={device!r} is not a torch device; accepted: cpu, cuda, cuda:N, mps"
+        ) from None
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ModelSpecError(
+                f"diffusers: device={device!r} but this machine has no CUDA device "
+                "(torch.cuda.is_available() is False); accepted here: cpu")
+        if dev.index is not None and dev.index >= count:
+            raise ModelSpecError(
+                f"diffusers: device={device!r} but this machine has {count} CUDA device(s); "
+                f"accepted: cuda:0 to cuda:{count - 1}, cpu")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ModelSpecError(
+                f"diffusers: device={device!r} but MPS is not available on this machine; accepted here: cpu")
+    return str(dev)
 
 
 def _first_image(output) -> Any:
@@ -106,75 +337,151 @@ def _first_image(output) -> Any:
 
 
 class DiffusersAdapter:
-    """Runs a diffusers pipeline object (see the module docstring).
+    """Sends each request to the pipeline of its kind (see the module docstring).
 
     Parameters
     ----------
-    pipeline : callable
-        A diffusers pipeline (or anything called the same way).
+    pipelines : mapping
+        ``kind -> pipeline`` (a diffusers pipeline, or anything called the
+        same way) for the kinds served, and ``kind -> str`` (why not) for
+        the others; kinds are the keys of :data:`KINDS`. A missing kind
+        is not served.
     identity : str
         Secret-free identity, e.g. ``diffusers:/models/sd-tiny``.
     make_generator : callable
         ``make_generator(seed) -> generator`` passed as ``generator=``.
-    call_kwargs : dict
-        Extra keyword arguments for every call (``num_inference_steps``...).
+    call_kwargs : dict, optional
+        Extra keyword arguments, each passed to the pipelines whose
+        ``__call__`` names it (``num_inference_steps``...).
+    source : str, optional
+        What was loaded, for messages (the pipeline class name).
+    cancel : threading.Event, optional
+        Set when the run is interrupted: no new generation starts, and a
+        running one stops at its next step where the pipeline takes
+        ``callback_on_step_end``.
+
+    Raises
+    ------
+    ModelSpecError
+        When no kind is served, or a call parameter is named by none of the
+        pipelines or is one the adapter sets per request.
     """
 
     cacheable = True
+    #: one generation at a time: the runner need not run more threads than this
+    max_concurrency = 1
 
-    def __init__(self, pipeline: Callable, identity: str, *, make_generator: Callable[[int], Any],
-                 call_kwargs: dict | None = None):
-        self.pipeline = pipeline
+    def __init__(self, pipelines: Mapping[str, Any], identity: str, *, make_generator: Callable[[int], Any],
+                 call_kwargs: dict | None = None, source: str | None = None,
+                 cancel: threading.Event | None = None):
+        unknown = sorted(set(pipelines) - set(KINDS))
+        if unknown:
+            raise ValueError(f"unknown pipeline kinds {unknown}; accepted: {', '.join(KINDS)}")
+        self.pipelines = {k: v for k, v in pipelines.items() if not isinstance(v, str)}
+        self.reasons = {k: v for k, v in pipelines.items() if isinstance(v, str)}
         self.identity = identity
         self.make_generator = make_generator
         self.call_kwargs = dict(call_kwargs or {})
+        self.source = source or next((type(p).__name__ for p in self.pipelines.values()), "the pipeline")
+        self.cancel = cancel
         self._lock = threading.Lock()
-        try:
-            self._accepts = set(inspect.signature(pipeline.__call__).parameters)
-        except (TypeError, ValueError):
-            self._accepts = set()
+        self._names = {k: named_parameters(p.__call__) for k, p in self.pipelines.items()}
+        if not self.pipelines:
+            why = "; ".join(f"{k}: {r}" for k, r in self.reasons.items())
+            raise ModelSpecError(
+                f"diffusers: {self.source} serves none of {', '.join(KINDS)}" + (f" ({why})" if why else ""))
+        fixed = sorted(set(self.call_kwargs) & set(_PER_REQUEST))
+        if fixed:
+            raise ModelSpecError(
+                f"diffusers: parameter {fixed[0]!r} is set by the adapter for each sample; "
+                "accepted: other parameters of the pipeline call, e.g. steps, guidance_scale, strength")
+        known = frozenset().union(*self._names.values())
+        for name in self.call_kwargs:
+            if name not in known:
+                accepted = ", ".join(sorted(known - set(_PER_REQUEST)))
+                raise ModelSpecError(
+                    f"diffusers: parameter {name!r} is not named by "
+                    f"{' or '.join(sorted({type(p).__name__ for p in self.pipelines.values()}))}"
+                    f".__call__; accepted: steps, {accepted}")
 
-    def _takes(self, name: str) -> bool:
-        return name in self._accepts or "kwargs" in self._accepts
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds of request this adapter serves."""
+        return tuple(k for k in KINDS if k in self.pipelines)
 
-    def call_arguments(self, request: GenerationRequest) -> dict:
+    def pipeline_for(self, request: GenerationRequest):
+        """``(kind, pipeline)`` for ``request``.
+
+        Raises
+        ------
+        GenerationError
+            One line naming the kind of pipeline the request needs when the
+            folder cannot serve it.
+        """
+        kind = request_kind(request)
+        pipe = self.pipelines.get(kind)
+        if pipe is None:
+            words = KINDS[kind][2]
+            reason = self.reasons.get(kind, "not built")
+            what = "text-only" if kind == "text2image" else f"{request.task} (with input images)"
+            raise GenerationError(_one_line(
+                f"diffusers: {what} samples need {words} ({KINDS[kind][0]}); "
+                f"{self.source} cannot provide one: {reason}", 400))
+        return kind, pipe
+
+    def call_arguments(self, request: GenerationRequest, kind: str | None = None) -> dict:
         """Keyword arguments of the pipeline call for ``request``."""
         from PIL import Image
 
-        kwargs: dict[str, Any] = {
-            "prompt": request.prompt,
-            "width": int(request.width),
-            "height": int(request.height),
-            "generator": self.make_generator(int(request.seed)),
-        }
-        if request.images and self._takes("image"):
+        if kind is None:
+            kind = request_kind(request)
+        names = self._names[kind]
+        kwargs: dict[str, Any] = {"prompt": request.prompt,
+                                  "generator": self.make_generator(int(request.seed))}
+        for name, value in (("width", int(request.width)), ("height", int(request.height))):
+            if name in names:
+                kwargs[name] = value
+        if kind in ("image2image", "inpaint"):
             kwargs["image"] = Image.fromarray(as_rgb8(request.images[0]))
-            if request.task == "mask" and len(request.images) >= 2 and self._takes("mask_image"):
-                mask = as_rgb8(request.images[1])
-                kwargs["mask_image"] = Image.fromarray(255 - mask)
-        kwargs.update(self.call_kwargs)
+        if kind == "inpaint":
+            mask = as_rgb8(request.images[1])
+            kwargs["mask_image"] = Image.fromarray(255 - mask).convert("L")
+        for name, value in self.call_kwargs.items():
+            if name in names:
+                kwargs[name] = value
+        if self.cancel is not None and "callback_on_step_end" in names and "callback_on_step_end" not in kwargs:
+            kwargs["callback_on_step_end"] = self._stop_when_cancelled
         return kwargs
 
+    def _stop_when_cancelled(self, pipe, step, timestep, callback_kwargs):
+        if self.cancel is not None and self.cancel.is_set():
+            raise GenerationCancelled("diffusers: run interrupted")
+        return callback_kwargs
+
     def generate(self, request: GenerationRequest):
-        """Run the pipeline for ``request``; return RGB uint8."""
-        kwargs = self.call_arguments(request)
+        """Run the pipeline of the request's kind; return RGB uint8."""
+        kind, pipe = self.pipeline_for(request)
+        kwargs = self.call_arguments(request, kind)
         try:
             with self._lock:
-                output = self.pipeline(**kwargs)
+                if self.cancel is not None and self.cancel.is_set():
+                    raise GenerationCancelled("diffusers: run interrupted")
+                with quiet(python_warnings=False):
+                    output = pipe(**kwargs)
         except GenerationError:
             raise
         except Exception as exc:
             raise GenerationError(
-                redact(f"diffusers pipeline failed: {type(exc).__name__}: {str(exc)[:200]}"), attempts=1
+                redact(f"diffusers {type(pipe).__name__} failed: {type(exc).__name__}: {_one_line(exc)}"),
+                attempts=1,
             ) from exc
         return as_rgb8(_first_image(output))
 
     def close(self) -> None:
-        """Drop the pipeline (frees memory once nothing else holds it)."""
-        self.pipeline = None
+        """Drop the pipelines (frees memory once nothing else holds them)."""
+        self.pipelines = {}
 
     def __repr__(self) -> str:
-        return f"DiffusersAdapter({self.identity!r})"
+        return f"DiffusersAdapter({self.identity!r}, kinds={self.kinds()})"
 
 
 def create(target: str, options) -> DiffusersAdapter:
@@ -184,8 +491,9 @@ def create(target: str, options) -> DiffusersAdapter:
     ------
     ModelSpecError
         Without the ``diffusers`` extra (with the install hint), for an
-        empty target, a bad dtype, or a pipeline that cannot be loaded from
-        local files.
+        empty target, a bad dtype or device, a pipeline that cannot be
+        loaded from local files, a folder that serves no kind of request,
+        or a suffix parameter no pipeline names.
     """
     source, params = split_params((target or "").strip(), what="diffusers")
     if not source:
@@ -196,12 +504,15 @@ def create(target: str, options) -> DiffusersAdapter:
         raise ModelSpecError(f"diffusers: dtype={dtype!r} is not one of {', '.join(_DTYPES)}")
     if "steps" in params:
         params["num_inference_steps"] = params.pop("steps")
-    torch, _ = _import_backend()
+    torch, diffusers = _import_backend()
+    device = check_device(torch, device)
     path = Path(source)
     if not path.is_absolute() and (options.spec_base / path).exists():
         path = options.spec_base / path
     location = str(path.resolve()) if path.exists() else source
     pipe = load_pipeline(location, dtype=dtype, device=device)
+    with quiet():
+        pipelines = build_pipelines(pipe, diffusers)
 
     def make_generator(seed: int):
         return torch.Generator(device=device).manual_seed(seed)
@@ -210,6 +521,6 @@ def create(target: str, options) -> DiffusersAdapter:
     if dtype:
         shown["dtype"] = dtype
     return DiffusersAdapter(
-        pipe, f"diffusers:{location}{format_params(shown)}", make_generator=make_generator,
-        call_kwargs=params,
+        pipelines, f"diffusers:{location}{format_params(shown)}", make_generator=make_generator,
+        call_kwargs=params, source=type(pipe).__name__, cancel=getattr(options, "cancel", None),
     )
