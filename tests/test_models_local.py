@@ -123,3 +123,44 @@ def test_third_party_scheme_through_entry_points(monkeypatch, fake_samples):
     assert model.identity == "acme:turbo"
     assert as_rgb8(model.generate(_request(fake_samples[0]))).max() == 7
     assert "acme" in registry.available_schemes()
+
+
+def test_python_module_whose_own_import_fails_names_that_import(tmp_path):
+    # the module exists; it imports a package that is not installed: the error is that
+    # import (naming the missing package and the line), not "module not found"
+    name = f"violin_broken_model_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text("import os\nimport violin_not_installed_pkg_xyz\n"
+                                         "def generate(request):\n    return None\n")
+    try:
+        with pytest.raises(ModelSpecError) as info:
+            resolve_model(f"python:{name}:generate", AdapterOptions(rootdir=tmp_path))
+    finally:
+        sys.modules.pop(name, None)
+    text = str(info.value)
+    assert "not found" not in text
+    assert f"importing '{name}' failed" in text
+    assert "'violin_not_installed_pkg_xyz'" in text and ModuleNotFoundError.__name__ in text
+    assert f"{name}.py:2" in text
+
+
+def test_python_module_missing_inside_an_existing_package_is_not_found(tmp_path):
+    pkg = f"violin_user_pkg_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    try:
+        with pytest.raises(ModelSpecError) as info:
+            resolve_model(f"python:{pkg}.nomodule:f", AdapterOptions(rootdir=tmp_path))
+    finally:
+        sys.modules.pop(pkg, None)
+    assert f"module '{pkg}.nomodule' not found" in str(info.value)
+
+
+def test_python_module_raising_at_import_names_the_exception(tmp_path):
+    name = f"violin_raising_model_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text("raise RuntimeError('no GPU visible')\n")
+    try:
+        with pytest.raises(ModelSpecError) as info:
+            resolve_model(f"python:{name}:generate", AdapterOptions(rootdir=tmp_path))
+    finally:
+        sys.modules.pop(name, None)
+    assert "RuntimeError: no GPU visible" in str(info.value) and f"{name}.py:1" in str(info.value)

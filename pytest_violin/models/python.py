@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from pathlib import Path
 
 from ..errors import GenerationError, ModelSpecError
@@ -73,14 +74,46 @@ def _search_paths(options) -> list[str]:
     return paths
 
 
+def _names_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
+    """Whether ``exc`` says ``module_name`` itself (or a parent package) is missing.
+
+    Parameters
+    ----------
+    exc : ModuleNotFoundError
+        Raised by importing ``module_name``.
+    module_name : str
+        The dotted module name of the spec.
+
+    Returns
+    -------
+    bool
+        ``False`` when the module was found and an import inside it failed.
+    """
+    missing = exc.name
+    if not missing:
+        return True
+    return module_name == missing or module_name.startswith(missing + ".")
+
+
+def _where(exc: BaseException) -> str:
+    """`` at FILE:LINE`` of the innermost frame outside importlib, or ``""``."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith("<frozen ") and "importlib" not in Path(f.filename).parts]
+    if not frames:
+        return ""
+    return f" at {frames[-1].filename}:{frames[-1].lineno}"
+
+
 def create(target: str, options=None) -> PythonAdapter:
     """Factory for ``python:MODULE:ATTR``.
 
     Raises
     ------
     ModelSpecError
-        When the target is malformed, the module cannot be imported or
-        has no such attribute, or the attribute is not callable.
+        When the target is malformed, the module is not found, the module's
+        own import fails (the message names that error, e.g. the missing
+        package it imports), the module has no such attribute, or the
+        attribute is not callable.
     """
     module_name, sep, attr = (target or "").partition(":")
     module_name, attr = module_name.strip(), attr.strip()
@@ -92,14 +125,22 @@ def create(target: str, options=None) -> PythonAdapter:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
+        if _names_the_module(exc, module_name):
+            raise ModelSpecError(
+                f"model spec 'python:{target}': module {module_name!r} not found ({exc}); "
+                f"searched the rootdir, the current directory and the test directories; "
+                f"accepted: {_FORM}"
+            ) from None
+        # the module exists; an import inside it failed (e.g. torch not installed)
         raise ModelSpecError(
-            f"model spec 'python:{target}': module {module_name!r} not found ({exc}); "
-            f"searched the rootdir, the current directory and the test directories; accepted: {_FORM}"
+            f"model spec 'python:{target}': importing {module_name!r} failed{_where(exc)}: "
+            f"it imports {exc.name!r}, which is not installed ({type(exc).__name__}: {exc}); "
+            f"accepted: a module whose own imports succeed"
         ) from None
     except Exception as exc:
         raise ModelSpecError(
-            f"model spec 'python:{target}': importing {module_name!r} failed: "
-            f"{type(exc).__name__}: {exc}"
+            f"model spec 'python:{target}': importing {module_name!r} failed{_where(exc)}: "
+            f"{type(exc).__name__}: {exc}; accepted: a module that imports without error"
         ) from None
     obj = module
     for part in attr.split("."):
