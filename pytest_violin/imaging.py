@@ -9,20 +9,26 @@ everywhere.
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
+import stat
+import struct
 import warnings
 from pathlib import Path
 
 import cv2
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageMode, ImageOps, UnidentifiedImageError
 
 from .errors import ImageSizeMismatchError, InvalidImageError
 
 __all__ = [
     "MAX_PIXELS",
+    "MAX_DECODED_BYTES",
     "ACCEPTED_INPUTS",
     "as_rgb8",
+    "decoded_size",
     "encode_png",
     "decode_image",
     "resize_rgb8",
@@ -33,10 +39,28 @@ __all__ = [
 #: A guard against decompression bombs in model answers.
 MAX_PIXELS = 8192 * 8192
 
+#: Largest decoded size, in bytes, of an encoded or PIL image that
+#: :func:`as_rgb8` accepts: ``width * height * channels * bytes per
+#: channel`` as the file's header declares it, read before any pixel is
+#: decoded (:func:`decoded_size`). 256 MiB: a 64-megapixel 8-bit RGBA
+#: image, or a 32-megapixel 16-bit RGBA one. The second guard against
+#: decompression bombs: a 16-bit RGBA PNG of 8192 x 8192 passes
+#: :data:`MAX_PIXELS` but is refused here.
+MAX_DECODED_BYTES = 256 * 1024 * 1024
+
+#: Conversions work on blocks of rows of about this many pixels, so no
+#: full-size intermediate copy (32-bit or float) is ever made.
+_BLOCK_PIXELS = 1 << 20
+
 ACCEPTED_INPUTS = (
     "a numpy array (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) of uint8, uint16, bool "
     "or float in [0, 1]; a PIL image; encoded PNG/JPEG/WebP bytes; or a path to such a file"
 )
+
+# Everything a hostile file can make Pillow raise while identifying or
+# decoding it; each becomes one InvalidImageError line.
+_DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, IndexError,
+                  KeyError, TypeError, ZeroDivisionError, OverflowError, MemoryError)
 
 
 def _describe(obj) -> str:
@@ -57,6 +81,21 @@ def _fail(obj, problem: str) -> InvalidImageError:
     return InvalidImageError(f"{problem}: got {_describe(obj)}; accepted: {ACCEPTED_INPUTS}")
 
 
+def _reason(exc: BaseException) -> str:
+    """Pillow's message for ``exc``, or only its type when the message may quote data.
+
+    Some decoders put bytes of the file into their messages (a PNG chunk
+    name, a header field); a file given by path may be anything, so a
+    message holding a bytes repr, control characters or more than a short
+    line is replaced by the exception's type name.
+    """
+    text = str(exc)
+    if (not text or len(text) > 120 or re.search(r"""\bb['"]""", text)
+            or any(not ch.isprintable() for ch in text)):
+        return type(exc).__name__
+    return text
+
+
 def _check_pixels(obj, height: int, width: int, max_pixels: int) -> None:
     if height <= 0 or width <= 0:
         raise _fail(obj, "empty image")
@@ -68,78 +107,199 @@ def _check_pixels(obj, height: int, width: int, max_pixels: int) -> None:
         )
 
 
-def _array_to_rgb8(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
-    if arr.ndim == 3 and arr.shape[2] == 1:
-        arr = arr[:, :, 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
-        raise _fail(original, f"unsupported array shape {arr.shape}")
-    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+def _raw_bits(img: Image.Image) -> int:
+    """Bits per sample the file declares (``RGBA;16B`` -> 16), 0 when unknown."""
+    bits = 0
+    for tile in getattr(img, "tile", None) or ():
+        args = getattr(tile, "args", None)
+        if args is None and isinstance(tile, tuple) and len(tile) > 3:
+            args = tile[3]
+        rawmode = args if isinstance(args, str) else (
+            args[0] if isinstance(args, tuple) and args and isinstance(args[0], str) else "")
+        if ";" in rawmode:
+            bits = max([bits] + [int(d) for d in re.findall(r"\d+", rawmode.split(";", 1)[1])])
+    return bits
 
+
+def decoded_size(img: Image.Image) -> int:
+    """Bytes a PIL image holds decoded, from its header: ``w * h * channels * bytes/channel``.
+
+    The bytes per channel are the larger of the image mode's sample size
+    (``I;16``: 2, ``I``/``F``: 4, else 1) and the sample size the file
+    declares (a 16-bit RGBA PNG opens in mode ``RGBA`` but declares 16
+    bits). Nothing is decoded.
+
+    Parameters
+    ----------
+    img : PIL.Image.Image
+        An opened (not necessarily loaded) image.
+
+    Returns
+    -------
+    int
+        The size in bytes.
+    """
+    width, height = img.size
+    try:
+        mode = ImageMode.getmode(img.mode)
+        bands, item = len(mode.bands), int(mode.typestr[2:] or 1)
+    except (KeyError, ValueError):
+        bands, item = max(len(img.getbands()), 1), 1
+    per_channel = max(item, math.ceil(_raw_bits(img) / 8), 1)
+    return width * height * bands * per_channel
+
+
+def _check_bytes(obj, img: Image.Image, max_bytes: int) -> None:
+    size = decoded_size(img)
+    if size > max_bytes:
+        width, height = img.size
+        raise _fail(
+            obj,
+            f"image of {width}x{height} pixels in mode {img.mode!r} decodes to {size} bytes, "
+            f"over the limit of {max_bytes} bytes (possible decompression bomb)",
+        )
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def _rows_per_block(width: int) -> int:
+    return max(1, _BLOCK_PIXELS // max(int(width), 1))
+
+
+def _row_blocks(height: int, width: int):
+    step = _rows_per_block(width)
+    for r0 in range(0, height, step):
+        yield r0, min(r0 + step, height)
+
+
+def _block_to_uint8(arr: np.ndarray) -> np.ndarray:
+    """One block of a validated array as uint8, with the same arithmetic as ever."""
     if arr.dtype == np.uint8:
-        out = arr
-    elif arr.dtype == np.bool_:
-        out = arr.astype(np.uint8) * 255
-    elif arr.dtype == np.uint16:
-        out = ((arr.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
-    elif np.issubdtype(arr.dtype, np.floating):
-        if not np.isfinite(arr).all():
-            raise _fail(original, "array contains NaN or infinite values")
-        lo, hi = float(arr.min()), float(arr.max())
-        if lo < 0.0 or hi > 1.0:
-            raise _fail(original, f"float values must lie in [0, 1], found [{lo:g}, {hi:g}]")
-        out = np.rint(arr.astype(np.float64) * 255.0).astype(np.uint8)
-    else:
-        raise _fail(original, f"unsupported dtype {arr.dtype}")
-
-    if out.ndim == 2:
-        out = np.repeat(out[:, :, None], 3, axis=2)
-    elif out.shape[2] == 4:
-        out = _composite_over_black(out)
-    return np.ascontiguousarray(out)
+        return arr
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8) * 255
+    if arr.dtype == np.uint16:
+        return ((arr.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
+    return np.rint(arr.astype(np.float64) * 255.0).astype(np.uint8)
 
 
 def _composite_over_black(rgba: np.ndarray) -> np.ndarray:
     alpha = rgba[:, :, 3]
     rgb = rgba[:, :, :3]
     if (alpha == 255).all():
-        return np.ascontiguousarray(rgb)
+        return rgb
     a = alpha.astype(np.uint32)[:, :, None]
     return ((rgb.astype(np.uint32) * a + 127) // 255).astype(np.uint8)
 
 
-def _pil_to_rgb8(img: Image.Image, original, max_pixels: int) -> np.ndarray:
+def _store_block(out: np.ndarray, r0: int, r1: int, block: np.ndarray) -> None:
+    """Write one converted (uint8) block into ``out`` (gray replicated, alpha composited)."""
+    if block.ndim == 2:
+        out[r0:r1] = block[:, :, None]
+    elif block.shape[2] == 4:
+        out[r0:r1] = _composite_over_black(block)
+    else:
+        out[r0:r1] = block
+
+
+def _check_dtype(dtype, original) -> None:
+    if not (dtype in (np.uint8, np.bool_, np.uint16) or np.issubdtype(dtype, np.floating)):
+        raise _fail(original, f"unsupported dtype {dtype}")
+
+
+def _check_floats(blocks, original) -> None:
+    """Refuse NaN, infinities and values outside [0, 1], scanning block by block."""
+    lo, hi = math.inf, -math.inf
+    for block in blocks():
+        if not np.isfinite(block).all():
+            raise _fail(original, "array contains NaN or infinite values")
+    for block in blocks():
+        lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
+    if lo < 0.0 or hi > 1.0:
+        raise _fail(original, f"float values must lie in [0, 1], found [{lo:g}, {hi:g}]")
+
+
+def _convert_blocks(height: int, width: int, get_block, dtype, original) -> np.ndarray:
+    """Fill a new ``(height, width, 3)`` uint8 array from ``get_block(r0, r1)`` rows."""
+    _check_dtype(dtype, original)
+    if np.issubdtype(dtype, np.floating):
+        _check_floats(lambda: (get_block(r0, r1) for r0, r1 in _row_blocks(height, width)),
+                      original)
+    out = np.empty((height, width, 3), np.uint8)
+    for r0, r1 in _row_blocks(height, width):
+        _store_block(out, r0, r1, _block_to_uint8(get_block(r0, r1)))
+    return out
+
+
+def _array_to_rgb8(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise _fail(original, f"unsupported array shape {arr.shape}")
+    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    if arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3:
+        return np.ascontiguousarray(arr)
+    height, width = arr.shape[:2]
+    return _convert_blocks(height, width, lambda r0, r1: arr[r0:r1], arr.dtype, original)
+
+
+def _pil_block_array(img: Image.Image, original) -> np.ndarray:
+    """The pixels of one (cropped) PIL image as the array its mode stands for."""
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
+        return np.asarray(img).astype(np.uint16)
+    if mode == "I":
+        arr = np.asarray(img)
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise _fail(original, "32-bit integer image outside 0..65535")
+        return arr.astype(np.uint16)
+    if mode == "F":
+        return np.asarray(img, dtype=np.float32)
+    if mode in ("RGB", "L"):
+        return np.asarray(img)
+    if "A" in mode or mode == "P" and "transparency" in img.info:
+        return np.asarray(img.convert("RGBA"))
+    return np.asarray(img.convert("RGB"))
+
+
+def _upright(img: Image.Image, owned: bool) -> Image.Image:
+    """``img`` turned as its EXIF orientation says; a copy only when it must turn."""
+    img.load()
+    orientation = img.getexif().get(ExifTags.Base.Orientation, 1)
+    if orientation not in (2, 3, 4, 5, 6, 7, 8):
+        return img
+    if owned:
+        ImageOps.exif_transpose(img, in_place=True)
+        return img
+    return ImageOps.exif_transpose(img)
+
+
+def _pil_to_rgb8(img: Image.Image, original, max_pixels: int, max_bytes: int, *,
+                 owned: bool = False) -> np.ndarray:
     width, height = img.size
     _check_pixels(original, height, width, max_pixels)
+    _check_bytes(original, img, max_bytes)
     try:
-        img = ImageOps.exif_transpose(img)
-        mode = img.mode
-        if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
-            arr = np.asarray(img).astype(np.uint16)
-        elif mode == "I":
-            arr = np.asarray(img)
-            if arr.size and (arr.min() < 0 or arr.max() > 65535):
-                raise _fail(original, "32-bit integer image outside 0..65535")
-            arr = arr.astype(np.uint16)
-        elif mode == "F":
-            arr = np.asarray(img, dtype=np.float32)
-        elif mode in ("RGB", "L"):
-            arr = np.asarray(img)
-        elif "A" in mode or mode == "P" and "transparency" in img.info:
-            arr = np.asarray(img.convert("RGBA"))
-        else:
-            arr = np.asarray(img.convert("RGB"))
+        img = _upright(img, owned)
+        width, height = img.size
+        first = _pil_block_array(img.crop((0, 0, width, min(height, 1))), original)
+        return _convert_blocks(
+            height, width,
+            lambda r0, r1: _pil_block_array(img.crop((0, r0, width, r1)), original),
+            first.dtype, original)
     except InvalidImageError:
         raise
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise _fail(original, f"image data could not be decoded ({exc})") from exc
-    return _array_to_rgb8(arr, original, max_pixels)
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data could not be decoded ({_reason(exc)})") from None
 
 
-def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS,
+                 max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
     """Decode PNG, JPEG, WebP (or any format Pillow reads) bytes to RGB uint8.
 
-    The header is read first and the pixel count checked before any pixel
-    is decoded, so a decompression bomb is refused cheaply.
+    The header is read first and the pixel count and decoded size checked
+    before any pixel is decoded, so a decompression bomb is refused cheaply.
 
     Parameters
     ----------
@@ -147,6 +307,8 @@ def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
         The encoded image.
     max_pixels : int, optional
         Largest accepted width * height.
+    max_bytes : int, optional
+        Largest accepted decoded size (:data:`MAX_DECODED_BYTES`).
 
     Returns
     -------
@@ -157,33 +319,83 @@ def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     ------
     InvalidImageError
         Zero bytes, bytes that are not an image, truncated data, or an image
-        over ``max_pixels``.
+        over ``max_pixels`` or ``max_bytes``.
     """
-    return as_rgb8(bytes(data), max_pixels=max_pixels)
+    return as_rgb8(bytes(data), max_pixels=max_pixels, max_bytes=max_bytes)
 
 
-def _open_encoded(data: bytes, original, max_pixels: int) -> np.ndarray:
-    if len(data) == 0:
-        raise _fail(original, "zero bytes of image data")
+def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """Decode the image in the binary file object ``fh``.
+
+    Takes a stream, never the bytes, so no traceback frame of this module
+    shows the data as an argument; every error is one line without a
+    chained exception.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
+            img = Image.open(fh)
             width, height = img.size
             _check_pixels(original, height, width, max_pixels)
+            _check_bytes(original, img, max_bytes)
             img.load()
     except InvalidImageError:
         raise
     except Image.DecompressionBombError as exc:
-        raise _fail(original, f"image refused as a decompression bomb ({exc})") from exc
-    except UnidentifiedImageError as exc:
-        raise _fail(original, "bytes are not a recognised image format") from exc
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
-        raise _fail(original, f"image data is truncated or corrupt ({exc})") from exc
-    return _pil_to_rgb8(img, original, max_pixels)
+        raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
+    except UnidentifiedImageError:
+        raise _fail(original, "bytes are not a recognised image format") from None
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    try:
+        return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
+    finally:
+        img.close()
 
 
-def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """Decode the image file at ``path``: regular, non-empty files only.
+
+    Opened without blocking (a FIFO cannot hang the run) and checked with
+    ``fstat`` on the open descriptor, so what is checked is what is read.
+    Zero-size files are refused: that includes ``/proc`` files, whose
+    size reads as 0.
+    """
+    name = str(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(name, flags)
+    except FileNotFoundError:
+        raise _fail(original, f"no such file {name!r}") from None
+    except OSError as exc:
+        raise _fail(original, f"file {name!r} could not be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _fail(original, f"file {name!r} could not be read: it is "
+                                  f"{_file_kind(info.st_mode)}, not a regular file")
+        if info.st_size == 0:
+            raise _fail(original, f"file {name!r} is empty (0 bytes) or a special file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        return _decode_stream(fh, original, max_pixels, max_bytes)
+
+
+def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
     """Turn an image-like object into an ``(H, W, 3)`` uint8 RGB array.
 
     Parameters
@@ -194,26 +406,35 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
           ``bool`` (0/255) or floating point in ``[0, 1]``.
         * a PIL image of any mode;
         * encoded image bytes (PNG, JPEG, WebP, ...);
-        * a path to an image file.
+        * a path to an image file (a regular, non-empty file: directories,
+          FIFOs, devices and ``/proc`` files are refused).
 
         RGBA inputs are composited over black: a transparent pixel is a
         black pixel.
     max_pixels : int, optional
         Largest accepted ``width * height`` (default :data:`MAX_PIXELS`).
+    max_bytes : int, optional
+        Largest accepted decoded size of encoded and PIL images, from the
+        header (default :data:`MAX_DECODED_BYTES`; see
+        :func:`decoded_size`). Arrays are already in memory and are bounded
+        by ``max_pixels`` only.
 
     Returns
     -------
     numpy.ndarray
         C-contiguous ``uint8`` array of shape ``(H, W, 3)``. A uint8 RGB
-        input is returned without a copy.
+        input is returned without a copy. The conversion works in blocks
+        of rows: besides the result, it allocates only a few megabytes,
+        whatever the input's dtype and mode.
 
     Raises
     ------
     InvalidImageError
         (a ``ValueError``) for anything else, empty images, NaN or
-        out-of-range floats, undecodable bytes, missing files, and images
-        over ``max_pixels``; the message names what was received and what
-        is accepted.
+        out-of-range floats, undecodable bytes, missing or special files,
+        and images over ``max_pixels`` or ``max_bytes``; the message names
+        what was received and what is accepted, never the bytes of a
+        file, and chains no other exception.
 
     Examples
     --------
@@ -224,18 +445,13 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS) -> np.ndarray:
     if isinstance(obj, np.ndarray):
         return _array_to_rgb8(obj, obj, max_pixels)
     if isinstance(obj, Image.Image):
-        return _pil_to_rgb8(obj, obj, max_pixels)
+        return _pil_to_rgb8(obj, obj, max_pixels, max_bytes)
     if isinstance(obj, (bytes, bytearray, memoryview)):
-        return _open_encoded(bytes(obj), obj, max_pixels)
+        if len(obj) == 0:
+            raise _fail(obj, "zero bytes of image data")
+        return _decode_stream(io.BytesIO(obj), obj, max_pixels, max_bytes)
     if isinstance(obj, (str, os.PathLike)):
-        path = Path(obj)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise _fail(obj, f"no such file {str(path)!r}") from None
-        except OSError as exc:
-            raise _fail(obj, f"file {str(path)!r} could not be read ({exc})") from exc
-        return _open_encoded(data, obj, max_pixels)
+        return _open_path(Path(obj), obj, max_pixels, max_bytes)
     raise _fail(obj, "unsupported input type")
 
 
