@@ -1,7 +1,10 @@
-"""HTTP client shared by the model adapters: session, timeouts and the retry loop.
+"""HTTP client shared by the model adapters: session, deadlines, limits and the retry loop.
 
 * :func:`make_session`: one :class:`requests.Session` per adapter with a
-  connection pool sized by the concurrency and no urllib3 retries.
+  connection pool sized by the concurrency, no urllib3 retries, and what the
+  environment decides (proxies, ``no_proxy``, CA bundle, ``~/.netrc``)
+  resolved once, when it is built (see :class:`EnvironmentSettings`):
+  generation threads never read ``os.environ``.
 * :class:`RetryPolicy` and :class:`HttpClient`: our own retry loop
   (urllib3's ``Retry`` does not retry ``POST`` by default) with
   exponential backoff and full jitter on connection errors, timeouts, 408,
@@ -9,6 +12,21 @@
   Other 4xx answers are final.
 * :func:`client_from_options`: an :class:`HttpClient` from
   :class:`~pytest_violin.models.AdapterOptions`.
+
+Bounds (see docs/models.md, "Timeouts and retries" and "Limits"):
+
+* time: the timeout is a deadline for the whole attempt (connecting,
+  headers and body; a watchdog thread shuts the socket down when it passes),
+  and one sample spends at most :data:`SAMPLE_BUDGET_FACTOR` times the
+  timeout across all its attempts and retry waits;
+* bytes: an answer over ``max_answer_bytes`` (after decompression; default
+  :data:`DEFAULT_MAX_ANSWER_BYTES`) is refused before reading past the
+  limit (``Content-Length`` first, then while streaming); error bodies are
+  read only as far as a message needs (:data:`ERROR_BODY_BYTES`); answers
+  over :data:`LARGE_ANSWER_BYTES` are read and decoded at most
+  :data:`LARGE_ANSWER_SLOTS` at a time per process;
+* interrupts: the run's cancel event stops new attempts and retry waits at
+  once and aborts in-flight attempts (:class:`GenerationCancelled`).
 
 Headers, ``${ENV}`` expansion and URL credentials are in
 :mod:`pytest_violin._credentials`; finding the image in an answer is in
@@ -20,28 +38,43 @@ one-line, redacted reason, the HTTP status and the number of attempts.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import email.utils
 import json
 import logging
+import netrc as _netrc
+import os
 import random
+import socket
 import threading
 import time
+import urllib.request
+import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from . import __version__
 from ._credentials import PUBLIC_HEADERS, parse_headers
 from ._decode import MESSAGE_LIMIT, server_message, truncate
-from .errors import GenerationError, ModelSpecError
-from .secrets import install_log_redaction, redact, redact_url
+from .errors import GenerationCancelled, GenerationError, ModelSpecError
+from .secrets import install_log_redaction, redact, redact_url, register_secret
 
 __all__ = [
+    "DEFAULT_MAX_ANSWER_BYTES",
+    "ERROR_BODY_BYTES",
+    "LARGE_ANSWER_BYTES",
+    "LARGE_ANSWER_SLOTS",
     "MAX_BODY_BYTES",
+    "SAMPLE_BUDGET_FACTOR",
+    "EnvironmentSettings",
     "HttpClient",
     "HttpResult",
     "RetryPolicy",
@@ -53,16 +86,385 @@ __all__ = [
 
 log = logging.getLogger("pytest_violin.http")
 
-#: Largest response body read, in bytes (a base64 64-megapixel PNG fits).
-MAX_BODY_BYTES = 512 * 1024 * 1024
+#: Largest answer accepted by default, in bytes after decompression
+#: (``--violin-max-answer-mb``); far above any real image answer.
+DEFAULT_MAX_ANSWER_BYTES = 64 * 2**20
+
+#: Former name of :data:`DEFAULT_MAX_ANSWER_BYTES`.
+MAX_BODY_BYTES = DEFAULT_MAX_ANSWER_BYTES
+
+#: Bytes read from a non-2xx answer: enough for the server's message.
+ERROR_BODY_BYTES = 64 * 1024
+
+#: Answers larger than this are read and decoded :data:`LARGE_ANSWER_SLOTS`
+#: at a time per process, so concurrency does not multiply their memory.
+LARGE_ANSWER_BYTES = 4 * 2**20
+
+#: How many large answers a process reads and decodes at once.
+LARGE_ANSWER_SLOTS = 2
+
+#: One sample spends at most this many times the timeout in all its
+#: attempts and retry waits together.
+SAMPLE_BUDGET_FACTOR = 2
+
+#: Encodings asked for and decoded (with a bound on the decoded size).
+ACCEPT_ENCODING = "gzip, deflate"
 
 USER_AGENT = f"pytest-violin/{__version__}"
 
+_CHUNK = 1 << 16
+_WATCH_POLL = 0.05
 
-# ------------------------------------------------------------------------ session
+
+# ------------------------------------------------------------------ environment
 
 
-def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None) -> requests.Session:
+def _register_url_password(url: str | None) -> None:
+    if not url or "@" not in url:
+        return
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        register_secret(parts.password)
+        if parts.username and parts.password:
+            register_secret(f"{parts.username}:{parts.password}")
+    except ValueError:
+        pass
+
+
+def _ipv4_in(host: str, entry: str) -> bool:
+    from requests.utils import address_in_network, is_ipv4_address, is_valid_cidr
+
+    if not is_ipv4_address(host):
+        return False
+    if is_valid_cidr(entry):
+        return address_in_network(host, entry)
+    return host == entry
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """What the environment decides for HTTP, read once (never per request).
+
+    requests with ``trust_env=True`` reads proxies, ``no_proxy``, the CA
+    bundle and ``~/.netrc`` from ``os.environ`` on every request, in the
+    generation threads, while pytest rewrites ``PYTEST_CURRENT_TEST`` in
+    the main thread: iterating a mapping that changes size raises. The
+    session is built with ``trust_env=False`` and these settings instead.
+
+    Attributes
+    ----------
+    proxies : Mapping
+        ``urllib.request.getproxies()`` at build time (``http``, ``https``,
+        ``all``; ``no`` is the ``no_proxy`` list).
+    ca_bundle : str or None
+        ``REQUESTS_CA_BUNDLE`` or else ``CURL_CA_BUNDLE``.
+    netrc : netrc.netrc or None
+        The parsed ``NETRC`` / ``~/.netrc`` file; its passwords are
+        registered as secrets.
+    """
+
+    proxies: Mapping[str, str] = field(default_factory=dict)
+    ca_bundle: str | None = None
+    netrc: Any = None
+
+    @classmethod
+    def capture(cls, environ: Mapping[str, str] | None = None) -> "EnvironmentSettings":
+        """Read the settings from ``environ`` (default: the process environment).
+
+        Call it in the main thread before generation threads start.
+        """
+        env = dict(os.environ if environ is None else environ)
+        if environ is None:
+            proxies = dict(urllib.request.getproxies())
+        else:
+            proxies = {}
+            for name, value in env.items():
+                low = name.lower()
+                if value and low.endswith("_proxy"):
+                    proxies[low[:-6]] = value
+            for name, value in env.items():  # lower case wins, as in urllib
+                if value and name.endswith("_proxy"):
+                    proxies[name[:-6]] = value
+        for value in proxies.values():
+            _register_url_password(value)
+        ca_bundle = env.get("REQUESTS_CA_BUNDLE") or env.get("CURL_CA_BUNDLE") or None
+        return cls(proxies=proxies, ca_bundle=ca_bundle, netrc=_read_netrc(env))
+
+    def bypass(self, url: str) -> bool:
+        """Whether ``url`` is in ``no_proxy`` (requests' rules, no environment read)."""
+        no_proxy = self.proxies.get("no")
+        if not no_proxy:
+            return False
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            return False
+        if not host:
+            return False
+        entries = [e for e in no_proxy.replace(" ", "").split(",") if e]
+        host_port = f"{host}:{port}" if port else host
+        for entry in entries:
+            if _ipv4_in(host, entry) or host.endswith(entry) or host_port.endswith(entry):
+                return True
+        return bool(urllib.request.proxy_bypass_environment(host, {"no": no_proxy}))
+
+    def proxies_for(self, url: str) -> dict[str, str]:
+        """The ``proxies`` argument for a request to ``url``."""
+        if not self.proxies or self.bypass(url):
+            return {}
+        scheme = urlsplit(url).scheme.lower()
+        proxy = self.proxies.get(scheme) or self.proxies.get("all")
+        return {scheme: proxy} if proxy else {}
+
+    def netrc_auth(self, url: str) -> tuple[str, str] | None:
+        """``(login, password)`` of the netrc entry for the host of ``url``."""
+        if self.netrc is None:
+            return None
+        try:
+            host = urlsplit(url).hostname
+        except ValueError:
+            return None
+        if not host:
+            return None
+        entry = self.netrc.authenticators(host)
+        if not entry:
+            return None
+        login = entry[0] or entry[1]
+        return (login or "", entry[2] or "")
+
+
+def _read_netrc(env: Mapping[str, str]):
+    candidates = [env["NETRC"]] if env.get("NETRC") else ["~/.netrc", "~/_netrc"]
+    for name in candidates:
+        try:
+            path = os.path.expanduser(name)
+        except KeyError:  # no home directory
+            return None
+        if not os.path.isfile(path):
+            continue
+        try:
+            parsed = _netrc.netrc(path)
+        except (_netrc.NetrcParseError, OSError, UnicodeDecodeError):
+            return None
+        for login, account, password in parsed.hosts.values():
+            register_secret(password)
+            if login and password:
+                register_secret(f"{login}:{password}")
+        return parsed
+    return None
+
+
+# --------------------------------------------------------------------- watchdog
+
+
+class _Stopped(Exception):
+    """Internal: the attempt's deadline passed or the run was cancelled."""
+
+
+def _kill(conn) -> None:
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        return
+    try:
+        # the plain socket's shutdown, also for TLS sockets: a blocked read in
+        # another thread ends at once
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+class _Attempt:
+    """One attempt's deadline, cancel event and connections."""
+
+    __slots__ = ("deadline", "cancel", "conns", "fired", "_lock")
+
+    def __init__(self, deadline: float, cancel: threading.Event | None):
+        self.deadline = deadline
+        self.cancel = cancel
+        self.conns: list = []
+        self.fired: str | None = None
+        self._lock = threading.Lock()
+
+    def add(self, conn) -> None:
+        with self._lock:
+            self.conns.append(conn)
+            fired = self.fired
+        if fired:
+            _kill(conn)
+
+    def fire(self, why: str) -> None:
+        with self._lock:
+            if self.fired:
+                return
+            self.fired = why
+            conns = list(self.conns)
+        for conn in conns:
+            _kill(conn)
+
+    def poll(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            self.fire("cancel")
+        elif time.monotonic() >= self.deadline:
+            self.fire("deadline")
+
+    def check(self) -> None:
+        """Raise :class:`_Stopped` when the deadline passed or the run was cancelled."""
+        self.poll()
+        if self.fired:
+            raise _Stopped(self.fired)
+
+
+class _Watchdog:
+    """One daemon thread that ends attempts at their deadline or on cancel."""
+
+    def __init__(self):
+        self._active: set[_Attempt] = set()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, attempt: _Attempt) -> None:
+        with self._cond:
+            self._active.add(attempt)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="violin-http-watchdog", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, attempt: _Attempt) -> None:
+        with self._cond:
+            self._active.discard(attempt)
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._active:
+                    self._cond.wait()
+                attempts = list(self._active)
+                wait = min(a.deadline for a in attempts) - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(min(wait, _WATCH_POLL))
+            for attempt in attempts:
+                attempt.poll()
+                if attempt.fired:
+                    self.remove(attempt)
+
+
+_WATCHDOG = _Watchdog()
+_local = threading.local()
+
+
+def _watch(conn) -> None:
+    attempt = getattr(_local, "attempt", None)
+    if attempt is not None:
+        attempt.add(conn)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def request(self, *args, **kwargs):
+        _watch(self)
+        return super().request(*args, **kwargs)
+
+    if hasattr(HTTPConnection, "request_chunked"):  # urllib3 1.26
+        def request_chunked(self, *args, **kwargs):
+            _watch(self)
+            return super().request_chunked(*args, **kwargs)
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def request(self, *args, **kwargs):
+        _watch(self)
+        return super().request(*args, **kwargs)
+
+    if hasattr(HTTPSConnection, "request_chunked"):  # urllib3 1.26
+        def request_chunked(self, *args, **kwargs):
+            _watch(self)
+            return super().request_chunked(*args, **kwargs)
+
+
+class _WatchedHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_POOL_CLASSES = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class _WatchedAdapter(HTTPAdapter):
+    """An :class:`HTTPAdapter` whose connections the watchdog can shut down."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOL_CLASSES)
+
+    def proxy_manager_for(self, proxy, **proxy_kwargs):
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = dict(_POOL_CLASSES)
+        return manager
+
+
+# ---------------------------------------------------------------------- session
+
+
+def _origin(url: str) -> tuple:
+    """``(scheme, host, port)`` of ``url``, default ports filled in."""
+    try:
+        parts = urlsplit(str(url))
+        scheme = parts.scheme.lower()
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+        return (scheme, (parts.hostname or "").lower(), port)
+    except ValueError:
+        return ("", str(url), None)
+
+
+class _Session(requests.Session):
+    """A session that never reads the environment and keeps credentials home.
+
+    * Proxies, CA bundle and netrc come from :class:`EnvironmentSettings`
+      captured when it was built (``trust_env`` is off).
+    * On a redirect that leaves the origin (scheme, host, port), every
+      credential header (``Authorization``, ``Proxy-Authorization``,
+      ``Cookie`` and each configured header but ``Accept``,
+      ``Content-Type`` and the like) and Basic auth are dropped.
+    """
+
+    def __init__(self, env: EnvironmentSettings):
+        super().__init__()
+        self.trust_env = False
+        self.env = env
+        self.credential_headers: set[str] = {"Authorization", "Proxy-Authorization", "Cookie"}
+        if env.ca_bundle:
+            self.verify = env.ca_bundle
+
+    def request(self, method, url, *args, **kwargs):  # noqa: D102 - requests API
+        if kwargs.get("proxies") is None:
+            kwargs["proxies"] = self.env.proxies_for(url)
+        if self.auth is None and kwargs.get("auth") is None and "Authorization" not in self.headers:
+            netrc_auth = self.env.netrc_auth(url)
+            if netrc_auth is not None:
+                kwargs["auth"] = netrc_auth
+        return super().request(method, url, *args, **kwargs)
+
+    def rebuild_auth(self, prepared_request, response):  # noqa: D102 - requests API
+        original = response.request.url
+        if _origin(original) != _origin(prepared_request.url):
+            drop = {name.lower() for name in self.credential_headers}
+            for name in [n for n in prepared_request.headers if n.lower() in drop]:
+                del prepared_request.headers[name]
+            new_auth = self.env.netrc_auth(prepared_request.url)
+            if new_auth is not None:
+                prepared_request.prepare_auth(new_auth)
+
+    def rebuild_proxies(self, prepared_request, proxies):  # noqa: D102 - requests API
+        prepared_request.headers.pop("Proxy-Authorization", None)
+        return self.env.proxies_for(prepared_request.url)
+
+
+def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None, *,
+                 env: EnvironmentSettings | None = None) -> requests.Session:
     """A :class:`requests.Session` whose pool holds ``concurrency`` connections.
 
     Parameters
@@ -72,21 +474,26 @@ def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None)
         connections (plus slack for image downloads) alive per host.
     headers : Mapping, optional
         Headers sent with every request.
+    env : EnvironmentSettings, optional
+        Proxies, CA bundle and netrc (default: captured now, from
+        ``os.environ``; call this in the main thread).
 
     Returns
     -------
     requests.Session
-        With urllib3 retries disabled (:class:`HttpClient` retries).
+        With urllib3 retries disabled (:class:`HttpClient` retries) and
+        ``trust_env`` off.
     """
     size = max(int(concurrency), 1) + 2
-    session = requests.Session()
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=size, max_retries=0)
+    session = _Session(env if env is not None else EnvironmentSettings.capture())
+    adapter = _WatchedAdapter(pool_connections=4, pool_maxsize=size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     session.headers["User-Agent"] = USER_AGENT
-    session.trust_env = True
+    session.headers["Accept-Encoding"] = ACCEPT_ENCODING
     if headers:
         session.headers.update(headers)
+        session.credential_headers |= {n for n in headers if n.lower() not in PUBLIC_HEADERS}
     # urllib3 logs every request line at DEBUG ("POST /gen?key=... HTTP/1.1"):
     # redact records of the HTTP stack before any handler sees them
     install_log_redaction()
@@ -155,8 +562,9 @@ class RetryPolicy:
         Longest backoff in seconds.
     retry_after_cap : float
         Longest wait a server's ``Retry-After`` can impose, in seconds.
-    sleep : callable
-        ``sleep(seconds)``; injectable for tests.
+    sleep : callable, optional
+        ``sleep(seconds)``, injectable for tests; by default the client
+        waits on the run's cancel event, so an interrupt ends the wait.
     rng : callable
         ``rng() -> float in [0, 1)``; injectable for tests.
     """
@@ -165,7 +573,7 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     retry_after_cap: float = 60.0
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] | None = None
     rng: Callable[[], float] = random.random
 
     def __post_init__(self):
@@ -198,6 +606,7 @@ class HttpResult:
     headers : Mapping
         Case-insensitive response headers.
     content : bytes
+        The body, decompressed (at most ``max_answer_bytes``).
     url : str
         The final URL (after redirects).
     attempts : int
@@ -217,11 +626,51 @@ class HttpResult:
 
 
 class _BodyTooLarge(Exception):
-    pass
+    """Internal: ``(bytes, announced)``."""
 
 
-class _Deadline(Exception):
-    pass
+class _BadEncoding(Exception):
+    """Internal: ``(message, transient)``."""
+
+
+class _Decoder:
+    """Content-Encoding decoding whose output per call is bounded."""
+
+    def __init__(self, encoding: str | None):
+        enc = (encoding or "").strip().lower()
+        self.encoding = enc
+        self._first = True
+        if enc in ("", "identity"):
+            self._zlib = None
+        elif enc in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif enc == "deflate":
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
+        else:
+            raise _BadEncoding(
+                f"answer uses Content-Encoding {truncate(enc, 40)!r}; accepted: gzip, deflate, identity",
+                False,
+            )
+
+    @property
+    def identity(self) -> bool:
+        return self._zlib is None
+
+    def feed(self, data: bytes, max_length: int) -> bytes:
+        """Decoded bytes of ``data``, at most ``max_length`` of them."""
+        if self._zlib is None:
+            return data
+        max_length = max(int(max_length), 1)
+        try:
+            out = self._zlib.decompress(data, max_length)
+        except zlib.error:
+            if self._first and self.encoding == "deflate":  # raw deflate without zlib header
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._first = False
+                return self.feed(data, max_length)
+            raise _BadEncoding(f"answer could not be decompressed ({self.encoding} data is corrupt)", True) from None
+        self._first = False
+        return out
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -248,21 +697,32 @@ def _is_read_timeout(exc: BaseException) -> bool:
     # ConnectionError around urllib3's ReadTimeoutError.
     from urllib3.exceptions import ReadTimeoutError
 
-    return any(isinstance(a, ReadTimeoutError) for a in getattr(exc, "args", ()))
+    return isinstance(exc, ReadTimeoutError) or any(
+        isinstance(a, ReadTimeoutError) for a in getattr(exc, "args", ())
+    )
+
+
+# ------------------------------------------------------------------ large answers
+
+_LARGE = threading.BoundedSemaphore(LARGE_ANSWER_SLOTS)
+
+
+def _hold_large(attempt: _Attempt) -> None:
+    """Take one of the process's large-answer slots (once per thread)."""
+    if getattr(_local, "large", False):
+        return
+    while not _LARGE.acquire(timeout=_WATCH_POLL):
+        attempt.check()
+    _local.large = True
+
+
+def _release_large() -> None:
+    if getattr(_local, "large", False):
+        _local.large = False
+        _LARGE.release()
 
 
 # ------------------------------------------------------------------------ client
-
-
-def _origin(url: str) -> tuple:
-    """``(scheme, host, port)`` of ``url``, default ports filled in."""
-    try:
-        parts = urlsplit(str(url))
-        scheme = parts.scheme.lower()
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-        return (scheme, (parts.hostname or "").lower(), port)
-    except ValueError:
-        return ("", str(url), None)
 
 
 def _no_auth(request):
@@ -280,22 +740,33 @@ class HttpClient:
         Already-expanded headers sent with every request.
     timeout : float
         Seconds allowed for each attempt: connecting, and reading the whole
-        body.
+        answer, body included (a deadline, not a per-read timeout). One
+        sample (see :meth:`sample`) or one :meth:`request` outside a sample
+        spends at most ``SAMPLE_BUDGET_FACTOR * timeout`` in all attempts
+        and retry waits.
     policy : RetryPolicy, optional
         Retries and backoff (default: 3 retries).
     auth : tuple, optional
         ``(user, password)`` for HTTP Basic auth (register it as a secret).
     max_bytes : int
-        Largest body accepted.
+        Largest answer accepted, after decompression.
+    cancel : threading.Event, optional
+        The run's cancel event: once set, no attempt or retry starts,
+        waits end and in-flight attempts are aborted
+        (:class:`~pytest_violin.errors.GenerationCancelled`).
+    env : EnvironmentSettings, optional
+        Proxies, CA bundle and netrc (default: captured when the client is
+        built).
 
     Notes
     -----
-    Credentials (``auth``, ``Authorization`` and every configured header
-    other than ``Accept``, ``Content-Type`` and the like) go only to the
-    origins (scheme, host, port) the adapter itself sends requests to. An
-    image URL in an answer that points elsewhere (OpenAI's answers point to
-    blob storage, say) is fetched with the same session and retries but
-    without them: a token is never handed to a third party.
+    Credentials (``auth``, ``Authorization``, ``Cookie`` and every
+    configured header other than ``Accept``, ``Content-Type`` and the like)
+    go only to the origins (scheme, host, port) the adapter itself sends
+    requests to. A redirect to another origin drops them, and an image URL
+    in an answer that points elsewhere (OpenAI's answers point to blob
+    storage, say) is fetched with the same session and retries but without
+    them: a token is never handed to a third party.
     """
 
     def __init__(
@@ -306,39 +777,119 @@ class HttpClient:
         timeout: float = 120.0,
         policy: RetryPolicy | None = None,
         auth: tuple[str, str] | None = None,
-        max_bytes: int = MAX_BODY_BYTES,
+        max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
+        cancel: threading.Event | None = None,
+        env: EnvironmentSettings | None = None,
     ):
-        if not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise ModelSpecError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0 < timeout < 1e9):
+            raise ModelSpecError(f"timeout must be a number of seconds > 0 and < 1e9, got {timeout!r}")
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise ModelSpecError(f"max_answer_bytes must be an integer >= 1, got {max_bytes!r}")
         self.timeout = float(timeout)
         self.policy = policy or RetryPolicy()
         self.max_bytes = int(max_bytes)
-        self.session = make_session(concurrency, headers)
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.session = make_session(concurrency, headers, env=env)
         if auth is not None:
             self.session.auth = auth
-        self._credential_headers = {"Authorization"} | {
-            name for name in (headers or {}) if name.lower() not in PUBLIC_HEADERS
-        }
+        self._credential_headers = set(self.session.credential_headers)
         self._origins: set[tuple] = set()
         self._closed = False
         self._lock = threading.Lock()
         self.requests_sent = 0
 
+    # -- budgets --------------------------------------------------------------
+    @property
+    def sample_budget(self) -> float:
+        """Seconds one sample may spend in attempts and retry waits."""
+        return SAMPLE_BUDGET_FACTOR * self.timeout
+
+    @contextlib.contextmanager
+    def sample(self) -> Iterator[None]:
+        """Scope of one sample's requests (the adapters' ``generate``).
+
+        Every request inside shares one time budget
+        (:attr:`sample_budget`), and a large answer keeps its slot until
+        the scope ends, so it is decoded inside the bound too.
+        """
+        outer = getattr(_local, "budget_end", None)
+        if outer is None:
+            _local.budget_end = time.monotonic() + self.sample_budget
+        _local.depth = getattr(_local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            _local.depth -= 1
+            if outer is None:
+                _local.budget_end = None
+            if _local.depth == 0:
+                _release_large()
+
     # -- reading ------------------------------------------------------------
-    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
-        length = response.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > self.max_bytes:
-            raise _BodyTooLarge(int(length))
-        chunks = []
+    def _read_body(self, response: requests.Response, attempt: _Attempt, *, limit: int, cut: bool) -> bytes:
+        """The decoded body, at most ``limit`` bytes.
+
+        ``cut``: stop quietly at the limit (error bodies, read for their
+        message); otherwise a larger body raises :class:`_BodyTooLarge`
+        before more than ``limit`` bytes are held.
+        """
+        try:
+            decoder = _Decoder(response.headers.get("Content-Encoding"))
+        except _BadEncoding:
+            if cut:
+                return b""
+            raise
+        length = (response.headers.get("Content-Length") or "").strip()
+        if not cut and length.isdigit() and decoder.identity:
+            if int(length) > limit:
+                raise _BodyTooLarge(int(length), True)
+            if int(length) > LARGE_ANSWER_BYTES:
+                _hold_large(attempt)
+        chunks: list[bytes] = []
         total = 0
-        for chunk in response.iter_content(chunk_size=1 << 16):
-            total += len(chunk)
-            if total > self.max_bytes:
-                raise _BodyTooLarge(total)
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                raise _Deadline()
+        raw = response.raw
+        while True:
+            attempt.check()
+            data = raw.read(_CHUNK, decode_content=False)
+            if not data:
+                break
+            try:
+                out = decoder.feed(data, limit - total + 1)
+            except _BadEncoding:
+                if cut:
+                    break
+                raise
+            total += len(out)
+            if total > limit:
+                if cut:
+                    chunks.append(out[: len(out) - (total - limit)])
+                    break
+                raise _BodyTooLarge(total, False)
+            if total > LARGE_ANSWER_BYTES and not cut:
+                _hold_large(attempt)
+            chunks.append(out)
+        attempt.check()  # a body ended by the watchdog is no answer
         return b"".join(chunks)
+
+    def _fail(self, what, shown_url, reason, attempts, status, transport) -> GenerationError:
+        return GenerationError(
+            truncate(redact(f"{what} {shown_url} failed: {reason}"), 2 * MESSAGE_LIMIT + 120),
+            attempts=attempts,
+            status=status,
+            transport=transport,
+        )
+
+    def _cancelled(self, what, shown_url, attempts, status=None) -> GenerationCancelled:
+        return GenerationCancelled(
+            f"{what} {shown_url} cancelled: the run was interrupted", attempts=attempts, status=status
+        )
+
+    def _wait(self, seconds: float) -> bool:
+        """Wait before a retry; False when the run was cancelled meanwhile."""
+        if self.policy.sleep is not None:
+            self.policy.sleep(seconds)
+            return not self.cancel.is_set()
+        return not self.cancel.wait(seconds)
 
     # -- the loop -----------------------------------------------------------
     def request(self, method: str, url: str, *, what: str = "request", **kwargs) -> HttpResult:
@@ -357,70 +908,136 @@ class HttpClient:
         Raises
         ------
         GenerationError
-            With a one-line redacted reason, the last status and attempts.
+            With a one-line redacted reason, the last status and attempts
+            (``transport=True`` when no answer came at all).
+        GenerationCancelled
+            When the run's cancel event is set.
         """
-        if self._closed:
-            raise GenerationError(f"{what} {redact_url(url)}: the HTTP client is closed", attempts=0)
-        attempts = 0
         shown_url = redact_url(url)
+        if self._closed:
+            raise GenerationError(f"{what} {shown_url}: the HTTP client is closed", attempts=0)
         if method.upper() != "GET" or what != "image download":
             self._origins.add(_origin(url))
+        in_sample = getattr(_local, "depth", 0) > 0
+        budget_end = getattr(_local, "budget_end", None) if in_sample else None
+        if budget_end is None:
+            budget_end = time.monotonic() + self.sample_budget
+        attempts = 0
+        status: int | None = None
         while True:
+            if self.cancel.is_set():
+                _release_large()
+                raise self._cancelled(what, shown_url, attempts, status)
+            start = time.monotonic()
+            allowed = min(self.timeout, budget_end - start)
+            if allowed <= 0:
+                _release_large()
+                raise self._fail(
+                    what, shown_url,
+                    f"no time left in the sample's budget of {self.sample_budget:g} s "
+                    f"({SAMPLE_BUDGET_FACTOR} x the timeout)",
+                    attempts, status, False,
+                )
             attempts += 1
-            status: int | None = None
+            status = None
             retry_after: float | None = None
             transient = True
-            start = time.monotonic()
+            transport = False
+            failure: BaseException | None = None
+            attempt = _Attempt(start + allowed, self.cancel)
+            with self._lock:
+                self.requests_sent += 1
+            _local.attempt = attempt
+            _WATCHDOG.add(attempt)
             try:
-                with self._lock:
-                    self.requests_sent += 1
+                attempt.check()
                 response = self.session.request(
-                    method, url, timeout=(self.timeout, self.timeout), stream=True, **kwargs
+                    method, url, timeout=(allowed, allowed), stream=True, **kwargs
                 )
                 try:
                     status = response.status_code
-                    body = self._read_body(response, start + self.timeout)
+                    ok = 200 <= status < 300
+                    body = self._read_body(
+                        response, attempt, limit=self.max_bytes if ok else ERROR_BODY_BYTES, cut=not ok
+                    )
                 finally:
                     response.close()
-            except _Deadline:
-                reason = f"timed out after {self.timeout:g} s reading the response"
-            except _BodyTooLarge as exc:
-                reason = f"response body over the limit of {self.max_bytes} bytes ({exc.args[0]} bytes)"
-                transient = False
-            except requests.Timeout:
-                reason = f"timed out after {self.timeout:g} s"
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                if _is_read_timeout(exc):
-                    reason = f"timed out after {self.timeout:g} s"
-                else:
-                    reason = _describe_exception(exc)
-            except requests.exceptions.ContentDecodingError as exc:
-                reason = f"response could not be decompressed ({_describe_exception(exc)})"
-            except requests.RequestException as exc:  # invalid URL, too many redirects, ...
-                reason = _describe_exception(exc)
-                transient = False
-            else:
-                if 200 <= status < 300:
-                    return HttpResult(
-                        status=status,
-                        headers=response.headers,
-                        content=body,
-                        url=response.url or url,
-                        attempts=attempts,
-                        elapsed=time.monotonic() - start,
-                    )
+            except Exception as exc:  # classified below
+                failure = exc
+            finally:
+                _local.attempt = None
+                _WATCHDOG.remove(attempt)
+            if failure is None and 200 <= status < 300:
+                if not in_sample:
+                    _release_large()
+                return HttpResult(
+                    status=status,
+                    headers=response.headers,
+                    content=body,
+                    url=response.url or url,
+                    attempts=attempts,
+                    elapsed=time.monotonic() - start,
+                )
+            _release_large()
+            if failure is not None and attempt.fired == "cancel":
+                raise self._cancelled(what, shown_url, attempts, status)
+            if failure is None:
                 ctype = (response.headers.get("Content-Type") or "").split(";")[0].strip().lower()
                 reason = f"HTTP {status} {response.reason or ''}".rstrip()
                 reason += f": {server_message(body, ctype)}"
                 transient = is_transient_status(status)
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            elif attempt.fired == "deadline" or isinstance(failure, requests.Timeout) or _is_read_timeout(failure):
+                if allowed >= self.timeout:
+                    reason = f"timed out after {self.timeout:g} s"
+                else:
+                    reason = (f"timed out after {allowed:.2f} s, the rest of the sample's budget of "
+                              f"{self.sample_budget:g} s")
+                if status is not None:
+                    reason += " reading the response"
+                transport = True
+            elif isinstance(failure, _BodyTooLarge):
+                size, announced = failure.args
+                reason = (
+                    f"answer over the limit of {self.max_bytes} bytes "
+                    f"({'Content-Length ' if announced else 'more than '}{size if announced else self.max_bytes} bytes; "
+                    "raise --violin-max-answer-mb if the image really is that large)"
+                )
+                transient = False
+            elif isinstance(failure, _BadEncoding):
+                reason, transient = failure.args
+            elif isinstance(failure, requests.exceptions.ContentDecodingError):
+                reason = f"answer could not be decompressed ({_describe_exception(failure)})"
+            elif isinstance(failure, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+                reason = _describe_exception(failure)
+                transport = status is None
+            elif isinstance(failure, requests.RequestException):  # invalid URL, too many redirects, ...
+                reason = _describe_exception(failure)
+                transient = False
+            elif isinstance(failure, (urllib3.exceptions.HTTPError, OSError)):  # while streaming the body
+                reason = _describe_exception(failure)
+                transport = status is None
+            else:
+                raise failure
             if not transient or attempts > self.policy.retries:
-                raise GenerationError(
-                    truncate(redact(f"{what} {shown_url} failed: {reason}"), 2 * MESSAGE_LIMIT + 120),
-                    attempts=attempts,
-                    status=status,
+                raise self._fail(what, shown_url, reason, attempts, status, transport)
+            cap = self.policy.retry_after_cap
+            if retry_after is not None and retry_after > cap:
+                raise self._fail(
+                    what, shown_url,
+                    f"{reason}; the server asks to retry after {retry_after:g} s, longer than the "
+                    f"longest wait of {cap:g} s",
+                    attempts, status, transport,
                 )
             wait = self.policy.delay(attempts - 1, retry_after)
+            left = budget_end - time.monotonic()
+            if wait >= left:
+                raise self._fail(
+                    what, shown_url,
+                    f"{reason}; no time left for a retry in the sample's budget of "
+                    f"{self.sample_budget:g} s ({SAMPLE_BUDGET_FACTOR} x the timeout)",
+                    attempts, status, transport,
+                )
             log.info(
                 "%s %s: %s; retry %d of %d in %.2f s",
                 what,
@@ -430,8 +1047,8 @@ class HttpClient:
                 self.policy.retries,
                 wait,
             )
-            if wait > 0:
-                self.policy.sleep(wait)
+            if wait > 0 and not self._wait(wait):
+                raise self._cancelled(what, shown_url, attempts, status)
 
     def post_json(self, url: str, body: Any, *, what: str = "POST") -> HttpResult:
         """POST ``body`` as JSON (see :meth:`request`)."""
@@ -465,7 +1082,9 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
     ``options.headers`` are expanded (``${ENV}``) and registered as secrets;
     ``headers`` are adapter-specific headers added first (the configured
     ones win). ``options.extra`` may set ``backoff_base``, ``backoff_cap``
-    and ``retry_after_cap`` (seconds) for the retry policy.
+    and ``retry_after_cap`` (seconds) for the retry policy. The
+    environment's proxy, CA bundle and netrc settings are read here, once
+    (call it in the main thread).
 
     Raises
     ------
@@ -498,5 +1117,6 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
         timeout=getattr(options, "timeout", 120.0),
         policy=RetryPolicy(retries=retries, **knobs),
         auth=auth,
+        max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
+        cancel=getattr(options, "cancel", None),
     )
-

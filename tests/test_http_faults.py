@@ -62,14 +62,21 @@ def test_429_with_retry_after_seconds_is_honoured():
     assert sleeps == [7.0]
 
 
-def test_retry_after_is_capped():
-    _, _, sleeps = run([Reply(503, headers={"Retry-After": "3600"}), Reply.png(IMG)], ra_cap=2.5)
-    assert sleeps == [2.5]
+def test_retry_after_within_the_cap_is_waited():
+    _, _, sleeps = run([Reply(503, headers={"Retry-After": "2"}), Reply.png(IMG)], ra_cap=2.5)
+    assert sleeps == [2.0]
+
+
+def test_retry_after_beyond_the_cap_fails_at_once():
+    """Waiting 60 s when the server asked for an hour only wastes the run's time."""
+    err, reqs, sleeps = fail([Reply(503, headers={"Retry-After": "3600"}), Reply.png(IMG)], ra_cap=2.5)
+    assert len(reqs) == 1 and sleeps == [] and err.attempts == 1 and err.status == 503
+    assert "retry after 3600 s" in str(err) and "2.5 s" in str(err)
 
 
 def test_retry_after_http_date():
     when = email.utils.formatdate(time.time() + 30, usegmt=True)
-    _, _, sleeps = run([Reply(429, headers={"Retry-After": when}), Reply.png(IMG)])
+    _, _, sleeps = run([Reply(429, headers={"Retry-After": when}), Reply.png(IMG)], timeout=60)
     assert 25 <= sleeps[0] <= 31
 
 
@@ -105,7 +112,9 @@ def test_timeout_then_success():
 
 def test_timeouts_exhaust_retries():
     err, reqs, _ = fail([Reply.png(IMG, delay=2.0)] * 2, timeout=0.2, retries=1)
-    assert "timed out after 0.2 s" in str(err)
+    # the second attempt has the rest of the sample's budget (2 x 0.2 s)
+    assert "timed out after 0.2 s" in str(err) or "the rest of the sample's budget of 0.4 s" in str(err)
+    assert err.transport
     assert err.attempts == 2 and err.status is None and len(reqs) == 2
 
 

@@ -91,8 +91,9 @@ class A1111Adapter:
     def generate(self, request: GenerationRequest):
         """Run txt2img or img2img; return ``images[0]``."""
         path, body = self.body(request)
-        result = self.client.post_json(self.base_url + path, body, what="POST")
-        return image_from_response(result, response_path=("images", 0), fetch=self.client.fetch)
+        with self.client.sample():
+            result = self.client.post_json(self.base_url + path, body, what="POST")
+            return image_from_response(result, response_path=("images", 0), fetch=self.client.fetch)
 
     def close(self) -> None:
         """Close the session."""

@@ -215,8 +215,9 @@ class HttpAdapter:
 
     def generate(self, request: GenerationRequest):
         """POST the request; return the answer as RGB uint8 (any size)."""
-        result = self.client.post_json(self.url, self.build_body(request), what="POST")
-        return image_from_response(result, response_path=self.response_path, fetch=self.client.fetch)
+        with self.client.sample():
+            result = self.client.post_json(self.url, self.build_body(request), what="POST")
+            return image_from_response(result, response_path=self.response_path, fetch=self.client.fetch)
 
     def close(self) -> None:
         """Close the session."""

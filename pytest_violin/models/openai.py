@@ -119,21 +119,22 @@ class OpenAIAdapter:
 
     def generate(self, request: GenerationRequest):
         """Generate (or edit, when the request has input images) one image."""
-        if request.images:
-            fields = {k: str(v).lower() if isinstance(v, bool) else str(v)
-                      for k, v in self.generation_body(request).items()}
-            files = [
-                ("image[]", (f"image{i}.png", encode_png(img), "image/png"))
-                for i, img in enumerate(request.images)
-            ]
-            result = self.client.request(
-                "POST", f"{self.base_url}/images/edits", what="POST", data=fields, files=files
-            )
-        else:
-            result = self.client.post_json(
-                f"{self.base_url}/images/generations", self.generation_body(request), what="POST"
-            )
-        return image_from_response(result, fetch=self.client.fetch)
+        with self.client.sample():
+            if request.images:
+                fields = {k: str(v).lower() if isinstance(v, bool) else str(v)
+                          for k, v in self.generation_body(request).items()}
+                files = [
+                    ("image[]", (f"image{i}.png", encode_png(img), "image/png"))
+                    for i, img in enumerate(request.images)
+                ]
+                result = self.client.request(
+                    "POST", f"{self.base_url}/images/edits", what="POST", data=fields, files=files
+                )
+            else:
+                result = self.client.post_json(
+                    f"{self.base_url}/images/generations", self.generation_body(request), what="POST"
+                )
+            return image_from_response(result, fetch=self.client.fetch)
 
     def close(self) -> None:
         """Close the session."""

@@ -77,6 +77,10 @@ class AdapterOptions:
         ``diffusers:PATH``) resolve: the directory pytest was started in
         for a command-line spec, the ini file's directory for an ini spec.
         ``None``: the rootdir.
+    max_answer_bytes : int
+        Largest model answer read, in bytes after decompression (default
+        64 MiB, ``--violin-max-answer-mb``): ``Content-Length`` is checked
+        first, then the body while it streams; image URL downloads too.
     cancel : threading.Event
         Set by the runner when the run is interrupted: adapters start no
         new request, retry or poll once it is set, wait on it instead of
@@ -92,6 +96,7 @@ class AdapterOptions:
     concurrency: int = 4
     extra: Mapping = field(default_factory=dict)
     basedir: Path | None = None
+    max_answer_bytes: int = 64 * 2**20
     cancel: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     @property
