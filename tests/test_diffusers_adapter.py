@@ -6,7 +6,7 @@ pipelines are in test_diffusers_pipeline.py.
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 import threading
 import types
 
@@ -16,10 +16,9 @@ from PIL import Image
 
 from pytest_violin.errors import GenerationCancelled, GenerationError, ModelSpecError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
+import pytest_violin.models.diffusers as diffusers_mod
 from pytest_violin.models.diffusers import (INSTALL_HINT, DiffusersAdapter, build_pipelines,
                                             named_parameters, request_kind)
-
-HAVE_BACKEND = all(importlib.util.find_spec(m) is not None for m in ("torch", "diffusers", "transformers"))
 
 SOURCE = np.full((8, 16, 3), 120, np.uint8)
 MASK = np.zeros((8, 16, 3), np.uint8)
@@ -98,8 +97,8 @@ def test_module_imports_without_the_extra():
     assert callable(mod.create)
 
 
-@pytest.mark.skipif(HAVE_BACKEND, reason="torch/diffusers installed: the install hint is not shown")
-def test_missing_extra_is_a_usage_error_with_install_hint(tmp_path):
+def test_missing_extra_is_a_usage_error_with_install_hint(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import fails as if not installed
     with pytest.raises(ModelSpecError) as info:
         resolve_model(f"diffusers:{tmp_path}", AdapterOptions(rootdir=tmp_path))
     assert INSTALL_HINT in str(info.value)
@@ -218,11 +217,25 @@ def test_build_pipelines_judges_by_named_parameters_not_kwargs():
     assert built["inpaint"] == "Text2Image.__call__ does not name image=, mask_image="
 
 
-def test_build_pipelines_keeps_the_from_pipe_error_as_the_reason():
+def test_build_pipelines_keeps_the_from_pipe_error_as_the_reason(monkeypatch):
+    monkeypatch.setattr(diffusers_mod, "_mapped", lambda pipe: True)  # a class diffusers knows
     fake = _fake_diffusers(Text2Image(), ValueError("AutoPipeline can't find\na pipeline"), Inpaint())
     built = build_pipelines(Text2Image(), fake)
     assert built["image2image"].startswith("AutoPipelineForImage2Image.from_pipe(Text2Image) failed: ")
     assert "\n" not in built["image2image"]
+
+
+def test_build_pipelines_uses_an_unmapped_pipeline_for_the_kinds_it_names(monkeypatch):
+    monkeypatch.setattr(diffusers_mod, "_mapped", lambda pipe: False)  # a custom pipeline class
+    no_link = ValueError("AutoPipeline can't find a pipeline linked to Inpaint for None")
+    pipe = Inpaint()
+    built = build_pipelines(pipe, _fake_diffusers(no_link, no_link, no_link))
+    assert built["inpaint"] is pipe and built["image2image"] is pipe
+    assert built["text2image"] is pipe  # image= has a default: it can draw from text
+    text_only = Text2Image()
+    built = build_pipelines(text_only, _fake_diffusers(no_link, no_link, no_link))
+    assert built["text2image"] is text_only
+    assert built["inpaint"] == "Text2Image.__call__ does not name image=, mask_image="
 
 
 def test_calls_are_serialised_and_failures_explained():
