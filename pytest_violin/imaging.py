@@ -50,7 +50,7 @@ MAX_DECODED_BYTES = 256 * 1024 * 1024
 
 #: Conversions work on blocks of rows of about this many pixels, so no
 #: full-size intermediate copy (32-bit or float) is ever made.
-_BLOCK_PIXELS = 1 << 20
+_BLOCK_PIXELS = 1 << 18
 
 ACCEPTED_INPUTS = (
     "a numpy array (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) of uint8, uint16, bool "
@@ -71,6 +71,8 @@ def _describe(obj) -> str:
         return f"{len(obj)} bytes starting with {head!r}"
     if isinstance(obj, Image.Image):
         return f"PIL image of mode {obj.mode!r} and size {obj.size}"
+    if isinstance(obj, (str, os.PathLike)):
+        return f"path {os.fspath(obj)!r}"
     text = repr(obj)
     if len(text) > 80:
         text = text[:77] + "..."
