@@ -164,7 +164,7 @@ def parse_settings(config) -> ViolinSettings:
     if not no_cache:
         try:
             no_cache = bool(config.getini("violin_no_cache"))
-        except ValueError:  # pytest refuses a bool ini value it cannot read
+        except (ValueError, pytest.UsageError):  # pytest < 9.2 / >= 9.2 refuse a bad bool ini value
             raw = config.inicfg.get("violin_no_cache") if hasattr(config, "inicfg") else None
             raw = getattr(raw, "value", raw)
             raise pytest.UsageError(
