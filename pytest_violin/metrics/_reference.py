@@ -2,10 +2,16 @@
 
 This is the executable statement of the definitions that
 :func:`pytest_violin.metrics.color_metrics` implements quickly: per-pixel
-``skimage.color.deltaE_ciede2000`` over the whole block, ``numpy.std``,
-a full ``numpy.fft.fft2`` with ``fftshift``. Tests and
-``benchmarks/bench_metrics.py`` compare the fast path against it; it is not
-public API.
+CIEDE2000 over the whole block, ``numpy.std``, a full ``numpy.fft.fft2``
+with ``fftshift``. Tests and ``benchmarks/bench_metrics.py`` compare the
+fast path against it; it is not public API.
+
+CIEDE2000 per pixel: under ``violin`` the reference's float32 formula on
+float32 Lab (:func:`._ref32.ciede2000_32` by default;
+:func:`skimage_ciede2000` is the reference's own call, whose hue decisions
+at exactly opposite hues depend on the platform's float32 ``arctan2``, see
+:mod:`._ref32`); under ``strict`` ``skimage.color.rgb2lab`` and
+``skimage.color.deltaE_ciede2000`` in float64.
 """
 
 from __future__ import annotations
@@ -14,10 +20,22 @@ import cv2
 import numpy as np
 
 from ._common import gray, prepare_pair, split_blocks
-from ._lab import lab8, lab8_to_cie
+from ._lab import lab8, lab8_to_cie32
+from ._ref32 import ciede2000_32
 from ._types import Metrics, check_profile
 
-__all__ = ["plain_color_metrics", "plain_hf"]
+__all__ = ["plain_color_metrics", "plain_hf", "skimage_ciede2000"]
+
+
+def skimage_ciede2000(lab_gen: np.ndarray, lab_exp: np.ndarray) -> np.ndarray:
+    """``skimage.color.deltaE_ciede2000(lab_gen, lab_exp)``: the reference's call.
+
+    On float32 input skimage keeps float32, as in the reference; its hue
+    decisions at exact ties follow this platform's float32 ``arctan2``.
+    """
+    from skimage.color import deltaE_ciede2000
+
+    return deltaE_ciede2000(lab_gen, lab_exp)
 
 
 def plain_hf(g: np.ndarray) -> float:
@@ -37,10 +55,14 @@ def plain_hf(g: np.ndarray) -> float:
 
 
 def plain_color_metrics(image, expected, *, layout: str = "single",
-                        profile: str = "violin") -> Metrics:
+                        profile: str = "violin", violin_ciede2000=ciede2000_32) -> Metrics:
     """The colour metrics computed plainly (slow reference path).
 
-    Same parameters and result as :func:`pytest_violin.metrics.color_metrics`.
+    Same parameters and result as :func:`pytest_violin.metrics.color_metrics`;
+    ``violin_ciede2000(lab_gen, lab_exp)`` is the per-pixel CIEDE2000 of the
+    ``violin`` profile on float32 Lab (default: the reference's arithmetic,
+    :func:`._ref32.ciede2000_32`; :func:`skimage_ciede2000` is the
+    reference's own call).
     """
     from skimage.color import deltaE_ciede2000, rgb2lab
 
@@ -48,17 +70,21 @@ def plain_color_metrics(image, expected, *, layout: str = "single",
     gen, exp = prepare_pair(image, expected)
     blocks = split_blocks(gen.shape[0], gen.shape[1], layout)
     if profile == "violin":
-        g_lab, e_lab = lab8_to_cie(lab8(gen)), lab8_to_cie(lab8(exp))
+        g_lab, e_lab = lab8_to_cie32(lab8(gen)), lab8_to_cie32(lab8(exp))
+        ciede = violin_ciede2000
     else:
         g_lab = rgb2lab(gen.astype(np.float64) / 255.0)
         e_lab = rgb2lab(exp.astype(np.float64) / 255.0)
+
+        def ciede(lab_gen, lab_exp):
+            return deltaE_ciede2000(lab_exp, lab_gen)
     g_gray = gray(gen)
     rows = []
     for rs, cs in blocks:
         gb = gen[rs, cs].astype(np.float64)
         eb = exp[rs, cs].astype(np.float64)
         rgb_ed = np.sqrt(((gb - eb) ** 2).sum(axis=-1)).mean() / 441.67
-        lab_00 = deltaE_ciede2000(e_lab[rs, cs], g_lab[rs, cs]).mean() / 100.0
+        lab_00 = np.mean(ciede(g_lab[rs, cs], e_lab[rs, cs]), dtype=np.float64) / 100.0
         sd = np.mean([gb[:, :, c].std() for c in range(3)]) / 127.5
         gg = np.ascontiguousarray(g_gray[rs, cs])
         ced = np.count_nonzero(cv2.Canny(gg, 20, 60)) / gg.size

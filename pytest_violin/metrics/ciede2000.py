@@ -65,8 +65,9 @@ def _pow7(x):
     return x2 * x2 * x2 * x
 
 
-#: Elements per chunk: keeps the ~40 temporaries of the formula in cache.
-CHUNK = 2048
+#: Elements per chunk: keeps the ~40 temporaries of the formula near the cache
+#: (2048 to 65536 measured on 512x512 noise: 16384 is the fastest).
+CHUNK = 16384
 
 
 def chroma_hue_terms(a1, b1, a2, b2) -> np.ndarray:

@@ -8,6 +8,12 @@ colour (always, in colour tasks), per-pixel distances come from lookup
 tables indexed by the generated pixel's 8-bit codes, and the
 high-frequency power ratio needs only the few low frequencies of the DFT
 (Parseval gives the total). Results equal the plain path to ~1e-12.
+
+Under ``violin``, ``lab_00`` is the reference's float32 CIEDE2000
+(:mod:`._ref32`): the table of the chroma/hue part is built per code pair
+with the reference's float32 arithmetic, since its hue-branch decisions
+depend on the ``(a, b)`` codes only. ``strict`` computes the float64
+formula over the image (:mod:`.ciede2000`) on unquantized Lab.
 """
 
 from __future__ import annotations
@@ -21,10 +27,10 @@ import numpy as np
 
 from ._common import (LAYOUTS, check_layout, clip01, gray, mean_channel_std, prepare_pair,
                       split_blocks)
-from ._lab import lab8, lab8_to_cie
+from ._lab import float_lab, lab8, lab8_to_cie32
+from ._ref32 import chroma_hue32, ciede2000_32, lightness_sq32
 from ._types import Metrics, check_profile
-from .ciede2000 import (CHUNK, chroma_hue_from_primes, ciede2000, lightness_term_sq,
-                        ref_primes)
+from .ciede2000 import ciede2000
 
 __all__ = ["COLOR_METRICS", "LAYOUTS", "color_metrics", "RGB_ED_NORM", "HF_RADIUS",
            "CANNY_LOW", "CANNY_HIGH"]
@@ -39,7 +45,10 @@ HF_RADIUS = 0.02
 #: Canny hysteresis thresholds of the edge-density metric.
 CANNY_LOW, CANNY_HIGH = 20, 60
 
-_L_VALUES = lab8_to_cie(np.stack([np.arange(256, dtype=np.uint8)] * 3, axis=-1))[:, 0]
+#: float32 ``L*`` of each 8-bit lightness code, as the reference converts it.
+_L_VALUES32 = lab8_to_cie32(np.stack([np.arange(256, dtype=np.uint8)] * 3, axis=-1))[:, 0]
+#: Elements per chunk of the per-pixel float32 formula (bounds its temporaries).
+CHUNK32 = 16384
 
 
 def _single_color(block: np.ndarray):
@@ -104,7 +113,7 @@ class _ChromaHueTables:
             # Clamped at 0: the true value is >= 0 and only rounding leaves a
             # tiny negative residue, so sqrt(L + max(ch, 0)) agrees with the
             # plain sqrt(max(L + ch, 0)) to rounding and is never NaN.
-            table[missing] = np.maximum(_chroma_hue_codes(ref_ab, missing), 0.0)
+            table[missing] = np.maximum(_chroma_hue_codes32(ref_ab, missing), 0.0)
             known[missing] = True
         return table
 
@@ -112,36 +121,22 @@ class _ChromaHueTables:
 _CH_TABLES = _ChromaHueTables()
 
 
-def _chroma_hue_codes(ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
-    """``chroma_hue_terms`` of one reference against packed ``a << 8 | b`` codes.
-
-    Equal, bit for bit, to ``chroma_hue_terms(a1, b1, a2, b2)``: the
-    reference's primed terms depend on the other colour only through its
-    chroma ``sqrt(a2**2 + b2**2)``, and ``a2**2 + b2**2`` is an exact integer
-    for 8-bit codes, so they are computed once per distinct integer.
-    """
-    a1, b1 = ref_ab[0] - 128.0, ref_ab[1] - 128.0
-    ai = (codes >> 8) - 128
-    bi = (codes & 255) - 128
-    r2 = ai * ai + bi * bi
-    distinct = np.flatnonzero(np.bincount(r2))
-    where = np.zeros(distinct[-1] + 1, dtype=np.intp)
-    where[distinct] = np.arange(distinct.size)
-    scale_u, c1_u, h1_u = ref_primes(a1, b1, np.sqrt(distinct.astype(np.float64)))
-    a2 = ai.astype(np.float64)
-    b2 = bi.astype(np.float64)
+def _chroma_hue_codes32(ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
+    """The reference's chroma/hue part of one expected colour against
+    packed ``a << 8 | b`` codes of generated pixels (see :mod:`._ref32`)."""
+    a_ref, b_ref = np.float32(ref_ab[0] - 128), np.float32(ref_ab[1] - 128)
+    a = ((codes >> 8) - 128).astype(np.float32)
+    b = ((codes & 255) - 128).astype(np.float32)
     out = np.empty(codes.size, dtype=np.float64)
-    for start in range(0, codes.size, CHUNK):
-        sl = slice(start, start + CHUNK)
-        k = where[r2[sl]]
-        out[sl] = chroma_hue_from_primes(a2[sl], b2[sl], scale_u[k], c1_u[k], h1_u[k])
+    for start in range(0, codes.size, CHUNK32):
+        sl = slice(start, start + CHUNK32)
+        out[sl] = chroma_hue32(a[sl], b[sl], a_ref, b_ref)
     return out
 
 
 def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
-    """Mean CIEDE2000 / 100 of 8-bit Lab codes against one reference code."""
-    ref_l = float(ref_codes[0]) * (100.0 / 255.0)
-    l_table = lightness_term_sq(ref_l, _L_VALUES)
+    """Mean reference CIEDE2000 / 100 of 8-bit Lab codes against one code."""
+    l_table = lightness_sq32(_L_VALUES32, _L_VALUES32[int(ref_codes[0])])
     ab = gen_codes[:, :, 1].astype(np.uint16)
     ab <<= 8
     ab |= gen_codes[:, :, 2]
@@ -154,24 +149,29 @@ def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
 
 
 def _lab00_violin_general(gen_codes: np.ndarray, exp_codes: np.ndarray) -> float:
-    d = ciede2000(lab8_to_cie(exp_codes), lab8_to_cie(gen_codes))
-    return clip01(d.mean() / 100.0)
+    """Mean reference CIEDE2000 / 100 of two blocks of 8-bit Lab codes."""
+    gen = lab8_to_cie32(gen_codes).reshape(-1, 3)
+    exp = lab8_to_cie32(exp_codes).reshape(-1, 3)
+    total = 0.0
+    for start in range(0, gen.shape[0], CHUNK32):
+        sl = slice(start, start + CHUNK32)
+        total += float(ciede2000_32(gen[sl], exp[sl]).sum())
+    return clip01(total / gen.shape[0] / 100.0)
 
 
-def _float_lab(rgb: np.ndarray) -> np.ndarray:
-    from skimage.color import rgb2lab
+def _lab00_strict(gen: np.ndarray, gen_lab: np.ndarray, exp: np.ndarray, exp_lab) -> float:
+    """Mean float64 CIEDE2000 / 100 in unquantized Lab.
 
-    return rgb2lab(rgb.astype(np.float64) / 255.0)
-
-
-def _lab00_strict(gen_lab: np.ndarray, exp_lab: np.ndarray) -> float:
-    """Mean CIEDE2000 / 100 in float Lab.
-
-    Both images go through the same whole-image conversion: converting the
-    expected colour alone can differ in the last bit (SIMD vs scalar tail
-    loops), which would cost a perfect answer its exact 0.0.
+    ``exp_lab`` is the expected block's Lab or, for a one-colour block, the
+    colour's. Pixels whose RGB equals the expected pixel's score exactly 0
+    (their Lab is the same colour's; a vectorized conversion can round the
+    same colour differently in the last bit at different positions, which
+    would cost a perfect answer its exact 0.0).
     """
-    return clip01(ciede2000(exp_lab, gen_lab).mean() / 100.0)
+    d = ciede2000(exp_lab, gen_lab)
+    same = (gen == exp).all(axis=-1)
+    d[same] = 0.0
+    return clip01(d.mean() / 100.0)
 
 
 def _sd(gen: np.ndarray) -> float:
@@ -268,9 +268,10 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
         halves, ``quad`` = 2x2 quadrants; split at ``h // 2`` / ``w // 2``.
         Each metric is computed per block and averaged over blocks.
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab);
-        ``strict`` uses float Lab (``skimage.color.rgb2lab``) for both
-        images.
+        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab codes,
+        the reference's float32 CIEDE2000); ``strict`` uses unquantized
+        float Lab (the formula of ``skimage.color.rgb2lab``) and the float64
+        CIEDE2000.
 
     Returns
     -------
@@ -288,7 +289,9 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
     Notes
     -----
     * ``rgb_ed`` (Eq. 2): mean per-pixel ``||gen - exp||_2`` / 441.67.
-    * ``lab_00`` (CIEDE2000, Sharma 2005): mean per-pixel dE00 / 100.
+    * ``lab_00`` (CIEDE2000, Sharma 2005): mean per-pixel dE00 / 100;
+      under ``violin`` with the reference's float32 arithmetic and hue
+      decisions (``docs/metrics.md``).
     * ``sd`` (Eq. 3): mean of the three channel standard deviations of the
       generated block / 127.5.
     * ``ced`` (Eq. 4): fraction of ``cv2.Canny(gray, 20, 60)`` edge pixels.
@@ -309,14 +312,19 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
 
     def g_lab():
         if "g_lab" not in whole:
-            whole["g_lab"] = lab8(gen) if profile == "violin" else _float_lab(gen)
+            whole["g_lab"] = lab8(gen) if profile == "violin" else float_lab(gen)
         return whole["g_lab"]
+
+    def lab00_strict(rs, cs, gb, eb, e_one):
+        if e_one is not None:
+            return _lab00_strict(gb, g_lab()[rs, cs], e_one, float_lab(e_one.reshape(1, 3))[0])
+        return _lab00_strict(gb, g_lab()[rs, cs], eb, _strict_exp_lab(whole, exp)[rs, cs])
 
     sums = dict.fromkeys(COLOR_METRICS, 0.0)
     for rs, cs in blocks:
         gb, eb = gen[rs, cs], exp[rs, cs]
         g_one = _single_color(gb)
-        e_one = _single_color(eb) if (profile == "violin" or g_one is not None) else None
+        e_one = _single_color(eb)
         if g_one is not None:
             # A one-colour generated block: sd, ced and hf are exactly 0 (one
             # histogram bin, no gradient for Canny, no power off the zero
@@ -330,8 +338,12 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
                 sums["lab_00"] += _lab00_violin(lab8(g_one.reshape(1, 1, 3)), _ref_codes(e_one))
             elif profile == "violin":
                 sums["lab_00"] += _lab00_violin_general(g_lab()[rs, cs], lab8(eb))
+            elif e_one is not None:
+                sums["lab_00"] += _lab00_strict(g_one.reshape(1, 1, 3),
+                                                float_lab(g_one.reshape(1, 1, 3)), e_one,
+                                                float_lab(e_one.reshape(1, 3))[0])
             else:
-                sums["lab_00"] += _lab00_strict(g_lab()[rs, cs], _strict_exp_lab(whole, exp)[rs, cs])
+                sums["lab_00"] += lab00_strict(rs, cs, gb, eb, None)
             continue
         sums["rgb_ed"] += _rgb_ed(gb, eb)
         if profile == "violin":
@@ -340,7 +352,7 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
             else:
                 sums["lab_00"] += _lab00_violin_general(g_lab()[rs, cs], lab8(eb))
         else:
-            sums["lab_00"] += _lab00_strict(g_lab()[rs, cs], _strict_exp_lab(whole, exp)[rs, cs])
+            sums["lab_00"] += lab00_strict(rs, cs, gb, eb, e_one)
         sums["sd"] += _sd(gb)
         gg = g_gray()[rs, cs]
         sums["ced"] += _ced(gg)
@@ -357,5 +369,5 @@ def _ref_codes(color: np.ndarray) -> np.ndarray:
 
 def _strict_exp_lab(whole: dict, exp: np.ndarray) -> np.ndarray:
     if "e_lab" not in whole:
-        whole["e_lab"] = _float_lab(exp)
+        whole["e_lab"] = float_lab(exp)
     return whole["e_lab"]

@@ -15,7 +15,8 @@ __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
 
 #: Metric names of the mask task, in display order.
 MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
-#: A pixel is blacked out when its OpenCV gray level is below this.
+#: A pixel is blacked out when its OpenCV gray level is at most this (the
+#: reference's ``cv2.threshold(gray, 30, 255, THRESH_BINARY_INV)``).
 BLACK_THRESHOLD = 30
 #: 3x3 erosions that leave the inner part of a region (band = region - that).
 BAND_ITERATIONS = 5
@@ -26,8 +27,13 @@ ZONE_ITERATIONS = 2
 
 
 def black_region(gray_image: np.ndarray) -> np.ndarray:
-    """0/255 region of pixels with gray level below :data:`BLACK_THRESHOLD`."""
-    _, out = cv2.threshold(gray_image, BLACK_THRESHOLD - 1, 255, cv2.THRESH_BINARY_INV)
+    """0/255 region of pixels with gray level ``<=`` :data:`BLACK_THRESHOLD`.
+
+    ``THRESH_BINARY_INV`` keeps the pixels *not above* the threshold, so a
+    pixel of gray exactly 30 is black, as in the reference
+    (``mask_metric.py``, ``Mask_metrics_from_img_bgr``).
+    """
+    _, out = cv2.threshold(gray_image, BLACK_THRESHOLD, 255, cv2.THRESH_BINARY_INV)
     return out
 
 
@@ -68,7 +74,7 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
         black; same size.
     profile : {"violin", "strict"}
         ``violin`` reproduces the reference numbers: each image's black
-        region (gray < 30) is reduced to its largest external contour,
+        region (gray <= 30) is reduced to its largest external contour,
         filled. ``strict`` uses the thresholded regions as they are, so a
         frame-shaped region stays a frame and stray dark pixels count.
 
@@ -97,7 +103,7 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
       ``g_gt < 1``.
 
     A masked *photo* can miss 0.0 against itself under ``violin``: natural
-    pixels darker than 30 join the black region, and a filled contour that
+    pixels of gray 30 or darker join the black region, and a filled contour that
     encloses kept pixels makes ``leak`` positive. See docs/metrics.md.
     """
     check_profile(profile)
