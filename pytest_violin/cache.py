@@ -89,6 +89,10 @@ class ImageCache:
             raise ValueError(f"cache key {key!r} is not a lowercase hex digest")
         return self.root / key[:2] / f"{key}.png"
 
+    def contains(self, key: str) -> bool:
+        """Whether an entry for ``key`` is on disk (not read, not validated)."""
+        return self.path(key).is_file()
+
     def _count(self, name: str) -> None:
         with self._lock:
             setattr(self, name, getattr(self, name) + 1)

@@ -253,7 +253,11 @@ def pytest_violin_session_results(config, store):
     meta = _run_metadata(config, store, s)
     extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
     current = build_baseline(results, extra_metadata=extra, **meta)
-    if s.baseline_doc is not None:
+    if s.baseline_doc is not None and not results:
+        # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
+        s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared: no Violin sample "
+                          f"ran in this session")
+    elif s.baseline_doc is not None:
         s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
                                baseline_path=s.baseline_label or str(s.baseline))
         _fail_on_regressions(s)
@@ -294,11 +298,18 @@ def _write_reports(s: GateSettings, results, current) -> None:
 
 
 def _fail_on_regressions(s: GateSettings) -> None:
-    """Make an otherwise green session exit non-zero when something regressed."""
+    """Make an otherwise green session exit non-zero when the gate is not green.
+
+    A regression, or a baseline sample that ended in an error, fails the
+    session (exit 1); a baseline that shares no comparable sample with the run
+    is a usage error (exit 4): the gate compared nothing.
+    """
     session = s.session
     if session is None or s.comparison is None or s.comparison.ok:
         return
-    if session.exitstatus == 0:
+    if s.comparison.compared == 0 and not s.interrupted:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    elif session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

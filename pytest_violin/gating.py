@@ -68,6 +68,10 @@ DEFAULT_RESAMPLES = 2000
 #: raised, timed out or returned garbage): the worst possible value.
 ERROR_VALUE = 1.0
 
+#: A sample's outcomes: ``error`` (the tool or the environment failed, not the
+#: model) is recorded but never compared or scored.
+OUTCOMES = ("passed", "failed", "error")
+
 _TOP_FIELDS = ("format", "schema_version", "metadata", "aggregates", "samples")
 _META_FIELDS = {
     "suite": str,
@@ -490,8 +494,9 @@ def validate_baseline(doc, *, source: str = "<baseline>") -> None:
         seen.add(sid)
         if not isinstance(s.get("task"), str):
             raise _bad(source, f"{where}.task", f"expected a string, got {s.get('task')!r}")
-        if s.get("outcome") not in ("passed", "failed"):
-            raise _bad(source, f"{where}.outcome", f"expected 'passed' or 'failed', got {s.get('outcome')!r}")
+        if s.get("outcome") not in OUTCOMES:
+            raise _bad(source, f"{where}.outcome",
+                       f"expected one of {', '.join(map(repr, OUTCOMES))}, got {s.get('outcome')!r}")
         metrics = s.get("metrics")
         if not isinstance(metrics, Mapping):
             raise _bad(source, f"{where}.metrics", "expected an object of metric name -> number")
@@ -639,6 +644,9 @@ class Comparison:
     groups : tuple of GroupDelta
         Task rows then (task, variation) rows, sorted.
     max_regression : float
+    errored : tuple of str
+        Shared ids that ended in an error (outcome ``"error"``) on either
+        side: not comparable, never scored.
     missing : tuple of str
         Baseline samples the current run does not have.
     added : tuple of str
@@ -654,6 +662,7 @@ class Comparison:
 
     groups: tuple
     max_regression: float
+    errored: tuple = ()
     missing: tuple = ()
     added: tuple = ()
     changed: tuple = ()
@@ -674,9 +683,14 @@ class Comparison:
         return tuple(g for g in self.groups if g.status == "improved")
 
     @property
+    def compared(self) -> int:
+        """Samples compared (shared, same definition, no error on either side)."""
+        return sum(g.n for g in self.groups if g.variation is None)
+
+    @property
     def ok(self) -> bool:
-        """True when nothing regressed."""
-        return not self.regressions
+        """True when samples were compared, none ended in an error, and nothing regressed."""
+        return not self.regressions and not self.errored and self.compared > 0
 
     def to_dict(self) -> dict:
         """JSON-able form (embedded in results.json)."""
@@ -684,6 +698,8 @@ class Comparison:
             "baseline": self.baseline_path,
             "max_regression": self.max_regression,
             "ok": self.ok,
+            "compared": self.compared,
+            "errored": list(self.errored),
             "regressions": [g.label for g in self.regressions],
             "improvements": [g.label for g in self.improvements],
             "groups": [g.to_dict() for g in self.groups],
@@ -737,11 +753,13 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     new = _samples_by_id(current)
     missing = tuple(sorted(set(old) - set(new)))
     added = tuple(sorted(set(new) - set(old)))
-    changed, shared = [], []
+    changed, errored, shared = [], [], []
     for sid in sorted(set(old) & set(new)):
         a, b = old[sid].get("definition"), new[sid].get("definition")
         if a and b and a != b:
             changed.append(sid)
+        elif "error" in (old[sid].get("outcome"), new[sid].get("outcome")):
+            errored.append(sid)
         else:
             shared.append(sid)
 
@@ -809,6 +827,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     return Comparison(
         groups=tuple(groups),
         max_regression=float(max_regression),
+        errored=tuple(errored),
         missing=missing,
         added=added,
         changed=tuple(changed),
@@ -852,8 +871,15 @@ def comparison_lines(comparison: Comparison, *, max_ids: int = 10) -> list[tuple
     if regs:
         out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
                     + ", ".join(g.label for g in regs), "bad"))
+    elif comparison.compared == 0:
+        out.append((f"FAILED: this run shares no comparable sample with baseline{where}: nothing was "
+                    f"compared (another suite, selection or seed?)", "bad"))
+    elif comparison.errored:
+        out.append((f"FAILED: {len(comparison.errored)} sample(s) of baseline{where} ended in an error "
+                    f"and could not be compared: {ids(comparison.errored)}", "bad"))
     else:
-        out.append((f"no regression against baseline{where}", "good"))
+        out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
+                    "good"))
     out.append((f"rule: mean worsens by more than {comparison.max_regression:g} and the 95% paired "
                 "bootstrap interval lies above 0", "info"))
     for title, items, level in (("regressed", regs, "bad"), ("improved", imps, "good")):

@@ -12,9 +12,13 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import sys
+import weakref
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
+from .report.text import printable
 from .results import RESULTS_KEY, SampleResult
 from .state import STATE_KEY, get_state, redact
 
@@ -28,7 +32,8 @@ _OPTIONS = [
      "diffusers:PATH_OR_ID or a third-party SCHEME:TARGET. Turns the Violin suite into tests."),
     ("suite", "violin_suite", "string", "violin",
      "suite name (violin, violin-extra) or manifest path (default: violin)"),
-    ("tasks", "violin_tasks", "string", None, "comma-separated tasks to run (default: all)"),
+    ("tasks", "violin_tasks", "args", None,
+     "comma-separated tasks to run (default: all); in pyproject.toml also a list"),
     ("limit", "violin_limit", "string", None, "run a stratified subset of N samples"),
     ("seed", "violin_seed", "string", "0", "run seed; per-sample seeds derive from it (default 0)"),
     ("profile", "violin_profile", "string", "violin", "metric profile: violin or strict"),
@@ -46,6 +51,11 @@ _OPTIONS = [
      "where the image is in a JSON response, e.g. data.0.b64_json"),
     ("cache_dir", "violin_cache_dir", "string", None,
      "image cache directory (default: pytest cache dir/violin-images)"),
+    ("max_calls", "violin_max_calls", "string", None,
+     "refuse to start when the run plans more uncached generations than N ('none': no limit; "
+     "default 2000 for network adapters, no limit for local ones)"),
+    ("max_answer_mb", "violin_max_answer_mb", "string", None,
+     "largest model answer read, in MiB (default 64)"),
 ]
 
 
@@ -69,7 +79,8 @@ def pytest_addoption(parser):
                   default=[])
     group.addoption("--violin-no-cache", dest="violin_no_cache", action="store_true", default=None,
                     help="do not read or write the image cache [ini: violin_no_cache]")
-    parser.addini("violin_no_cache", "disable the image cache", type="bool", default=False)
+    # parsed by settings._ini_bool, so that a bad value is a usage error naming the key
+    parser.addini("violin_no_cache", "disable the image cache (true/false)", type="string", default=None)
 
 
 def pytest_addhooks(pluginmanager):
@@ -96,6 +107,7 @@ def pytest_configure(config):
         "violin_sample fixture is parametrized over, and the limits violin_check applies",
     )
     state = get_state(config)  # parses and validates every option (UsageError on bad values)
+    _LIVE_STATES.add(state)
     if (state.settings.model or "hypothesis" in sys.modules
             or config.getoption("hypothesis_profile", None) == "violin"):
         # the "violin" settings profile for model-backed property tests; hypothesis
@@ -113,6 +125,11 @@ def pytest_configure(config):
 
     adapter = state.resolve_adapter(state.settings.model)
     state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
+    state.network = bool(getattr(adapter, "network", False))
+    state.cacheable = bool(getattr(adapter, "cacheable", True))
+    if state.is_xdist_controller and config.pluginmanager.hasplugin("xdist"):
+        # the controller does not collect: it learns the plan from the first worker
+        config.pluginmanager.register(_XdistControllerHooks(state), "violin-xdist-controller")
     if state.is_xdist_controller:
         # validated; the workers build their own adapters
         close = getattr(adapter, "close", None)
@@ -120,7 +137,24 @@ def pytest_configure(config):
             close()
     else:
         state.adapter = adapter
-    state.samples = state.load(state.settings.tasks, state.settings.limit)
+    state.scope = builtin_scope(config)
+    named = state.scope.ids - {""} if state.scope.ids is not None else set()
+    if named:
+        # violin::ID names a sample whatever the ini selection (tasks, limit) says
+        everything = state.load(None, None)
+        unknown = sorted(named - {s.id for s in everything})
+        if unknown:
+            raise pytest.UsageError(
+                f"violin::{printable(unknown[0])} is not a sample of suite {state.settings.suite!r}; "
+                f"accepted: 'violin' or 'violin::ID' with an id that "
+                f"'pytest --violin-model=oracle --collect-only -q' lists")
+        chosen = named if "" not in state.scope.ids else named | {
+            s.id for s in state.load(state.settings.tasks, state.settings.limit)}
+        state.samples = [s for s in everything if s.id in chosen]
+    elif state.scope.collect:
+        state.samples = state.load(state.settings.tasks, state.settings.limit)
+    else:
+        state.samples = []
     state.index = {s.id: i for i, s in enumerate(state.samples)}
     try:
         overrides = parse_thresholds(state.settings.thresholds, state.metric_table())
@@ -133,6 +167,79 @@ def pytest_configure(config):
         except ThresholdError as exc:
             raise pytest.UsageError(f"--violin-threshold: {exc}") from None
     state.limits = build_limits(overrides)
+
+
+class BuiltinScope(NamedTuple):
+    """Whether this run collects the built-in ``violin::`` items, and which.
+
+    Attributes
+    ----------
+    collect : bool
+        Collect the built-in selection.
+    ids : frozenset of str or None
+        Only these sample ids (``""``: all of them), from ``violin`` /
+        ``violin::ID`` arguments; None when none was given.
+    reason : str
+        Why, for the terminal header.
+    """
+
+    collect: bool
+    ids: frozenset | None
+    reason: str
+
+
+#: Command-line options that ask for the built-in suite even beside a path.
+_SELECTING_OPTIONS = ("--violin-suite", "--violin-tasks", "--violin-limit")
+
+
+def builtin_scope(config) -> BuiltinScope:
+    """Decide whether the built-in items run, following pytest's rule that paths narrow a run.
+
+    They run when the command line names no file or directory (or only the
+    rootdir or the ini ``testpaths``), when it gives ``--violin-suite``,
+    ``--violin-tasks`` or ``--violin-limit`` itself (ini values choose *which*
+    items, never *whether*), or when it names ``violin`` / ``violin::ID``.
+    ``violin`` arguments are taken out of ``config.args``, so pytest does not
+    look for a file of that name. Workers of pytest-xdist receive the same
+    command line and reach the same decision.
+    """
+    given = [str(a) for a in config.invocation_params.args]
+    asked = any(a == opt or a.startswith(opt + "=") for a in given for opt in _SELECTING_OPTIONS)
+    ids = None
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        rest = []
+        for arg in config.args:
+            if arg == "violin" or arg.startswith("violin::"):
+                ids = set() if ids is None else ids
+                ids.add(arg.partition("::")[2])
+            else:
+                rest.append(arg)
+        if ids is not None:
+            config.args[:] = rest
+            return BuiltinScope(True, frozenset(ids), "violin:: items named on the command line")
+        roots = {Path(config.rootpath).resolve()}
+        roots.update((Path(config.rootpath) / tp).resolve() for tp in config.getini("testpaths") or ())
+        paths = {Path(config.invocation_params.dir, a.split("::")[0]).resolve() for a in rest}
+        if paths and not paths <= roots:
+            if asked:
+                return BuiltinScope(True, None, "selected on the command line beside the paths")
+            return BuiltinScope(False, None, "paths on the command line narrow the run to them; "
+                                "add --violin-limit/--violin-tasks/--violin-suite or 'violin' to run the suite too")
+    return BuiltinScope(True, None, "no path on the command line")
+
+
+def pytest_keyboard_interrupt(excinfo):
+    # The first Ctrl-C: no new request, retry or poll starts (the adapters and
+    # the runner watch the cancel event) and the generations in flight are
+    # abandoned (daemon threads); the reports are still written for what
+    # finished. A second Ctrl-C interrupts that too: nothing here catches it,
+    # and no thread of ours holds the interpreter's exit.
+    for state in list(_LIVE_STATES):
+        state.cancel.set()
+
+
+#: States of the configs alive in this process (pytest_keyboard_interrupt has no config).
+_LIVE_STATES: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def pytest_unconfigure(config):
@@ -164,6 +271,60 @@ def pytest_collection_modifyitems(session, config, items):
     # tell the terminal (and --lf bookkeeping) about them, like a collected module
     session.ihook.pytest_collectreport(
         report=pytest.CollectReport("violin", "passed", None, new_items))
+
+
+def pytest_collection_finish(session):
+    config = session.config
+    state = config.stash.get(STATE_KEY, None)
+    if (state is None or not state.settings.model or state.is_worker or state.is_xdist_controller
+            or config.option.collectonly):
+        return
+    samples = [s for s in map(_planned_sample, session.items) if s is not None]
+    announce_plan(config, state, samples)
+
+
+class _XdistControllerHooks:
+    """pytest-xdist hooks of the controller (registered only when xdist runs)."""
+
+    def __init__(self, state):
+        self.state = state
+        self.announced = False
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.announced or self.state.config.option.collectonly:
+            return
+        self.announced = True
+        by_id = {s.id: s for s in self.state.samples or ()}
+        samples = [by_id[i[len("violin::"):]] for i in ids
+                   if i.startswith("violin::") and i[len("violin::"):] in by_id]
+        announce_plan(self.state.config, self.state, samples, note=" (built-in items; user tests not counted)")
+
+
+def announce_plan(config, state, samples, *, note: str = "") -> None:
+    """Print the plan before the first generation; refuse a run over ``--violin-max-calls``.
+
+    Raises
+    ------
+    pytest.UsageError
+        When the uncached generations exceed the limit (exit code 4).
+    """
+    from .planning import plan_generations
+
+    plan = plan_generations(state, samples)
+    limit = state.settings.max_calls
+    if not state.settings.max_calls_given and state.network:
+        from .settings import DEFAULT_NETWORK_MAX_CALLS
+
+        limit = DEFAULT_NETWORK_MAX_CALLS
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"violin plan: {plan.describe()}{note}")
+    if limit is not None and plan.uncached > limit:
+        raise pytest.UsageError(
+            f"--violin-max-calls={limit}: this run plans {plan.uncached} uncached generations with "
+            f"{plan.adapter} ({plan.samples} samples x {plan.repeats} repeats, {plan.cached} cached), "
+            f"more than the limit; narrow it (--violin-limit=N, --violin-tasks=..., -k, a path) or "
+            f"raise the limit (--violin-max-calls=N, 'none' for no limit)")
 
 
 def pytest_generate_tests(metafunc):
@@ -263,8 +424,13 @@ def pytest_sessionfinish(session, exitstatus):
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    stopped = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED) or bool(session.shouldstop)
+               or bool(session.shouldfail))
     if state.runner is not None:
-        state.runner.close()
+        # after Ctrl-C or -x nothing waits for the generations still in flight
+        state.runner.close(wait=not stopped)
+        if stopped:
+            state.cancel.set()
     if hasattr(config, "workerinput"):
         return
     if len(state.store) or state.settings.model:

@@ -6,6 +6,8 @@ model adapter and runner (built on first use) and the results store.
 
 from __future__ import annotations
 
+import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from .settings import ViolinSettings, parse_settings, resolve_path
 __all__ = ["ViolinState", "STATE_KEY", "get_state", "redact"]
 
 
-@dataclass
+@dataclass(eq=False)
 class ViolinState:
     """Run state of one process (kept in ``config.stash[STATE_KEY]``)."""
 
@@ -32,6 +34,10 @@ class ViolinState:
     index: dict = field(default_factory=dict)
     interactor: object = None
     identity: str | None = None
+    scope: object = None
+    network: bool = False
+    cacheable: bool = True
+    cancel: threading.Event = field(default_factory=threading.Event)
 
     @property
     def is_worker(self) -> bool:
@@ -62,7 +68,15 @@ class ViolinState:
             headers=s.headers, timeout=s.timeout, retries=s.retries,
             request_template=s.request_template, response_path=s.response_path,
             concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
+            cancel=self.cancel, **self._transport_limits(AdapterOptions),
         )
+
+    def _transport_limits(self, options_type) -> dict:
+        # max_answer_bytes arrives with the HTTP hardening of AdapterOptions
+        names = getattr(options_type, "__dataclass_fields__", {})
+        if "max_answer_bytes" in names:
+            return {"max_answer_bytes": self.settings.max_answer_mb * 2**20}
+        return {}
 
     def resolve_adapter(self, spec: str):
         from .errors import ModelSpecError
@@ -84,13 +98,17 @@ class ViolinState:
             from .runner import Runner
 
             s = self.settings
-            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self._make_cache(),
-                                 base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs)
+            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
+                                 base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
+                                 cancel=self.cancel)
         return self.runner
 
-    def _make_cache(self):
+    def make_cache(self):
+        """The generation cache of this run, or None (disabled, or the adapter is not cacheable)."""
         s = self.settings
-        if s.no_cache or getattr(self.get_adapter(), "cacheable", True) is False:
+        adapter = self.adapter
+        cacheable = self.cacheable if adapter is None else getattr(adapter, "cacheable", True)
+        if s.no_cache or cacheable is False:
             return None
         try:
             from .cache import ImageCache
@@ -120,9 +138,12 @@ class ViolinState:
             table.setdefault(s.task, tuple(s.metric_names))
         return table
 
-    def close(self):
+    def close(self, *, wait: bool = True):
+        """Stop the runner (abandoning generations in flight unless ``wait``) and close the adapter."""
+        if not wait:
+            self.cancel.set()
         if self.runner is not None:
-            self.runner.close()
+            self.runner.close(wait=wait and not self.cancel.is_set())
             self.runner = None
         if self.adapter is not None:
             close = getattr(self.adapter, "close", None)
@@ -146,11 +167,21 @@ def get_state(config) -> ViolinState:
     return state
 
 
+#: ``scheme://user:password@`` in any text, whatever the scheme (a mistyped
+#: ``htp://`` included).
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@'\"]+@")
+
+
 def redact(text: str) -> str:
-    """``text`` with every registered secret replaced (see :mod:`pytest_violin.secrets`)."""
+    """``text`` without URL credentials and with every registered secret replaced.
+
+    See :mod:`pytest_violin.secrets`; the user-info part of anything shaped
+    like a URL is dropped first, so a model spec with a mistyped scheme
+    (``htp://alice:pw@host/``) does not print its password either.
+    """
     from .secrets import redact as _redact
 
-    return _redact(text)
+    return _redact(_USERINFO.sub(r"\1***@", str(text)))
 
 
 def _load_suite(settings, tasks, limit, config):

@@ -15,15 +15,21 @@ BAD = [
     (["--violin-model=oracle", "--violin-suite=missing/manifest.jsonl"], ["missing/manifest.jsonl"]),
     (["--violin-model=oracle", "--violin-limit=ten"], ["'ten'", "integer"]),
     (["--violin-model=oracle", "--violin-limit=0"], ["'0'", "integer >= 1"]),
-    (["--violin-model=oracle", "--violin-concurrency=0"], ["concurrency", "integer >= 1"]),
+    (["--violin-model=oracle", "--violin-concurrency=0"], ["concurrency", "from 1 to 256"]),
     (["--violin-model=oracle", "--violin-profile=loose"], ["loose", "violin, strict"]),
     (["--violin-model=oracle", "--violin-pass-rule=best"], ["best", "mean, worst"]),
     (["--violin-model=oracle", "--violin-repeats=-2"], ["repeats", "integer >= 1"]),
     (["--violin-model=oracle", "--violin-seed=x"], ["seed", "integer"]),
     (["--violin-model=oracle", "--violin-timeout=0"], ["timeout", "> 0"]),
-    (["--violin-model=oracle", "--violin-retries=-1"], ["retries", "integer >= 0"]),
+    (["--violin-model=oracle", "--violin-retries=-1"], ["retries", "from 0 to 100"]),
     (["--violin-model=oracle", "--violin-header=NoColonHere"], ["NoColonHere", "Name: value"]),
     (["--violin-model=oracle", "--violin-request-template=nofile.json"], ["nofile.json"]),
+    # bounds: an absurd value is refused at once, never a hang or an OverflowError per sample
+    (["--violin-model=oracle", "--violin-concurrency=100000000"], ["100000000", "from 1 to 256"]),
+    (["--violin-model=oracle", "--violin-timeout=1e300"], ["1e300", "<= 86400"]),
+    (["--violin-model=oracle", "--violin-retries=1000"], ["1000", "from 0 to 100"]),
+    (["--violin-model=oracle", "--violin-max-calls=-1"], ["max-calls", "integer >= 0"]),
+    (["--violin-model=oracle", "--violin-max-answer-mb=0"], ["max-answer-mb", "from 1 to 1024"]),
 ]
 
 
@@ -66,3 +72,41 @@ def test_no_model_does_not_import_heavy_modules(pytester):
         "    assert heavy == []\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:randomly")
     result.assert_outcomes(passed=1)
+
+
+def test_cache_dir_that_is_a_file_is_a_usage_error(pytester):
+    pytester.path.joinpath("afile").write_text("x")
+    result = pytester.runpytest("--violin-model=oracle", "--violin-cache-dir=afile")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "afile" in result.stderr.str() and "directory" in result.stderr.str()
+
+
+def test_bad_ini_boolean_names_the_ini_key(pytester):
+    pytester.makeini("[pytest]\nviolin_model = oracle\nviolin_no_cache = maybe\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "violin_no_cache" in result.stderr.str() and "maybe" in result.stderr.str()
+
+
+def test_header_without_colon_is_not_echoed(pytester):
+    result = pytester.runpytest("--violin-model=oracle", "--violin-header=Authorization Bearer s3cr3t-planted")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stderr.str() + result.stdout.str()
+    assert "s3cr3t" not in out and "Authorization" in out
+
+
+def test_mistyped_scheme_does_not_print_the_url_password(pytester):
+    result = pytester.runpytest("--violin-model=htp://alice:pw-planted-9@example.invalid/gen")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stderr.str() + result.stdout.str()
+    assert "pw-planted-9" not in out and "htp" in out
+
+
+def test_tasks_as_a_toml_list_needs_no_deprecated_ini_type(pytester):
+    pytester.makepyprojecttoml(
+        '[tool.pytest.ini_options]\nviolin_model = "oracle"\nviolin_tasks = ["color", "shape"]\n'
+        'violin_limit = "4"\n')
+    result = pytester.runpytest("-W", "error::pytest.PytestDeprecationWarning", "--collect-only", "-q")
+    assert result.ret == 0
+    ids = [line for line in result.stdout.lines if line.startswith("violin::")]
+    assert ids and {i.split("::")[1].split("/")[0] for i in ids} <= {"color", "shape"}
