@@ -1,14 +1,43 @@
-"""Shared test helpers: tiny fake samples that follow the ``Sample`` interface."""
+"""Shared test helpers: tiny fake samples that follow the ``Sample`` interface.
+
+Hypothesis: with ``CI`` set (as ``.ci/run`` runs), every property test of this
+suite runs under the ``violin-ci`` profile: derandomized (the same examples on
+every run and machine, so a red CI is a real failure, never a lucky draw), no
+example database, no deadline (the CI machine is shared) and at most
+:data:`CI_MAX_EXAMPLES` examples (tests that set ``max_examples`` themselves
+keep theirs). Locally the default profile draws fresh examples; choose the CI
+one with ``pytest --hypothesis-profile=violin-ci``.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from pytest_violin.imaging import as_rgb8, resize_rgb8
 from pytest_violin.metrics import Metrics
+
+#: Name of this suite's derandomized hypothesis profile.
+CI_PROFILE = "violin-ci"
+
+#: Examples per property test under :data:`CI_PROFILE` (hypothesis's default is 100).
+CI_MAX_EXAMPLES = 50
+
+
+def _running_in_ci(environ=os.environ) -> bool:
+    """Whether ``CI`` is set to anything but an empty or false-like value."""
+    return environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+settings.register_profile(CI_PROFILE, derandomize=True, database=None, deadline=None,
+                          max_examples=CI_MAX_EXAMPLES)
+if _running_in_ci():
+    # --hypothesis-profile, applied by hypothesis's plugin after this import, still wins
+    settings.load_profile(CI_PROFILE)
 
 
 @dataclass(frozen=True, eq=False)

@@ -318,3 +318,24 @@ def test_violin_hypothesis_profile():
     assert profile.database is not None
     assert Phase.shrink in profile.phases and Phase.reuse in profile.phases
     assert getattr(Phase, "explain", None) not in profile.phases
+
+
+# ---------------------------------------------------------------- this suite's CI profile
+@pytest.mark.parametrize("value, expected", [("true", True), ("1", True), ("yes", True),
+                                             ("", False), ("0", False), ("false", False),
+                                             ("False", False), (None, False)])
+def test_ci_is_detected_from_the_environment(value, expected):
+    from conftest import _running_in_ci
+
+    assert _running_in_ci({} if value is None else {"CI": value}) is expected
+
+
+def test_ci_runs_the_property_tests_derandomized_and_bounded(request):
+    from conftest import CI_MAX_EXAMPLES, CI_PROFILE, _running_in_ci
+
+    profile = settings.get_profile(CI_PROFILE)
+    assert profile.derandomize is True and profile.database is None and profile.deadline is None
+    assert profile.max_examples == CI_MAX_EXAMPLES <= 100
+    if _running_in_ci() and not request.config.getoption("hypothesis_profile", default=None):
+        current = settings.default
+        assert current.derandomize is True and current.max_examples == CI_MAX_EXAMPLES
