@@ -29,6 +29,7 @@ __all__ = [
     "ACCEPTED_INPUTS",
     "as_rgb8",
     "decoded_size",
+    "probe_image_file",
     "encode_png",
     "decode_image",
     "resize_rgb8",
@@ -365,12 +366,18 @@ def _file_kind(mode: int) -> str:
 
 
 def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndarray:
-    """Decode the image file at ``path``: regular, non-empty files only.
+    """Decode the image file at ``path`` (see :func:`_open_regular`)."""
+    with _open_regular(path, original) as fh:
+        return _decode_stream(fh, original, max_pixels, max_bytes)
 
-    Opened without blocking (a FIFO cannot hang the run) and checked with
+
+def _open_regular(path: Path, original) -> io.BufferedReader:
+    """Open ``path`` for reading if it is a regular, non-empty file, without blocking.
+
+    A FIFO cannot hang the run (``O_NONBLOCK``), and the checks use
     ``fstat`` on the open descriptor, so what is checked is what is read.
-    Zero-size files are refused: that includes ``/proc`` files, whose
-    size reads as 0.
+    Zero-size files are refused: that includes ``/proc`` files, whose size
+    reads as 0.
     """
     name = str(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -389,12 +396,56 @@ def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndar
             raise _fail(original, f"file {name!r} is empty (0 bytes) or a special file")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        fh = os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
-    with fh:
-        return _decode_stream(fh, original, max_pixels, max_bytes)
+
+
+def probe_image_file(path, *, max_pixels: int = MAX_PIXELS,
+                     max_bytes: int = MAX_DECODED_BYTES) -> tuple:
+    """Read only the header of the image file at ``path``: its ``(width, height)``.
+
+    The same checks as :func:`as_rgb8` before decoding (a regular,
+    non-empty file; a recognised format; ``max_pixels``; ``max_bytes``),
+    without decoding a pixel. Used to validate manifests when they load.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file.
+    max_pixels, max_bytes : int, optional
+        As for :func:`as_rgb8`.
+
+    Returns
+    -------
+    tuple of int
+        ``(width, height)`` after the EXIF orientation is applied.
+
+    Raises
+    ------
+    InvalidImageError
+        One line naming the file, never its content.
+    """
+    with _open_regular(Path(path), path) as fh:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with Image.open(fh) as img:
+                    width, height = img.size
+                    _check_pixels(path, height, width, max_pixels)
+                    _check_bytes(path, img, max_bytes)
+                    # EXIF from the header only: Pillow's getexif() would decode a
+                    # PNG to look for an eXIf chunk after the pixels
+                    orientation = (img.getexif().get(ExifTags.Base.Orientation, 1)
+                                   if "exif" in img.info else 1)
+        except InvalidImageError:
+            raise
+        except UnidentifiedImageError:
+            raise _fail(path, "bytes are not a recognised image format") from None
+        except (Image.DecompressionBombError, *_DECODE_ERRORS) as exc:
+            raise _fail(path, f"image header is corrupt ({_reason(exc)})") from None
+    return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
 
 
 def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:

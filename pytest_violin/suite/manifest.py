@@ -12,23 +12,39 @@ control, metric_names, spec`` (see :meth:`Sample.to_manifest`) plus
 ``expected`` and ``inputs``: paths relative to the manifest's folder.
 Loaded samples read their ground truth and inputs from those files; a line
 without ``expected`` must have a spec that can be rendered.
+
+A manifest is read as untrusted input: every path must resolve
+(symlinks followed) to a regular, non-empty file inside the manifest's
+folder; the image header of each file is read when the manifest loads
+(a recognised format, the sample's size, within the image limits of
+:mod:`pytest_violin.imaging`); ``width`` and ``height`` lie in
+``1..MAX_SIDE``; a line holds at most :data:`MAX_LINE_BYTES` bytes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from pathlib import Path
 
-from ..errors import ManifestError, SampleIdError, SuiteError
-from ..imaging import encode_png
+from ..errors import InvalidImageError, ManifestError, SampleIdError, SuiteError
+from ..imaging import MAX_PIXELS, encode_png, probe_image_file
 from .progress import ProgressBar
 from .render import RENDERABLE_KINDS
 from .sample import LAYOUTS, TASKS, Sample
 
-__all__ = ["MANIFEST_NAME", "export_samples", "load_manifest", "manifest_path"]
+__all__ = ["MANIFEST_NAME", "MAX_SIDE", "MAX_LINE_BYTES", "export_samples", "load_manifest",
+           "manifest_path"]
 
 MANIFEST_NAME = "manifest.jsonl"
+#: Largest ``width`` or ``height`` of a manifest sample: 8192, so that a
+#: sample's images stay within the 64-megapixel limit of
+#: :data:`pytest_violin.imaging.MAX_PIXELS`.
+MAX_SIDE = math.isqrt(MAX_PIXELS)
+#: Longest manifest line, in bytes (1 MiB; an exported line is < 2 KiB).
+MAX_LINE_BYTES = 1024 * 1024
 _INPUT_NAMES = {"mask": ("image", "mask")}
 
 
@@ -121,23 +137,71 @@ def _check(record, name, kind, where, *, required=True):
         if not ok:
             raise ManifestError(f"{name} must be a positive integer, got {value!r}", field=name,
                                 **where)
+        if value > MAX_SIDE:
+            raise ManifestError(f"{name} {value} is out of the accepted range 1..{MAX_SIDE} "
+                                f"(images are limited to {MAX_PIXELS} pixels)", field=name,
+                                **where)
     elif not isinstance(value, kind):
         raise ManifestError(f"{name} must be a {kind.__name__}, got {value!r}", field=name,
                             **where)
     return value
 
 
-def _resolve(base: Path, rel, field, where) -> str:
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _resolve(base: str, rel, field, where, size) -> str:
+    """The real path of ``rel``: a regular, non-empty image file inside ``base``.
+
+    ``base`` is the manifest folder's real path. Symlinks are followed
+    (``os.path.realpath``) and the target must still lie inside ``base``;
+    directories, FIFOs, devices, sockets and empty files (``/proc`` files
+    read as empty) are refused, and so is a file whose image header is not
+    of a recognised format, of ``size`` (``(width, height)``), or within
+    the image limits. Nothing but the header is read, and no message
+    quotes the file's content.
+    """
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts:
         raise ManifestError(f"{field} path {rel!r} must be a relative path inside the "
                             f"manifest folder", field=field, **where)
-    path = base / rel
-    if not path.is_file():
-        raise ManifestError(f"{field} file {str(path)!r} does not exist", field=field, **where)
-    return str(path)
+    real = os.path.realpath(os.path.join(base, rel))
+    if os.path.commonpath([base, real]) != base or real == base:
+        raise ManifestError(f"{field} path {rel!r} resolves to {real!r}, outside the manifest "
+                            f"folder {base!r}; files (and symlinks) must stay inside it",
+                            field=field, **where)
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        raise ManifestError(f"{field} file {real!r} does not exist", field=field,
+                            **where) from None
+    except OSError as exc:
+        raise ManifestError(f"{field} file {real!r} cannot be read ({exc.strerror})",
+                            field=field, **where) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ManifestError(f"{field} path {real!r} is {_file_kind(info.st_mode)}; accepted: a "
+                            f"regular PNG/JPEG/WebP file", field=field, **where)
+    if info.st_size == 0:
+        raise ManifestError(f"{field} file {real!r} is empty (0 bytes); accepted: a PNG/JPEG/"
+                            f"WebP file", field=field, **where)
+    try:
+        found = probe_image_file(real)
+    except InvalidImageError as exc:
+        reason = str(exc).split(": got ", 1)[0]
+        raise ManifestError(f"{field} file {real!r} is not a usable image ({reason})",
+                            field=field, **where) from None
+    if tuple(found) != tuple(size):
+        raise ManifestError(f"{field} image {real!r} is {found[0]}x{found[1]}, but the sample "
+                            f"is {size[0]}x{size[1]} (width x height)", field=field, **where)
+    return real
 
 
-def _sample_from_record(record, base: Path, where, default_suite: str) -> Sample:
+def _sample_from_record(record, base: str, where, default_suite: str) -> Sample:
     if not isinstance(record, dict):
         raise ManifestError(f"each line must be a JSON object, got {type(record).__name__}",
                             **where)
@@ -173,14 +237,15 @@ def _sample_from_record(record, base: Path, where, default_suite: str) -> Sample
             raise ManifestError(f"metric_names must be a list of strings, got {metric_names!r}",
                                 field="metric_names", **where)
     files = {}
+    size = (values["width"], values["height"])
     if record.get("expected") is not None:
-        files["expected"] = _resolve(base, record["expected"], "expected", where)
+        files["expected"] = _resolve(base, record["expected"], "expected", where, size)
     inputs = record.get("inputs") or []
     if not isinstance(inputs, list):
         raise ManifestError(f"inputs must be a list of paths, got {inputs!r}", field="inputs",
                             **where)
     if inputs:
-        files["inputs"] = [_resolve(base, p, "inputs", where) for p in inputs]
+        files["inputs"] = [_resolve(base, p, "inputs", where, size) for p in inputs]
     if "expected" not in files:
         kind = spec.get("kind")
         if kind not in RENDERABLE_KINDS or (kind == "mask" and "photo" not in spec):
@@ -216,18 +281,29 @@ def load_manifest(path) -> list:
     ------
     ManifestError
         With the file, 1-based line and field at fault: invalid JSON, a
-        missing or mistyped field, an invalid id, a duplicate id, a missing
-        PNG, or a control that names no sample of the manifest.
+        missing or mistyped field, a width or height outside
+        ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing PNG, a
+        path that leaves the manifest folder (through ``..`` or a symlink),
+        a directory, FIFO, device or empty file, an image file that is not
+        an image of the sample's size (header only; the message never
+        quotes a file's content), an over-long line, or a control that
+        names no sample of the manifest.
     """
     mpath = manifest_path(path)
     if not mpath.is_file():
         raise ManifestError(f"no manifest at {str(mpath)!r}", path=mpath)
     base = mpath.parent
+    real_base = os.path.realpath(base)
     samples, lines = [], {}
     default_suite = base.name or "manifest"
     with open(mpath, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), 1):
             where = {"path": mpath, "line": lineno}
+            if len(raw) > MAX_LINE_BYTES and not (len(raw) == MAX_LINE_BYTES + 1
+                                                  and raw.endswith(b"\n")):
+                raise ManifestError(f"line longer than {MAX_LINE_BYTES} bytes; accepted: one "
+                                    f"JSON object of at most {MAX_LINE_BYTES} bytes per line",
+                                    **where)
             try:
                 line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as exc:
@@ -240,7 +316,7 @@ def load_manifest(path) -> list:
             except json.JSONDecodeError as exc:
                 raise ManifestError(f"invalid JSON ({exc.msg} at column {exc.colno})",
                                     **where) from None
-            sample = _sample_from_record(record, base, where, default_suite)
+            sample = _sample_from_record(record, real_base, where, default_suite)
             if sample.id in lines:
                 raise ManifestError(f"duplicate id {sample.id!r} (first on line "
                                     f"{lines[sample.id]})", field="id", **where)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SuiteError
+from ..errors import InvalidImageError, SuiteError
 from ..imaging import as_rgb8, resize_rgb8
 from .frozen import FrozenMap, freeze, thaw
 from .ids import validate_sample_id
@@ -211,7 +211,7 @@ class Sample:
         = keep), ``()`` for generation tasks.
         """
         if self.files is not None and self.files.get("inputs"):
-            return tuple(as_rgb8(p) for p in self.files["inputs"])
+            return tuple(self._read_file(p, "input image") for p in self.files["inputs"])
         if self.payload is not None:
             from .masks import mask_to_rgb
 
@@ -240,11 +240,20 @@ class Sample:
 
     def _render_expected(self) -> np.ndarray:
         if self.files is not None and self.files.get("expected"):
-            return as_rgb8(self.files["expected"])
+            return self._read_file(self.files["expected"], "expected image")
         if self.payload is not None:
             source, keep = self.payload
             return apply_mask(source, keep)
         return render_spec(self.spec, self.width, self.height)
+
+    def _read_file(self, path, what: str) -> np.ndarray:
+        """Decode a manifest file: one line naming the sample and file on failure."""
+        try:
+            return as_rgb8(path)
+        except InvalidImageError as exc:
+            reason = str(exc).split(": got ", 1)[0]
+            raise InvalidImageError(f"sample {self.id!r}: {what} {str(path)!r} is not a usable "
+                                    f"image ({reason})") from None
 
     def score(self, image, *, profile: str = "violin"):
         """Score a generated image against this sample's ground truth.
