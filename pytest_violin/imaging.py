@@ -146,7 +146,7 @@ def decoded_size(img: Image.Image) -> int:
     try:
         mode = ImageMode.getmode(img.mode)
         bands, item = len(mode.bands), int(mode.typestr[2:] or 1)
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, AttributeError):
         bands, item = max(len(img.getbands()), 1), 1
     per_channel = max(item, math.ceil(_raw_bits(img) / 8), 1)
     return width * height * bands * per_channel
