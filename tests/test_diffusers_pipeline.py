@@ -162,3 +162,18 @@ def test_stratified_suite_runs_without_generation_error(tiny_dirs, tmp_path):
         assert noise not in output
     seconds = sorted(s["seconds"] for s in samples)
     print(f"per-sample generation seconds (512x512, 2 steps): median {seconds[6]:.3f}, max {seconds[-1]:.3f}")
+
+
+def test_device_without_hardware_is_a_usage_error_of_the_run(tiny_dirs, tmp_path):
+    """``?device=cuda`` on a machine without a GPU: exit 4 and one line, no INTERNALERROR."""
+    cuda = "cuda:999" if torch.cuda.is_available() else "cuda"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--violin-model=diffusers:{tiny_dirs['text2image']}?device={cuda}", "--violin-limit=2"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 4, output
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    errors = [line for line in output.splitlines() if line.startswith("ERROR:")]
+    assert len(errors) == 1 and f"device='{cuda}'" in errors[0]
