@@ -126,6 +126,7 @@ def test_device_and_parameter_errors_are_usage_errors(tiny_dirs):
     path = tiny_dirs["text2image"]
     cuda = "cuda:999" if torch.cuda.is_available() else "cuda"
     for query, value in ((f"?device={cuda}", f"device='{cuda}'"), ("?device=gpu", "device='gpu'"),
+                         ("?device=meta", "device='meta'"), ("?device=0", "device='0'"),
                          ("?sampler=ddim", "'sampler'"), ("?steps=2&generator=1", "'generator'")):
         with pytest.raises(ModelSpecError) as info:
             load(path, query)

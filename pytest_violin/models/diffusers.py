@@ -313,11 +313,14 @@ def check_device(torch, device: str) -> str:
             raise ModelSpecError(
                 f"diffusers: device={device!r} but this machine has {count} CUDA device(s); "
                 f"accepted: cuda:0 to cuda:{count - 1}, cpu")
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
+    elif dev.type == "meta":
+        raise ModelSpecError(f"diffusers: device={device!r} holds no weights; accepted: cpu, cuda, cuda:N, mps")
+    elif dev.type != "cpu":  # mps, xpu, ...: ask the backend where torch has one
+        backend = getattr(torch.backends, dev.type, None) or getattr(torch, dev.type, None)
+        available = getattr(backend, "is_available", None)
+        if callable(available) and not available():
             raise ModelSpecError(
-                f"diffusers: device={device!r} but MPS is not available on this machine; accepted here: cpu")
+                f"diffusers: device={device!r} but this machine has no {dev.type} device; accepted here: cpu")
     return str(dev)
 
 
