@@ -50,7 +50,14 @@ def _linear_levels() -> np.ndarray:
     return np.where(v > 0.04045, ((v + 0.055) / 1.055) ** 2.4, v / 12.92)
 
 
+#: sRGB companding of each 8-bit level.
 _LINEAR = _linear_levels()
+#: Linear RGB to XYZ relative to the white point (rows divided by it).
+_XYZN_FROM_LINEAR = _XYZ_FROM_RGB / _WHITE[:, None]
+#: ``f(X/Xn), f(Y/Yn), f(Z/Zn)`` to ``L*, a*, b*`` (affine: last column).
+_LAB_FROM_F = np.array([[0.0, 116.0, 0.0, -16.0],
+                        [500.0, -500.0, 0.0, 0.0],
+                        [0.0, 200.0, -200.0, 0.0]])
 
 
 def float_lab(rgb: np.ndarray) -> np.ndarray:
@@ -58,30 +65,19 @@ def float_lab(rgb: np.ndarray) -> np.ndarray:
 
     The formula of ``skimage.color.rgb2lab`` (sRGB companding, the same
     matrix and white point, the same cube-root knee), organized for 8-bit
-    input: the companding is a 256-entry table and the matrix product is
-    written out per channel. Equal to ``rgb2lab`` to ~1e-13 and about three
-    times faster.
+    input: the companding is a 256-entry table (``cv2.LUT``) and both
+    linear steps are ``cv2.transform``. Equal to ``rgb2lab`` to ~1e-13 (all
+    2**24 colours checked) and several times faster.
     """
-    lin = [_LINEAR[rgb[..., c]] for c in range(3)]
-    out = np.empty(rgb.shape[:-1] + (3,), dtype=np.float64)
-    f = []
-    for row, white in zip(_XYZ_FROM_RGB, _WHITE):
-        t = lin[0] * row[0]
-        t += lin[1] * row[1]
-        t += lin[2] * row[2]
-        t /= white
-        small = t <= 0.008856
-        knee = 7.787 * t[small] + 16.0 / 116.0
-        np.cbrt(t, out=t)
-        t[small] = knee
-        f.append(t)
-    fx, fy, fz = f
-    out[..., 0] = 116.0 * fy - 16.0
-    np.subtract(fx, fy, out=out[..., 1])
-    out[..., 1] *= 500.0
-    np.subtract(fy, fz, out=out[..., 2])
-    out[..., 2] *= 200.0
-    return out
+    shape = rgb.shape
+    if rgb.ndim != 3:  # OpenCV reads (H, W, 3) as a 3-channel image only
+        rgb = rgb.reshape(-1, 1, 3)
+    t = cv2.transform(cv2.LUT(rgb, _LINEAR), _XYZN_FROM_LINEAR)
+    small = t <= 0.008856
+    knee = t[small] * 7.787 + 16.0 / 116.0
+    np.cbrt(t, out=t)
+    t[small] = knee
+    return cv2.transform(t, _LAB_FROM_F).reshape(shape)
 
 
 def rgb_to_lab(image, *, profile: str = "violin") -> np.ndarray:
