@@ -14,7 +14,9 @@ import os
 import re
 import stat
 import struct
+import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import cv2
@@ -26,6 +28,7 @@ from .errors import ImageSizeMismatchError, InvalidImageError
 __all__ = [
     "MAX_PIXELS",
     "MAX_DECODED_BYTES",
+    "DECODE_BUDGET_BYTES",
     "ACCEPTED_INPUTS",
     "as_rgb8",
     "decoded_size",
@@ -52,6 +55,49 @@ MAX_DECODED_BYTES = 256 * 1024 * 1024
 #: Conversions work on blocks of rows of about this many pixels, so no
 #: full-size intermediate copy (32-bit or float) is ever made.
 _BLOCK_PIXELS = 1 << 18
+
+#: Working memory, in bytes, that the decodes of encoded images in
+#: progress may hold together in one process (512 MiB). Each decode
+#: reserves an estimate (:func:`_working_bytes`: Pillow's decoded image plus
+#: the RGB result) before decoding and waits while the budget is taken:
+#: many small images decode side by side, the largest ones (about 450 MiB
+#: for 64-megapixel RGBA) one at a time, whatever the number of threads.
+DECODE_BUDGET_BYTES = 512 * 1024 * 1024
+
+
+class _Budget:
+    """A process-wide byte budget shared by threads (a counting semaphore in bytes).
+
+    A reservation larger than the whole budget is cut to it, so it runs
+    alone rather than never. ``peak`` records the most ever reserved at
+    once; ``waiting`` is set whenever a thread starts to wait (for tests).
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        self.used = 0
+        self.peak = 0
+        self.waiting = threading.Event()
+        self._cond = threading.Condition()
+
+    @contextmanager
+    def hold(self, nbytes: int):
+        n = max(0, min(int(nbytes), self.capacity))
+        with self._cond:
+            if self.used + n > self.capacity:
+                self.waiting.set()
+                self._cond.wait_for(lambda: self.used + n <= self.capacity)
+            self.used += n
+            self.peak = max(self.peak, self.used)
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= n
+                self._cond.notify_all()
+
+
+_DECODE_BUDGET = _Budget(DECODE_BUDGET_BYTES)
 
 ACCEPTED_INPUTS = (
     "a numpy array (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) of uint8, uint16, bool "
@@ -341,7 +387,6 @@ def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
             width, height = img.size
             _check_pixels(original, height, width, max_pixels)
             _check_bytes(original, img, max_bytes)
-            img.load()
     except InvalidImageError:
         raise
     except Image.DecompressionBombError as exc:
@@ -351,9 +396,26 @@ def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     except _DECODE_ERRORS as exc:
         raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
     try:
-        return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
+        with _DECODE_BUDGET.hold(_working_bytes(img)):
+            try:
+                img.load()
+            except _DECODE_ERRORS as exc:
+                raise _fail(original, f"image data is truncated or corrupt "
+                                      f"({_reason(exc)})") from None
+            return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
     finally:
         img.close()
+
+
+def _working_bytes(img: Image.Image) -> int:
+    """Memory a decode of ``img`` holds at its peak: Pillow's image and the RGB result.
+
+    Pillow keeps 3- and 4-channel 8-bit images at 4 bytes a pixel; the
+    result is 3 bytes a pixel; an EXIF rotation may briefly double
+    Pillow's image, which the budget's margin covers.
+    """
+    width, height = img.size
+    return max(decoded_size(img), width * height * 4) + width * height * 3
 
 
 def _file_kind(mode: int) -> str:
@@ -478,7 +540,9 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
         C-contiguous ``uint8`` array of shape ``(H, W, 3)``. A uint8 RGB
         input is returned without a copy. The conversion works in blocks
         of rows: besides the result, it allocates only a few megabytes,
-        whatever the input's dtype and mode.
+        whatever the input's dtype and mode. Decodes of encoded images
+        share a process-wide budget (:data:`DECODE_BUDGET_BYTES`): when
+        threads decode large images at once, the later ones wait.
 
     Raises
     ------

@@ -337,3 +337,68 @@ def test_an_empty_file_is_refused(tmp_path):
     path.write_bytes(b"")
     with pytest.raises(InvalidImageError, match=r"empty \(0 bytes\)"):
         as_rgb8(path)
+
+
+# ------------------------------------------------------- concurrent decodes share a budget
+
+def test_budget_makes_a_second_reservation_wait_until_the_first_is_released():
+    budget = imaging._Budget(100)
+    first_in, release, second_in = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with budget.hold(70):
+            first_in.set()
+            release.wait(10)
+
+    def second():
+        with budget.hold(70):
+            second_in.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert first_in.wait(10)
+    threads[1].start()
+    assert budget.waiting.wait(10)            # the second reservation is waiting...
+    assert not second_in.is_set()             # ...and has not entered
+    release.set()
+    assert second_in.wait(10)
+    for t in threads:
+        t.join(10)
+    assert budget.peak == 70 and budget.used == 0
+
+
+def test_a_reservation_over_the_whole_budget_runs_alone():
+    budget = imaging._Budget(100)
+    with budget.hold(10**12):
+        assert budget.used == 100
+    with budget.hold(30), budget.hold(30):
+        assert budget.used == 60
+
+
+def test_concurrent_decodes_stay_within_the_budget(monkeypatch):
+    img = Image.fromarray(RNG.integers(0, 256, (64, 64, 4), dtype=np.uint8))
+    data = _encode(img)
+    need = 64 * 64 * 4 + 64 * 64 * 3
+    budget = imaging._Budget(2 * need + 1)           # room for two decodes at a time
+    monkeypatch.setattr(imaging, "_DECODE_BUDGET", budget)
+    expected = _reference_pil(img)
+    errors = []
+
+    def work():
+        for _ in range(5):
+            if not np.array_equal(as_rgb8(data), expected):
+                errors.append("pixels differ")
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors and budget.used == 0
+    assert need <= budget.peak <= 2 * need + 1
+
+
+def test_the_worst_accepted_image_reserves_less_than_the_budget():
+    """64-megapixel 8-bit RGBA: Pillow's 256 MiB plus the 192 MiB result."""
+    img = Image.open(io.BytesIO(_png_header(8192, 8192, 8, 6)))
+    assert imaging._working_bytes(img) == 8192 * 8192 * 7 < imaging.DECODE_BUDGET_BYTES
