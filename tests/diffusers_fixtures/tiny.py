@@ -74,7 +74,7 @@ def build_tiny_sd(root, *, kind: str = "text2image", seed: int = 0) -> Path:
     cls = StableDiffusionPipeline if kind == "text2image" else StableDiffusionInpaintPipeline
     pipe = cls(
         unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer,
-        scheduler=DDIMScheduler(), safety_checker=None, feature_extractor=None,
+        scheduler=DDIMScheduler(steps_offset=1, clip_sample=False), safety_checker=None, feature_extractor=None,
         requires_safety_checker=False,
     )
     path = root / f"tiny-{kind}"
