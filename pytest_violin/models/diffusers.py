@@ -206,7 +206,7 @@ def build_pipelines(pipe, diffusers=None) -> dict:
         diffusers = importlib.import_module("diffusers")
     source = type(pipe).__name__
     out: dict[str, Any] = {}
-    for kind, (auto_name, needs, words) in KINDS.items():
+    for kind, (auto_name, needs, _words) in KINDS.items():
         if kind != "inpaint" and _inpaint_only(pipe):
             out[kind] = (f"{source} holds an inpainting checkpoint (its denoiser takes the mask and "
                          "masked image as input channels), which cannot run without a mask")
