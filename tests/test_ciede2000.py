@@ -97,3 +97,122 @@ def test_rejects_wrong_last_axis(bad):
 def test_rejects_shapes_that_do_not_broadcast():
     with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 3\).*do not broadcast"):
         ciede2000(np.zeros((2, 3)), np.zeros((4, 3)))
+
+
+# ------------------------------------------------------------ one colour (strict)
+
+from pytest_violin.metrics.ciede2000 import ciede2000_to_color  # noqa: E402
+
+
+def _near_branch_inputs(rng, ref, n=600):
+    lab = _random_lab(rng, 20 * n)
+    k = rng.uniform(0.1, 2.0, (n, 1))
+    lab[:n, 1:] = -ref[1:] * k                                   # exactly opposite
+    lab[n:2 * n, 1:] = -ref[1:] * k + rng.normal(0, 1e-7, (n, 2))  # nearly opposite
+    lab[2 * n:3 * n, 1:] = ref[1:] * [1, -1] * k                 # mirrored
+    lab[3 * n:4 * n, 1:] = 0.0                                   # neutral
+    lab[4 * n:5 * n] = ref + rng.normal(0, 1e-4, (n, 3))         # tiny differences
+    lab[5 * n:6 * n, 2] = 0.0                                    # on the a* axis
+    lab[6 * n:7 * n] = ref
+    return lab
+
+
+@pytest.mark.parametrize("ref", [[52.0, 10.0, -20.0], [60.0, 0.0, 0.0], [30.0, -40.0, 0.0],
+                                 [70.0, 0.0, 30.0], [50.0, 20.0, 0.0], [41.0, -3.0, -7.0]])
+def test_to_color_equals_the_general_formula(ref):
+    ref = np.array(ref)
+    rng = np.random.default_rng(int(abs(ref).sum()))
+    lab = _near_branch_inputs(rng, ref)
+    for x in (lab, np.round(lab)):
+        np.testing.assert_allclose(ciede2000_to_color(x, ref), ciede2000(ref, x), rtol=0,
+                                   atol=1e-9)
+
+
+def test_to_color_matches_skimage_on_colours_of_8bit_rgb():
+    from skimage.color import rgb2lab
+
+    rng = np.random.default_rng(8)
+    rgb = rng.integers(0, 256, (1, 200_000, 3), dtype=np.uint8)
+    lab = rgb2lab(rgb)[0]
+    for ref_rgb in [(217, 180, 81), (0, 0, 0), (128, 128, 128), (46, 139, 87), (255, 0, 255)]:
+        ref = rgb2lab(np.uint8([[ref_rgb]]))[0, 0]
+        want = deltaE_ciede2000(np.broadcast_to(ref, lab.shape), lab)
+        np.testing.assert_allclose(ciede2000_to_color(lab, ref), want, rtol=0, atol=1e-9)
+
+
+def test_to_color_sharma_pairs_and_shapes():
+    for row in SHARMA:
+        assert float(ciede2000_to_color(row[3:6], row[:3])) == pytest.approx(row[6], abs=1e-4)
+    out = ciede2000_to_color(np.zeros((2, 5, 3)), np.array([50.0, 1.0, 1.0]))
+    assert out.shape == (2, 5) and out.dtype == np.float64
+    with pytest.raises(ValueError, match=r"ref must be one colour of shape \(3,\); got shape"):
+        ciede2000_to_color(np.zeros((2, 3)), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match=r"\(\.\.\., 3\).*got shape \(2, 4\)"):
+        ciede2000_to_color(np.zeros((2, 4)), np.zeros(3))
+
+
+# ------------------------------------------------------------ the reference's float32 formula
+
+from pytest_violin.metrics._ref32 import atan2f, ciede2000_32  # noqa: E402
+
+
+def _codes_to_lab32(codes):
+    lab = codes.astype(np.float32)
+    lab[:, 0] = lab[:, 0] * np.float32(100.0) / np.float32(255.0)
+    lab[:, 1:] -= np.float32(128.0)
+    return lab
+
+
+def _tie(gen, ref):
+    """Exactly opposite or mirrored (a, b) codes: the float32 branch points."""
+    ga, gb = gen[:, 1].astype(np.int64) - 128, gen[:, 2].astype(np.int64) - 128
+    ra, rb = ref[:, 1].astype(np.int64) - 128, ref[:, 2].astype(np.int64) - 128
+    opposite = (ga * rb - gb * ra == 0) & (ga * ra + gb * rb < 0)
+    mirror = (ga * rb + gb * ra == 0) & (ga * ra - gb * rb > 0)
+    return opposite | mirror
+
+
+def test_float32_formula_matches_skimage_float32_away_from_ties():
+    # In this process skimage's float32 hue decisions at ties follow this
+    # machine's arctan2 (tests/test_reference_conformance.py checks them on
+    # the reference's); everywhere else the two agree to float32 rounding.
+    rng = np.random.default_rng(32)
+    gen = rng.integers(0, 256, (400_000, 3), dtype=np.uint8)
+    ref = rng.integers(0, 256, (400_000, 3), dtype=np.uint8)
+    keep = ~_tie(gen, ref)
+    g, r = _codes_to_lab32(gen[keep]), _codes_to_lab32(ref[keep])
+    want = deltaE_ciede2000(g, r)
+    assert want.dtype == np.float32
+    # float32 rounding: the hue angles' ~2.4e-7 rad, times up to ~250, and a
+    # few ulps of this machine's float32 sin/cos (AVX-512 code where present)
+    np.testing.assert_allclose(ciede2000_32(g, r), want, rtol=0, atol=2e-4)
+
+
+def test_float32_formula_differs_from_float64_at_a_tie():
+    # expected #2E8B57 (codes 132, 88, 148) against (245, 0, 217) (144, 220, 82)
+    gen, ref = _codes_to_lab32(np.array([[144, 220, 82]])), _codes_to_lab32(np.array([[132, 88, 148]]))
+    assert float(ciede2000_32(gen, ref)[0]) == pytest.approx(82.5584, abs=1e-3)
+    assert float(ciede2000(ref.astype(np.float64), gen.astype(np.float64))[0]) != pytest.approx(
+        82.5584, abs=1.0)
+
+
+def test_atan2f_is_the_c_library_function_where_that_is_fdlibm():
+    import ctypes
+    import ctypes.util
+    import platform
+
+    libc, version = platform.libc_ver()
+    if libc != "glibc" or tuple(int(v) for v in version.split(".")[:2]) >= (2, 41):
+        pytest.skip(f"the C library here ({libc} {version}) does not use fdlibm's atan2f")
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    libm.atan2f.restype = ctypes.c_float
+    libm.atan2f.argtypes = [ctypes.c_float, ctypes.c_float]
+    rng = np.random.default_rng(41)
+    y = np.concatenate([rng.integers(-128, 128, 4000).astype(np.float32),
+                        (rng.standard_normal(4000) * 60).astype(np.float32),
+                        np.float32([0.0, -0.0, 1.0, -1.0, 5.0, 0.0])])
+    x = np.concatenate([(rng.integers(-128, 128, 4000) * rng.uniform(1, 1.5, 4000)).astype(np.float32),
+                        (rng.standard_normal(4000) * 60).astype(np.float32),
+                        np.float32([-3.0, -3.0, 1.0, 1.0, 0.0, 0.0])])
+    want = np.array([libm.atan2f(float(a), float(b)) for a, b in zip(y, x)], np.float32)
+    np.testing.assert_array_equal(atan2f(y, x).view(np.uint32), want.view(np.uint32))

@@ -9,12 +9,13 @@ import math
 
 import cv2
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pytest_violin.metrics import (LAYOUTS, PROFILES, color_metrics, mask_metrics,
-                                   shape_metrics)
+from pytest_violin.metrics import (LAYOUTS, PROFILES, ciede2000, color_metrics, mask_metrics,
+                                   rgb_to_lab, shape_metrics)
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -83,19 +84,37 @@ def test_growing_noise_raises_sd_rgb_ed_hf(color, seed, profile):
 @given(color=st.tuples(*[st.integers(0, 255)] * 3),
        direction=st.tuples(*[st.integers(-1, 1)] * 3).filter(any),
        profile=st.sampled_from(PROFILES))
+@example(color=(29, 0, 93), direction=(-1, 0, 0), profile="violin")  # lab_00 0.0138, 0.0135
+@example(color=(29, 0, 93), direction=(1, 1, 0), profile="strict")   # dE00 > 100: clipped
 def test_growing_color_shift_raises_rgb_ed_and_lab_00(color, direction, profile):
+    # rgb_ed is the RGB distance itself: it grows with the shift. lab_00 does
+    # not in general (a shift along an RGB axis can pass the expected colour's
+    # hue and lightness at different rates, and CIEDE2000 is not monotonic
+    # along RGB lines: from (29, 0, 93) along -R, lab_00 goes 0.0138, 0.0135), so
+    # for lab_00 the test asserts what holds: 0 without a shift, > 0 for every
+    # shift that changes the colour the profile sees (the 8-bit Lab code under
+    # violin, the RGB value under strict), and the value of the two colours'
+    # CIEDE2000 itself.
     exp = np.full((8, 8, 3), color, np.uint8)
     base = np.array(color)
     # as far as the shift can go inside the RGB cube, in 4 steps
     room = min((255 - c) if d > 0 else c if d < 0 else 255 for c, d in zip(base, direction))
     if room < 24:
         return
+    ref_lab = rgb_to_lab(exp[:1, :1], profile=profile)
     scores = []
-    for k in np.linspace(room / 4, room, 4).round():
+    for k in [0.0] + list(np.linspace(room / 4, room, 4).round()):
         gen = np.full((8, 8, 3), base + k * np.array(direction), np.uint8)
-        scores.append(color_metrics(gen, exp, profile=profile))
-    for name in ("rgb_ed", "lab_00"):
-        _strictly_increasing([m[name] for m in scores], name)
+        m = color_metrics(gen, exp, profile=profile)
+        scores.append(m)
+        lab = rgb_to_lab(gen[:1, :1], profile=profile)
+        if k == 0:
+            assert m["lab_00"] == 0.0
+        elif profile == "strict" or not np.array_equal(lab, ref_lab):
+            assert m["lab_00"] > 0.0, k
+        assert m["lab_00"] == pytest.approx(min(float(ciede2000(ref_lab, lab)[0, 0]) / 100, 1.0),
+                                            abs=2e-6)
+    _strictly_increasing([m["rgb_ed"] for m in scores], "rgb_ed")
 
 
 # ------------------------------------------------------------ shape

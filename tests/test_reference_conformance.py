@@ -176,6 +176,10 @@ def _child_main(argv):
     y, x = data["atan2_y"], data["atan2_x"]
     out = {"results": results, "atan2": np.arctan2(y, x).view(np.uint32).tolist()}
     Path(argv[1]).write_text(json.dumps(out))
+    if "lab_gen" in data.files:  # per-pixel CIEDE2000, the reference's call
+        from skimage.color import deltaE_ciede2000
+
+        np.save(argv[1] + ".npy", deltaE_ciede2000(data["lab_gen"], data["lab_ref"]))
 
 
 if __name__ == "__main__":
@@ -407,13 +411,17 @@ def _tie_atan2_inputs():
     return y, x
 
 
-def run_reference_child(cases, tmp_path):
+def run_reference_child(cases, tmp_path, lab_pairs=None):
     """Score ``cases`` with the straightforward implementation in a child process.
 
-    Returns the list of result dicts; skips the calling test when the child's
-    float32 ``arctan2`` is not the reference platform's ``atan2f``.
+    Returns the list of result dicts (and, given ``lab_pairs`` = float32
+    ``(lab_gen, lab_ref)``, the child's ``deltaE_ciede2000`` of them); skips
+    the calling test when the child's float32 ``arctan2`` is not the
+    reference platform's ``atan2f``.
     """
     arrays = {}
+    if lab_pairs is not None:
+        arrays["lab_gen"], arrays["lab_ref"] = lab_pairs
     for i, (_, _, gen, exp) in enumerate(cases):
         arrays[f"gen{i}"], arrays[f"exp{i}"] = gen, exp
     y, x = _tie_atan2_inputs()
@@ -430,6 +438,8 @@ def run_reference_child(cases, tmp_path):
         pytest.skip("this platform's portable float32 arctan2 is not the C library atan2f the "
                     "reference values come from (glibc/fdlibm); the reference's hue branch "
                     "at exactly opposite hues is not reproducible here")
+    if lab_pairs is not None:
+        return answer["results"], np.load(str(out) + ".npy")
     return answer["results"]
 
 
@@ -456,3 +466,52 @@ def test_held_out_set_exercises_the_branch_cut():
         dot = (g * e).sum(axis=2)
         tie_pixels += int(np.count_nonzero((cross == 0) & (dot < 0)))
     assert tie_pixels > 10_000
+
+
+def _tie_code_pairs(kind):
+    """Every ordered pair of 8-bit ``(a, b)`` codes (minus 128) whose hues are
+    exactly opposite (``kind="opposite"``) or mirrored about the a* axis."""
+    c = np.arange(-128, 128)
+    a, b = (v.ravel() for v in np.meshgrid(c, c, indexing="ij"))
+    keep = (a != 0) | (b != 0)
+    a, b = a[keep], b[keep]
+    g = np.gcd(a, b)
+    da, db = a // g, b // g
+    key = (da + 128) * 512 + (db + 128)
+    order = np.argsort(key, kind="stable")
+    sorted_keys = key[order]
+    want = (-da + 128) * 512 + (-db + 128) if kind == "opposite" else (da + 128) * 512 + (-db + 128)
+    lo = np.searchsorted(sorted_keys, want, "left")
+    hi = np.searchsorted(sorted_keys, want, "right")
+    counts = hi - lo
+    first = np.repeat(np.arange(a.size), counts)
+    second = order[np.concatenate([np.arange(l, h) for l, h in zip(lo, hi) if h > l])]
+    pairs = np.stack([a[first], b[first], a[second], b[second]], axis=1)
+    return pairs if kind == "opposite" else pairs[pairs[:, 1] != 0]
+
+
+def test_every_tie_pair_takes_the_reference_branch(tmp_path):
+    # All exactly opposite and mirrored code pairs (~800k): where the float32
+    # rounding of the hue angles decides the branch. Away from them the
+    # decision is the same in any precision (see _ref32), so this covers
+    # every pair of 8-bit codes.
+    from pytest_violin.metrics._ref32 import ciede2000_32
+
+    pairs = np.concatenate([_tie_code_pairs("opposite"), _tie_code_pairs("mirror")])
+    assert len(pairs) > 700_000
+    rng = np.random.default_rng(3)
+    lightness = (rng.integers(0, 256, (len(pairs), 2)).astype(np.float32)
+                 * np.float32(100.0) / np.float32(255.0))
+    gen = np.column_stack([lightness[:, 0], pairs[:, :2]]).astype(np.float32)
+    ref = np.column_stack([lightness[:, 1], pairs[:, 2:]]).astype(np.float32)
+    _, child = run_reference_child([], tmp_path, lab_pairs=(gen, ref))
+    diff = np.abs(ciede2000_32(gen, ref) - child)
+    # A branch taken differently changes dE00 by up to ~32; float32 rounding
+    # of the other terms stays below 1e-4.
+    assert diff.max() < 1e-4, (pairs[diff.argmax()], diff.max())
+
+
+def test_solid_opposite_hue_example():
+    exp = np.full((16, 16, 3), (0x2E, 0x8B, 0x57), np.uint8)
+    gen = np.full((16, 16, 3), (245, 0, 217), np.uint8)
+    assert color_metrics(gen, exp)["lab_00"] == pytest.approx(0.8255841827, abs=1e-7)
