@@ -32,6 +32,7 @@ __all__ = [
     "ACCEPTED_INPUTS",
     "as_rgb8",
     "decoded_size",
+    "file_kind",
     "probe_image_file",
     "encode_png",
     "decode_image",
@@ -127,7 +128,20 @@ def _describe(obj) -> str:
 
 
 def _fail(obj, problem: str) -> InvalidImageError:
-    return InvalidImageError(f"{problem}: got {_describe(obj)}; accepted: {ACCEPTED_INPUTS}")
+    """The error for ``obj``; ``problem`` alone is kept as its ``problem`` attribute."""
+    exc = InvalidImageError(f"{problem}: got {_describe(obj)}; accepted: {ACCEPTED_INPUTS}")
+    exc.problem = problem
+    return exc
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, from its ``st_mode``: ``"a FIFO"``, ``"a directory"``, ..."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def _reason(exc: BaseException) -> str:
@@ -418,15 +432,6 @@ def _working_bytes(img: Image.Image) -> int:
     return max(decoded_size(img), width * height * 4) + width * height * 3
 
 
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     """Decode the image file at ``path`` (see :func:`_open_regular`)."""
     with _open_regular(path, original) as fh:
@@ -453,7 +458,7 @@ def _open_regular(path: Path, original) -> io.BufferedReader:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _fail(original, f"file {name!r} could not be read: it is "
-                                  f"{_file_kind(info.st_mode)}, not a regular file")
+                                  f"{file_kind(info.st_mode)}, not a regular file")
         if info.st_size == 0:
             raise _fail(original, f"file {name!r} is empty (0 bytes) or a special file")
         if hasattr(os, "set_blocking"):

@@ -248,7 +248,7 @@ def test_conversion_makes_no_full_size_intermediate_copy(make):
         tracemalloc.stop()
     assert out.shape == (2048, 2048, 3)
     # the result plus a few blocks; a whole-image uint32 or float copy alone is >= 4x out_bytes / 3
-    assert peak < out_bytes * 2.5, f"peak {peak / 2**20:.1f} MiB for a {out_bytes / 2**20:.0f} MiB result"
+    assert peak < out_bytes * 2.5, f"peak {peak / 2**20:.1f} MiB, result {out_bytes / 2**20:.0f} MiB"
 
 
 # ------------------------------------------------------- files

@@ -14,10 +14,8 @@ from __future__ import annotations
 import io
 import json
 import os
-import struct
 import sys
 import threading
-import zlib
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import numpy as np

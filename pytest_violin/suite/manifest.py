@@ -30,7 +30,7 @@ import stat
 from pathlib import Path
 
 from ..errors import InvalidImageError, ManifestError, SampleIdError, SuiteError
-from ..imaging import MAX_PIXELS, encode_png, probe_image_file
+from ..imaging import MAX_PIXELS, encode_png, file_kind, probe_image_file
 from .progress import ProgressBar
 from .render import RENDERABLE_KINDS
 from .sample import LAYOUTS, TASKS, Sample
@@ -147,15 +147,6 @@ def _check(record, name, kind, where, *, required=True):
     return value
 
 
-def _file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
-
-
 def _resolve(base: str, rel, field, where, size) -> str:
     """The real path of ``rel``: a regular, non-empty image file inside ``base``.
 
@@ -184,7 +175,7 @@ def _resolve(base: str, rel, field, where, size) -> str:
         raise ManifestError(f"{field} file {real!r} cannot be read ({exc.strerror})",
                             field=field, **where) from None
     if not stat.S_ISREG(info.st_mode):
-        raise ManifestError(f"{field} path {real!r} is {_file_kind(info.st_mode)}; accepted: a "
+        raise ManifestError(f"{field} path {real!r} is {file_kind(info.st_mode)}; accepted: a "
                             f"regular PNG/JPEG/WebP file", field=field, **where)
     if info.st_size == 0:
         raise ManifestError(f"{field} file {real!r} is empty (0 bytes); accepted: a PNG/JPEG/"
@@ -192,7 +183,7 @@ def _resolve(base: str, rel, field, where, size) -> str:
     try:
         found = probe_image_file(real)
     except InvalidImageError as exc:
-        reason = str(exc).split(": got ", 1)[0]
+        reason = getattr(exc, "problem", str(exc))
         raise ManifestError(f"{field} file {real!r} is not a usable image ({reason})",
                             field=field, **where) from None
     if tuple(found) != tuple(size):

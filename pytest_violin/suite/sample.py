@@ -251,7 +251,7 @@ class Sample:
         try:
             return as_rgb8(path)
         except InvalidImageError as exc:
-            reason = str(exc).split(": got ", 1)[0]
+            reason = getattr(exc, "problem", str(exc))
             raise InvalidImageError(f"sample {self.id!r}: {what} {str(path)!r} is not a usable "
                                     f"image ({reason})") from None
 
