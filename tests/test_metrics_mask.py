@@ -173,3 +173,22 @@ def test_errors():
         mask_metrics(photo(), photo()[:, :127])
     with pytest.raises(ValueError, match="unknown metric profile"):
         mask_metrics(photo(), photo(), profile="VIOLIN")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_gray_30_is_black_as_in_the_reference(profile):
+    # The reference thresholds with cv2.threshold(gray, 30, 255,
+    # THRESH_BINARY_INV): gray <= 30 is black, 31 is not.
+    levels = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    black = black_region(levels)
+    assert np.array_equal(black > 0, levels <= 30)
+    exp = masked(photo(), region(128, 128, "inpaint-ellipse"))
+    inside = region(128, 128, "inpaint-ellipse") > 0
+    for level, hit in ((30, True), (31, False)):
+        gen = exp.copy()
+        gen[inside] = level
+        m = mask_metrics(gen, exp, profile=profile)
+        if hit:
+            assert m["iou"] == m["dist"] == m["biou"] == 0.0, (level, dict(m))
+        else:
+            assert m["iou"] == 1.0, (level, dict(m))
