@@ -59,7 +59,12 @@ class ViolinItem(pytest.Item):
 
         state = get_state(self.config)
         sample = self.violin_sample
-        generation = state.get_runner().get(sample)
+        runner = state.get_runner()
+        generation = runner.get(sample)
+        if runner.unreachable is not None and not self.session.shouldstop:
+            # pytest stops after this item; thousands of identical failures would
+            # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint")
+            self.session.shouldstop = f"violin: {printable(runner.unreachable)}; the run stops here"
         if generation.fault is not None:
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                           reason=f"error while generating: {generation.fault}"), []
@@ -182,7 +187,7 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     result.seconds = float(generation.seconds)
     result.cached = bool(generation.cached)
     per_repeat = []
-    original = None
+    original = list(generation.original_size) if getattr(generation, "original_size", None) else None
     for image in generation.images:
         m = sample.score(image, profile=settings.profile)
         per_repeat.append(m.to_dict())

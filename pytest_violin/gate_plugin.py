@@ -324,5 +324,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
               "info": {}}
     lines = comparison_lines(s.comparison) if s.comparison is not None else []
     lines += [(m, "info") for m in s.messages]
+    from .report.text import printable
+
     for text, level in lines:
-        terminalreporter.write_line(text, **styles.get(level, {}))
+        terminalreporter.write_line(printable(text), **styles.get(level, {}))

@@ -113,6 +113,11 @@ class Generation:
     fault : str or None
         An unexpected exception (a bug, not a model failure) as one redacted
         line ``Type: message``; the test reports it as an error.
+    original_size : tuple of (int, int) or None
+        ``(width, height)`` of the model's answer when it had another size
+        than the sample's; the images are already resized to the sample's
+        size (so at most ``2 * concurrency`` small images are held, whatever
+        the model answers).
     seconds : float
         Wall time of the generation (all repeats).
     attempts : int
@@ -127,6 +132,7 @@ class Generation:
     seconds: float = 0.0
     attempts: int = 0
     cached: bool = False
+    original_size: tuple | None = None
 
 
 def output_path(root, sample_id: str, repeat: int = 0) -> Path:
@@ -173,12 +179,18 @@ class Runner:
         if int(repeats) < 1:
             raise ValueError(f"repeats must be >= 1, got {repeats!r}")
         self.adapter = adapter
-        self.concurrency = int(concurrency)
+        # an adapter that can serve fewer requests at once (a local pipeline
+        # behind a lock declares ``max_concurrency``) gets no more threads than
+        # that: queued samples then wait in the pool's queue, not inside
+        # ``generate``, so ``seconds`` measures generation; the prefetch window
+        # still follows ``concurrency``
+        limit = getattr(adapter, "max_concurrency", None)
+        self.concurrency = int(concurrency) if not limit else max(1, min(int(concurrency), int(limit)))
         self.cache = cache if getattr(adapter, "cacheable", True) else None
         self.base_seed = int(base_seed)
         self.repeats = int(repeats)
         self.save_outputs = None if save_outputs is None else Path(save_outputs)
-        self.window = 2 * self.concurrency
+        self.window = 2 * int(concurrency)
         # A sample's ground truth is rendered when its image is generated and
         # again when it is scored, up to ``window`` samples later (plus the
         # xdist look-ahead): keep that many renders (bounded, see RenderCache).
@@ -304,11 +316,12 @@ class Runner:
             self._transport_failures = 0
 
     def _generate(self, sample) -> Generation:
-        from .imaging import as_rgb8
+        from .imaging import as_rgb8, resize_rgb8
         from .models.request import GenerationRequest, derive_seed
 
         start = time.perf_counter()
         images = []
+        original = None
         attempts = 0
         cached = True
         identity = getattr(self.adapter, "identity", type(self.adapter).__name__)
@@ -354,6 +367,9 @@ class Runner:
                         raise GenerationError(
                             f"model returned something that is not an image: {_one_line(exc)}") from None
                     del output
+                    if image.shape[:2] != (sample.height, sample.width):
+                        original = original or (int(image.shape[1]), int(image.shape[0]))
+                        image = resize_rgb8(image, sample.width, sample.height)
                     if key is not None:
                         try:
                             self.cache.put(key, image)
@@ -369,4 +385,4 @@ class Runner:
         except Exception as exc:  # a bug or an environment fault, not the model's failure
             return Generation([], None, _one_line(exc), time.perf_counter() - start, attempts, False)
         return Generation(images, None, None, time.perf_counter() - start, attempts,
-                          cached and bool(images))
+                          cached and bool(images), original)

@@ -333,3 +333,43 @@ def test_bad_arguments(bad):
         Runner(RecordingModel(), concurrency=bad)
     with pytest.raises(ValueError, match="repeats"):
         Runner(RecordingModel(), repeats=bad)
+
+
+def test_adapter_max_concurrency_bounds_threads_not_the_prefetch_window():
+    class Serial(RecordingModel):
+        max_concurrency = 1
+
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(12)]
+    model = Serial(delay=0.01)
+    runner = Runner(model, concurrency=4)
+    try:
+        assert runner.concurrency == 1 and runner.window == 8
+        runner.plan(samples)
+        for s in samples:
+            gen = runner.get(s)
+            assert gen.error is None
+            # one at a time: a sample's time is its own generation, no wait on a lock inside
+            assert gen.seconds < 0.5
+        assert model.max_active == 1
+        names = [t.name for t in threading.enumerate() if t.name.startswith("violin-gen")]
+        assert len(names) == 1
+    finally:
+        runner.close()
+
+
+def test_answers_of_another_size_are_shrunk_at_once_and_their_size_kept(fake_samples):
+    # the runner holds up to 2 x concurrency finished images: they must be the
+    # sample's size, not whatever (up to 64 MP) the model answered
+    class Big:
+        identity = "test:big"
+
+        def generate(self, request):
+            return np.full((request.height * 50, request.width * 40, 3), 200, np.uint8)
+
+    runner = Runner(Big(), concurrency=2)
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert gen.images[0].shape == (8, 8, 3) and int(gen.images[0][0, 0, 0]) == 200
+    assert gen.original_size == (320, 400)

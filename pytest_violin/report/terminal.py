@@ -6,6 +6,8 @@ then the pass rate and the sample count.
 
 from __future__ import annotations
 
+from .text import printable
+
 __all__ = ["format_summary", "write_summary"]
 
 
@@ -67,7 +69,10 @@ def format_summary(store, *, settings=None) -> list[str]:
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
     lines.append("")
-    lines.append(f"{passed}/{total} samples passed ({100 * passed / total:.1f}%)" if total else "no samples")
+    errors = sum(1 for r in store.results if r.outcome == "error")
+    tail = f", {errors} ended in an error (not scored: not the model's failure)" if errors else ""
+    lines.append(f"{passed}/{total} samples passed ({100 * passed / total:.1f}%){tail}" if total
+                 else "no samples")
     return lines
 
 
@@ -75,4 +80,4 @@ def write_summary(terminalreporter, store, *, settings=None) -> None:
     """Write the Violin section of the terminal summary."""
     terminalreporter.write_sep("=", "violin summary")
     for text in format_summary(store, settings=settings):
-        terminalreporter.write_line(text)
+        terminalreporter.write_line(printable(text))

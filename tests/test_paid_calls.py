@@ -1,0 +1,75 @@
+"""Paid calls are counted before they are made; a dead endpoint stops the run early."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _import_mask_machinery():
+    # see tests/test_scope.py: import the mask photo machinery outside pytester's runs
+    from pytest_violin.models.request import GenerationRequest
+    from pytest_violin.suite import load_suite
+
+    sample = load_suite("violin", tasks=["mask"], limit=1)[0]
+    list(GenerationRequest.from_sample(sample, base_seed=0).images)
+
+
+def test_network_adapter_refuses_the_full_suite_by_default(pytester):
+    url = f"http://127.0.0.1:{_closed_port()}/generate"
+    result = pytester.runpytest(f"--violin-model={url}", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "7745" in err and "--violin-max-calls=2000" in err and "--violin-limit" in err
+    # the usage error comes before any request: nothing listens on that port anyway,
+    # and the plan line says what would have run
+    assert "7745 to make" in result.stdout.str()
+
+
+def test_local_adapters_have_no_default_limit_and_the_option_applies_to_them(pytester):
+    assert pytester.runpytest("--violin-model=oracle", "--violin-limit=30", "-q").ret == 0
+    result = pytester.runpytest("--violin-model=oracle", "--violin-limit=30", "--violin-max-calls=29")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    pytester.makeini("[pytest]\nviolin_max_calls = 10\n")
+    result = pytester.runpytest("--violin-model=oracle", "--violin-limit=30")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_plan_counts_cache_hits(pytester):
+    pytester.makepyfile(violin_models=(
+        "class Model:\n"
+        "    cacheable = True\n"
+        "    def generate(self, request):\n"
+        "        return request.sample.expected()\n"))
+    args = ["--violin-model=python:violin_models:Model", "--violin-limit=6", "--violin-tasks=color,shape",
+            "--violin-cache-dir=cache"]
+    first = pytester.runpytest(*args)
+    first.stdout.fnmatch_lines(["violin plan: * 6 samples x 1 repeat = 6 generations, 0 in the cache, 6 to make"])
+    # every image is cached now: a limit of 0 uncached calls lets the run start
+    again = pytester.runpytest(*args, "--violin-max-calls=0")
+    again.stdout.fnmatch_lines(["violin plan: * 6 in the cache, 0 to make"])
+    assert again.ret == 0
+
+
+def test_dead_endpoint_stops_the_full_suite_within_seconds(pytester):
+    url = f"http://127.0.0.1:{_closed_port()}/generate"
+    t0 = time.monotonic()
+    result = pytester.runpytest(f"--violin-model={url}", "--violin-max-calls=none", "--violin-no-cache",
+                                "-p", "no:cacheprovider", "--violin-report=rep")
+    elapsed = time.monotonic() - t0
+    assert elapsed < 30, elapsed
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert "endpoint unreachable after 10 consecutive failures" in out
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) < 30 and "passed" not in outcomes
+    assert (pytester.path / "rep" / "results.json").is_file()
