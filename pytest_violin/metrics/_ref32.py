@@ -72,44 +72,45 @@ _PI32 = _F(np.pi)
 _ONE = _F(1.0)
 
 
+# atanf's argument reduction, branch-free: per interval of |x| (bounds on the
+# float bits), r = (NUM_A x + NUM_B) / (DEN_A x + DEN_B), which rounds exactly
+# as fdlibm's expressions (x; (2x-1)/(2+x); (x-1)/(x+1); (x-1.5)/(1+1.5x);
+# -1/x), and the result is HI - ((r * poly - LO) - r) (HI = LO = 0 for the
+# first interval gives r - r * poly).
+_BOUNDS = np.array([0x3EE00000, 0x3F300000, 0x3F980000, 0x401C0000], dtype=np.uint32)
+_NUM_A = np.array([1.0, 2.0, 1.0, 1.0, 0.0], dtype=np.float32)
+_NUM_B = np.array([0.0, -1.0, -1.0, -1.5, -1.0], dtype=np.float32)
+_DEN_A = np.array([0.0, 1.0, 1.0, 1.5, 1.0], dtype=np.float32)
+_DEN_B = np.array([1.0, 2.0, 1.0, 1.0, 0.0], dtype=np.float32)
+_HI = np.array([0.0] + _ATAN_HI, dtype=np.float32)
+_LO = np.array([0.0] + _ATAN_LO, dtype=np.float32)
+
+
 def _atanf_nonneg(x: np.ndarray) -> np.ndarray:
     """``atanf`` of finite float32 ``x >= 0``: argument reduction to one of
     five intervals, then an odd polynomial split into two Horner chains."""
     ix = x.view(np.uint32)
-    r = np.empty_like(x)
-    which = np.full(x.shape, -1, dtype=np.int8)
-    small = ix < 0x3EE00000                        # |x| < 7/16
-    k0 = ~small & (ix < 0x3F300000)                # < 11/16
-    k1 = ~small & ~k0 & (ix < 0x3F980000)          # < 19/16
-    k2 = ~small & ~k0 & ~k1 & (ix < 0x401C0000)    # < 39/16
-    k3 = ~(small | k0 | k1 | k2)
-    r[small] = x[small]
-    r[k0] = (_F(2.0) * x[k0] - _ONE) / (x[k0] + _F(2.0))
-    r[k1] = (x[k1] - _ONE) / (x[k1] + _ONE)
-    r[k2] = (x[k2] - _F(1.5)) / (_F(1.5) * x[k2] + _ONE)
-    r[k3] = _F(-1.0) / x[k3]
-    for k, sel in enumerate((k0, k1, k2, k3)):
-        which[sel] = k
+    which = np.searchsorted(_BOUNDS, ix, side="right")
+    r = (_NUM_A[which] * x + _NUM_B[which]) / (_DEN_A[which] * x + _DEN_B[which])
     z = r * r
     w = z * z
-    s1 = _AT[10]
-    for c in (_AT[8], _AT[6], _AT[4], _AT[2], _AT[0]):
-        s1 = s1 * w + c
-    s1 = s1 * z
-    s2 = _AT[9]
-    for c in (_AT[7], _AT[5], _AT[3], _AT[1]):
-        s2 = s2 * w + c
-    s2 = s2 * w
-    t = r * (s1 + s2)
-    out = r - t
-    for k in range(4):
-        sel = which == k
-        out[sel] = _ATAN_HI[k] - ((t[sel] - _ATAN_LO[k]) - r[sel])
-    huge = ix >= 0x4C000000                        # |x| >= 2**25: pi/2
-    out[huge] = _ATAN_HI[3] + _ATAN_LO[3]
-    tiny = ix < 0x31000000                         # |x| < 2**-29: x
-    out[tiny] = x[tiny]
-    return out
+    s1 = _AT[10] * w + _AT[8]
+    for c in (_AT[6], _AT[4], _AT[2], _AT[0]):
+        s1 *= w
+        s1 += c
+    s1 *= z
+    s2 = _AT[9] * w + _AT[7]
+    for c in (_AT[5], _AT[3], _AT[1]):
+        s2 *= w
+        s2 += c
+    s2 *= w
+    s1 += s2
+    s1 *= r                                        # t = r * (s1 + s2)
+    s1 -= _LO[which]
+    s1 -= r
+    out = _HI[which] - s1
+    out = np.where(ix >= 0x4C000000, _ATAN_HI[3] + _ATAN_LO[3], out)   # |x| >= 2**25
+    return np.where(ix < 0x31000000, x, out)                            # |x| < 2**-29
 
 
 def atan2f(y, x) -> np.ndarray:
@@ -205,8 +206,8 @@ def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
     numpy.ndarray
         float64 array of the broadcast shape.
     """
-    a1, b1, a2, b2 = np.broadcast_arrays(*(np.asarray(v, dtype=np.float32)
-                                           for v in (a_gen, b_gen, a_ref, b_ref)))
+    # (Not broadcast up front: a single expected colour stays a scalar.)
+    a1, b1, a2, b2 = (np.asarray(v, dtype=np.float32) for v in (a_gen, b_gen, a_ref, b_ref))
     # 1 + G from the mean chroma, all float32 (Cbar**7 is a float32 power).
     cbar = _F(0.5) * (_hypotf(a1, b1) + _hypotf(a2, b2))
     c7 = _round32(cbar.astype(np.float64) ** 7)
@@ -229,7 +230,7 @@ def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
     dh = np.where(h_diff > _PI32, h_diff - _TWO_PI32,
                   np.where(h_diff < -_PI32, h_diff + _TWO_PI32, h_diff))
     dh = np.where(zero, _F(0.0), dh).astype(np.float32)
-    dh_term = _F(2.0) * np.sqrt(cc) * _round32(np.sin((dh / _F(2.0)).astype(np.float64)))
+    dh_term = _F(2.0) * np.sqrt(cc) * np.sin(dh / _F(2.0))
 
     wrap = ~zero & (np.abs(h_diff) > _PI32)
     hbar = np.where(wrap & (h_sum < _TWO_PI32), h_sum + _TWO_PI32,
@@ -237,9 +238,11 @@ def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
     hbar = (np.where(zero, hbar * _F(2.0), hbar) * _F(0.5)).astype(np.float32)
 
     # numpy 2 promotion: the terms shifted by np.deg2rad (a float64 scalar)
-    # are float64, cos(2 Hbar) and the rotation's exponent are float32.
+    # are float64, cos(2 Hbar), sin(dH / 2) and the rotation's exponent are
+    # float32 (numpy's float32 functions: their last bit can differ between
+    # builds, as the reference's own does; the effect is ~1e-5 dE00).
     h64 = hbar.astype(np.float64)
-    cos2 = _round32(np.cos((_F(2.0) * hbar).astype(np.float64)))
+    cos2 = np.cos(_F(2.0) * hbar)
     t = (1.0 - 0.17 * np.cos(h64 - _DEG30)
          + (_F(0.24) * cos2).astype(np.float64)
          + 0.32 * np.cos((_F(3.0) * hbar).astype(np.float64) + _DEG6)
@@ -250,11 +253,16 @@ def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
     c7p = _round32(cbar_p.astype(np.float64) ** 7)
     rc = _F(2.0) * np.sqrt(c7p / (c7p + _F(25.0**7)))
     x = (hbar * _RAD2DEG32 - _F(275.0)) / _F(25.0)
-    decay = _round32(np.exp(-np.square(x).astype(np.float64)))
-    dtheta = _DEG30 * decay.astype(np.float64)
-    c64 = c_term.astype(np.float64)
-    r_term = -np.sin(2.0 * dtheta) * rc.astype(np.float64) * c64 * h_term
-    return np.square(c_term).astype(np.float64) + h_term * h_term + r_term
+    # exp(-80) ~ 1.8e-35: the cap keeps float32 denormals (slow, and with no
+    # effect on the float32 sum) out of the rotation term
+    decay = np.exp(-np.minimum(np.square(x), _F(80.0)))
+    rot = (2.0 * _DEG30) * decay.astype(np.float64)
+    # sin(z) rounds to z below 1e-8: the (slow) float64 sine only near 275 deg
+    np.sin(rot, out=rot, where=rot > 1e-8)
+    r_term = -rot * rc.astype(np.float64) * c_term.astype(np.float64) * h_term
+    out = np.square(c_term).astype(np.float64) + h_term * h_term + r_term
+    return np.broadcast_to(out, np.broadcast_shapes(a1.shape, b1.shape, a2.shape,
+                                                    b2.shape)).astype(np.float64, copy=False)
 
 
 def ciede2000_32(lab_gen, lab_ref) -> np.ndarray:

@@ -48,7 +48,7 @@ CANNY_LOW, CANNY_HIGH = 20, 60
 #: float32 ``L*`` of each 8-bit lightness code, as the reference converts it.
 _L_VALUES32 = lab8_to_cie32(np.stack([np.arange(256, dtype=np.uint8)] * 3, axis=-1))[:, 0]
 #: Elements per chunk of the per-pixel float32 formula (bounds its temporaries).
-CHUNK32 = 16384
+CHUNK32 = 4096
 
 
 def _single_color(block: np.ndarray):
@@ -98,7 +98,9 @@ class _ChromaHueTables:
         with self._lock:
             self._tables.clear()
 
-    def lookup(self, ref_ab: tuple[int, int], present: np.ndarray) -> np.ndarray:
+    def lookup(self, ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
+        """The table for ``ref_ab``, with entries for every code in ``codes``
+        (packed ``a << 8 | b``, uint16) computed."""
         with self._lock:
             entry = self._tables.get(ref_ab)
             if entry is None:
@@ -109,6 +111,9 @@ class _ChromaHueTables:
             else:
                 self._tables.move_to_end(ref_ab)
         table, known = entry
+        if np.take(known, codes).all():  # a warm table: no counting
+            return table
+        present = np.flatnonzero(np.bincount(codes.ravel(), minlength=65536))
         missing = present[~known[present]]
         if missing.size:
             # Clamped at 0: the true value is >= 0 and only rounding leaves a
@@ -141,8 +146,7 @@ def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
     ab = gen_codes[:, :, 1].astype(np.uint16)
     ab <<= 8
     ab |= gen_codes[:, :, 2]
-    present = np.flatnonzero(np.bincount(ab.ravel(), minlength=65536))
-    ch_table = _CH_TABLES.lookup((int(ref_codes[1]), int(ref_codes[2])), present)
+    ch_table = _CH_TABLES.lookup((int(ref_codes[1]), int(ref_codes[2])), ab)
     d2 = cv2.LUT(cv2.extractChannel(gen_codes, 0), l_table)
     d2 += np.take(ch_table, ab)
     # Table entries are clamped at 0 and the lightness part is a square: d2 >= 0.
