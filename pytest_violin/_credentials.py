@@ -19,7 +19,6 @@ import re
 from typing import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from ._decode import truncate
 from .errors import ModelSpecError
 from .secrets import redact, redact_url, register_secret
 
@@ -77,7 +76,7 @@ def _split_header(item) -> tuple[str, str]:
     if isinstance(item, str):
         name, sep, value = item.partition(":")
         if not sep:
-            raise ModelSpecError(f"header {truncate(redact(item), 60)!r} is not of the form 'Name: value'")
+            raise ModelSpecError(_no_colon_message(item))
         return name.strip(), value.strip()
     try:
         name, value = item
@@ -86,6 +85,26 @@ def _split_header(item) -> tuple[str, str]:
             f"header {type(item).__name__} is neither 'Name: value' nor a (name, value) pair"
         ) from None
     return str(name).strip(), str(value).strip()
+
+
+def _no_colon_message(item: str) -> str:
+    """The usage error for a header without ``:``, never showing its value.
+
+    ``'Authorization Bearer s3cr3t'`` is a credential typed with a space
+    instead of a colon: only the first word (when it is a valid header name)
+    is shown, the rest is masked whatever it is.
+    """
+    words = item.strip().split(None, 1)
+    first = words[0] if words else ""
+    if first and _HEADER_NAME.match(first) and len(first) <= 60:
+        shown = f"{redact(first)} ***" if len(words) > 1 else redact(first)
+        hint = f"; did you mean '{redact(first)}: ...'?" if len(words) > 1 else ""
+    else:
+        shown, hint = "***", ""
+    return (
+        f"header {shown!r} has no ':' between name and value (value hidden); "
+        f"accepted: 'Name: value', e.g. 'Authorization: Bearer ${{TOKEN}}'{hint}"
+    )
 
 
 def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -120,10 +139,13 @@ def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None
         if "\n" in value or "\r" in value:
             raise ModelSpecError(f"header {name!r} has a line break in its value")
         if name.lower() not in PUBLIC_HEADERS or value != raw:
-            register_secret(value)
             scheme, _, credential = value.partition(" ")
-            if credential and scheme.isalpha():
+            if credential.strip() and scheme.isalpha():
+                # "Bearer TOKEN": the scheme word is public, the token is not
+                register_secret(value, public_prefix=len(scheme) + 1)
                 register_secret(credential)
+            else:
+                register_secret(value)
         out[name] = value
     return out
 
@@ -136,7 +158,7 @@ def _register_userinfo(text: str) -> None:
         user, _, password = userinfo.partition(":")
         register_secret(unquote(password))
         register_secret(password)
-        register_secret(f"{unquote(user)}:{unquote(password)}")
+        register_secret(f"{unquote(user)}:{unquote(password)}", public_prefix=len(unquote(user)) + 1)
 
 
 def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
@@ -180,7 +202,7 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
         user = unquote(parts.username or "")
         password = unquote(parts.password or "")
         register_secret(password)
-        register_secret(f"{user}:{password}")
+        register_secret(f"{user}:{password}", public_prefix=len(user) + 1)
         auth = (user, password)
         netloc = parts.netloc.rsplit("@", 1)[1]
         text = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -1,7 +1,7 @@
 """Finding and decoding the image in an HTTP answer, and explaining answers that hold none.
 
 * :func:`image_from_response`: raw image bytes (by ``Content-Type`` or
-  signature), a base64 body, or JSON with base64, a ``data:`` URI or an
+  signature), or JSON with base64, a ``data:`` URI or an
   http(s) URL at a known place (:data:`DEFAULT_IMAGE_PATHS`) or at a
   response path (:func:`parse_response_path`).
 * :func:`image_from_value`: one JSON value holding an image.
@@ -284,15 +284,33 @@ def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
         return _decode(_b64(text, where), where, max_pixels)
     raise _ValueFail(
         f"{where} is a string that is neither base64 image data, a data: URI nor an "
-        f"http(s) URL (starts with {truncate(text, 40)!r})"
+        f"http(s) URL (starts with {_head(text)!r})"
     )
 
 
+_WHITESPACE = re.compile(r"\s")
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def _head(text: str, limit: int = 40) -> str:
+    """The start of ``text`` for a message: redacted first, then cut."""
+    return truncate(redact(text[:4 * limit]), limit)
+
+
 def _b64(text: str, where: str) -> bytes:
-    compact = "".join(text.split()).replace("-", "+").replace("_", "/")
-    compact += "=" * (-len(compact) % 4)
+    """Decode standard or URL-safe base64, copying the text only when it must.
+
+    Answers near the size limit hold tens of megabytes of base64: whitespace
+    and URL-safe characters are handled only when present.
+    """
+    if _WHITESPACE.search(text):
+        text = "".join(text.split())
+    if "-" in text or "_" in text:
+        text = text.translate(_URLSAFE)
+    if len(text) % 4:
+        text += "=" * (-len(text) % 4)
     try:
-        return base64.b64decode(compact, validate=True)
+        return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise _ValueFail(f"{where} is not valid base64") from None
 
@@ -379,15 +397,19 @@ def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -
         raise _ValueFail(
             f"{origin} is an HTML page, not an image: {server_message(body, ctype)}"
         )
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        if _B64_CHARS.match(text[:4096]) and len(text) >= 16:
-            return _decode(_b64(text, origin), f"{origin} base64 body", max_pixels)
+    # Only JSON fields can hold base64 (or a URL): a text body is never
+    # decoded as base64, and is not parsed unless it starts like JSON.
+    obj = None
+    if body[:256].lstrip()[:1] in (b"{", b"[", b'"'):
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            obj = None
+    if obj is None:
+        head = body[:4096].decode("utf-8", "replace").strip()
         raise _ValueFail(
             f"{origin} is neither an image nor JSON ({len(body)} bytes starting with "
-            f"{truncate(text, 40)!r})"
+            f"{_head(head)!r})"
         ) from None
     kwargs = dict(fetch=fetch, base_url=result.url, max_pixels=max_pixels)
     if response_path is not None:
@@ -405,7 +427,7 @@ def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -
             return _image_from_value(value, _format_path(parts), **kwargs)
     accepted = ", ".join(_format_path(p) for p in DEFAULT_IMAGE_PATHS[:5])
     message = _json_message(obj) if isinstance(obj, (dict, list)) else None
-    said = f"; server said: {truncate(message)}" if message else ""
+    said = f"; server said: {truncate(redact(message))}" if message else ""
     raise _ValueFail(
         f"{origin}: JSON without an image ({_json_summary(obj)}; looked at {accepted}; "
         f"set --violin-response-path){said}"

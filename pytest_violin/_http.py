@@ -126,7 +126,7 @@ def _register_url_password(url: str | None) -> None:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         register_secret(parts.password)
         if parts.username and parts.password:
-            register_secret(f"{parts.username}:{parts.password}")
+            register_secret(f"{parts.username}:{parts.password}", public_prefix=len(parts.username) + 1)
     except ValueError:
         pass
 
@@ -250,7 +250,7 @@ def _read_netrc(env: Mapping[str, str]):
         for login, account, password in parsed.hosts.values():
             register_secret(password)
             if login and password:
-                register_secret(f"{login}:{password}")
+                register_secret(f"{login}:{password}", public_prefix=len(login) + 1)
         return parsed
     return None
 
@@ -263,7 +263,9 @@ class _Stopped(Exception):
 
 
 def _kill(conn) -> None:
-    sock = getattr(conn, "sock", None)
+    # http.client drops ``conn.sock`` once a "Connection: close" answer owns
+    # the socket: the one kept at connect time is still the one being read
+    sock = getattr(conn, "sock", None) or getattr(conn, "_violin_sock", None)
     if sock is None:
         return
     try:
@@ -361,6 +363,10 @@ def _watch(conn) -> None:
 
 
 class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self):
+        super().connect()
+        self._violin_sock = self.sock
+
     def request(self, *args, **kwargs):
         _watch(self)
         return super().request(*args, **kwargs)
@@ -372,6 +378,10 @@ class _WatchedHTTPConnection(HTTPConnection):
 
 
 class _WatchedHTTPSConnection(HTTPSConnection):
+    def connect(self):
+        super().connect()
+        self._violin_sock = self.sock
+
     def request(self, *args, **kwargs):
         _watch(self)
         return super().request(*args, **kwargs)

@@ -9,6 +9,15 @@ registered secret, and its URL-encoded and base64 forms, with ``***``.
 The registry is process-global and thread-safe. Values shorter than
 :data:`MIN_SECRET_LENGTH` characters are ignored: redacting ``"1"`` or
 ``"on"`` everywhere would destroy messages and protect nothing.
+
+A cut secret is still a secret: a server that echoes ``Bearer s3cr3t-plante...``
+(or a message cut anywhere) must not show the start of the token. So
+:func:`redact` also masks every run of at least :data:`PREFIX_MIN_LENGTH`
+characters that is the start of a registered secret (6 characters of a
+random token identify it; shorter runs would mask ordinary words). For
+values whose start is public, ``Bearer TOKEN`` or ``user:password``, the run
+must reach past the public part (``public_prefix``). Messages are always
+redacted first and cut afterwards.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
+    "PREFIX_MIN_LENGTH",
     "RedactingFilter",
     "install_log_redaction",
     "register_secret",
@@ -35,23 +45,33 @@ MASK = "***"
 #: Registered values shorter than this are ignored.
 MIN_SECRET_LENGTH = 4
 
+#: A run of this many characters (or more) that starts a secret is masked.
+PREFIX_MIN_LENGTH = 6
+
 _lock = threading.Lock()
 _secrets: set[str] = set()
 # Longest first, so a secret that contains another is replaced whole.
 _ordered: tuple[str, ...] = ()
+# (variant, characters a run must have to be masked), longest first.
+_prefix_rules: dict[str, int] = {}
+_ordered_prefixes: tuple[tuple[str, int], ...] = ()
 
 
-def _variants(value: str) -> set[str]:
-    out = {value, quote(value, safe=""), quote_plus(value)}
+def _variants(value: str, public_prefix: int = 0) -> dict[str, int]:
+    """Each form of ``value`` -> the length a run of its start needs to be masked."""
+    plain = public_prefix + PREFIX_MIN_LENGTH
+    out = {value: plain, quote(value, safe=""): plain, quote_plus(value): plain}
     raw = value.encode("utf-8")
     for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
         text = encoded.decode("ascii")
-        out.add(text)
-        out.add(text.rstrip("="))
-    return {v for v in out if len(v) >= MIN_SECRET_LENGTH}
+        # 3 bytes -> 4 characters, plus one for the partly known character
+        needed = -(-len(value[:plain].encode("utf-8")) * 4 // 3) + 1
+        out[text] = needed
+        out[text.rstrip("=")] = needed
+    return {v: n for v, n in out.items() if len(v) >= MIN_SECRET_LENGTH}
 
 
-def register_secret(value) -> None:
+def register_secret(value, *, public_prefix: int = 0) -> None:
     """Remember ``value`` as a secret that :func:`redact` must hide.
 
     Parameters
@@ -61,19 +81,31 @@ def register_secret(value) -> None:
         :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored.
         The value itself, its URL-encoded forms and its base64 forms are
         registered.
+    public_prefix : int, optional
+        How many leading characters are not secret (``len("Bearer ")``,
+        ``len("user:")``): a cut copy of the value is masked only when it
+        reaches :data:`PREFIX_MIN_LENGTH` characters past them.
     """
-    global _ordered
+    global _ordered, _ordered_prefixes
     if not isinstance(value, str):
         return
     value = value.strip()
     if len(value) < MIN_SECRET_LENGTH:
         return
+    variants = _variants(value, max(int(public_prefix), 0))
     with _lock:
-        new = _variants(value) - _secrets
-        if not new:
+        changed = False
+        for variant, needed in variants.items():
+            if variant not in _secrets:
+                _secrets.add(variant)
+                changed = True
+            if needed < len(variant) and needed < _prefix_rules.get(variant, len(variant)):
+                _prefix_rules[variant] = needed
+                changed = True
+        if not changed:
             return
-        _secrets.update(new)
         _ordered = tuple(sorted(_secrets, key=len, reverse=True))
+        _ordered_prefixes = tuple(sorted(_prefix_rules.items(), key=lambda kv: len(kv[0]), reverse=True))
 
 
 def is_registered(value: str) -> bool:
@@ -101,6 +133,22 @@ def redact(text) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
+    for secret, needed in _ordered_prefixes:
+        text = _mask_starts(text, secret, needed)
+    return text
+
+
+def _mask_starts(text: str, secret: str, needed: int) -> str:
+    """Mask every run of at least ``needed`` characters that starts ``secret``."""
+    head = secret[:needed]
+    start = text.find(head)
+    while start != -1:
+        end = start + len(head)
+        stop = min(len(text), start + len(secret))
+        while end < stop and text[end] == secret[end - start]:
+            end += 1
+        text = text[:start] + MASK + text[end:]
+        start = text.find(head, start + len(MASK))
     return text
 
 

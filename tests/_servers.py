@@ -92,6 +92,16 @@ class Reply:
     truncate : int, optional
         Announce the full Content-Length but send only this many body bytes,
         then close.
+    stream : callable, optional
+        ``stream() -> iterable of bytes``: the body is sent piece by piece
+        (``body`` is ignored) and the connection closed at the end; with
+        ``length`` the Content-Length announced, else none (read until
+        close). The server stops when the client goes away.
+    interval : float
+        Seconds between two pieces of ``stream`` (waited on the server's
+        stop event, not slept).
+    length : int, optional
+        Content-Length announced for ``stream``.
     """
 
     status: int = 200
@@ -101,6 +111,9 @@ class Reply:
     delay: float = 0.0
     drop: bool = False
     truncate: int | None = None
+    stream: Callable | None = None
+    interval: float = 0.0
+    length: int | None = None
 
     @classmethod
     def json(cls, obj, status: int = 200, **kw) -> "Reply":
@@ -184,6 +197,9 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
+        if reply.stream is not None:
+            self._stream(owner, reply)
+            return
         data, ctype = reply.encoded()
         self.send_response(reply.status)
         self.send_header("Content-Type", ctype)
@@ -201,6 +217,27 @@ class _Handler(BaseHTTPRequestHandler):
                 pass
             return
         self.wfile.write(data)
+
+    def _stream(self, owner: "FaultServer", reply: Reply):
+        self.close_connection = True
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type or "application/octet-stream")
+        if reply.length is not None:
+            self.send_header("Content-Length", str(reply.length))
+        self.send_header("Connection", "close")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        try:
+            for piece in reply.stream():
+                if reply.interval and owner._stopping.wait(reply.interval):
+                    return
+                self.wfile.write(piece)
+                self.wfile.flush()
+                with owner._lock:
+                    owner.bytes_sent += len(piece)
+        except OSError:  # the client went away (a refused or timed-out answer)
+            pass
 
     do_GET = do_POST = do_PUT = _handle
 
@@ -235,6 +272,7 @@ class FaultServer:
         self._capacity = threading.BoundedSemaphore(capacity) if capacity else _NoLimit()
         self._in_flight = 0
         self.peak_in_flight = 0
+        self.bytes_sent = 0  # body bytes sent by ``stream`` replies
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
         self._thread: threading.Thread | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import socket
+import threading
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from pytest_violin._decode import server_message
 from pytest_violin._http import HttpClient, RetryPolicy, parse_retry_after
-from pytest_violin.errors import GenerationError
+from pytest_violin.errors import GenerationCancelled, GenerationError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter
 
@@ -310,3 +311,203 @@ def test_server_message_prefers_json_error_fields():
     assert server_message(b'{"detail": [{"msg": "field required"}]}') == "field required"
     assert server_message(b"") == "empty body"
     assert server_message(b"<html><h1>Oops</h1></html>", "text/html") == "HTML page: Oops"
+
+
+# ------------------------------------------------------------- bounded time (issue 11)
+
+
+def _bytes_forever(piece=b"x"):
+    while True:
+        yield piece
+
+
+def test_trickling_body_is_cut_at_the_attempt_deadline(tmp_path):
+    """One byte at a time never trips a per-read timeout: the deadline covers the body."""
+    trickle = Reply(stream=lambda: _bytes_forever(b"7"), interval=0.1, length=10_000,
+                    content_type="image/png")
+    with FaultServer([trickle]) as server:
+        adapter = resolve_model(server.url, AdapterOptions(rootdir=tmp_path, timeout=1.0, retries=0))
+        start = time.monotonic()
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(REQ)
+        elapsed = time.monotonic() - start
+        adapter.close()
+    assert elapsed < 2.5, elapsed
+    assert "timed out after 1 s reading the response" in str(info.value)
+    assert info.value.transport and info.value.status == 200
+
+
+def test_endless_body_without_length_is_cut_at_the_deadline(tmp_path):
+    endless = Reply(stream=lambda: _bytes_forever(b"{" * 100), interval=0.05,
+                    content_type="application/json")
+    with FaultServer([endless]) as server:
+        adapter = resolve_model(server.url, AdapterOptions(rootdir=tmp_path, timeout=1.0, retries=0))
+        start = time.monotonic()
+        with pytest.raises(GenerationError, match="timed out"):
+            adapter.generate(REQ)
+        assert time.monotonic() - start < 2.5
+        adapter.close()
+
+
+def test_huge_retry_after_does_not_hold_the_sample(tmp_path):
+    """503 Retry-After: 100000 ends the sample at once (real waits, default policy)."""
+    with FaultServer(default=Reply(503, "busy", headers={"Retry-After": "100000"})) as server:
+        adapter = resolve_model(server.url, AdapterOptions(rootdir=tmp_path, timeout=1.0, retries=3))
+        start = time.monotonic()
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(REQ)
+        elapsed = time.monotonic() - start
+        adapter.close()
+    assert elapsed < 2.0, elapsed
+    assert info.value.status == 503 and "100000 s" in str(info.value)
+    assert not info.value.transport
+
+
+def test_retries_and_waits_share_one_budget_per_sample(tmp_path):
+    """Many retries with honoured waits stop at 2 x the timeout in total."""
+    with FaultServer(default=Reply(503, "busy", headers={"Retry-After": "0.3"})) as server:
+        adapter = resolve_model(server.url, AdapterOptions(rootdir=tmp_path, timeout=1.0, retries=100))
+        start = time.monotonic()
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(REQ)
+        elapsed = time.monotonic() - start
+        adapter.close()
+        sent = len(server.requests)
+    assert elapsed <= 2.0 + 0.5, elapsed
+    assert 3 <= sent <= 8 and info.value.attempts == sent
+    assert "budget of 2 s" in str(info.value)
+
+
+def test_cancel_ends_a_hanging_attempt_and_a_retry_wait(tmp_path):
+    cancel = threading.Event()
+    options = AdapterOptions(rootdir=tmp_path, timeout=60.0, retries=3, cancel=cancel)
+    for script in ([Reply.png(IMG, delay=30)], [Reply(503, headers={"Retry-After": "30"})]):
+        cancel.clear()
+        with FaultServer(script) as server:
+            adapter = resolve_model(server.url, options)
+            timer = threading.Timer(0.3, cancel.set)
+            timer.start()
+            start = time.monotonic()
+            with pytest.raises(GenerationCancelled):
+                adapter.generate(REQ)
+            assert time.monotonic() - start < 1.5
+            timer.join()
+            # nothing starts once the run is cancelled
+            with pytest.raises(GenerationCancelled):
+                adapter.generate(REQ)
+            assert len(server.requests) == 1
+            adapter.close()
+
+
+def test_transport_flag_marks_failures_without_an_answer(tmp_path):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    refused = resolve_model(f"http://127.0.0.1:{port}/gen", AdapterOptions(rootdir=tmp_path, retries=0))
+    with pytest.raises(GenerationError) as info:
+        refused.generate(REQ)
+    refused.close()
+    assert info.value.transport and info.value.status is None
+    err, _, _ = fail([Reply(500, "boom")], retries=0)
+    assert not err.transport and err.status == 500
+
+
+# ------------------------------------------------------------ bounded bytes (issue 11)
+
+MIB = 2**20
+
+
+def _limited(server, tmp_path, mib=1, **kw):
+    return resolve_model(server.url, AdapterOptions(rootdir=tmp_path, retries=0,
+                                                    max_answer_bytes=mib * MIB, **kw))
+
+
+def test_announced_length_over_the_cap_is_refused_before_reading(tmp_path):
+    big = Reply(stream=lambda: _bytes_forever(b"\x89PNG" * 16384), length=50 * MIB,
+                content_type="image/png")
+    with FaultServer([big]) as server:
+        adapter = _limited(server, tmp_path)
+        with pytest.raises(GenerationError, match=r"over the limit of 1048576 bytes \(Content-Length 52428800"):
+            adapter.generate(REQ)
+        adapter.close()
+        sent = server.bytes_sent
+    assert sent < 8 * MIB  # what the kernel buffers, not the 50 MiB announced
+
+
+def test_streamed_answer_over_the_cap_is_refused_while_reading(tmp_path):
+    big = Reply(stream=lambda: _bytes_forever(b'{"image": "' + b"A" * 65536), content_type="application/json")
+    with FaultServer([big]) as server:
+        adapter = _limited(server, tmp_path)
+        with pytest.raises(GenerationError, match="over the limit of 1048576 bytes") as info:
+            adapter.generate(REQ)
+        adapter.close()
+    assert info.value.attempts == 1 and not info.value.transport
+
+
+def test_gzip_bomb_is_bounded_by_the_same_cap(tmp_path):
+    import gzip
+
+    bomb = gzip.compress(b"\x00" * (200 * MIB), compresslevel=9)
+    assert len(bomb) < 300_000
+    reply = Reply(200, bomb, content_type="application/json", headers={"Content-Encoding": "gzip"})
+    with FaultServer([reply]) as server:
+        adapter = _limited(server, tmp_path, mib=4)
+        start = time.monotonic()
+        with pytest.raises(GenerationError, match="over the limit of 4194304 bytes"):
+            adapter.generate(REQ)
+        assert time.monotonic() - start < 2
+        adapter.close()
+
+
+def test_gzip_answer_within_the_cap_is_decoded(tmp_path):
+    import gzip
+
+    reply = Reply(200, gzip.compress(png_bytes(IMG)), content_type="image/png",
+                  headers={"Content-Encoding": "gzip"})
+    with FaultServer([reply]) as server:
+        adapter = _limited(server, tmp_path)
+        assert np.array_equal(adapter.generate(REQ), IMG)
+        adapter.close()
+
+
+def test_unsupported_content_encoding_is_explained(tmp_path):
+    reply = Reply(200, b"\x00" * 100, content_type="image/png", headers={"Content-Encoding": "br"})
+    with FaultServer([reply]) as server:
+        adapter = _limited(server, tmp_path)
+        with pytest.raises(GenerationError, match="Content-Encoding 'br'"):
+            adapter.generate(REQ)
+        adapter.close()
+
+
+def test_text_body_is_never_decoded_as_base64(tmp_path):
+    """Only JSON fields can hold an image; a text/plain body is text."""
+    import base64
+
+    text = base64.b64encode(png_bytes(IMG)).decode()
+    with FaultServer([Reply(200, text, content_type="text/plain")]) as server:
+        adapter = _limited(server, tmp_path)
+        with pytest.raises(GenerationError, match="neither an image nor JSON"):
+            adapter.generate(REQ)
+        adapter.close()
+
+
+def test_error_bodies_are_read_only_as_far_as_the_message(tmp_path):
+    huge = Reply(500, stream=lambda: _bytes_forever(b"x" * 65536), content_type="text/plain")
+    with FaultServer([huge]) as server:
+        adapter = _limited(server, tmp_path, mib=64)
+        with pytest.raises(GenerationError, match="HTTP 500"):
+            adapter.generate(REQ)
+        adapter.close()
+        sent = server.bytes_sent
+    assert sent < 16 * MIB
+
+
+def test_image_download_is_capped_too(tmp_path):
+    big = Reply(stream=lambda: _bytes_forever(b"\x89PNG" * 16384), content_type="image/png")
+    with FaultServer(routes={"/big.png": big}) as server:
+        server.push(Reply.json({"url": server.url + "/big.png"}))
+        adapter = _limited(server, tmp_path)
+        with pytest.raises(GenerationError, match=r"image download .*big.png failed: answer over the limit"):
+            adapter.generate(REQ)
+        adapter.close()
