@@ -126,3 +126,17 @@ def test_hand_written_manifest_without_pngs_renders_from_spec(tmp_path):
     assert s.suite == folder.name and s.variation == "default"
     assert s.metric_names == ("iou", "dist", "size", "shape", "purity")
     assert (s.expected() == 255).all(axis=2).sum() == 16 * 16
+
+
+def test_export_replaces_a_symlink_in_the_output_folder_instead_of_writing_through_it(tmp_path):
+    from pytest_violin.suite import load_suite
+    from pytest_violin.suite.manifest import export_samples
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.jsonl").symlink_to(victim)
+    export_samples(load_suite("violin", tasks=["color"], limit=2), out, progress=False)
+    assert victim.read_text() == "keep me"
+    assert not (out / "manifest.jsonl").is_symlink()

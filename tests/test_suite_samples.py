@@ -206,3 +206,13 @@ def test_photos_dir_replaces_the_base_photos(tmp_path, monkeypatch):
     assert load_suite("violin", tasks="mask", limit=3)[0].spec["photo"]["source"] == "dir"
     with pytest.raises(SuiteError, match="not a directory"):
         load_suite("violin", photos_dir=tmp_path / "missing")
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+def test_probe_suite_limit_gives_exactly_limit_samples_and_never_a_probe_alone(limit):
+    from pytest_violin.suite import load_suite
+
+    chosen = load_suite("violin-probes", limit=limit)
+    assert len(chosen) == limit
+    ids = {s.id for s in chosen}
+    assert all(s.control is None or s.control in ids for s in chosen)

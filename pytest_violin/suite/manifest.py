@@ -29,6 +29,7 @@ import os
 import stat
 from pathlib import Path
 
+from .._fs import atomic_write
 from ..errors import InvalidImageError, ManifestError, SampleIdError, SuiteError
 from ..imaging import MAX_PIXELS, encode_png, file_kind, probe_image_file
 from .progress import ProgressBar
@@ -55,8 +56,10 @@ def manifest_path(path) -> Path:
 
 
 def _write(path: Path, data: bytes) -> None:
+    # atomic: a new file renamed over the name, so a symlink already in the
+    # output folder is replaced, never written through
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
+    atomic_write(path, data)
 
 
 def export_samples(samples, out_dir, *, progress: bool = True, stream=None,

@@ -79,8 +79,9 @@ def select_stratified(samples, limit, seed: int = 0) -> list:
     Returns
     -------
     list of Sample
-        In suite order. Exactly ``limit`` samples unless keeping probes with
-        their controls makes the last units too large to fit.
+        In suite order; exactly ``limit`` samples (fewer only when the suite
+        has fewer). Where no whole unit (a control with all its probes) fits
+        the room left, a control comes with as many of its probes as fit.
     """
     samples = list(samples)
     if limit is None:
@@ -109,11 +110,25 @@ def select_stratified(samples, limit, seed: int = 0) -> list:
                                                         key=lambda kv: stable_seed("b", seed, kv[0]))]
         ordered_groups.append(_interleave(blists))
     chosen, total = [], 0
-    for uid in _interleave(ordered_groups):
+    order = _interleave(ordered_groups)
+    for uid in order:
         size = len(units[uid])
         if total + size <= limit:
             chosen.extend(units[uid])
             total += size
         if total >= limit:
             break
+    if total < limit:
+        # no whole unit fits the room left (e.g. limit=1 in a suite of probes):
+        # fill it with controls, each with as many of its probes as fit
+        taken = {s.id for s in chosen}
+        for uid in order:
+            if uid in taken:
+                continue
+            members = sorted(units[uid], key=lambda s: (s.id != uid, index[s.id]))
+            part = members[: limit - total]
+            chosen.extend(part)
+            total += len(part)
+            if total >= limit:
+                break
     return sorted(chosen, key=lambda s: index[s.id])
