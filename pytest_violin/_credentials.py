@@ -96,10 +96,11 @@ def _no_colon_message(item: str) -> str:
     """
     words = item.strip().split(None, 1)
     first = words[0] if words else ""
-    if first and _HEADER_NAME.match(first) and len(first) <= 60:
-        shown = f"{redact(first)} ***" if len(words) > 1 else redact(first)
-        hint = f"; did you mean '{redact(first)}: ...'?" if len(words) > 1 else ""
-    else:
+    if len(words) > 1 and _HEADER_NAME.match(first) and len(first) <= 60:
+        # a name, then the value: show the name only
+        shown = f"{redact(first)} ***"
+        hint = f"; did you mean '{redact(first)}: ...'?"
+    else:  # one word may be the value itself
         shown, hint = "***", ""
     return (
         f"header {shown!r} has no ':' between name and value (value hidden); "

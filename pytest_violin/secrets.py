@@ -52,22 +52,24 @@ _lock = threading.Lock()
 _secrets: set[str] = set()
 # Longest first, so a secret that contains another is replaced whole.
 _ordered: tuple[str, ...] = ()
-# (variant, characters a run must have to be masked), longest first.
-_prefix_rules: dict[str, int] = {}
-_ordered_prefixes: tuple[tuple[str, int], ...] = ()
+# variant -> (characters a run must have to be masked, public characters kept)
+_prefix_rules: dict[str, tuple[int, int]] = {}
+_ordered_prefixes: tuple[tuple[str, int, int], ...] = ()
 
 
-def _variants(value: str, public_prefix: int = 0) -> dict[str, int]:
-    """Each form of ``value`` -> the length a run of its start needs to be masked."""
+def _variants(value: str, public_prefix: int = 0) -> dict[str, tuple[int, int]]:
+    """Each form of ``value`` -> (length a run of its start needs to be masked, characters kept)."""
     plain = public_prefix + PREFIX_MIN_LENGTH
-    out = {value: plain, quote(value, safe=""): plain, quote_plus(value): plain}
+    out = {value: (plain, public_prefix)}
+    for quoted in (quote(value, safe=""), quote_plus(value)):
+        out.setdefault(quoted, (len(quote(value[:plain], safe="")), 0))
     raw = value.encode("utf-8")
     for encoded in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
         text = encoded.decode("ascii")
         # 3 bytes -> 4 characters, plus one for the partly known character
         needed = -(-len(value[:plain].encode("utf-8")) * 4 // 3) + 1
-        out[text] = needed
-        out[text.rstrip("=")] = needed
+        out.setdefault(text, (needed, 0))
+        out.setdefault(text.rstrip("="), (needed, 0))
     return {v: n for v, n in out.items() if len(v) >= MIN_SECRET_LENGTH}
 
 
@@ -95,17 +97,17 @@ def register_secret(value, *, public_prefix: int = 0) -> None:
     variants = _variants(value, max(int(public_prefix), 0))
     with _lock:
         changed = False
-        for variant, needed in variants.items():
+        for variant, rule in variants.items():
             if variant not in _secrets:
                 _secrets.add(variant)
                 changed = True
-            if needed < len(variant) and needed < _prefix_rules.get(variant, len(variant)):
-                _prefix_rules[variant] = needed
+            if rule[0] < len(variant) and rule[0] < _prefix_rules.get(variant, (len(variant), 0))[0]:
+                _prefix_rules[variant] = rule
                 changed = True
         if not changed:
             return
         _ordered = tuple(sorted(_secrets, key=len, reverse=True))
-        _ordered_prefixes = tuple(sorted(_prefix_rules.items(), key=lambda kv: len(kv[0]), reverse=True))
+        _ordered_prefixes = tuple((v, n, k) for v, (n, k) in _prefix_rules.items())
 
 
 def is_registered(value: str) -> bool:
@@ -133,13 +135,33 @@ def redact(text) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
-    for secret, needed in _ordered_prefixes:
-        text = _mask_starts(text, secret, needed)
-    return text
+    spans = []
+    for secret, needed, keep in _ordered_prefixes:
+        spans.extend(_starts(text, secret, needed, keep))
+    if not spans:
+        return text
+    # the longest run wins where runs of several secrets overlap
+    spans.sort()
+    out, pos = [], 0
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in merged:
+        out.append(text[pos:start])
+        out.append(MASK)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def _mask_starts(text: str, secret: str, needed: int) -> str:
-    """Mask every run of at least ``needed`` characters that starts ``secret``."""
+def _starts(text: str, secret: str, needed: int, keep: int):
+    """``(start, end)`` of every run of at least ``needed`` characters that starts ``secret``.
+
+    The first ``keep`` characters (a public ``Bearer `` or ``user:``) stay.
+    """
     head = secret[:needed]
     start = text.find(head)
     while start != -1:
@@ -147,9 +169,8 @@ def _mask_starts(text: str, secret: str, needed: int) -> str:
         stop = min(len(text), start + len(secret))
         while end < stop and text[end] == secret[end - start]:
             end += 1
-        text = text[:start] + MASK + text[end:]
-        start = text.find(head, start + len(MASK))
-    return text
+        yield start + keep, end
+        start = text.find(head, end)
 
 
 def redact_url(url: str) -> str:

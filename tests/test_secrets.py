@@ -242,3 +242,132 @@ def test_password_in_a_malformed_url_is_hidden(tmp_path):
         resolve_model("http://me:malformed-pw-31337@127.0.0.1:99999/x", AdapterOptions(rootdir=tmp_path))
     assert "malformed-pw-31337" not in str(info.value)
     assert "malformed-pw-31337" not in redact("--violin-model=http://me:malformed-pw-31337@h")
+
+
+# ----------------------------------------------------- redirects leave the origin (issue 11.7)
+
+KEY_SECRET = "plant-key-93be5d0c7a"
+CRED_HEADERS = ("Authorization", "X-Api-Key", "X-Custom-Auth", "Cookie")
+
+
+def _req():
+    from pytest_violin.models import GenerationRequest
+
+    return GenerationRequest(prompt="p", width=3, height=3, seed=1, sample_id="s", task="color")
+
+
+def _leak_free(requests_seen):
+    for r in requests_seen:
+        for name in CRED_HEADERS:
+            assert name not in r.headers, (name, r.path, r.headers)
+        assert KEY_SECRET not in str(r.headers) and KEY_SECRET not in r.path
+
+
+@pytest.mark.parametrize("status", [302, 307])
+def test_redirect_to_another_origin_drops_every_credential_header(tmp_path, monkeypatch, status):
+    monkeypatch.setenv("VIOLIN_PLANTED_KEY", KEY_SECRET)
+    image = solid(3, 3, (1, 2, 3))
+    with FaultServer(routes={"/gen": Reply.png(image)}) as other, FaultServer() as api:
+        api.push(Reply(status, headers={"Location": other.url + "/gen"}))
+        options = AdapterOptions(rootdir=tmp_path, retries=0, headers=(
+            "X-Api-Key: ${VIOLIN_PLANTED_KEY}", "X-Custom-Auth: plain-configured-value-42",
+            "Authorization: Bearer ${VIOLIN_PLANTED_KEY}", "Cookie: session=${VIOLIN_PLANTED_KEY}",
+            "Accept: image/png"))
+        adapter = resolve_model(api.url + "/gen", options)
+        assert (adapter.generate(_req()) == image).all()
+        adapter.close()
+    assert api.requests[0].headers["X-Api-Key"] == KEY_SECRET  # the endpoint itself gets them
+    assert len(other.requests) == 1
+    _leak_free(other.requests)
+    assert other.requests[0].headers["Accept"] == "image/png"  # public headers stay
+    if status == 307:
+        assert other.requests[0].method == "POST"
+
+
+def test_redirect_within_the_origin_keeps_the_credentials(tmp_path, monkeypatch):
+    monkeypatch.setenv("VIOLIN_PLANTED_KEY", KEY_SECRET)
+    image = solid(3, 3, (1, 2, 3))
+    with FaultServer(routes={"/v2/gen": Reply.png(image)}) as api:
+        api.push(Reply(307, headers={"Location": "/v2/gen"}))
+        adapter = resolve_model(api.url + "/gen", AdapterOptions(
+            rootdir=tmp_path, retries=0, headers=("X-Api-Key: ${VIOLIN_PLANTED_KEY}",)))
+        adapter.generate(_req())
+        adapter.close()
+    assert [r.headers.get("X-Api-Key") for r in api.requests] == [KEY_SECRET, KEY_SECRET]
+
+
+def test_redirected_image_url_drops_credentials_and_openai_key(tmp_path, monkeypatch):
+    """An image URL on the endpoint's origin that redirects elsewhere: nothing follows."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY_SECRET)
+    image = solid(3, 3, (4, 5, 6))
+    with FaultServer(routes={"/blob.png": Reply.png(image)}) as other, FaultServer() as api:
+        monkeypatch.setenv("OPENAI_BASE_URL", api.url + "/v1")
+        api.routes["/files/1.png"] = Reply(302, headers={"Location": other.url + "/blob.png"})
+        api.push(Reply.json({"data": [{"url": api.url + "/files/1.png"}]}))
+        adapter = resolve_model("openai:gpt-image-1", AdapterOptions(
+            rootdir=tmp_path, retries=0, headers=("X-Custom-Auth: ${OPENAI_API_KEY}",)))
+        assert (adapter.generate(_req()) == image).all()
+        adapter.close()
+    gets = [r for r in api.requests if r.method == "GET"]
+    assert gets and gets[0].headers["Authorization"] == f"Bearer {KEY_SECRET}"  # same origin
+    assert len(other.requests) == 1
+    _leak_free(other.requests)
+
+
+# ---------------------------------------------------- redact first, then cut (issue 11.8)
+
+
+def test_cut_secret_prefixes_are_redacted():
+    secret = "s3cr3t-planted-token-0a9b8c7d"
+    register_secret(secret)
+    for cut in (6, 10, 13, 20, len(secret) - 1):
+        text = f"bad token: Bearer {secret[:cut]}..."
+        out = redact(text)
+        assert secret[:cut] not in out and secret[:6] not in out, out
+        assert out.startswith("bad token: Bearer ***")
+    # too short to identify the secret: ordinary words survive
+    assert redact("s3cr3 is fine") == "s3cr3 is fine"
+
+
+def test_scheme_word_and_user_name_are_not_secret_prefixes(tmp_path, monkeypatch):
+    monkeypatch.setenv("VIOLIN_PLANTED_KEY", KEY_SECRET)
+    resolve_model("http://alice-in-chains:pw-8c7d6e5f4a@127.0.0.1:9/gen", AdapterOptions(
+        rootdir=tmp_path, headers=("Authorization: Bearer ${VIOLIN_PLANTED_KEY}",))).close()
+    assert redact("send a Bearer token as alice-in-chains") == "send a Bearer token as alice-in-chains"
+    assert redact(f"Bearer {KEY_SECRET[:9]}") == "Bearer ***"
+    assert "pw-8c7d" not in redact("alice-in-chains:pw-8c7d...")
+
+
+def test_server_echo_of_a_cut_token_never_shows(tmp_path, monkeypatch):
+    """The server cuts the token itself; our own cut falls inside it too."""
+    monkeypatch.setenv("VIOLIN_PLANTED_KEY", KEY_SECRET)
+    echo = {"error": {"message": f"Incorrect API key provided: Bearer {KEY_SECRET[:12]}..."}}
+    long_echo = {"error": "x" * 190 + " key " + KEY_SECRET + " rejected"}
+    with FaultServer([Reply.json(echo, status=401), Reply.json(long_echo, status=401)]) as api:
+        adapter = resolve_model(api.url + "/gen", AdapterOptions(
+            rootdir=tmp_path, retries=0, headers=("Authorization: Bearer ${VIOLIN_PLANTED_KEY}",)))
+        messages = []
+        for _ in range(2):
+            with pytest.raises(GenerationError) as info:
+                adapter.generate(_req())
+            messages.append(str(info.value))
+        adapter.close()
+    for message in messages:
+        assert KEY_SECRET[:6] not in message, message
+    assert "Incorrect API key provided: Bearer ***" in messages[0]
+
+
+# ------------------------------------------------ a header without a colon (issue 11.9)
+
+
+@pytest.mark.parametrize("header", ["Authorization Bearer s3cr3t-typo-5e4d3c2b",
+                                    "s3cr3t-typo-5e4d3c2b", "X-Api-Key\ts3cr3t-typo-5e4d3c2b"])
+def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
+    from pytest_violin._credentials import parse_headers
+    from pytest_violin.errors import ModelSpecError
+
+    with pytest.raises(ModelSpecError) as info:
+        parse_headers([header])
+    text = str(info.value)
+    assert "s3cr3t" not in text and "typo-5e4d" not in text
+    assert "no ':'" in text and "Name: value" in text
