@@ -8,7 +8,7 @@ import numpy as np
 from ..imaging import as_rgb8
 from ._types import check_profile
 
-__all__ = ["rgb_to_lab", "lab8", "lab8_to_cie", "lab8_to_cie32", "float_lab"]
+__all__ = ["rgb_to_lab", "lab8", "lab8_to_cie", "lab8_to_cie32", "float_lab", "float_lab_planes"]
 
 _L_SCALE = 100.0 / 255.0
 
@@ -72,12 +72,31 @@ def float_lab(rgb: np.ndarray) -> np.ndarray:
     shape = rgb.shape
     if rgb.ndim != 3:  # OpenCV reads (H, W, 3) as a 3-channel image only
         rgb = rgb.reshape(-1, 1, 3)
+    return cv2.transform(_f_xyz(rgb), _LAB_FROM_F).reshape(shape)
+
+
+def _f_xyz(rgb: np.ndarray) -> np.ndarray:
+    """``f(X/Xn), f(Y/Yn), f(Z/Zn)`` of an (H, W, 3) uint8 image (cube root
+    above the knee, its linear continuation below)."""
     t = cv2.transform(cv2.LUT(rgb, _LINEAR), _XYZN_FROM_LINEAR)
     small = t <= 0.008856
     knee = t[small] * 7.787 + 16.0 / 116.0
     np.cbrt(t, out=t)
     t[small] = knee
-    return cv2.transform(t, _LAB_FROM_F).reshape(shape)
+    return t
+
+
+def float_lab_planes(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`float_lab` of an (H, W, 3) uint8 image as three contiguous
+    (H, W) planes ``L*, a*, b*`` (what the vectorized CIEDE2000 reads)."""
+    fx, fy, fz = cv2.split(_f_xyz(rgb))
+    lightness = fy * 116.0
+    lightness -= 16.0
+    a = fx - fy
+    a *= 500.0
+    b = fy - fz
+    b *= 200.0
+    return lightness, a, b
 
 
 def rgb_to_lab(image, *, profile: str = "violin") -> np.ndarray:

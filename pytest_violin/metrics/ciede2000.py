@@ -311,15 +311,21 @@ def ciede2000_to_color(lab, ref) -> np.ndarray:
         raise ValueError(f"lab must have shape (..., 3) holding L*, a*, b*; got shape {lab.shape}")
     if ref.shape != (3,):
         raise ValueError(f"ref must be one colour of shape (3,); got shape {ref.shape}")
-    flat = lab.reshape(-1, 3)
-    out = np.empty(flat.shape[0], dtype=np.float64)
-    for start in range(0, flat.shape[0], CHUNK):
-        chunk = flat[start:start + CHUNK]
-        out[start:start + CHUNK] = _to_color_kernel(
-            float(ref[0]), float(ref[1]), float(ref[2]),
-            np.ascontiguousarray(chunk[:, 0]), np.ascontiguousarray(chunk[:, 1]),
-            np.ascontiguousarray(chunk[:, 2]))
-    return out.reshape(lab.shape[:-1])
+    return ciede2000_planes_to_color(lab[..., 0], lab[..., 1], lab[..., 2], ref)
+
+
+def ciede2000_planes_to_color(L, a, b, ref) -> np.ndarray:
+    """:func:`ciede2000_to_color` of Lab given as three arrays ``L, a, b``
+    of one shape (no checks: the colour metrics' internal entry)."""
+    shape = np.shape(L)
+    planes = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1) for v in (L, a, b)]
+    n = planes[0].size
+    out = np.empty(n, dtype=np.float64)
+    L1, a1, b1 = (float(v) for v in ref)
+    for start in range(0, n, CHUNK):
+        sl = slice(start, start + CHUNK)
+        out[sl] = _to_color_kernel(L1, a1, b1, planes[0][sl], planes[1][sl], planes[2][sl])
+    return out.reshape(shape)
 
 
 def _to_color_kernel(L1: float, a1: float, b1: float, L2, a2, b2) -> np.ndarray:

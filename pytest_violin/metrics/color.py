@@ -27,10 +27,10 @@ import numpy as np
 
 from ._common import (LAYOUTS, check_layout, clip01, gray, mean_channel_std, prepare_pair,
                       split_blocks)
-from ._lab import float_lab, lab8, lab8_to_cie32
+from ._lab import float_lab, float_lab_planes, lab8, lab8_to_cie32
 from ._ref32 import chroma_hue32, ciede2000_32, lightness_sq32
 from ._types import Metrics, check_profile
-from .ciede2000 import ciede2000, ciede2000_to_color
+from .ciede2000 import ciede2000, ciede2000_planes_to_color
 
 __all__ = ["COLOR_METRICS", "LAYOUTS", "color_metrics", "RGB_ED_NORM", "HF_RADIUS",
            "CANNY_LOW", "CANNY_HIGH"]
@@ -164,21 +164,39 @@ def _lab00_violin_general(gen_codes: np.ndarray, exp_codes: np.ndarray) -> float
     return clip01(total / gen.shape[0] / 100.0)
 
 
-def _lab00_strict(gen: np.ndarray, gen_lab: np.ndarray, exp: np.ndarray, exp_lab) -> float:
-    """Mean float64 CIEDE2000 / 100 in unquantized Lab.
+#: Pixels per chunk of the strict one-colour path: Lab conversion and
+#: CIEDE2000 run chunk by chunk, so no temporary is image-sized.
+STRICT_CHUNK = 8192
 
-    ``exp_lab`` is the expected block's Lab or, for a one-colour block, the
-    colour's. Pixels whose RGB equals the expected pixel's score exactly 0
-    (their Lab is the same colour's; a vectorized conversion can round the
-    same colour differently in the last bit at different positions, which
-    would cost a perfect answer its exact 0.0).
+
+def _lab00_strict_one(gen: np.ndarray, color: np.ndarray) -> float:
+    """Mean float64 CIEDE2000 / 100 of a block against one colour, in
+    unquantized Lab.
+
+    Pixels equal to the colour score exactly 0 (their Lab is the colour's;
+    a vectorized conversion may round one colour differently in the last
+    bit at different positions, which would cost a perfect answer its
+    exact 0.0).
     """
-    if exp_lab.ndim == 1:
-        d = ciede2000_to_color(gen_lab, exp_lab)
-        same = cv2.inRange(gen, exp, exp)
-    else:
-        d = ciede2000(exp_lab, gen_lab)
-        same = cv2.inRange(cv2.absdiff(gen, exp), _ZEROS3, _ZEROS3)
+    ref = float_lab(color)
+    pixels = np.ascontiguousarray(gen).reshape(-1, 1, 3)
+    total = 0.0
+    for start in range(0, pixels.shape[0], STRICT_CHUNK):
+        chunk = pixels[start:start + STRICT_CHUNK]
+        d = ciede2000_planes_to_color(*float_lab_planes(chunk), ref)
+        same = cv2.inRange(chunk, color, color)
+        if cv2.countNonZero(same):
+            d[same > 0] = 0.0
+        total += float(d.sum())
+    return clip01(total / pixels.shape[0] / 100.0)
+
+
+def _lab00_strict(gen: np.ndarray, gen_lab: np.ndarray, exp: np.ndarray,
+                  exp_lab: np.ndarray) -> float:
+    """Mean float64 CIEDE2000 / 100 of two blocks in unquantized Lab; pixels
+    equal in RGB score exactly 0 (as in :func:`_lab00_strict_one`)."""
+    d = ciede2000(exp_lab, gen_lab)
+    same = cv2.inRange(cv2.absdiff(gen, exp), _ZEROS3, _ZEROS3)
     if cv2.countNonZero(same):
         d[same > 0] = 0.0
     return clip01(d.mean() / 100.0)
@@ -327,7 +345,7 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
 
     def lab00_strict(rs, cs, gb, eb, e_one):
         if e_one is not None:
-            return _lab00_strict(gb, g_lab()[rs, cs], e_one, float_lab(e_one.reshape(1, 3))[0])
+            return _lab00_strict_one(gb, e_one)
         return _lab00_strict(gb, g_lab()[rs, cs], eb, _strict_exp_lab(whole, exp)[rs, cs])
 
     sums = dict.fromkeys(COLOR_METRICS, 0.0)
@@ -349,9 +367,7 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
             elif profile == "violin":
                 sums["lab_00"] += _lab00_violin_general(g_lab()[rs, cs], lab8(eb))
             elif e_one is not None:
-                sums["lab_00"] += _lab00_strict(g_one.reshape(1, 1, 3),
-                                                float_lab(g_one.reshape(1, 1, 3)), e_one,
-                                                float_lab(e_one.reshape(1, 3))[0])
+                sums["lab_00"] += _lab00_strict_one(g_one.reshape(1, 1, 3), e_one)
             else:
                 sums["lab_00"] += lab00_strict(rs, cs, gb, eb, None)
             continue
