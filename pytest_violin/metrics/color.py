@@ -81,11 +81,11 @@ def _rgb_ed(gen: np.ndarray, exp: np.ndarray) -> float:
 
 class _ChromaHueTables:
     """Per reference colour, the chroma/hue part of CIEDE2000 for every
-    8-bit ``(a, b)`` code pair seen so far.
+    8-bit ``(a, b)`` code pair seen so far (NaN: not computed yet).
 
     A suite scores many answers against a few dozen colours, so entries
     computed for one answer are reused for the next. Bounded LRU (each
-    table is 576 KiB); a lost race between threads recomputes identical
+    table is 512 KiB); a lost race between threads recomputes identical
     values, so no lock is needed around the arrays.
     """
 
@@ -98,30 +98,30 @@ class _ChromaHueTables:
         with self._lock:
             self._tables.clear()
 
-    def lookup(self, ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
-        """The table for ``ref_ab``, with entries for every code in ``codes``
-        (packed ``a << 8 | b``, uint16) computed."""
+    def table(self, ref_ab: tuple[int, int]) -> np.ndarray:
+        """The table of ``ref_ab`` (created all NaN)."""
         with self._lock:
-            entry = self._tables.get(ref_ab)
-            if entry is None:
-                entry = (np.zeros(65536, dtype=np.float64), np.zeros(65536, dtype=bool))
-                self._tables[ref_ab] = entry
+            table = self._tables.get(ref_ab)
+            if table is None:
+                table = np.full(65536, np.nan, dtype=np.float64)
+                self._tables[ref_ab] = table
                 while len(self._tables) > self.maxsize:
                     self._tables.popitem(last=False)
             else:
                 self._tables.move_to_end(ref_ab)
-        table, known = entry
-        if np.take(known, codes).all():  # a warm table: no counting
-            return table
+        return table
+
+    @staticmethod
+    def fill(ref_ab: tuple[int, int], table: np.ndarray, codes: np.ndarray) -> None:
+        """Compute the entries of ``table`` for every code in ``codes``
+        (packed ``a << 8 | b``, uint16) that it lacks."""
         present = np.flatnonzero(np.bincount(codes.ravel(), minlength=65536))
-        missing = present[~known[present]]
+        missing = present[np.isnan(table[present])]
         if missing.size:
             # Clamped at 0: the true value is >= 0 and only rounding leaves a
             # tiny negative residue, so sqrt(L + max(ch, 0)) agrees with the
             # plain sqrt(max(L + ch, 0)) to rounding and is never NaN.
             table[missing] = np.maximum(_chroma_hue_codes32(ref_ab, missing), 0.0)
-            known[missing] = True
-        return table
 
 
 _CH_TABLES = _ChromaHueTables()
@@ -146,11 +146,20 @@ def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
     ab = gen_codes[:, :, 1].astype(np.uint16)
     ab <<= 8
     ab |= gen_codes[:, :, 2]
-    ch_table = _CH_TABLES.lookup((int(ref_codes[1]), int(ref_codes[2])), ab)
-    d2 = cv2.LUT(cv2.extractChannel(gen_codes, 0), l_table)
-    d2 += np.take(ch_table, ab)
-    # Table entries are clamped at 0 and the lightness part is a square: d2 >= 0.
-    return clip01(np.sqrt(d2, out=d2).mean() / 100.0)
+    ref_ab = (int(ref_codes[1]), int(ref_codes[2]))
+    ch_table = _CH_TABLES.table(ref_ab)
+    lightness = cv2.extractChannel(gen_codes, 0)
+    for _ in range(2):
+        d2 = cv2.LUT(lightness, l_table)
+        d2 += np.take(ch_table, ab)
+        # Entries are clamped at 0 and the lightness part is a square: d2 >= 0;
+        # a NaN mean means the table lacked some code (a warm table costs
+        # nothing more than its lookup).
+        mean = np.sqrt(d2, out=d2).mean()
+        if not np.isnan(mean):
+            break
+        _CH_TABLES.fill(ref_ab, ch_table, ab)
+    return clip01(mean / 100.0)
 
 
 def _lab00_violin_general(gen_codes: np.ndarray, exp_codes: np.ndarray) -> float:
