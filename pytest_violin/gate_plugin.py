@@ -18,15 +18,14 @@ The pure logic is in :mod:`pytest_violin.gating` and
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-from .settings import option_value, resolve_path
+from .settings import GateSettings, parse_gate_settings
 
-__all__ = ["GateSettings", "GATE_KEY", "PASSING_THUMBNAILS_PER_VARIATION", "parse_gate_settings"]
+__all__ = ["GATE_KEY", "GateSettings", "GateState", "PASSING_THUMBNAILS_PER_VARIATION",
+           "parse_gate_settings"]
 
 #: Passing samples per (task, variation) and process whose generated image is
 #: shown in the HTML report. Every failing sample gets its thumbnails; a
@@ -34,109 +33,50 @@ __all__ = ["GateSettings", "GATE_KEY", "PASSING_THUMBNAILS_PER_VARIATION", "pars
 #: per variation show what the model draws without paying for thousands.
 PASSING_THUMBNAILS_PER_VARIATION = 12
 
-_OPTIONS = (
-    ("save_baseline", "PATH", "write a baseline of this run to PATH (JSON)"),
-    ("baseline", "PATH", "compare this run with the baseline at PATH; credible regressions fail the session"),
-    ("max_regression", "FLOAT", "smallest absolute worsening of a task's or variation's mean metric that "
-                                "counts as a regression (default 0.01)"),
-    ("report", "DIR", "write results.json, report.html and summary.md into DIR"),
-)
-
-
-def pytest_addoption(parser):
-    group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
-    for name, metavar, help_text in _OPTIONS:
-        ini = f"violin_{name}"
-        group.addoption(f"--violin-{name.replace('_', '-')}", dest=ini, default=None, metavar=metavar,
-                        help=f"{help_text} [ini: {ini}]")
-        parser.addini(ini, help_text, type="string", default=None)
-
-
 @dataclass
-class GateSettings:
-    """Parsed gate options plus the state of one session."""
+class GateState:
+    """What the gate learns during one session (its options are the frozen :class:`GateSettings`)."""
 
-    save_baseline: Path | None = None
-    baseline: Path | None = None
-    max_regression: float = 0.01
-    report: Path | None = None
+    settings: GateState
     baseline_doc: dict | None = None
     comparison: object = None
     exitstatus: int | None = None
     interrupted: bool = False
     session: object = None
-    baseline_label: str | None = None
     messages: list = field(default_factory=list)
     passing_thumbnails: dict = field(default_factory=dict)
 
-    @property
-    def active(self) -> bool:
-        """True when any gate option was given."""
-        return bool(self.save_baseline or self.baseline or self.report)
+    # the options, read through the state for brevity
+    save_baseline = property(lambda self: self.settings.save_baseline)
+    baseline = property(lambda self: self.settings.baseline)
+    baseline_label = property(lambda self: self.settings.baseline_label)
+    max_regression = property(lambda self: self.settings.max_regression)
+    report = property(lambda self: self.settings.report)
+    active = property(lambda self: self.settings.active)
 
 
-GATE_KEY = pytest.StashKey[GateSettings]()
+GATE_KEY = pytest.StashKey[GateState]()
 
 
-def _raw(config, name):
-    return option_value(config, name, f"violin_{name}")
+def _new_state(config) -> GateState:
+    state = GateState(parse_gate_settings(config))
+    if state.baseline is not None and not hasattr(config, "workerinput"):
+        from .errors import BaselineError
+        from .gating import read_baseline
 
-
-def _path(config, value, from_ini) -> Path:
-    return resolve_path(config, value, from_ini=from_ini)
-
-
-def parse_gate_settings(config) -> GateSettings:
-    """Read and check the gate options; raise :class:`pytest.UsageError` on bad values."""
-    from .gating import DEFAULT_MAX_REGRESSION
-
-    s = GateSettings(max_regression=DEFAULT_MAX_REGRESSION)
-    raw, ini = _raw(config, "max_regression")
-    if raw is not None:
         try:
-            value = float(raw)
-        except (TypeError, ValueError):
-            value = float("nan")
-        if not (math.isfinite(value) and 0.0 <= value <= 1.0):
-            raise pytest.UsageError(
-                f"--violin-max-regression={raw!r} is invalid; accepted: a number in [0, 1], the "
-                f"absolute worsening of a mean metric (default {DEFAULT_MAX_REGRESSION})")
-        s.max_regression = value
-    raw, ini = _raw(config, "save_baseline")
-    if raw is not None:
-        s.save_baseline = _path(config, raw, ini)
-        if s.save_baseline.is_dir():
-            raise pytest.UsageError(
-                f"--violin-save-baseline={raw!r}: {str(s.save_baseline)!r} is a directory; accepted: "
-                "a file path (e.g. baselines/violin.json; parent directories are created)")
-    raw, ini = _raw(config, "report")
-    if raw is not None:
-        s.report = _path(config, raw, ini)
-        if s.report.exists() and not s.report.is_dir():
-            raise pytest.UsageError(
-                f"--violin-report={raw!r}: {str(s.report)!r} is a file; accepted: a directory "
-                "(created if missing)")
-    raw, ini = _raw(config, "baseline")
-    if raw is not None:
-        s.baseline = _path(config, raw, ini)
-        s.baseline_label = str(raw)
-        if not hasattr(config, "workerinput"):
-            from .errors import BaselineError
-            from .gating import read_baseline
-
-            try:
-                s.baseline_doc = read_baseline(s.baseline)
-            except BaselineError as exc:
-                raise pytest.UsageError(f"--violin-baseline={raw!r}: {exc}") from None
-    return s
+            state.baseline_doc = read_baseline(state.baseline)
+        except BaselineError as exc:
+            raise pytest.UsageError(f"--violin-baseline={state.baseline_label!r}: {exc}") from None
+    return state
 
 
-def _settings(config) -> GateSettings | None:
+def _settings(config) -> GateState | None:
     return config.stash.get(GATE_KEY, None)
 
 
 def pytest_configure(config):
-    config.stash[GATE_KEY] = parse_gate_settings(config)
+    config.stash[GATE_KEY] = _new_state(config)
 
 
 # --------------------------------------------------------------------------- per sample (any process)
@@ -209,7 +149,7 @@ def pytest_sessionfinish(session, exitstatus):
                      or bool(getattr(session, "shouldfail", False)))
 
 
-def _run_metadata(config, store, s: GateSettings) -> dict:
+def _run_metadata(config, store, s: GateState) -> dict:
     try:
         from .state import STATE_KEY
 
@@ -277,7 +217,7 @@ def pytest_violin_session_results(config, store):
         _write_reports(s, results, current)
 
 
-def _write_reports(s: GateSettings, results, current) -> None:
+def _write_reports(s: GateState, results, current) -> None:
     from .report.html import write_html
     from .report.json_report import write_results_json
     from .report.markdown import write_summary
@@ -297,7 +237,7 @@ def _write_reports(s: GateSettings, results, current) -> None:
         s.messages.append(f"reports NOT written to {s.report}: {exc}")
 
 
-def _fail_on_regressions(s: GateSettings) -> None:
+def _fail_on_regressions(s: GateState) -> None:
     """Make an otherwise green session exit non-zero when the gate is not green.
 
     A regression, or a baseline sample that ended in an error, fails the

@@ -25,62 +25,10 @@ from .state import STATE_KEY, get_state, redact
 # Hooks and options only: the parsed options live in settings.py, the run
 # state (adapter, runner, samples, results) in state.py.
 
-# (option, ini name, ini type, default, help)
-_OPTIONS = [
-    ("model", "violin_model", "string", None,
-     "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
-     "diffusers:PATH_OR_ID or a third-party SCHEME:TARGET. Turns the Violin suite into tests."),
-    ("suite", "violin_suite", "string", "violin",
-     "suite name (violin, violin-extra) or manifest path (default: violin)"),
-    ("tasks", "violin_tasks", "args", None,
-     "comma-separated tasks to run (default: all); in pyproject.toml also a list"),
-    ("limit", "violin_limit", "string", None, "run a stratified subset of N samples"),
-    ("seed", "violin_seed", "string", "0", "run seed; per-sample seeds derive from it (default 0)"),
-    ("profile", "violin_profile", "string", "violin", "metric profile: violin or strict"),
-    ("repeats", "violin_repeats", "string", "1", "images per sample (default 1)"),
-    ("pass_rule", "violin_pass_rule", "string", "mean",
-     "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
-    ("save_outputs", "violin_save_outputs", "string", None,
-     "write every generated image as DIR/<sample id>.png"),
-    ("concurrency", "violin_concurrency", "string", "4", "generations in flight (default 4)"),
-    ("timeout", "violin_timeout", "string", "120", "seconds per HTTP request (default 120)"),
-    ("retries", "violin_retries", "string", "3", "retries on transient HTTP failures (default 3)"),
-    ("request_template", "violin_request_template", "string", None,
-     "JSON body template FILE for the http adapter"),
-    ("response_path", "violin_response_path", "string", None,
-     "where the image is in a JSON response, e.g. data.0.b64_json"),
-    ("cache_dir", "violin_cache_dir", "string", None,
-     "image cache directory (default: pytest cache dir/violin-images)"),
-    ("max_calls", "violin_max_calls", "string", None,
-     "refuse to start when the run plans more uncached generations than N ('none': no limit; "
-     "default 2000 for network adapters, no limit for local ones)"),
-    ("max_answer_mb", "violin_max_answer_mb", "string", None,
-     "largest model answer read, in MiB (default 64)"),
-]
-
-
 def pytest_addoption(parser):
-    group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
-    for name, ini, kind, default, help_text in _OPTIONS:
-        group.addoption(f"--violin-{name.replace('_', '-')}", dest=f"violin_{name}", default=None,
-                        metavar=name.upper().replace("_", "-"), help=help_text + f" [ini: {ini}]")
-        parser.addini(ini, help_text, type=kind, default=default)
-    group.addoption("--violin-threshold", dest="violin_threshold", action="append", default=[],
-                    metavar="TASK.METRIC=VALUE",
-                    help="override a limit, e.g. color.sd=0.02 or shape.mean=0.1 (repeatable) "
-                         "[ini: violin_thresholds, one per line]")
-    parser.addini("violin_thresholds", "limit overrides TASK.METRIC=VALUE, one per line", type="linelist",
-                  default=[])
-    group.addoption("--violin-header", dest="violin_header", action="append", default=[],
-                    metavar="'NAME: VALUE'",
-                    help="extra HTTP header (repeatable); VALUE may use ${ENV_VAR} "
-                         "[ini: violin_headers, one per line]")
-    parser.addini("violin_headers", "extra HTTP headers 'Name: value', one per line", type="linelist",
-                  default=[])
-    group.addoption("--violin-no-cache", dest="violin_no_cache", action="store_true", default=None,
-                    help="do not read or write the image cache [ini: violin_no_cache]")
-    # parsed by settings._ini_bool, so that a bad value is a usage error naming the key
-    parser.addini("violin_no_cache", "disable the image cache (true/false)", type="string", default=None)
+    from .options import add_options
+
+    add_options(parser)
 
 
 def pytest_addhooks(pluginmanager):
@@ -313,7 +261,7 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     plan = plan_generations(state, samples)
     limit = state.settings.max_calls
     if not state.settings.max_calls_given and state.network:
-        from .settings import DEFAULT_NETWORK_MAX_CALLS
+        from .options import DEFAULT_NETWORK_MAX_CALLS
 
         limit = DEFAULT_NETWORK_MAX_CALLS
     reporter = config.pluginmanager.get_plugin("terminalreporter")

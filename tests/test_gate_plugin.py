@@ -138,9 +138,9 @@ def test_ini_keys(project):
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--violin-max-regression=abc"], "--violin-max-regression='abc'"),
-    (["--violin-max-regression=-0.1"], "accepted: a number in [0, 1]"),
-    (["--violin-max-regression=nan"], "--violin-max-regression='nan'"),
+    (["--violin-max-regression=abc"], "--violin-max-regression: 'abc' is invalid"),
+    (["--violin-max-regression=-0.1"], "accepted: a number >= 0 and <= 1"),
+    (["--violin-max-regression=nan"], "--violin-max-regression: 'nan' is invalid"),
     (["--violin-baseline=missing.json"], "does not exist"),
     (["--violin-baseline=broken.json"], "field 'schema_version'"),
     (["--violin-report=afile.txt"], "is a file"),

@@ -1,0 +1,402 @@
+"""Every ``--violin-*`` option and ini key, declared once.
+
+:data:`OPTIONS` is the one table: each :class:`Option` names the option, its
+ini key, the converter that turns a string into a value (raising
+:class:`argparse.ArgumentTypeError` with the accepted forms, never echoing
+a secret), the default and the help text. :func:`add_options` declares them
+with pytest (``type=`` converters, as pytest-xdist does, so a bad
+command-line value is a pytest usage error, exit 4); :func:`read_option`
+reads one back, the command line winning over the ini file, with ini values
+going through the same converter (a bad one names its key).
+
+Relative paths are resolved by :func:`resolve_path`: against the directory
+pytest was started in for a command-line value, against the ini file's
+directory for an ini value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+__all__ = [
+    "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
+    "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "Option", "PASS_RULES", "PROFILES", "add_options",
+    "read_option", "resolve_path",
+]
+
+PROFILES = ("violin", "strict")
+PASS_RULES = ("mean", "worst")
+
+#: Largest ``--violin-concurrency``: generations in flight per process.
+MAX_CONCURRENCY = 256
+#: Largest ``--violin-timeout`` in seconds (one day).
+MAX_TIMEOUT = 86400.0
+#: Largest ``--violin-retries``.
+MAX_RETRIES = 100
+#: Default ``--violin-max-answer-mb``: the largest model answer read, in MiB.
+DEFAULT_MAX_ANSWER_MB = 64
+#: Largest ``--violin-max-answer-mb``.
+MAX_ANSWER_MB = 1024
+#: Default ``--violin-max-calls`` of adapters that call a network service.
+DEFAULT_NETWORK_MAX_CALLS = 2000
+#: Default ``--violin-max-regression`` (see docs/gating.md).
+DEFAULT_MAX_REGRESSION = 0.01
+
+
+# ----------------------------------------------------------------------------- converters
+
+
+def _text(value) -> str:
+    return str(value).strip()
+
+
+def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A converter to an integer in ``[minimum, maximum]``."""
+    accepted = f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}"
+
+    def convert(value) -> int:
+        text = _text(value)
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; accepted: {accepted}") from None
+        if number < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is below {minimum}; accepted: {accepted}")
+        if maximum is not None and number > maximum:
+            raise argparse.ArgumentTypeError(f"{text!r} is above {maximum}; accepted: {accepted}")
+        return number
+
+    return convert
+
+
+def number(low: float, high: float, *, low_open: bool, what: str) -> Callable[[str], float]:
+    """A converter to a finite float in ``(low, high]`` or ``[low, high]``."""
+    accepted = f"{what} {'>' if low_open else '>='} {low:g} and <= {high:g}"
+
+    def convert(value) -> float:
+        text = _text(value)
+        try:
+            x = float(text)
+        except ValueError:
+            x = math.nan
+        if not (math.isfinite(x) and (x > low if low_open else x >= low) and x <= high):
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid; accepted: {accepted}")
+        return x
+
+    return convert
+
+
+def choice(options: tuple) -> Callable[[str], str]:
+    """A converter to one of ``options`` (case-insensitive)."""
+
+    def convert(value) -> str:
+        text = _text(value).lower()
+        if text not in options:
+            raise argparse.ArgumentTypeError(f"{text!r} is unknown; accepted: {', '.join(options)}")
+        return text
+
+    return convert
+
+
+def nonempty(value) -> str:
+    """A converter to a non-blank string."""
+    text = _text(value)
+    if not text:
+        raise argparse.ArgumentTypeError("an empty value; accepted: a non-empty string")
+    return text
+
+
+def task_list(value) -> tuple:
+    """``"color,shape"`` or a list ``["color", "shape"]`` as a tuple of task names."""
+    parts = [str(p) for p in value] if isinstance(value, (list, tuple)) else [str(value)]
+    tasks = tuple(t.strip().lower() for p in parts for t in p.split(",") if t.strip())
+    if not tasks:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no task; accepted: comma-separated task names such as color,shape,mask")
+    return tasks
+
+
+def calls_limit(value) -> float:
+    """A number of generations, or ``none`` for no limit (``math.inf``)."""
+    if _text(value).lower() in ("none", "unlimited"):
+        return math.inf
+    return integer(0)(value)
+
+
+def threshold(value) -> str:
+    """One ``TASK.METRIC=VALUE`` override, checked for syntax (names are checked against the suite)."""
+    from .errors import ThresholdError
+    from .thresholds import parse_thresholds
+
+    text = str(value)
+    try:
+        parse_thresholds([text], None)
+    except ThresholdError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _mask_header(text: str) -> str:
+    """A malformed header as it may be shown: its name at most, never a value.
+
+    ``'Authorization Bearer s3cr3t'`` (no colon) shows as
+    ``'Authorization ***'``; a lone word that is not a plausible header name
+    (it may be the token itself) shows as ``'***'``.
+    """
+    name, sep, value = text.partition(":")
+    if sep:
+        return f"{name}:***" if value.strip() else text
+    words = text.split()
+    first = words[0] if words else ""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]{0,39}", first) or any(c.isdigit() for c in first):
+        return "***"
+    return first + (" ***" if len(words) > 1 else "")
+
+
+def header(value) -> tuple | None:
+    """``'Name: value'`` as ``(name, value)``; blank lines are ``None``."""
+    text = str(value)
+    if not text.strip():
+        return None
+    name, sep, rest = text.partition(":")
+    if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+        raise argparse.ArgumentTypeError(
+            f"{_mask_header(text)!r} is malformed (no 'Name:' before the value); accepted: "
+            f"'Name: value' (value may reference ${{ENV_VAR}})")
+    return name.strip(), rest.strip()
+
+
+_TRUE = ("1", "true", "yes", "on", "y", "t")
+_FALSE = ("0", "false", "no", "off", "n", "f", "")
+
+
+def boolean(value) -> bool:
+    """true/false, yes/no, on/off, 1/0."""
+    if isinstance(value, bool):
+        return value
+    text = _text(value).lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r} is not a boolean; accepted: true/false, yes/no, on/off, 1/0")
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``--violin-*`` option and its ini key.
+
+    Attributes
+    ----------
+    name : str
+        ``limit`` for ``--violin-limit`` / ini ``violin_limit``.
+    convert : callable
+        String (or ini list) -> value; raises ``ArgumentTypeError``.
+    default : object
+        The value when neither the command line nor the ini file gives one.
+    help : str
+        Help text.
+    kind : str
+        ``value`` (one value), ``list`` (repeatable; an ini line list) or
+        ``flag`` (``store_true``; an ini boolean).
+    path : bool
+        The value is a path (resolved by :func:`resolve_path`).
+    ini_type : str
+        pytest's ini type for the key (``args`` accepts a TOML list).
+    """
+
+    name: str
+    convert: Callable[[Any], Any]
+    default: Any
+    help: str
+    kind: str = "value"
+    path: bool = False
+    ini_type: str = "string"
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return f"--violin-{self.name.replace('_', '-')}"
+
+    @property
+    def ini(self) -> str:
+        return f"violin_{self.name}"
+
+    @property
+    def dest(self) -> str:
+        return f"violin_{self.name}"
+
+
+def _path_text(value) -> str:
+    return nonempty(value)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("model", nonempty, None,
+           "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
+           "diffusers:PATH_OR_ID or a third-party SCHEME:TARGET. Turns the Violin suite into tests.",
+           metavar="SPEC"),
+    Option("suite", nonempty, "violin",
+           "suite name (violin, violin-absolute, violin-extra, violin-probes) or manifest path "
+           "(default: violin)", metavar="NAME_OR_PATH"),
+    Option("tasks", task_list, None,
+           "comma-separated tasks to run (default: all); in pyproject.toml also a list",
+           ini_type="args", metavar="LIST"),
+    Option("limit", integer(1), None, "run a stratified subset of N samples", metavar="N"),
+    Option("seed", integer(0), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
+    Option("profile", choice(PROFILES), "violin", "metric profile: violin or strict"),
+    Option("repeats", integer(1), 1, "images per sample (default 1)", metavar="K"),
+    Option("pass_rule", choice(PASS_RULES), "mean",
+           "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
+    Option("save_outputs", _path_text, None, "write every generated image as DIR/<sample id>.png",
+           path=True, metavar="DIR"),
+    Option("concurrency", integer(1, MAX_CONCURRENCY), 4,
+           f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
+    Option("timeout", number(0.0, MAX_TIMEOUT, low_open=True, what="a number of seconds"), 120.0,
+           "seconds per HTTP request; one sample's attempts and waits together are bounded by it "
+           "too (default 120)", metavar="S"),
+    Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
+           metavar="N"),
+    Option("request_template", _path_text, None, "JSON body template FILE for the http adapter",
+           path=True, metavar="FILE"),
+    Option("response_path", nonempty, None, "where the image is in a JSON response, e.g. data.0.b64_json",
+           metavar="PATH"),
+    Option("cache_dir", _path_text, None, "image cache directory (default: pytest cache dir/violin-images)",
+           path=True, metavar="DIR"),
+    Option("no_cache", boolean, False, "do not read or write the image cache", kind="flag"),
+    Option("max_calls", calls_limit, None,
+           "refuse to start when the run plans more uncached generations than N ('none': no limit; "
+           f"default {DEFAULT_NETWORK_MAX_CALLS} for network adapters, no limit for local ones)",
+           metavar="N"),
+    Option("max_answer_mb", integer(1, MAX_ANSWER_MB), DEFAULT_MAX_ANSWER_MB,
+           f"largest model answer read, in MiB (default {DEFAULT_MAX_ANSWER_MB})", metavar="MB"),
+    Option("threshold", threshold, (),
+           "override a limit, e.g. color.sd=0.02 or shape.mean=0.1 (repeatable; ini: violin_thresholds, "
+           "one per line)", kind="list", metavar="TASK.METRIC=VALUE"),
+    Option("header", header, (),
+           "extra HTTP header (repeatable); VALUE may use ${ENV_VAR} (ini: violin_headers, one per line)",
+           kind="list", metavar="'NAME: VALUE'"),
+    # the regression gate and reports
+    Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
+           metavar="PATH"),
+    Option("baseline", _path_text, None,
+           "compare this run with the baseline at PATH; credible regressions fail the session",
+           path=True, metavar="PATH"),
+    Option("max_regression", number(0.0, 1.0, low_open=False, what="a number"), DEFAULT_MAX_REGRESSION,
+           "smallest absolute worsening of a task's or variation's mean metric that counts as a "
+           f"regression (default {DEFAULT_MAX_REGRESSION})", metavar="FLOAT"),
+    Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
+           path=True, metavar="DIR"),
+)
+
+#: ini keys of the repeatable options (plural, as they hold a list).
+_LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
+
+
+def ini_key(option: Option) -> str:
+    """The ini key of ``option``."""
+    return _LIST_INI.get(option.name, option.ini)
+
+
+def add_options(parser) -> None:
+    """Declare every option of :data:`OPTIONS` and its ini key with pytest."""
+    group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
+    for opt in OPTIONS:
+        key = ini_key(opt)
+        if opt.kind == "flag":
+            group.addoption(opt.flag, dest=opt.dest, action="store_true", default=None,
+                            help=f"{opt.help} [ini: {key}]")
+            parser.addini(key, opt.help + " (true/false)", type="string", default=None)
+        elif opt.kind == "list":
+            group.addoption(opt.flag, dest=opt.dest, action="append", default=[], type=opt.convert,
+                            metavar=opt.metavar, help=f"{opt.help}")
+            parser.addini(key, opt.help, type="linelist", default=[])
+        else:
+            group.addoption(opt.flag, dest=opt.dest, default=None, type=opt.convert,
+                            metavar=opt.metavar or opt.name.upper(), help=f"{opt.help} [ini: {key}]")
+            parser.addini(key, opt.help, type=opt.ini_type, default=None)
+
+
+def option(name: str) -> Option:
+    """The :class:`Option` called ``name``."""
+    for opt in OPTIONS:
+        if opt.name == name:
+            return opt
+    raise KeyError(name)
+
+
+def _from_ini(config, opt: Option):
+    try:
+        raw = config.getini(ini_key(opt))
+    except ValueError:  # an ini key no plugin declared (the plugin is being unloaded)
+        return None
+    if raw is None or (isinstance(raw, str) and not raw.strip()) or (isinstance(raw, list) and not raw
+                                                                      and opt.kind != "list"):
+        return None
+    return raw
+
+
+def _convert_ini(opt: Option, raw):
+    try:
+        return opt.convert(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini key {ini_key(opt)}: {exc}") from None
+
+
+def read_option(config, name: str) -> tuple[Any, bool]:
+    """The value of option ``name`` and whether it came from the ini file.
+
+    The command line wins; an ini value goes through the option's converter
+    (a bad one is a :class:`pytest.UsageError` naming the ini key); a
+    repeatable option is the ini lines followed by the command-line values.
+    Path options are returned resolved (see :func:`resolve_path`).
+    """
+    opt = option(name)
+    cli = config.getoption(opt.dest, default=None)
+    if opt.kind == "list":
+        ini_values = [_convert_ini(opt, line) for line in (_from_ini(config, opt) or [])]
+        values = tuple(v for v in [*ini_values, *(cli or [])] if v is not None)
+        return values, False
+    if opt.kind == "flag" and cli:
+        return True, False
+    if cli is not None and opt.kind != "flag":
+        value, from_ini = cli, False
+    else:
+        raw = _from_ini(config, opt)
+        if raw is None:
+            return opt.default, True
+        value, from_ini = _convert_ini(opt, raw), True
+    if opt.path and value is not None:
+        value = resolve_path(config, value, from_ini=from_ini)
+    return value, from_ini
+
+
+def resolve_path(config, value, *, from_ini: bool = False) -> Path:
+    """``value`` as an absolute path.
+
+    A relative path from the command line is relative to the invocation
+    directory; one from an ini file is relative to that file's directory
+    (the rootdir when there is none), so ``pytest`` run from a
+    subdirectory finds the same files.
+    """
+    path = Path(os.path.expanduser(str(value)))
+    if not path.is_absolute():
+        if not from_ini:
+            base = Path(config.invocation_params.dir)
+        elif config.inipath is not None:
+            base = Path(config.inipath).parent
+        else:
+            base = Path(config.rootpath)
+        path = base / path
+    return path
