@@ -357,3 +357,32 @@ def test_aesthetic_inertia_shrinks_to_a_split_near_one_half():
     with pytest.raises(AssertionError) as info:
         assert_obeys(fifty_fifty(found), found)
     assert "over the limit: ratio\n" in str(info.value)
+
+
+GIVEN_WITH_FIXTURE = '''
+from hypothesis import given, settings
+from pytest_violin import assert_obeys
+from pytest_violin.strategies import color_samples
+
+
+@settings(max_examples=3, deadline=None, database=None)
+@given(sample=color_samples(width=8, height=8))
+def test_property(sample, violin_generate, {fixture}):
+    assert_obeys(violin_generate(sample), sample, thresholds={fixture})
+'''
+
+
+def test_given_tests_take_the_session_scoped_violin_limits(pytester):
+    """docs/writing_tests.md: pass violin_limits to @given tests, not violin_thresholds."""
+    pytester.makepyfile(test_given=GIVEN_WITH_FIXTURE.format(fixture="violin_limits"))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--violin-no-cache")
+    result.assert_outcomes(passed=1)
+
+
+def test_function_scoped_violin_thresholds_trips_hypothesis_health_check(pytester):
+    from hypothesis.errors import FailedHealthCheck
+
+    pytester.makepyfile(test_given=GIVEN_WITH_FIXTURE.format(fixture="violin_thresholds"))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--violin-no-cache")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{FailedHealthCheck.__name__}*"])
