@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from .settings import GateSettings, parse_gate_settings
+from .settings import GateSettings, ViolinSettings, parse_gate_settings
+from .state import STATE_KEY
 
 __all__ = ["GATE_KEY", "GateSettings", "GateState", "PASSING_THUMBNAILS_PER_VARIATION",
            "parse_gate_settings"]
@@ -123,14 +124,10 @@ def pytest_violin_sample_scored(config, sample, images, result):
 
 
 def _adapter_identity(config) -> str | None:
-    try:
-        from .state import STATE_KEY
-    except ImportError:  # pragma: no cover
-        return None
     state = config.stash.get(STATE_KEY, None)
-    adapter = getattr(state, "adapter", None) if state is not None else None
-    identity = getattr(adapter, "identity", None)
-    return str(identity) if identity else None
+    if state is None:
+        return None
+    return state.identity or None
 
 
 # --------------------------------------------------------------------------- session end (controller)
@@ -145,36 +142,30 @@ def pytest_sessionfinish(session, exitstatus):
     s.session = session
     s.exitstatus = int(exitstatus)
     s.interrupted = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
-                     or bool(getattr(session, "shouldstop", False))
-                     or bool(getattr(session, "shouldfail", False)))
+                     or bool(session.shouldstop) or bool(session.shouldfail))
 
 
 def _run_metadata(config, store, s: GateState) -> dict:
-    try:
-        from .state import STATE_KEY
-
-        state = config.stash.get(STATE_KEY, None)
-    except ImportError:  # pragma: no cover
-        state = None
-    settings = getattr(state, "settings", None)
+    state = config.stash.get(STATE_KEY, None)
+    settings = state.settings if state is not None else ViolinSettings()
     identity = _adapter_identity(config)
     if identity is None:
         for r in store.results:
             identity = (r.extra or {}).get("adapter")
             if identity:
                 break
-    if identity is None and settings is not None and settings.model:
+    if identity is None and settings.model:
         from .secrets import redact
 
         identity = redact(settings.model)
     from . import __version__
 
     return {
-        "suite": str(getattr(settings, "suite", "violin")),
-        "profile": str(getattr(settings, "profile", "violin")),
-        "seed": int(getattr(settings, "seed", 0)),
-        "repeats": int(getattr(settings, "repeats", 1)),
-        "pass_rule": str(getattr(settings, "pass_rule", "mean")),
+        "suite": str(settings.suite),
+        "profile": str(settings.profile),
+        "seed": int(settings.seed),
+        "repeats": int(settings.repeats),
+        "pass_rule": str(settings.pass_rule),
         "adapter": str(identity or "unknown"),
         "package_version": __version__,
     }

@@ -9,7 +9,6 @@ suite) until a hook actually needs it. All run state lives in
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 import weakref
@@ -19,7 +18,7 @@ from typing import NamedTuple
 import pytest
 
 from .report.text import printable
-from .results import RESULTS_KEY, SampleResult
+from .results import SampleResult
 from .state import STATE_KEY, get_state, redact
 
 # Hooks and options only: the parsed options live in settings.py, the run
@@ -37,11 +36,7 @@ def pytest_addhooks(pluginmanager):
     pluginmanager.add_hookspecs(hookspecs)
     if not pluginmanager.has_plugin("pytest_violin.fixtures"):
         pluginmanager.import_plugin("pytest_violin.fixtures")
-    try:
-        found = importlib.util.find_spec("pytest_violin.gate_plugin") is not None
-    except (ImportError, ValueError):  # pragma: no cover
-        found = False
-    if found and not pluginmanager.has_plugin("pytest_violin.gate_plugin"):
+    if not pluginmanager.has_plugin("pytest_violin.gate_plugin"):
         pluginmanager.import_plugin("pytest_violin.gate_plugin")
 
 
@@ -63,7 +58,6 @@ def pytest_configure(config):
         from .hypothesis_profiles import register_profiles
 
         register_profiles()
-    config.stash[RESULTS_KEY] = state.store
     if not state.is_worker:
         config.pluginmanager.register(_ResultsCollector(state.store), "violin-results-collector")
     if not state.settings.model:

@@ -13,17 +13,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 
-__all__ = ["SampleResult", "ResultsStore", "AggregateRow", "RESULTS_KEY", "combine_repeats"]
-
-
-def _results_key():
-    import pytest
-
-    return pytest.StashKey["ResultsStore"]()
-
-
-#: ``config.stash`` key of the session's :class:`ResultsStore`.
-RESULTS_KEY = _results_key()
+__all__ = ["SampleResult", "ResultsStore", "AggregateRow", "combine_repeats"]
 
 
 @dataclass
@@ -130,15 +120,12 @@ _FIELD_NAMES = tuple(f.name for f in fields(SampleResult))
 
 
 def _jsonable(obj):
-    try:
-        import numpy as np
+    import numpy as np  # here, not at import: the plugin imports this module in every pytest run
 
-        if isinstance(obj, np.generic):
-            return obj.item()
-        if isinstance(obj, np.ndarray):
-            return obj.tolist()
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
     if isinstance(obj, (set, tuple)):
         return list(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")

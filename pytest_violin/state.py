@@ -45,13 +45,12 @@ class ViolinState:
 
     @property
     def is_xdist_controller(self) -> bool:
-        cfg = self.config
-        if self.is_worker:
+        """True in the controller of a pytest-xdist run (``xdist.is_xdist_controller``)."""
+        if not self.config.pluginmanager.hasplugin("xdist"):
             return False
-        dist = getattr(cfg.option, "dist", "no")
-        numproc = getattr(cfg.option, "numprocesses", None)
-        tx = getattr(cfg.option, "tx", None)
-        return dist != "no" and bool(numproc or tx)
+        import xdist
+
+        return bool(xdist.is_xdist_controller(_ConfigHolder(self.config)))
 
     def adapter_options(self):
         from .models.registry import AdapterOptions
@@ -110,10 +109,8 @@ class ViolinState:
         cacheable = self.cacheable if adapter is None else getattr(adapter, "cacheable", True)
         if s.no_cache or cacheable is False:
             return None
-        try:
-            from .cache import ImageCache
-        except ImportError:
-            return None
+        from .cache import ImageCache
+
         root = s.cache_dir
         if root is None:
             cache = getattr(self.config, "cache", None)
@@ -153,6 +150,13 @@ class ViolinState:
                     close()
                 except Exception:
                     pass
+
+
+class _ConfigHolder:
+    """What ``xdist.is_xdist_controller`` reads of a session or request: ``.config``."""
+
+    def __init__(self, config):
+        self.config = config
 
 
 STATE_KEY = pytest.StashKey[ViolinState]()
