@@ -43,6 +43,7 @@ import datetime as _dt
 import email.utils
 import json
 import logging
+import mmap
 import netrc as _netrc
 import os
 import random
@@ -113,6 +114,7 @@ ACCEPT_ENCODING = "gzip, deflate"
 USER_AGENT = f"pytest-violin/{__version__}"
 
 _CHUNK = 1 << 16
+_PIECE = 1 << 20  # largest piece one decompression step produces
 _WATCH_POLL = 0.05
 
 
@@ -639,6 +641,53 @@ class _BodyTooLarge(Exception):
     """Internal: ``(bytes, announced)``."""
 
 
+class _Body:
+    """The bytes of one answer while it is read.
+
+    Small answers are a list of pieces. Past :data:`LARGE_ANSWER_BYTES`
+    they move to one anonymous memory map of ``limit`` bytes (only the
+    pages written are resident), given back to the system when closed:
+    thousands of 64 KiB pieces freed by many threads would stay in glibc's
+    per-thread arenas, and the peak would grow with the concurrency even
+    though only :data:`LARGE_ANSWER_SLOTS` large answers are held at once.
+    """
+
+    __slots__ = ("limit", "pieces", "size", "map")
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.pieces: list[bytes] = []
+        self.size = 0
+        self.map: mmap.mmap | None = None
+
+    def append(self, data: bytes) -> None:
+        if self.map is None and self.size + len(data) > LARGE_ANSWER_BYTES:
+            self.map = mmap.mmap(-1, max(self.limit, 1))
+            for piece in self.pieces:
+                self.map.write(piece)
+            self.pieces = []
+        if self.map is not None:
+            self.map.write(data)
+        else:
+            self.pieces.append(data)
+        self.size += len(data)
+
+    def getvalue(self) -> bytes:
+        if self.map is None:
+            return b"".join(self.pieces)
+        return self.map[: self.size]
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        self.pieces = []
+
+
+class _Enough(Exception):
+    """Internal: an error body was read as far as its message needs."""
+
+
 class _BadEncoding(Exception):
     """Internal: ``(message, transient)``."""
 
@@ -666,21 +715,34 @@ class _Decoder:
     def identity(self) -> bool:
         return self._zlib is None
 
-    def feed(self, data: bytes, max_length: int) -> bytes:
-        """Decoded bytes of ``data``, at most ``max_length`` of them."""
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded bytes of ``data``, in pieces of at most :data:`_PIECE` bytes.
+
+        A few kilobytes of a gzip bomb decode to gigabytes: the caller checks
+        its limit between pieces, so no more than one piece past it is held.
+        """
         if self._zlib is None:
-            return data
-        max_length = max(int(max_length), 1)
-        try:
-            out = self._zlib.decompress(data, max_length)
-        except zlib.error:
-            if self._first and self.encoding == "deflate":  # raw deflate without zlib header
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                self._first = False
-                return self.feed(data, max_length)
-            raise _BadEncoding(f"answer could not be decompressed ({self.encoding} data is corrupt)", True) from None
-        self._first = False
-        return out
+            yield data
+            return
+        pending = data
+        while True:
+            try:
+                out = self._zlib.decompress(pending, _PIECE)
+            except zlib.error:
+                if self._first and self.encoding == "deflate":  # raw deflate without zlib header
+                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._first = False
+                    yield from self.feed(data)
+                    return
+                raise _BadEncoding(
+                    f"answer could not be decompressed ({self.encoding} data is corrupt)", True
+                ) from None
+            self._first = False
+            if out:
+                yield out
+            pending = self._zlib.unconsumed_tail
+            if not pending and len(out) < _PIECE:
+                return
 
 
 def _describe_exception(exc: BaseException) -> str:
@@ -855,31 +917,36 @@ class HttpClient:
                 raise _BodyTooLarge(int(length), True)
             if int(length) > LARGE_ANSWER_BYTES:
                 _hold_large(attempt)
-        chunks: list[bytes] = []
+        body = _Body(limit)
         total = 0
         raw = response.raw
-        while True:
-            attempt.check()
-            data = raw.read(_CHUNK, decode_content=False)
-            if not data:
-                break
-            try:
-                out = decoder.feed(data, limit - total + 1)
-            except _BadEncoding:
-                if cut:
+        try:
+            while True:
+                attempt.check()
+                data = raw.read(_CHUNK, decode_content=False)
+                if not data:
                     break
-                raise
-            total += len(out)
-            if total > limit:
-                if cut:
-                    chunks.append(out[: len(out) - (total - limit)])
+                try:
+                    for out in decoder.feed(data):
+                        total += len(out)
+                        if total > limit:
+                            if cut:
+                                body.append(out[: len(out) - (total - limit)])
+                                raise _Enough()
+                            raise _BodyTooLarge(total, False)
+                        if total > LARGE_ANSWER_BYTES and not cut:
+                            _hold_large(attempt)
+                        body.append(out)
+                except _BadEncoding:
+                    if cut:
+                        break
+                    raise
+                except _Enough:
                     break
-                raise _BodyTooLarge(total, False)
-            if total > LARGE_ANSWER_BYTES and not cut:
-                _hold_large(attempt)
-            chunks.append(out)
-        attempt.check()  # a body ended by the watchdog is no answer
-        return b"".join(chunks)
+            attempt.check()  # a body ended by the watchdog is no answer
+            return body.getvalue()
+        finally:
+            body.close()
 
     def _fail(self, what, shown_url, reason, attempts, status, transport) -> GenerationError:
         return GenerationError(

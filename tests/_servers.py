@@ -216,7 +216,10 @@ class _Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client went away (a refused answer)
+            self.close_connection = True
 
     def _stream(self, owner: "FaultServer", reply: Reply):
         self.close_connection = True
