@@ -31,6 +31,7 @@ import numpy as np
 
 from ._fs import atomic_write
 from .errors import BaselineError
+from .results import _sample_mean, aggregate
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -120,17 +121,10 @@ def as_record(result) -> dict:
     return rec
 
 
-def _value(rec: Mapping, name: str = "mean") -> float:
-    """The metric ``name`` of a record, :data:`ERROR_VALUE` when absent."""
+def _value(rec: Mapping) -> float:
+    """A record's mean metric, :data:`ERROR_VALUE` when it has no metrics (the model gave no image)."""
     metrics = rec.get("metrics") or {}
-    v = metrics.get(name)
-    if v is None:
-        if name == "mean" and metrics:
-            vals = [float(x) for k, x in metrics.items() if k != "mean"]
-            return sum(vals) / len(vals) if vals else ERROR_VALUE
-        return ERROR_VALUE
-    v = float(v)
-    return v if math.isfinite(v) else ERROR_VALUE
+    return _sample_mean(metrics) if metrics else ERROR_VALUE
 
 
 def _canonical(obj) -> bytes:
@@ -203,7 +197,7 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def aggregate_records(records: Iterable[Mapping]) -> dict:
-    """Aggregate sample records per task and per (task, variation).
+    """The run's aggregation (:func:`pytest_violin.results.aggregate`) in the baseline's layout.
 
     Parameters
     ----------
@@ -216,50 +210,24 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
         ``{"tasks": [row, ...], "variations": [row, ...]}`` where a row has
         ``task``, ``variation`` (``None`` in task rows), ``n``, ``passed``,
         ``failed``, ``errors``, ``pass_rate`` and ``metrics`` (name -> mean
-        over the samples that have it; samples whose generation failed have no
-        metrics and are counted in ``errors`` only, as in the terminal
-        summary). Rows are sorted by task then variation.
+        over the samples that have it; ``mean`` is null where no sample was
+        scored). Rows are sorted by task then variation.
     """
-    groups: dict[tuple, list] = {}
-    for rec in records:
-        task = str(rec.get("task"))
-        var = rec.get("variation")
-        var = None if var is None else str(var)
-        groups.setdefault((task, None), []).append(rec)
-        groups.setdefault((task, var if var is not None else ""), []).append(rec)
-
-    def row(task, var, recs):
-        names: list[str] = []
-        for r in recs:
-            for k in (r.get("metrics") or {}):
-                if k != "mean" and k not in names:
-                    names.append(k)
-        metrics = {}
-        for k in names:
-            vals = [float(r["metrics"][k]) for r in recs if k in (r.get("metrics") or {})]
-            metrics[k] = _mean(vals)
-        scored = [_value(r) for r in recs if r.get("metrics")]
-        # a group whose every generation failed has no mean: null, never NaN (strict JSON)
-        metrics["mean"] = _mean(scored) if scored else None
-        passed = sum(1 for r in recs if r.get("outcome") == "passed")
-        errors = sum(1 for r in recs if r.get("error"))
-        return {
-            "task": task,
-            "variation": var,
-            "n": len(recs),
-            "passed": passed,
-            "failed": len(recs) - passed,
-            "errors": errors,
-            "pass_rate": passed / len(recs) if recs else float("nan"),
-            "metrics": metrics,
-        }
-
     tasks, variations = [], []
-    for (task, var), recs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or "")):
-        if var is None:
-            tasks.append(row(task, None, recs))
-        else:
-            variations.append(row(task, var, recs))
+    for row in aggregate(records):
+        entry = {
+            "task": row.task,
+            "variation": row.variation,
+            "n": row.count,
+            "passed": row.passed,
+            "failed": row.count - row.passed,
+            "errors": row.errors,
+            "pass_rate": row.pass_rate,
+            "metrics": {k: v for k, v in row.means.items() if k == "mean" or v is not None},
+        }
+        (tasks if row.is_total else variations).append(entry)
+    tasks.sort(key=lambda r: r["task"])
+    variations.sort(key=lambda r: (r["task"], r["variation"]))
     return {"tasks": tasks, "variations": variations}
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
-__all__ = ["SampleResult", "ResultsStore", "AggregateRow", "combine_repeats"]
+__all__ = ["AggregateRow", "ResultsStore", "SampleResult", "aggregate", "combine_repeats"]
 
 
 @dataclass
@@ -162,39 +163,94 @@ def combine_repeats(per_repeat: list[dict]) -> tuple[dict, dict, dict]:
 
 @dataclass(frozen=True)
 class AggregateRow:
-    """Means of one (suite, task, variation) group.
+    """Means of one (suite, task, variation) group, or of a whole task.
+
+    The one aggregation of a run: the terminal summary, ``results.json``,
+    ``summary.md``, ``report.html`` and the baseline all read these rows
+    (see :func:`aggregate`).
 
     Attributes
     ----------
-    suite, task, variation : str
-        The group (``variation == "*"`` for the task total).
+    suite, task : str
+        The group.
+    variation : str or None
+        The variation (``""`` when the samples have none); ``None`` for the
+        row of the whole task.
     metric_names : tuple of str
-        The metrics, in order.
+        The metrics, in order of first appearance.
     means : dict
-        Metric name -> mean over the group's scored samples; ``"mean"`` is
-        the mean of the per-sample means.
+        Metric name -> mean over the group's samples that have it;
+        ``"mean"`` is the mean of the per-sample means. ``None`` where no
+        sample was scored (every generation failed or errored): never NaN.
     pass_rate : float
-        Passed samples / samples (errors count as failures).
+        Passed samples / samples.
     count : int
         Samples in the group.
     errors : int
-        Samples whose generation failed (not in the means).
+        Samples with an error message (the model gave no image, or the
+        outcome is ``"error"``); they have no metrics, so they are not in
+        the means.
+    passed : int
+        Passed samples.
     """
 
     suite: str
     task: str
-    variation: str
+    variation: str | None
     metric_names: tuple
     means: dict
     pass_rate: float
     count: int
     errors: int
+    passed: int = 0
+
+    @property
+    def is_total(self) -> bool:
+        """True for the row of a whole task."""
+        return self.variation is None
 
     def to_dict(self) -> dict:
         """A plain JSON-able dict."""
         d = asdict(self)
         d["metric_names"] = list(self.metric_names)
         return d
+
+
+def _view(record) -> tuple:
+    """``(suite, task, variation, metrics, outcome, error)`` of a SampleResult or a record dict."""
+    if isinstance(record, Mapping):
+        var = record.get("variation")
+        return (str(record.get("suite") or ""), str(record.get("task")), "" if var is None else str(var),
+                record.get("metrics") or {}, record.get("outcome"), record.get("error"))
+    return (record.suite, record.task, record.variation or "", record.metrics or {}, record.outcome,
+            record.error)
+
+
+def aggregate(records) -> list[AggregateRow]:
+    """Aggregate sample results per (suite, task, variation) and per (suite, task).
+
+    Parameters
+    ----------
+    records : iterable
+        :class:`SampleResult` objects or their record dicts (``suite``,
+        ``task``, ``variation``, ``metrics``, ``outcome``, ``error``).
+
+    Returns
+    -------
+    list of AggregateRow
+        Tasks in order of first appearance; within a task its variations in
+        order of first appearance, then the task's row (``variation=None``).
+    """
+    views = [_view(r) for r in records]
+    tasks: dict[tuple, dict] = {}
+    for v in views:
+        tasks.setdefault((v[0], v[1]), {}).setdefault(v[2], []).append(v)
+    rows = []
+    for (suite, task), variations in tasks.items():
+        for variation, members in variations.items():
+            rows.append(_aggregate_group(suite, task, variation, members))
+        rows.append(_aggregate_group(suite, task, None, [m for ms in variations.values() for m in ms]))
+    return rows
 
 
 class ResultsStore:
@@ -230,35 +286,9 @@ class ResultsStore:
         return sorted(self._by_id.values(), key=lambda r: (r.suite, r.index, r.sample_id))
 
     def aggregate(self, *, totals: bool = False) -> list[AggregateRow]:
-        """Aggregate per (suite, task, variation).
-
-        Parameters
-        ----------
-        totals : bool, optional
-            Also add one row per (suite, task) with ``variation="*"`` when
-            the task has more than one variation.
-
-        Returns
-        -------
-        list of AggregateRow
-            In order of first appearance.
-        """
-        groups: dict[tuple, list[SampleResult]] = {}
-        for r in self.results:
-            groups.setdefault((r.suite, r.task, r.variation), []).append(r)
-            if totals:
-                groups.setdefault((r.suite, r.task, "*"), []).append(r)
-        rows = []
-        for (suite, task, variation), members in groups.items():
-            if variation == "*" and len({m.variation for m in members}) < 2:
-                continue
-            rows.append(_aggregate_group(suite, task, variation, members))
-        if totals:
-            order = {}
-            for row in rows:
-                order.setdefault((row.suite, row.task), len(order))
-            rows.sort(key=lambda row: (order[(row.suite, row.task)], row.variation == "*"))
-        return rows
+        """:func:`aggregate` of the results, with the task rows when ``totals``."""
+        rows = aggregate(self.results)
+        return rows if totals else [r for r in rows if not r.is_total]
 
     def to_dict(self) -> dict:
         """Results and aggregates as one JSON-able dict."""
@@ -271,17 +301,28 @@ class ResultsStore:
 def _aggregate_group(suite, task, variation, members) -> AggregateRow:
     names: list[str] = []
     for m in members:
-        for key in m.metrics:
+        for key in m[3]:
             if key != "mean" and key not in names:
                 names.append(key)
-    scored = [m for m in members if m.metrics]
     means = {}
-    for key in (*names, "mean"):
-        vals = [m.metrics[key] for m in scored if key in m.metrics]
-        means[key] = sum(vals) / len(vals) if vals else float("nan")
-    passed = sum(1 for m in members if m.passed)
+    for key in names:
+        vals = [float(m[3][key]) for m in members if key in m[3]]
+        means[key] = sum(vals) / len(vals) if vals else None
+    per_sample = [_sample_mean(m[3]) for m in members if m[3]]
+    means["mean"] = sum(per_sample) / len(per_sample) if per_sample else None
+    passed = sum(1 for m in members if m[4] == "passed")
     return AggregateRow(
         suite=suite, task=task, variation=variation, metric_names=tuple(names), means=means,
         pass_rate=passed / len(members), count=len(members),
-        errors=sum(1 for m in members if m.error is not None),
+        errors=sum(1 for m in members if m[5]), passed=passed,
     )
+
+
+def _sample_mean(metrics: Mapping) -> float:
+    """A sample's mean metric: its ``mean``, else the mean of its metrics (worst, 1.0, if not finite)."""
+    value = metrics.get("mean")
+    if value is None:
+        vals = [float(x) for k, x in metrics.items() if k != "mean"]
+        value = sum(vals) / len(vals) if vals else 1.0
+    value = float(value)
+    return value if math.isfinite(value) else 1.0

@@ -54,8 +54,31 @@ def test_aggregate_means_pass_rate_and_totals():
     assert by["v1"].means["a"] == pytest.approx(0.1) and by["v1"].means["b"] == pytest.approx(0.3)
     assert by["v1"].means["mean"] == pytest.approx(0.2) and by["v1"].pass_rate == 0.5 and by["v1"].count == 2
     assert by["v2"].count == 2 and by["v2"].errors == 1 and by["v2"].means["a"] == 0.5
-    assert by["*"].count == 4 and by["*"].pass_rate == 0.5
-    assert [r.variation for r in rows] == ["v1", "v2", "*"]
+    assert by[None].count == 4 and by[None].pass_rate == 0.5 and by[None].is_total
+    assert [r.variation for r in rows] == ["v1", "v2", None]
+    assert [r.variation for r in store.aggregate()] == ["v1", "v2"]
+
+
+def test_one_aggregation_for_the_summary_and_the_baseline():
+    # the terminal summary and results.json / the baseline read the same rows:
+    # they cannot disagree on means, counts or groups without a scored sample
+    from pytest_violin.gating import aggregate_records
+    from pytest_violin.report.json_report import records_of
+
+    store = ResultsStore()
+    store.add(_result(0, a=0.0, b=0.4))
+    store.add(_result(1, variation="v2", a=0.5, b=0.5))
+    store.add(SampleResult(sample_id="color/v3/s9", suite="violin", task="color", variation="v3",
+                           outcome="failed", error="boom", index=9))
+    rows = store.aggregate(totals=True)
+    agg = aggregate_records(records_of(store.results))
+    for row in rows:
+        bucket = agg["tasks"] if row.is_total else agg["variations"]
+        twin = next(e for e in bucket if e["variation"] == row.variation)
+        assert twin["n"] == row.count and twin["errors"] == row.errors
+        assert twin["metrics"]["mean"] == row.means["mean"]
+    v3 = next(r for r in rows if r.variation == "v3")
+    assert v3.means["mean"] is None  # null, never NaN, in both
 
 
 @settings(max_examples=40, deadline=None)

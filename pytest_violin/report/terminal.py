@@ -12,7 +12,7 @@ __all__ = ["format_summary", "write_summary"]
 
 
 def _fmt(value) -> str:
-    if value != value:  # NaN: no scored sample in the group
+    if value is None:  # no scored sample in the group
         return "-"
     return f"{value:.3f}"
 
@@ -42,6 +42,9 @@ def format_summary(store, *, settings=None) -> list[str]:
     groups: dict[tuple, list] = {}
     for row in rows:
         groups.setdefault((row.suite, row.task), []).append(row)
+    for members in groups.values():  # a task's own row only where it has several variations
+        if len(members) == 2:
+            members.pop()
     for (suite, task), members in groups.items():
         names = []
         for row in members:
@@ -51,10 +54,10 @@ def format_summary(store, *, settings=None) -> list[str]:
         header = ["variation", *names, f"{task}-mean", "pass", "n"]
         body = []
         for row in members:
-            label = "all" if row.variation == "*" else (row.variation or "-")
+            label = "all" if row.is_total else (row.variation or "-")
             errors = f" ({row.errors} err)" if row.errors else ""
-            body.append([label, *(_fmt(row.means.get(n, float("nan"))) for n in names),
-                         _fmt(row.means.get("mean", float("nan"))), f"{100 * row.pass_rate:.1f}%",
+            body.append([label, *(_fmt(row.means.get(n)) for n in names),
+                         _fmt(row.means.get("mean")), f"{100 * row.pass_rate:.1f}%",
                          f"{row.count}{errors}"])
         widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
 
