@@ -91,6 +91,8 @@ def _atanf_nonneg(x: np.ndarray) -> np.ndarray:
     five intervals, then an odd polynomial split into two Horner chains."""
     ix = x.view(np.uint32)
     which = np.searchsorted(_BOUNDS, ix, side="right")
+    # (x = +inf: 0 * inf is NaN in the reduction; the |x| >= 2**25 rule below
+    # replaces it, as fdlibm returns pi/2 there before reducing.)
     r = (_NUM_A[which] * x + _NUM_B[which]) / (_DEN_A[which] * x + _DEN_B[which])
     z = r * r
     w = z * z
@@ -116,6 +118,12 @@ def _atanf_nonneg(x: np.ndarray) -> np.ndarray:
 def atan2f(y, x) -> np.ndarray:
     """float32 ``atan2(y, x)`` rounded exactly as glibc's ``atan2f`` (fdlibm).
 
+    fdlibm's ``atan2f``: ``atanf(|y / x|)`` placed in the quadrant of
+    ``(x, y)`` as ``z``, ``-z``, ``pi - (z - pi_lo)`` or ``(z - pi_lo) - pi``;
+    ``+-pi`` for ``y == 0, x < 0`` and ``+-pi/2`` for ``x == 0``. (Its
+    shortcuts for ``x == 1`` and for ``|y / x|`` beyond ``2**+-60`` give the
+    same floats as the general path, so they are not repeated here.)
+
     Parameters
     ----------
     y, x : array_like
@@ -128,25 +136,16 @@ def atan2f(y, x) -> np.ndarray:
         function of the platform the Violin reference values come from.
     """
     y, x = np.broadcast_arrays(np.asarray(y, dtype=np.float32), np.asarray(x, dtype=np.float32))
-    hx = x.view(np.int32).astype(np.int64)
-    hy = y.view(np.int32).astype(np.int64)
-    ix, iy = hx & 0x7FFFFFFF, hy & 0x7FFFFFFF
-    x_neg, y_neg = hx < 0, hy < 0
+    x_neg, y_neg = np.signbit(x), np.signbit(y)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        q = np.abs(y / x)
-    z = _atanf_nonneg(np.where(np.isfinite(q), q, _F(0.0)).astype(np.float32))
-    k = (iy - ix) >> 23
-    z = np.where(k > 60, _PI_O_2 + _F(0.5) * _PI_LO, z)
-    z = np.where(x_neg & (k < -60), _F(0.0), z)
+        # |y / x| is +inf for x == 0 (atanf gives pi/2) and NaN for 0 / 0
+        # (replaced below); the reduction's 0 * inf is NaN too, then replaced.
+        z = _atanf_nonneg(np.abs(y / x))
     out = np.where(x_neg, np.where(y_neg, (z - _PI_LO) - _PI, _PI - (z - _PI_LO)),
                    np.where(y_neg, -z, z))
-    out = np.where(iy == 0, np.where(x_neg, np.where(y_neg, -_PI, _PI), y), out)
-    out = np.where((ix == 0) & (iy != 0), np.where(y_neg, -_PI_O_2, _PI_O_2), out)
-    unit = hx == 0x3F800000                        # x == 1: atanf(y)
-    if unit.any():
-        ay = _atanf_nonneg(np.abs(y[unit]))
-        out[unit] = np.where(y_neg[unit], -ay, ay)
-    return out.astype(np.float32)
+    out = np.where(x == 0.0, np.where(y_neg, -_PI_O_2, _PI_O_2), out)
+    out = np.where(y == 0.0, np.where(x_neg, np.where(y_neg, -_PI, _PI), y), out)
+    return out.astype(np.float32, copy=False)
 
 
 def _hypotf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
