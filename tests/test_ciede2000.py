@@ -214,5 +214,9 @@ def test_atan2f_is_the_c_library_function_where_that_is_fdlibm():
     x = np.concatenate([(rng.integers(-128, 128, 4000) * rng.uniform(1, 1.5, 4000)).astype(np.float32),
                         (rng.standard_normal(4000) * 60).astype(np.float32),
                         np.float32([-3.0, -3.0, 1.0, 1.0, 0.0, 0.0])])
+    signs = np.where(rng.random((2, 3000)) < 0.5, -1, 1).astype(np.float32)
+    anywhere = rng.integers(0, 0x7F800000, (2, 3000)).astype(np.uint32).view(np.float32) * signs
+    y = np.concatenate([y, anywhere[0], np.float32([0.0, -0.0, 3.0, -3.0, 1e38])])
+    x = np.concatenate([x, anywhere[1], np.float32([-0.0, -0.0, 0.0, -0.0, 1e-38])])
     want = np.array([libm.atan2f(float(a), float(b)) for a, b in zip(y, x)], np.float32)
     np.testing.assert_array_equal(atan2f(y, x).view(np.uint32), want.view(np.uint32))
