@@ -248,7 +248,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = _settings(config)
     if s is None or hasattr(config, "workerinput") or not (s.comparison is not None or s.messages):
         return
-    from .gating import comparison_lines
+    from .report.terminal import comparison_lines
 
     terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
     styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},

@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 import pytest
 
+from .gating.policy import DEFAULT_MAX_REGRESSION
+
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
     "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "Option", "PASS_RULES", "PROFILES", "add_options",
@@ -47,8 +49,6 @@ DEFAULT_MAX_ANSWER_MB = 64
 MAX_ANSWER_MB = 1024
 #: Default ``--violin-max-calls`` of adapters that call a network service.
 DEFAULT_NETWORK_MAX_CALLS = 2000
-#: Default ``--violin-max-regression`` (see docs/gating.md).
-DEFAULT_MAX_REGRESSION = 0.01
 
 
 # ----------------------------------------------------------------------------- converters

@@ -127,8 +127,10 @@ def _jsonable(obj):
         return obj.item()
     if isinstance(obj, np.ndarray):
         return obj.tolist()
-    if isinstance(obj, (set, tuple)):
+    if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
+    if isinstance(obj, Mapping):
+        return dict(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_violin.errors import BaselineError
+from pytest_violin.report.terminal import comparison_lines
 from pytest_violin.gating import (
     BASELINE_FORMAT,
     ERROR_VALUE,
@@ -18,7 +19,6 @@ from pytest_violin.gating import (
     aggregate_records,
     build_baseline,
     compare,
-    comparison_lines,
     dumps_baseline,
     paired_bootstrap,
     read_baseline,

@@ -6,9 +6,11 @@ then the pass rate and the sample count.
 
 from __future__ import annotations
 
+import math
+
 from .text import printable
 
-__all__ = ["format_summary", "write_summary"]
+__all__ = ["comparison_lines", "format_summary", "write_summary"]
 
 
 def _fmt(value) -> str:
@@ -84,3 +86,74 @@ def write_summary(terminalreporter, store, *, settings=None) -> None:
     terminalreporter.write_sep("=", "violin summary")
     for text in format_summary(store, settings=settings):
         terminalreporter.write_line(printable(text))
+
+
+# --------------------------------------------------------------------------- the gate's verdict
+
+
+def _f(x, signed=False) -> str:
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    return f"{float(x):+.4f}" if signed else f"{float(x):.4f}"
+
+
+def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
+    """Plain-text lines describing a comparison, for the terminal.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        The result of :func:`compare`.
+    max_ids : int, optional
+        Sample ids listed per group / list before "and N more".
+
+    Returns
+    -------
+    list of (str, str)
+        ``(text, level)`` with level ``bad``, ``good``, ``warn`` or ``info``.
+    """
+    def ids(items):
+        items = list(items)
+        text = ", ".join(items[:max_ids])
+        return text + (f" and {len(items) - max_ids} more" if len(items) > max_ids else "")
+
+    out = []
+    where = f" {comparison.baseline_path}" if comparison.baseline_path else ""
+    regs, imps = comparison.regressions, comparison.improvements
+    if regs:
+        out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
+                    + ", ".join(g.label for g in regs), "bad"))
+    elif comparison.compared == 0:
+        out.append((f"FAILED: this run shares no comparable sample with baseline{where}: nothing was "
+                    f"compared (another suite, selection or seed?)", "bad"))
+    elif comparison.errored:
+        out.append((f"FAILED: {len(comparison.errored)} sample(s) of baseline{where} ended in an error "
+                    f"and could not be compared: {ids(comparison.errored)}", "bad"))
+    else:
+        out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
+                    "good"))
+    out.append((f"rule: mean worsens by more than {comparison.max_regression:g} and the 95% paired "
+                "bootstrap interval lies above 0", "info"))
+    for title, items, level in (("regressed", regs, "bad"), ("improved", imps, "good")):
+        for g in items:
+            out.append((f"  {title:9s} {g.label:<28s} old {_f(g.old)}  new {_f(g.new)}  "
+                        f"delta {_f(g.delta, True)}  95% CI [{_f(g.ci_low, True)}, {_f(g.ci_high, True)}]"
+                        f"  n={g.n}", level))
+            worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
+            if worst and title == "regressed":
+                out.append(("            worst metrics: " + ", ".join(
+                    f"{k} {_f(v[2], True)}" for k, v in worst), "info"))
+            if g.newly_failing:
+                out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
+                            level))
+    if comparison.fingerprint_changed:
+        out.append((f"suite fingerprint changed: {comparison.old_fingerprint} -> "
+                    f"{comparison.new_fingerprint}", "warn"))
+    for title, items in (("missing from this run", comparison.missing),
+                         ("not in the baseline", comparison.added),
+                         ("redefined since the baseline, not compared", comparison.changed)):
+        if items:
+            out.append((f"{len(items)} sample(s) {title}: {ids(items)}", "warn"))
+    for key, (a, b) in comparison.metadata_changes.items():
+        out.append((f"{key} differs: baseline {a!r}, this run {b!r}", "warn"))
+    return out

@@ -1,0 +1,55 @@
+"""Baselines and regression gating (pure functions, no pytest).
+
+``records`` (sample records, digests, the suite fingerprint, the aggregation
+in the baseline's layout), ``baseline`` (the file), ``statistics`` (the
+paired bootstrap) and ``comparison`` (the verdict); the terminal lines of a
+comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
+Names load on first use, so importing the constants costs nothing.
+
+A *baseline* is a JSON document that freezes one run: every sample's metric
+values (and all its repeats), aggregates per task and per (task, variation),
+and the facts needed to judge whether two runs are comparable (suite name
+and fingerprint, metric profile, seed, package version, adapter identity).
+
+:func:`compare` decides, per task and per (task, variation), whether the
+current run is *credibly worse* than the baseline: the mean of the ``mean``
+metric over the samples both runs share must worsen by more than
+``max_regression`` **and** the 95% paired bootstrap interval of that
+worsening must lie entirely above zero. Samples present on one side only,
+and samples whose definition changed, are listed and left out of the
+arithmetic, never silently compared.
+
+The functions take *sample records*: plain mappings as produced by
+``SampleResult.to_json()`` (or any object with a ``to_json`` method).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_HOMES = {
+    "DEFAULT_MAX_REGRESSION": "policy", "DEFAULT_RESAMPLES": "policy", "ERROR_VALUE": "policy",
+    "OUTCOMES": "policy",
+    "as_record": "records", "sample_digest": "records", "suite_fingerprint": "records",
+    "aggregate_records": "records",
+    "BASELINE_FORMAT": "baseline", "SCHEMA_VERSION": "baseline", "build_baseline": "baseline",
+    "dumps_baseline": "baseline", "write_baseline": "baseline", "read_baseline": "baseline",
+    "validate_baseline": "baseline",
+    "paired_bootstrap": "statistics",
+    "GroupDelta": "comparison", "Comparison": "comparison", "compare": "comparison",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))

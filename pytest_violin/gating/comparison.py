@@ -1,0 +1,279 @@
+"""Compare a run with a baseline, per task and per (task, variation)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .policy import DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES
+from .baseline import _sample_entry
+from .records import _mean, _value, as_record
+from .statistics import _group_seed, paired_bootstrap
+
+__all__ = ["Comparison", "GroupDelta", "compare"]
+
+
+
+@dataclass(frozen=True)
+class GroupDelta:
+    """The comparison of one task or (task, variation) between two runs.
+
+    Attributes
+    ----------
+    task : str
+    variation : str or None
+        ``None`` for the whole task.
+    n : int
+        Samples compared (shared by both runs, same definition).
+    old, new, delta : float
+        Mean of the ``mean`` metric in the baseline and now; ``new - old``.
+    ci_low, ci_high : float
+        Paired bootstrap interval of ``delta``.
+    status : str
+        ``regressed``, ``improved``, ``unchanged`` or ``not-compared``.
+    metric_deltas : dict
+        Metric name -> ``(old, new, delta)`` for every metric both runs have.
+    newly_failing, newly_passing : tuple of str
+        Shared sample ids whose outcome flipped.
+    """
+
+    task: str
+    variation: str | None
+    n: int
+    old: float
+    new: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    status: str
+    metric_deltas: dict = field(default_factory=dict)
+    newly_failing: tuple = ()
+    newly_passing: tuple = ()
+
+    @property
+    def label(self) -> str:
+        """``task`` or ``task/variation``."""
+        return self.task if self.variation is None else f"{self.task}/{self.variation}"
+
+    def to_dict(self) -> dict:
+        """JSON-able form."""
+        return {
+            "task": self.task, "variation": self.variation, "n": self.n,
+            "old": _finite_or_none(self.old), "new": _finite_or_none(self.new),
+            "delta": _finite_or_none(self.delta),
+            "ci": [_finite_or_none(self.ci_low), _finite_or_none(self.ci_high)],
+            "status": self.status,
+            "metric_deltas": {k: [_finite_or_none(x) for x in v] for k, v in self.metric_deltas.items()},
+            "newly_failing": list(self.newly_failing), "newly_passing": list(self.newly_passing),
+        }
+
+
+def _finite_or_none(x):
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything :func:`compare` found.
+
+    Attributes
+    ----------
+    groups : tuple of GroupDelta
+        Task rows then (task, variation) rows, sorted.
+    max_regression : float
+    errored : tuple of str
+        Shared ids that ended in an error (outcome ``"error"``) on either
+        side: not comparable, never scored.
+    missing : tuple of str
+        Baseline samples the current run does not have.
+    added : tuple of str
+        Current samples the baseline does not have.
+    changed : tuple of str
+        Shared ids whose definition digest differs (not compared).
+    fingerprint_changed : bool
+    old_fingerprint, new_fingerprint : str
+    metadata_changes : dict
+        Metadata field -> ``(baseline, current)`` for suite, profile, seed,
+        adapter and package version differences.
+    """
+
+    groups: tuple
+    max_regression: float
+    errored: tuple = ()
+    missing: tuple = ()
+    added: tuple = ()
+    changed: tuple = ()
+    fingerprint_changed: bool = False
+    old_fingerprint: str = ""
+    new_fingerprint: str = ""
+    metadata_changes: dict = field(default_factory=dict)
+    baseline_path: str | None = None
+
+    @property
+    def regressions(self) -> tuple:
+        """Groups whose status is ``regressed``."""
+        return tuple(g for g in self.groups if g.status == "regressed")
+
+    @property
+    def improvements(self) -> tuple:
+        """Groups whose status is ``improved``."""
+        return tuple(g for g in self.groups if g.status == "improved")
+
+    @property
+    def compared(self) -> int:
+        """Samples compared (shared, same definition, no error on either side)."""
+        return sum(g.n for g in self.groups if g.variation is None)
+
+    @property
+    def ok(self) -> bool:
+        """True when samples were compared, none ended in an error, and nothing regressed."""
+        return not self.regressions and not self.errored and self.compared > 0
+
+    def to_dict(self) -> dict:
+        """JSON-able form (embedded in results.json)."""
+        return {
+            "baseline": self.baseline_path,
+            "max_regression": self.max_regression,
+            "ok": self.ok,
+            "compared": self.compared,
+            "errored": list(self.errored),
+            "regressions": [g.label for g in self.regressions],
+            "improvements": [g.label for g in self.improvements],
+            "groups": [g.to_dict() for g in self.groups],
+            "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
+            "fingerprint_changed": self.fingerprint_changed,
+            "old_fingerprint": self.old_fingerprint, "new_fingerprint": self.new_fingerprint,
+            "metadata_changes": {k: list(v) for k, v in self.metadata_changes.items()},
+        }
+
+
+def _samples_by_id(doc_or_records) -> dict:
+    if isinstance(doc_or_records, Mapping) and "samples" in doc_or_records:
+        items = doc_or_records["samples"]
+    else:
+        items = [_sample_entry(as_record(r)) for r in doc_or_records]
+    return {s["id"]: s for s in items}
+
+
+def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_REGRESSION,
+            resamples: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
+            baseline_path: str | None = None) -> Comparison:
+    """Compare a run with a baseline.
+
+    Parameters
+    ----------
+    baseline : Mapping
+        A baseline document (:func:`read_baseline`).
+    current : Mapping or iterable
+        The current run: a baseline document (:func:`build_baseline`) or its
+        sample results.
+    max_regression : float, optional
+        Smallest absolute worsening of a group's mean metric that can count
+        as a regression (default :data:`DEFAULT_MAX_REGRESSION`).
+    resamples, seed, confidence : optional
+        Bootstrap settings; the seed is mixed with the group name, so every
+        group has its own reproducible stream.
+    baseline_path : str, optional
+        Recorded in the result for reports.
+
+    Returns
+    -------
+    Comparison
+        A group *regresses* when ``delta > max_regression`` and the lower
+        bound of the paired bootstrap interval is above zero; it *improves*
+        when ``delta < -max_regression`` and the upper bound is below zero.
+    """
+    if not (isinstance(max_regression, (int, float)) and math.isfinite(max_regression)
+            and max_regression >= 0):
+        raise ValueError(f"max_regression must be a finite number >= 0, got {max_regression!r}")
+    old = _samples_by_id(baseline)
+    new = _samples_by_id(current)
+    missing = tuple(sorted(set(old) - set(new)))
+    added = tuple(sorted(set(new) - set(old)))
+    changed, errored, shared = [], [], []
+    for sid in sorted(set(old) & set(new)):
+        a, b = old[sid].get("definition"), new[sid].get("definition")
+        if a and b and a != b:
+            changed.append(sid)
+        elif "error" in (old[sid].get("outcome"), new[sid].get("outcome")):
+            errored.append(sid)
+        else:
+            shared.append(sid)
+
+    keys: dict[tuple, list] = {}
+    for sid in shared:
+        s = new[sid]
+        task = str(s.get("task"))
+        var = s.get("variation")
+        keys.setdefault((task, None), []).append(sid)
+        keys.setdefault((task, "" if var is None else str(var)), []).append(sid)
+    # Groups that exist only on one side still appear, as "not-compared".
+    for side in (old, new):
+        for s in side.values():
+            task = str(s.get("task"))
+            var = s.get("variation")
+            keys.setdefault((task, None), [])
+            keys.setdefault((task, "" if var is None else str(var)), [])
+
+    groups = []
+    for (task, var), ids in sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or "")):
+        label = task if var is None else f"{task}/{var}"
+        if not ids:
+            groups.append(GroupDelta(task, var, 0, math.nan, math.nan, math.nan, math.nan, math.nan,
+                                     "not-compared"))
+            continue
+        o = np.array([_value(old[i]) for i in ids])
+        nw = np.array([_value(new[i]) for i in ids])
+        o_mean, n_mean = float(o.mean()), float(nw.mean())
+        delta = n_mean - o_mean
+        lo, hi = paired_bootstrap(o, nw, resamples=resamples, confidence=confidence,
+                                  seed=_group_seed(seed, label))
+        if delta > max_regression and lo > 0:
+            status = "regressed"
+        elif delta < -max_regression and hi < 0:
+            status = "improved"
+        else:
+            status = "unchanged"
+        names = []
+        for i in ids:
+            for k in (old[i].get("metrics") or {}):
+                if k != "mean" and k not in names and k in (new[i].get("metrics") or {}):
+                    names.append(k)
+        metric_deltas = {}
+        for k in names:
+            pairs = [(old[i]["metrics"][k], new[i]["metrics"][k]) for i in ids
+                     if k in (old[i].get("metrics") or {}) and k in (new[i].get("metrics") or {})]
+            a = _mean([p[0] for p in pairs])
+            b = _mean([p[1] for p in pairs])
+            metric_deltas[k] = (a, b, b - a)
+        newly_failing = tuple(i for i in ids if old[i].get("outcome") == "passed"
+                              and new[i].get("outcome") == "failed")
+        newly_passing = tuple(i for i in ids if old[i].get("outcome") == "failed"
+                              and new[i].get("outcome") == "passed")
+        groups.append(GroupDelta(task, var, len(ids), o_mean, n_mean, delta, lo, hi, status,
+                                 metric_deltas, newly_failing, newly_passing))
+
+    old_meta = baseline.get("metadata", {}) if isinstance(baseline, Mapping) else {}
+    new_meta = current.get("metadata", {}) if isinstance(current, Mapping) and "metadata" in current else {}
+    old_fp = str(old_meta.get("fingerprint", ""))
+    new_fp = str(new_meta.get("fingerprint", ""))
+    meta_changes = {}
+    for k in ("suite", "profile", "seed", "adapter", "package_version", "repeats", "pass_rule"):
+        if k in old_meta and k in new_meta and old_meta[k] != new_meta[k]:
+            meta_changes[k] = (old_meta[k], new_meta[k])
+    return Comparison(
+        groups=tuple(groups),
+        max_regression=float(max_regression),
+        errored=tuple(errored),
+        missing=missing,
+        added=added,
+        changed=tuple(changed),
+        fingerprint_changed=bool(old_fp and new_fp and old_fp != new_fp),
+        old_fingerprint=old_fp,
+        new_fingerprint=new_fp,
+        metadata_changes=meta_changes,
+        baseline_path=baseline_path,
+    )

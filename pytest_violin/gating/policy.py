@@ -1,0 +1,20 @@
+"""The gate's constants: light, so that option declarations can import them."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_MAX_REGRESSION", "DEFAULT_RESAMPLES", "ERROR_VALUE", "OUTCOMES"]
+
+#: Default ``--violin-max-regression``: an absolute worsening of the mean
+#: metric (distances in [0, 1]). Justified in docs/gating.md.
+DEFAULT_MAX_REGRESSION = 0.01
+
+#: Bootstrap resamples used by :func:`~pytest_violin.gating.compare`.
+DEFAULT_RESAMPLES = 2000
+
+#: The distance a sample counts for when it produced no metrics (the model
+#: raised, timed out or returned garbage): the worst possible value.
+ERROR_VALUE = 1.0
+
+#: A sample's outcomes: ``error`` (the tool or the environment failed, not the
+#: model) is recorded but never compared or scored.
+OUTCOMES = ("passed", "failed", "error")
