@@ -52,7 +52,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
 def rgba16_png(side: int = 8192) -> bytes:
     """A valid 16-bit RGBA PNG, all zero: small file, ``side**2 * 8`` bytes of pixels."""
     row = b"\x00" * (1 + side * 8)
-    comp = zlib.compressobj(9)
+    comp = zlib.compressobj(1)
     data = b"".join(comp.compress(row) for _ in range(side)) + comp.flush()
     ihdr = struct.pack(">IIBBBBB", side, side, 16, 6, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", data) + _png_chunk(b"IEND", b"")
