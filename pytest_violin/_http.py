@@ -281,30 +281,36 @@ def _kill(conn) -> None:
 class _Attempt:
     """One attempt's deadline, cancel event and connections."""
 
-    __slots__ = ("deadline", "cancel", "conns", "fired", "_lock")
+    __slots__ = ("deadline", "cancel", "conns", "fired", "done", "_lock")
 
     def __init__(self, deadline: float, cancel: threading.Event | None):
         self.deadline = deadline
         self.cancel = cancel
         self.conns: list = []
         self.fired: str | None = None
+        self.done = False
         self._lock = threading.Lock()
 
     def add(self, conn) -> None:
         with self._lock:
             self.conns.append(conn)
-            fired = self.fired
-        if fired:
-            _kill(conn)
+            if self.fired:
+                _kill(conn)
 
     def fire(self, why: str) -> None:
+        # under the lock: once finish() returned, the connections (back in
+        # the pool, maybe serving another thread) are never touched
         with self._lock:
-            if self.fired:
+            if self.fired or self.done:
                 return
             self.fired = why
-            conns = list(self.conns)
-        for conn in conns:
-            _kill(conn)
+            for conn in self.conns:
+                _kill(conn)
+
+    def finish(self) -> None:
+        """The answer is read: the watchdog must leave its connections alone."""
+        with self._lock:
+            self.done = True
 
     def poll(self) -> None:
         if self.cancel is not None and self.cancel.is_set():
@@ -943,7 +949,8 @@ class HttpClient:
                     raise
                 except _Enough:
                     break
-            attempt.check()  # a body ended by the watchdog is no answer
+            if attempt.fired:  # a body ended by the watchdog is no answer
+                raise _Stopped(attempt.fired)
             return body.getvalue()
         finally:
             body.close()
@@ -1038,10 +1045,12 @@ class HttpClient:
                         response, attempt, limit=self.max_bytes if ok else ERROR_BODY_BYTES, cut=not ok
                     )
                 finally:
+                    attempt.finish()  # before the connection goes back to the pool
                     response.close()
             except Exception as exc:  # classified below
                 failure = exc
             finally:
+                attempt.finish()
                 _local.attempt = None
                 _WATCHDOG.remove(attempt)
             if failure is None and 200 <= status < 300:
