@@ -205,3 +205,17 @@ def test_image_too_small_for_layout(layout, shape):
     a = np.zeros(shape + (3,), np.uint8)
     with pytest.raises(ValueError, match=rf"too small for layout '{layout}'"):
         color_metrics(a, a, layout=layout)
+
+
+def test_partly_filled_table_gets_the_missing_codes():
+    # The per-colour table is filled lazily: a second answer with codes the
+    # first did not have must not read unfilled entries.
+    _CH_TABLES.clear()
+    exp = np.full((32, 32, 3), YELLOWISH, np.uint8)
+    rng = np.random.default_rng(5)
+    first = np.clip(exp.astype(int) + rng.integers(-3, 4, exp.shape), 0, 255).astype(np.uint8)
+    second = rng.integers(0, 256, exp.shape, dtype=np.uint8)
+    for gen in (first, second, first):
+        fast = color_metrics(gen, exp)["lab_00"]
+        assert math.isfinite(fast)
+        assert fast == pytest.approx(plain_color_metrics(gen, exp)["lab_00"], abs=1e-9)

@@ -98,18 +98,19 @@ class _ChromaHueTables:
         with self._lock:
             self._tables.clear()
 
-    def table(self, ref_ab: tuple[int, int]) -> np.ndarray:
-        """The table of ``ref_ab`` (created all NaN)."""
+    def table(self, ref_ab: tuple[int, int]) -> tuple[np.ndarray, bool]:
+        """The table of ``ref_ab`` and whether it was just created (all NaN)."""
         with self._lock:
             table = self._tables.get(ref_ab)
-            if table is None:
+            created = table is None
+            if created:
                 table = np.full(65536, np.nan, dtype=np.float64)
                 self._tables[ref_ab] = table
                 while len(self._tables) > self.maxsize:
                     self._tables.popitem(last=False)
             else:
                 self._tables.move_to_end(ref_ab)
-        return table
+        return table, created
 
     @staticmethod
     def fill(ref_ab: tuple[int, int], table: np.ndarray, codes: np.ndarray) -> None:
@@ -147,7 +148,9 @@ def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
     ab <<= 8
     ab |= gen_codes[:, :, 2]
     ref_ab = (int(ref_codes[1]), int(ref_codes[2]))
-    ch_table = _CH_TABLES.table(ref_ab)
+    ch_table, created = _CH_TABLES.table(ref_ab)
+    if created:
+        _CH_TABLES.fill(ref_ab, ch_table, ab)
     lightness = cv2.extractChannel(gen_codes, 0)
     for _ in range(2):
         d2 = cv2.LUT(lightness, l_table)
