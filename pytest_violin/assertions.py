@@ -32,6 +32,7 @@ import numpy as np
 
 from .imaging import as_rgb8
 from .metrics import check_profile
+from .errors import InvalidArgumentError
 
 __all__ = [
     "assert_obeys",
@@ -82,12 +83,12 @@ def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, 
     accepted = (*metric_names, "mean")
     unknown = [name for name in limits if name not in accepted]
     if unknown:
-        raise TypeError(
+        raise InvalidArgumentError(
             f"unknown limit{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(n) for n in unknown)} for a {task} sample; "
             f"accepted keyword limits: {', '.join(accepted)}")
     if thresholds is not None and not isinstance(thresholds, Mapping):
-        raise TypeError(f"thresholds={thresholds!r} must be a mapping 'task.metric' -> limit "
+        raise InvalidArgumentError(f"thresholds={thresholds!r} must be a mapping 'task.metric' -> limit "
                         f"(e.g. the violin_thresholds fixture) or None")
     out = limits_for_task(DEFAULT_LIMITS if thresholds is None else thresholds, task, metric_names)
     for name, value in limits.items():
@@ -97,7 +98,7 @@ def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, 
         ok = (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
               and math.isfinite(float(value)) and 0.0 <= float(value) <= 1.0)
         if not ok:
-            raise ValueError(f"limit {name}={value!r} is invalid: expected a number in [0, 1] "
+            raise InvalidArgumentError(f"limit {name}={value!r} is invalid: expected a number in [0, 1] "
                              f"(metrics are distances, 0 = exact) or None for no limit")
         out[name] = float(value)
     return out
@@ -294,10 +295,10 @@ def _parse_colors(colors, count: int, layout: str) -> list:
     from .suite.colors import parse_color
 
     if isinstance(colors, str) or not isinstance(colors, Sequence):
-        raise TypeError(f"colors={colors!r} must be a sequence of {count} colors for layout "
+        raise InvalidArgumentError(f"colors={colors!r} must be a sequence of {count} colors for layout "
                         f"{layout!r}")
     if len(colors) != count:
-        raise ValueError(f"layout {layout!r} needs {count} colors, got {len(colors)}: {colors!r}")
+        raise InvalidArgumentError(f"layout {layout!r} needs {count} colors, got {len(colors)}: {colors!r}")
     return [parse_color(c) for c in colors]
 
 
@@ -372,7 +373,7 @@ def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
     from .suite.builders import block_sample, color_sample
 
     if layout not in _LAYOUT_COUNTS:
-        raise ValueError(f"unknown layout {layout!r}; accepted: {', '.join(_LAYOUT_COUNTS)}")
+        raise InvalidArgumentError(f"unknown layout {layout!r}; accepted: {', '.join(_LAYOUT_COUNTS)}")
     rgbs = _parse_colors(colors, _LAYOUT_COUNTS[layout], layout)
     rgb, w, h = _image_size(image)
     if layout == "single":

@@ -23,6 +23,7 @@ import numpy as np
 from ._fs import atomic_write
 from .errors import InvalidImageError
 from .imaging import decode_image, encode_png
+from .errors import InvalidArgumentError
 
 __all__ = ["CACHE_VERSION", "ImageCache"]
 
@@ -88,7 +89,7 @@ class ImageCache:
         """Where the entry for ``key`` lives (``root/ab/abcdef....png``)."""
         key = str(key)
         if len(key) < 8 or any(c not in "0123456789abcdef" for c in key):
-            raise ValueError(f"cache key {key!r} is not a lowercase hex digest")
+            raise InvalidArgumentError(f"cache key {key!r} is not a lowercase hex digest")
         return self.root / key[:2] / f"{key}.png"
 
     def contains(self, key: str) -> bool:

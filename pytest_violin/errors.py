@@ -10,6 +10,8 @@ from __future__ import annotations
 
 __all__ = [
     "ViolinError",
+    "InvalidArgumentError",
+    "InternalError",
     "InvalidImageError",
     "ImageSizeMismatchError",
     "InvalidColorError",
@@ -21,11 +23,25 @@ __all__ = [
     "GenerationError",
     "GenerationCancelled",
     "BaselineError",
+    "ViolinFailure",
 ]
 
 
 class ViolinError(Exception):
     """Base class of every error raised by pytest-violin."""
+
+
+class InvalidArgumentError(ViolinError, ValueError, TypeError):
+    """A function of pytest-violin was called with an argument it does not accept.
+
+    The message names the argument, the value given and what is accepted.
+    Also a ``ValueError`` and a ``TypeError``, so callers that catch either
+    keep working.
+    """
+
+
+class InternalError(ViolinError, RuntimeError):
+    """pytest-violin reached a state it must not (a bug); please report it."""
 
 
 class InvalidImageError(ViolinError, ValueError):
@@ -123,3 +139,21 @@ class GenerationCancelled(GenerationError):
 
 class BaselineError(ViolinError, ValueError):
     """A baseline file is missing, malformed or incompatible."""
+
+
+class ViolinFailure(ViolinError, AssertionError):
+    """A sample failed its limits; ``str()`` is the table pytest shows.
+
+    An ``AssertionError``, so pytest reports it as a test failure.
+
+    Parameters
+    ----------
+    message : str
+        The full failure text (table, prompt and sample id).
+    rows : list of Row, optional
+        The verdict rows.
+    """
+
+    def __init__(self, message: str, rows=()):
+        super().__init__(message)
+        self.rows = list(rows)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pytest
 
 from .gating.policy import DEFAULT_MAX_REGRESSION
+from .errors import InternalError
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
@@ -333,7 +334,7 @@ def option(name: str) -> Option:
     for opt in OPTIONS:
         if opt.name == name:
             return opt
-    raise KeyError(name)
+    raise InternalError(f"no option {name!r}; accepted: {', '.join(o.name for o in OPTIONS)}")
 
 
 def _from_ini(config, opt: Option):

@@ -13,6 +13,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from .errors import InvalidArgumentError
 
 __all__ = ["AggregateRow", "ResultsStore", "SampleResult", "aggregate", "combine_repeats"]
 
@@ -131,7 +132,8 @@ def _jsonable(obj):
         return list(obj)
     if isinstance(obj, Mapping):
         return dict(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+    raise InvalidArgumentError(f"{type(obj).__name__} is not JSON serializable; accepted: numbers, "
+                               f"strings, lists, mappings and numpy values")
 
 
 def combine_repeats(per_repeat: list[dict]) -> tuple[dict, dict, dict]:

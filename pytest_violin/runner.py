@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._fs import atomic_write
-from .errors import GenerationCancelled, GenerationError, InvalidImageError
+from .errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
 from .secrets import redact as _redact
 
 __all__ = ["DEAD_AFTER", "Generation", "Runner", "output_path"]
@@ -175,9 +175,9 @@ class Runner:
                  repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
                  dead_after: int = DEAD_AFTER):
         if int(concurrency) < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+            raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
-            raise ValueError(f"repeats must be >= 1, got {repeats!r}")
+            raise InvalidArgumentError(f"repeats must be >= 1, got {repeats!r}")
         self.adapter = adapter
         # an adapter that can serve fewer requests at once (a local pipeline
         # behind a lock declares ``max_concurrency``) gets no more threads than
@@ -238,7 +238,7 @@ class Runner:
 
     def _submit(self, sample) -> Future:
         if self._closed:
-            raise RuntimeError("runner is closed")
+            raise InternalError("runner is closed: no generation can start after close()")
         if self._pool is None:
             self._pool = _DaemonPool(self.concurrency, "violin-gen")
         self.generated += 1

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .errors import ThresholdError
+from .errors import ThresholdError, ViolinFailure
 
 __all__ = [
     "KNOWN_METRICS",
@@ -91,22 +91,6 @@ class Row:
     value: float
     limit: float | None
     ok: bool
-
-
-class ViolinFailure(AssertionError):
-    """A sample failed its limits; ``str()`` is the table pytest shows.
-
-    Parameters
-    ----------
-    message : str
-        The full failure text (table, prompt and sample id).
-    rows : list of Row, optional
-        The verdict rows.
-    """
-
-    def __init__(self, message: str, rows=()):
-        super().__init__(message)
-        self.rows = list(rows)
 
 
 def _check_value(key: str, raw, source: str) -> float:

@@ -12,6 +12,7 @@ from .policy import DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES
 from .baseline import _sample_entry
 from .records import _mean, _value, as_record
 from .statistics import _group_seed, paired_bootstrap
+from ..errors import InvalidArgumentError
 
 __all__ = ["Comparison", "GroupDelta", "compare"]
 
@@ -188,7 +189,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     """
     if not (isinstance(max_regression, (int, float)) and math.isfinite(max_regression)
             and max_regression >= 0):
-        raise ValueError(f"max_regression must be a finite number >= 0, got {max_regression!r}")
+        raise InvalidArgumentError(f"max_regression must be a finite number >= 0, got {max_regression!r}")
     old = _samples_by_id(baseline)
     new = _samples_by_id(current)
     missing = tuple(sorted(set(old) - set(new)))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..results import _jsonable, _sample_mean, aggregate
 from .policy import ERROR_VALUE
+from ..errors import InvalidArgumentError
 
 __all__ = ["aggregate_records", "as_record", "sample_digest", "suite_fingerprint"]
 
@@ -37,7 +38,7 @@ def as_record(result) -> dict:
     else:
         data = result
     if not isinstance(data, Mapping):
-        raise TypeError(f"a sample result must be a mapping or have to_json(); got {type(result).__name__}")
+        raise InvalidArgumentError(f"a sample result must be a mapping or have to_json(); got {type(result).__name__}")
     rec = dict(data)
     if "id" not in rec and "sample_id" in rec:
         rec["id"] = rec["sample_id"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .policy import DEFAULT_RESAMPLES
+from ..errors import InvalidArgumentError
 
 __all__ = ["paired_bootstrap"]
 
@@ -49,12 +50,12 @@ def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence
     """
     d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
     if np.asarray(old).shape != np.asarray(new).shape or d.ndim != 1:
-        raise ValueError(f"old and new must be 1-d and of one length; got shapes "
+        raise InvalidArgumentError(f"old and new must be 1-d and of one length; got shapes "
                          f"{np.asarray(old).shape} and {np.asarray(new).shape}")
     if int(resamples) < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples!r}")
+        raise InvalidArgumentError(f"resamples must be >= 1, got {resamples!r}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+        raise InvalidArgumentError(f"confidence must lie in (0, 1), got {confidence!r}")
     n = d.size
     if n == 0:
         return (float("nan"), float("nan"))

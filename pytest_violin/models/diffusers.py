@@ -48,7 +48,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import GenerationCancelled, GenerationError, ModelSpecError
+from ..errors import GenerationCancelled, GenerationError, InvalidArgumentError, ModelSpecError
 from ..imaging import as_rgb8
 from ..secrets import redact
 from ._params import format_params, split_params
@@ -379,7 +379,7 @@ class DiffusersAdapter:
                  cancel: threading.Event | None = None):
         unknown = sorted(set(pipelines) - set(KINDS))
         if unknown:
-            raise ValueError(f"unknown pipeline kinds {unknown}; accepted: {', '.join(KINDS)}")
+            raise InvalidArgumentError(f"unknown pipeline kinds {unknown}; accepted: {', '.join(KINDS)}")
         self.pipelines = {k: v for k, v in pipelines.items() if not isinstance(v, str)}
         self.reasons = {k: v for k, v in pipelines.items() if isinstance(v, str)}
         self.identity = identity

@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from ..imaging import as_rgb8, resize_rgb8
+from ..errors import InternalError, InvalidArgumentError
 
 __all__ = ["THUMBNAIL_SIZE", "thumbnail", "diff_heatmap", "data_uri", "make_thumbnails"]
 
@@ -62,7 +63,7 @@ def thumbnail(image, size: int = THUMBNAIL_SIZE) -> np.ndarray:
         ``(h, w, 3)`` uint8 with ``max(h, w) <= size`` and the aspect ratio kept.
     """
     if int(size) < 1:
-        raise ValueError(f"thumbnail size must be >= 1, got {size!r}")
+        raise InvalidArgumentError(f"thumbnail size must be >= 1, got {size!r}")
     return _shrink(as_rgb8(image), int(size))
 
 
@@ -139,7 +140,7 @@ def data_uri(image, *, quality: int = 80) -> str:
         ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
         mime = "image/jpeg"
     if not ok:  # pragma: no cover - OpenCV fails only on invalid input
-        raise ValueError("thumbnail could not be encoded")
+        raise InternalError("thumbnail could not be encoded")
     return f"data:{mime};base64," + base64.b64encode(buf.tobytes()).decode("ascii")
 
 

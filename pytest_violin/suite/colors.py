@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from ..errors import InvalidColorError
+from ..errors import InternalError, InvalidColorError
 from .ids import slugify
 
 __all__ = [
@@ -77,7 +77,7 @@ def _load_table() -> tuple:
         name, r, g, b, hexcode = line.split("\t")
         rgb = (int(r), int(g), int(b))
         if "#%02X%02X%02X" % rgb != hexcode.strip().upper():  # pragma: no cover - data check
-            raise RuntimeError(f"ISCC-NBS table: {name} hex {hexcode} != rgb {rgb}")
+            raise InternalError(f"ISCC-NBS table: {name} hex {hexcode} != rgb {rgb}")
         colors.append(IsccColor(name, rgb, slugify(name)))
     return tuple(colors)
 

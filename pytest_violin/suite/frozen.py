@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from ..errors import InvalidArgumentError
 
 __all__ = ["FrozenMap", "freeze", "thaw", "canonical_json"]
 
@@ -17,7 +18,7 @@ class FrozenMap(dict):
     __slots__ = ()
 
     def _readonly(self, *args, **kwargs):
-        raise TypeError("sample specs are read-only; build a new sample instead")
+        raise InvalidArgumentError("sample specs are read-only; build a new sample instead")
 
     __setitem__ = __delitem__ = _readonly
     clear = pop = popitem = setdefault = update = _readonly
