@@ -53,6 +53,8 @@ class A1111Adapter:
     """
 
     cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,
                  send_mask: bool = True):

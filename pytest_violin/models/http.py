@@ -193,6 +193,8 @@ class HttpAdapter:
     """
 
     cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
                  response_path: str | None = None):

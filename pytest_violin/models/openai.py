@@ -94,6 +94,8 @@ class OpenAIAdapter:
     """
 
     cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
                  params: dict | None = None):
