@@ -511,3 +511,11 @@ def test_image_download_is_capped_too(tmp_path):
         with pytest.raises(GenerationError, match=r"image download .*big.png failed: answer over the limit"):
             adapter.generate(REQ)
         adapter.close()
+
+
+@pytest.mark.parametrize("timeout", [1e300, float("inf"), float("nan"), 0, -1, True])
+def test_absurd_timeouts_are_refused(timeout):
+    from pytest_violin.errors import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match="timeout must be"):
+        HttpClient(timeout=timeout)
