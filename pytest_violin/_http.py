@@ -292,8 +292,11 @@ class _Attempt:
         self._lock = threading.Lock()
 
     def add(self, conn) -> None:
+        # requests follows redirects one hop at a time and gives each hop's
+        # connection back to the pool before the next: only the newest
+        # connection belongs to this attempt
         with self._lock:
-            self.conns.append(conn)
+            self.conns = [conn]
             if self.fired:
                 _kill(conn)
 
