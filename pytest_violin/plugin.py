@@ -69,11 +69,10 @@ def pytest_configure(config):
     state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
     state.network = bool(getattr(adapter, "network", False))
     state.cacheable = bool(getattr(adapter, "cacheable", True))
-    if state.is_xdist_controller and config.pluginmanager.hasplugin("xdist"):
+    if state.is_xdist_controller:
         # the controller does not collect: it learns the plan from the first worker
         config.pluginmanager.register(_XdistControllerHooks(state), "violin-xdist-controller")
-    if state.is_xdist_controller:
-        # validated; the workers build their own adapters
+        # the spec is validated; the workers build their own adapters
         close = getattr(adapter, "close", None)
         if callable(close):
             close()
@@ -196,8 +195,11 @@ def pytest_report_header(config):
         return None
     s = state.settings
     n = len(state.samples or ())
-    return (f"violin: model={redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
+    line = (f"violin: model={redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
             f"seed={s.seed} repeats={s.repeats}")
+    if state.scope is not None and not state.scope.collect:
+        return [line, f"violin: built-in samples not collected: {state.scope.reason}"]
+    return line
 
 
 # --------------------------------------------------------------------------- collection

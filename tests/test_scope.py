@@ -36,8 +36,9 @@ def test_no_path_runs_builtin_selection_and_team_tests(project):
 
 def test_a_file_path_runs_that_file_only(project):
     # an ini model and limit choose *which* built-in items run, never *whether*
-    result = project.runpytest("test_brand.py", "-q")
+    result = project.runpytest("test_brand.py")
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["violin: built-in samples not collected: paths on the command line*"])
 
 
 def test_the_rootdir_as_path_still_runs_everything(project):
