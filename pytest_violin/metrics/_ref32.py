@@ -25,7 +25,9 @@ portable loop, which calls the C library's ``atan2f``: glibc's, the fdlibm
 algorithm. numpy builds that dispatch float32 ``arctan2`` to AVX-512 code,
 and other C libraries, round differently and take the other branch for
 about 10% of the exactly opposite code pairs: the reference itself is not
-portable there.
+portable there. Nor across numpy versions: under numpy 1's value-based
+casting ``c7 + 25**7`` (a Python int beyond int32) is float64, so skimage
+computes in float64 from ``G`` on; the published values follow numpy 2.
 
 This module computes the reference's arithmetic step by step on every
 platform: the same float32 operations in the same order (with numpy 2's
