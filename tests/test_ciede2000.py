@@ -190,7 +190,8 @@ def test_float32_formula_matches_skimage_float32_away_from_ties():
 
 def test_float32_formula_differs_from_float64_at_a_tie():
     # expected #2E8B57 (codes 132, 88, 148) against (245, 0, 217) (144, 220, 82)
-    gen, ref = _codes_to_lab32(np.array([[144, 220, 82]])), _codes_to_lab32(np.array([[132, 88, 148]]))
+    gen = _codes_to_lab32(np.array([[144, 220, 82]]))
+    ref = _codes_to_lab32(np.array([[132, 88, 148]]))
     assert float(ciede2000_32(gen, ref)[0]) == pytest.approx(82.5584, abs=1e-3)
     assert float(ciede2000(ref.astype(np.float64), gen.astype(np.float64))[0]) != pytest.approx(
         82.5584, abs=1.0)
@@ -211,7 +212,8 @@ def test_atan2f_is_the_c_library_function_where_that_is_fdlibm():
     y = np.concatenate([rng.integers(-128, 128, 4000).astype(np.float32),
                         (rng.standard_normal(4000) * 60).astype(np.float32),
                         np.float32([0.0, -0.0, 1.0, -1.0, 5.0, 0.0])])
-    x = np.concatenate([(rng.integers(-128, 128, 4000) * rng.uniform(1, 1.5, 4000)).astype(np.float32),
+    scaled = rng.integers(-128, 128, 4000) * rng.uniform(1, 1.5, 4000)
+    x = np.concatenate([scaled.astype(np.float32),
                         (rng.standard_normal(4000) * 60).astype(np.float32),
                         np.float32([-3.0, -3.0, 1.0, 1.0, 0.0, 0.0])])
     signs = np.where(rng.random((2, 3000)) < 0.5, -1, 1).astype(np.float32)
