@@ -73,10 +73,10 @@ class ViolinItem(pytest.Item):
                 result, images = score_generation(sample, generation, state.settings, state.limits,
                                                   index=self.violin_index)
             except Exception as exc:  # a broken expected image or spec: not the model's fault
-                from .runner import _one_line
+                from .runner import exception_line
 
                 result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                              reason=f"error while scoring: {_one_line(exc)}"), []
+                                              reason=f"error while scoring: {exception_line(exc)}"), []
         del generation
         result.extra["adapter"] = state.identity
         self.config.hook.pytest_violin_sample_scored(

@@ -265,8 +265,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("concurrency", integer(1, MAX_CONCURRENCY), 4,
            f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
     Option("timeout", number(0.0, MAX_TIMEOUT, low_open=True, what="a number of seconds"), 120.0,
-           "seconds per HTTP request; one sample's attempts and waits together are bounded by it "
-           "too (default 120)", metavar="S"),
+           "deadline in seconds for one HTTP attempt, connection and whole body included; one "
+           "sample's attempts and retry waits together take at most twice that (default 120)",
+           metavar="S"),
     Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
            metavar="N"),
     Option("request_template", _path_text, None, "JSON body template FILE for the http adapter",

@@ -40,14 +40,14 @@ from ._fs import atomic_write
 from .errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
 from .secrets import redact as _redact
 
-__all__ = ["DEAD_AFTER", "Generation", "Runner", "output_path"]
+__all__ = ["DEAD_AFTER", "Generation", "Runner", "exception_line", "output_path"]
 
 #: Consecutive transport failures (no answer at all) after which the runner
 #: stops calling the adapter for the rest of the run.
 DEAD_AFTER = 10
 
 
-def _one_line(exc: BaseException, limit: int = 300) -> str:
+def exception_line(exc: BaseException, limit: int = 300) -> str:
     """``Type: first line`` of an exception, redacted, then cut."""
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -365,7 +365,7 @@ class Runner:
                         image = as_rgb8(output)
                     except InvalidImageError as exc:
                         raise GenerationError(
-                            f"model returned something that is not an image: {_one_line(exc)}") from None
+                            f"model returned something that is not an image: {exception_line(exc)}") from None
                     del output
                     if image.shape[:2] != (sample.height, sample.width):
                         original = original or (int(image.shape[1]), int(image.shape[0]))
@@ -383,6 +383,6 @@ class Runner:
         except GenerationError as exc:
             return failed(exc)
         except Exception as exc:  # a bug or an environment fault, not the model's failure
-            return Generation([], None, _one_line(exc), time.perf_counter() - start, attempts, False)
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts, False)
         return Generation(images, None, None, time.perf_counter() - start, attempts,
                           cached and bool(images), original)

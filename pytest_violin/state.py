@@ -67,15 +67,8 @@ class ViolinState:
             headers=s.headers, timeout=s.timeout, retries=s.retries,
             request_template=s.request_template, response_path=s.response_path,
             concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
-            cancel=self.cancel, **self._transport_limits(AdapterOptions),
+            cancel=self.cancel, max_answer_bytes=s.max_answer_mb * 2**20,
         )
-
-    def _transport_limits(self, options_type) -> dict:
-        # max_answer_bytes arrives with the HTTP hardening of AdapterOptions
-        names = getattr(options_type, "__dataclass_fields__", {})
-        if "max_answer_bytes" in names:
-            return {"max_answer_bytes": self.settings.max_answer_mb * 2**20}
-        return {}
 
     def resolve_adapter(self, spec: str):
         from .errors import ModelSpecError

@@ -7,6 +7,10 @@ import time
 
 import pytest
 
+# imported once, outside pytester's in-process runs (which drop modules first
+# imported during a run; requests' cookie jar classes would then differ)
+import pytest_violin.models.http  # noqa: F401
+
 
 def _closed_port() -> int:
     with socket.socket() as s:
@@ -73,3 +77,21 @@ def test_dead_endpoint_stops_the_full_suite_within_seconds(pytester):
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) < 30 and "passed" not in outcomes
     assert (pytester.path / "rep" / "results.json").is_file()
+
+
+def test_max_answer_mb_reaches_the_http_client(pytester):
+    import numpy as np
+
+    from _servers import FaultServer, Reply
+
+    noise = np.random.default_rng(0).integers(0, 256, (1024, 1024, 3), dtype=np.uint8)
+    with FaultServer(default=Reply.png(noise)) as server:  # a ~3 MiB PNG
+        args = [f"--violin-model={server.url}", "--violin-tasks=color", "--violin-limit=1",
+                "--violin-no-cache", "--violin-retries=0", "-p", "no:cacheprovider"]
+        small = pytester.runpytest(*args, "--violin-max-answer-mb=1")
+        big = pytester.runpytest(*args, "--violin-max-answer-mb=8")
+    small.assert_outcomes(failed=1)
+    assert "--violin-max-answer-mb" in small.stdout.str()
+    # within the cap the image is read (and fails obedience, being noise): no size complaint
+    big.assert_outcomes(failed=1)
+    assert "over the limit of" not in big.stdout.str()
