@@ -155,7 +155,7 @@ def _run_metadata(config, store, s: GateState) -> dict:
             if identity:
                 break
     if identity is None and settings.model:
-        from .secrets import redact
+        from .redaction import redact
 
         identity = redact(settings.model)
     from . import __version__

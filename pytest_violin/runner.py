@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ._fs import atomic_write
 from .errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
-from .secrets import redact as _redact
+from .redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "Generation", "Runner", "exception_line", "output_path"]
 

@@ -172,11 +172,11 @@ _USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@'\"]+@")
 def redact(text: str) -> str:
     """``text`` without URL credentials and with every registered secret replaced.
 
-    See :mod:`pytest_violin.secrets`; the user-info part of anything shaped
+    See :mod:`pytest_violin.redaction`; the user-info part of anything shaped
     like a URL is dropped first, so a model spec with a mistyped scheme
     (``htp://alice:pw@host/``) does not print its password either.
     """
-    from .secrets import redact as _redact
+    from .redaction import redact as _redact
 
     return _redact(_USERINFO.sub(r"\1***@", str(text)))
 

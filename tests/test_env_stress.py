@@ -16,10 +16,10 @@ import threading
 import numpy as np
 import pytest
 
-from pytest_violin._http import EnvironmentSettings, make_session
+from pytest_violin.models.transport.client import EnvironmentSettings, make_session
 from pytest_violin.models import AdapterOptions, resolve_model
 from pytest_violin.runner import Runner
-from pytest_violin.secrets import redact
+from pytest_violin.redaction import redact
 
 from _servers import FaultServer, Reply, solid
 from conftest import FakeSample

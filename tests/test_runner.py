@@ -7,7 +7,7 @@ import pytest
 from pytest_violin.errors import GenerationError
 from pytest_violin.models.request import derive_seed
 from pytest_violin.runner import Runner, output_path
-from pytest_violin.secrets import register_secret
+from pytest_violin.redaction import register_secret
 
 from conftest import FakeSample
 

@@ -16,7 +16,7 @@ from pytest_violin.cache import ImageCache
 from pytest_violin.errors import GenerationError
 from pytest_violin.models import AdapterOptions, resolve_model
 from pytest_violin.runner import Runner
-from pytest_violin.secrets import RedactingFilter, is_registered, redact, redact_url, register_secret
+from pytest_violin.redaction import RedactingFilter, is_registered, redact, redact_url, register_secret
 
 from _servers import FaultServer, Reply, solid
 from conftest import FakeSample
@@ -363,7 +363,7 @@ def test_server_echo_of_a_cut_token_never_shows(tmp_path, monkeypatch):
 @pytest.mark.parametrize("header", ["Authorization Bearer s3cr3t-typo-5e4d3c2b",
                                     "s3cr3t-typo-5e4d3c2b", "X-Api-Key\ts3cr3t-typo-5e4d3c2b"])
 def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
-    from pytest_violin._credentials import parse_headers
+    from pytest_violin.models.transport.credentials import parse_headers
     from pytest_violin.errors import ModelSpecError
 
     with pytest.raises(ModelSpecError) as info:

@@ -7,7 +7,7 @@ answers some samples with images and the others with errors (500, 401, an
 HTML page, JSON without an image, an image URL that 404s) whose bodies, and
 even the URLs it hands out, repeat every credential it received. Then every
 artifact of the run is searched for the planted values in all the forms
-:func:`pytest_violin.secrets.redact` promises to hide: the terminal output
+:func:`pytest_violin.redaction.redact` promises to hide: the terminal output
 (stdout and stderr, ``-rA``), the JUnit XML (with captured logs), every file
 under the report directory, the baseline, the step summary, every file name
 and file in the image cache, and the DEBUG log file.

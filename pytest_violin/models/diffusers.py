@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import GenerationCancelled, GenerationError, InvalidArgumentError, ModelSpecError
 from ..imaging import as_rgb8
-from ..secrets import redact
+from ..redaction import redact
 from ._params import format_params, split_params
 from .request import GenerationRequest
 

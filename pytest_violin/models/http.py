@@ -22,12 +22,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._credentials import check_url
-from .._decode import image_from_response, parse_response_path
-from .._http import HttpClient, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import image_from_response, parse_response_path
+from .transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
-from ..secrets import redact_url
+from ..redaction import redact_url
 from .request import GenerationRequest
 
 __all__ = ["HttpAdapter", "RequestTemplate", "PLACEHOLDERS", "create", "encode_inputs", "request_fields"]

@@ -26,12 +26,12 @@ import math
 import os
 from urllib.parse import urlsplit
 
-from .._credentials import check_url
-from .._decode import image_from_response
-from .._http import HttpClient, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import image_from_response
+from .transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
-from ..secrets import redact_url, register_secret
+from ..redaction import redact_url, register_secret
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 

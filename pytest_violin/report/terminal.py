@@ -37,7 +37,7 @@ def format_summary(store, *, settings=None) -> list[str]:
     rows = store.aggregate(totals=True)
     lines: list[str] = []
     if settings is not None and settings.model:
-        from ..secrets import redact
+        from ..redaction import redact
 
         extra = f", repeats={settings.repeats} ({settings.pass_rule})" if settings.repeats > 1 else ""
         lines.append(f"model {redact(settings.model)}, profile {settings.profile}, seed {settings.seed}{extra}")

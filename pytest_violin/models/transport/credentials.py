@@ -9,7 +9,7 @@
   out of it for HTTP Basic auth; passwords and credential-like query values
   are registered as secrets.
 
-Everything registered here is masked by :func:`pytest_violin.secrets.redact`.
+Everything registered here is masked by :func:`pytest_violin.redaction.redact`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import re
 from typing import Iterable, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-from .errors import ModelSpecError
-from .secrets import redact, redact_url, register_secret
+from ...errors import ModelSpecError
+from ...redaction import redact, redact_url, register_secret
 
 __all__ = ["PUBLIC_HEADERS", "check_url", "expand_env", "parse_headers"]
 

@@ -24,12 +24,12 @@ from urllib.parse import unquote_to_bytes, urljoin
 
 import numpy as np
 
-from .errors import GenerationError, InvalidImageError, ModelSpecError
-from .imaging import MAX_PIXELS, decode_image
-from .secrets import redact, redact_url
+from ...errors import GenerationError, InvalidImageError, ModelSpecError
+from ...imaging import MAX_PIXELS, decode_image
+from ...redaction import redact, redact_url
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._http import HttpResult
+    from .client import HttpResult
 
 __all__ = [
     "DEFAULT_IMAGE_PATHS",

@@ -29,8 +29,8 @@ Bounds (see docs/models.md, "Timeouts and retries" and "Limits"):
   once and aborts in-flight attempts (:class:`GenerationCancelled`).
 
 Headers, ``${ENV}`` expansion and URL credentials are in
-:mod:`pytest_violin._credentials`; finding the image in an answer is in
-:mod:`pytest_violin._decode`.
+:mod:`pytest_violin.models.transport.credentials`; finding the image in an answer is in
+:mod:`pytest_violin.models.transport.decode`.
 
 Every failure is a :class:`~pytest_violin.errors.GenerationError` with a
 one-line, redacted reason, the HTTP status and the number of attempts.
@@ -62,11 +62,11 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from . import __version__
-from ._credentials import PUBLIC_HEADERS, parse_headers
-from ._decode import MESSAGE_LIMIT, server_message, truncate
-from .errors import GenerationCancelled, GenerationError, ModelSpecError
-from .secrets import install_log_redaction, redact, redact_url, register_secret
+from ... import __version__
+from .credentials import PUBLIC_HEADERS, parse_headers
+from .decode import MESSAGE_LIMIT, server_message, truncate
+from ...errors import GenerationCancelled, GenerationError, ModelSpecError
+from ...redaction import install_log_redaction, redact, redact_url, register_secret
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_BYTES",
