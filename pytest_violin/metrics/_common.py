@@ -7,6 +7,7 @@ import math
 import cv2
 import numpy as np
 
+from ..errors import InternalError, InvalidArgumentError
 from ..imaging import as_rgb8, check_same_size
 
 __all__ = ["LAYOUTS", "check_layout", "prepare_pair", "gray", "clip01", "split_blocks",
@@ -23,7 +24,7 @@ _MIN_SIZE = {"single": (1, 1), "vertical": (1, 2), "horizontal": (2, 1), "quad":
 def check_layout(layout: str) -> str:
     """Return ``layout`` if known, else raise ``ValueError`` naming the accepted ones."""
     if layout not in LAYOUTS:
-        raise ValueError(f"unknown color layout {layout!r}; accepted: {', '.join(LAYOUTS)}")
+        raise InvalidArgumentError(f"unknown color layout {layout!r}; accepted: {', '.join(LAYOUTS)}")
     return layout
 
 
@@ -75,7 +76,7 @@ def clip01(value: float) -> float:
     """Clip to ``[0, 1]`` as a Python float (NaN is a bug, so it raises)."""
     v = float(value)
     if math.isnan(v):
-        raise ArithmeticError("metric computation produced NaN")
+        raise InternalError("metric computation produced NaN")
     return 0.0 if v < 0.0 else 1.0 if v > 1.0 else v
 
 
@@ -93,7 +94,7 @@ def split_blocks(height: int, width: int, layout: str) -> list[tuple[slice, slic
     check_layout(layout)
     min_h, min_w = _MIN_SIZE[layout]
     if height < min_h or width < min_w:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"an image of {width}x{height} pixels is too small for layout {layout!r}; "
             f"it needs at least {min_w}x{min_h}")
     full = slice(None)

@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
+from ..errors import InvalidArgumentError
+
 __all__ = ["Metrics", "PROFILES", "check_profile"]
 
 #: Metric profiles: ``violin`` reproduces the published reference numbers,
@@ -16,7 +18,7 @@ PROFILES = ("violin", "strict")
 def check_profile(profile: str) -> str:
     """Return ``profile`` if it is a known profile, else raise ``ValueError``."""
     if profile not in PROFILES:
-        raise ValueError(f"unknown metric profile {profile!r}; accepted: {', '.join(PROFILES)}")
+        raise InvalidArgumentError(f"unknown metric profile {profile!r}; accepted: {', '.join(PROFILES)}")
     return profile
 
 
@@ -51,7 +53,7 @@ class Metrics(Mapping):
         for name, value in values.items():
             v = float(value)
             if math.isnan(v):
-                raise ValueError(f"metric {name!r} is NaN")
+                raise InvalidArgumentError(f"metric {name!r} is NaN")
             clean[str(name)] = v
         object.__setattr__(self, "_values", MappingProxyType(clean))
         object.__setattr__(self, "task", task)

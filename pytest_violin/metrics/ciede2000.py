@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
+
 __all__ = ["ciede2000", "ciede2000_to_color"]
 
 _TWO_PI = 2.0 * np.pi
@@ -224,12 +226,12 @@ def ciede2000(lab1, lab2) -> np.ndarray:
     lab2 = np.asarray(lab2, dtype=np.float64)
     for name, lab in (("lab1", lab1), ("lab2", lab2)):
         if lab.ndim == 0 or lab.shape[-1] != 3:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name} must have shape (..., 3) holding L*, a*, b*; got shape {lab.shape}")
     try:
         np.broadcast_shapes(lab1.shape, lab2.shape)
     except ValueError:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"lab1 shape {lab1.shape} and lab2 shape {lab2.shape} do not broadcast") from None
     d2 = lightness_term_sq(lab1[..., 0], lab2[..., 0]) + chroma_hue_terms(
         lab1[..., 1], lab1[..., 2], lab2[..., 1], lab2[..., 2])
@@ -308,9 +310,9 @@ def ciede2000_to_color(lab, ref) -> np.ndarray:
     lab = np.asarray(lab, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if lab.ndim == 0 or lab.shape[-1] != 3:
-        raise ValueError(f"lab must have shape (..., 3) holding L*, a*, b*; got shape {lab.shape}")
+        raise InvalidArgumentError(f"lab must have shape (..., 3) holding L*, a*, b*; got shape {lab.shape}")
     if ref.shape != (3,):
-        raise ValueError(f"ref must be one colour of shape (3,); got shape {ref.shape}")
+        raise InvalidArgumentError(f"ref must be one colour of shape (3,); got shape {ref.shape}")
     return ciede2000_planes_to_color(lab[..., 0], lab[..., 1], lab[..., 2], ref)
 
 

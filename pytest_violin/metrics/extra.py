@@ -24,6 +24,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from ..imaging import as_rgb8, check_same_size
 from ._types import Metrics, check_profile
 
@@ -83,9 +84,9 @@ def ratio_metrics(image, expected, *, orientation: str, split: int, colors,
     h, w = img.shape[:2]
     extent = w if orientation == "vertical" else h
     if orientation not in ("vertical", "horizontal"):
-        raise ValueError(f"orientation {orientation!r}; accepted: vertical, horizontal")
+        raise InvalidArgumentError(f"orientation {orientation!r}; accepted: vertical, horizontal")
     if not 0 < int(split) < extent:
-        raise ValueError(f"split {split!r} must lie strictly between 0 and {extent}")
+        raise InvalidArgumentError(f"split {split!r} must lie strictly between 0 and {extent}")
     r = int(split) / extent
     share = float(nearer_first(img, colors[0], colors[1]).mean())
     values = {"ratio": min(abs(share - r) / max(r, 1.0 - r), 1.0)}
@@ -133,7 +134,7 @@ def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0
     check_same_size(img, exp)
     t = int(thickness)
     if t < 1:
-        raise ValueError(f"thickness {thickness!r} must be at least 1 pixel")
+        raise InvalidArgumentError(f"thickness {thickness!r} must be at least 1 pixel")
     h, w = img.shape[:2]
     border = nearer_first(img, fg, bg)
     # Measure along the middle half of each side, far from the corners, so a
@@ -185,7 +186,7 @@ def count_metrics(image, *, count: int, dot: int, fg=(255, 255, 255), bg=(0, 0, 
     """
     check_profile(profile)
     if int(count) < 1 or int(dot) < 1:
-        raise ValueError(f"count {count!r} and dot {dot!r} must be positive")
+        raise InvalidArgumentError(f"count {count!r} and dot {dot!r} must be positive")
     img = as_rgb8(image)
     fgmask = nearer_first(img, fg, bg).astype(np.uint8)
     n, _, stats, _ = cv2.connectedComponentsWithStats(fgmask, connectivity=8)
