@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "pytest_violin.models"
 BUILTIN_SCHEMES: Mapping[str, str] = {
     "oracle": "pytest_violin.models.oracle:create",
     "python": "pytest_violin.models.python:create",
-    "dir": "pytest_violin.models.replay:create",
+    "dir": "pytest_violin.models.directory:create",
     "http": "pytest_violin.models.http:create",
     "https": "pytest_violin.models.http:create",
     "openai": "pytest_violin.models.openai:create",

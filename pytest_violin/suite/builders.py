@@ -37,7 +37,6 @@ __all__ = [
     "make_shape",
     "make_photo_mask",
     "shape_prompt",
-    "color_text",
 ]
 
 #: Suite name of samples made by the public builders.
@@ -48,11 +47,6 @@ _CODE_NOTATIONS = ("hex", "rgb", "hsl")
 
 def _rgb_list(rgb) -> list:
     return [int(v) for v in rgb]
-
-
-def color_text(rgb, notation: str) -> str:
-    """How a color is written in a prompt for ``notation``."""
-    return format_color(rgb, notation)
 
 
 def _check_notation(notation):

@@ -13,7 +13,7 @@ import re
 
 from ..errors import SampleIdError
 
-__all__ = ["validate_sample_id", "slugify", "stable_seed", "stable_unit"]
+__all__ = ["validate_sample_id", "slugify", "stable_seed"]
 
 _SEGMENT = re.compile(r"^[a-z0-9._-]+$")
 _MAX_ID = 200
@@ -89,7 +89,3 @@ def stable_seed(*parts) -> int:
     data = "\x00".join(str(p) for p in parts).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") >> 1
 
-
-def stable_unit(*parts) -> float:
-    """A float in ``[0, 1)`` from ``parts``, stable across processes."""
-    return stable_seed(*parts) / float(2**63)

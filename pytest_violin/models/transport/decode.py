@@ -4,7 +4,6 @@
   signature), or JSON with base64, a ``data:`` URI or an
   http(s) URL at a known place (:data:`DEFAULT_IMAGE_PATHS`) or at a
   response path (:func:`parse_response_path`).
-* :func:`image_from_value`: one JSON value holding an image.
 * :func:`server_message`: the server's error message in a body (JSON
   ``error`` / ``message`` / ``detail``, an HTML page's title, or the text),
   redacted, on one short line; :func:`truncate` cuts any text that way.
@@ -35,7 +34,6 @@ __all__ = [
     "DEFAULT_IMAGE_PATHS",
     "MESSAGE_LIMIT",
     "image_from_response",
-    "image_from_value",
     "parse_response_path",
     "server_message",
     "truncate",
@@ -218,41 +216,6 @@ class _ValueFail(Exception):
 
 _DATA_URI = re.compile(r"^data:([^,;]*)((?:;[^,;]*)*),(.*)$", re.DOTALL)
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/_\-=\s]+$")
-
-
-def image_from_value(
-    value: Any,
-    *,
-    where: str = "value",
-    fetch: Callable[[str], bytes] | None = None,
-    base_url: str | None = None,
-    max_pixels: int = MAX_PIXELS,
-) -> np.ndarray:
-    """Decode one JSON value holding an image.
-
-    Parameters
-    ----------
-    value : str or list
-        Base64 image bytes, a ``data:`` URI, or an http(s) URL (fetched with
-        ``fetch``); a list is taken for its first element.
-    where : str
-        The JSON path of the value, for messages.
-    fetch : callable, optional
-        ``fetch(url) -> bytes``; URLs are refused without it.
-    base_url : str, optional
-        Relative URLs (``/files/1.png``) resolve against it.
-    max_pixels : int
-        Pixel limit (decompression bombs).
-
-    Raises
-    ------
-    GenerationError
-        When the value is not an image.
-    """
-    try:
-        return _image_from_value(value, where, fetch, base_url, max_pixels)
-    except _ValueFail as exc:
-        raise GenerationError(redact(str(exc))) from None
 
 
 def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
