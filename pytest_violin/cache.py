@@ -92,6 +92,13 @@ class ImageCache:
             raise InvalidArgumentError(f"cache key {key!r} is not a lowercase hex digest")
         return self.root / key[:2] / f"{key}.png"
 
+    def is_empty(self) -> bool:
+        """Whether the cache holds no entry at all (a first run: nothing to look up)."""
+        try:
+            return not any(self.root.iterdir())
+        except OSError:  # missing or unreadable: nothing can be found in it
+            return True
+
     def contains(self, key: str) -> bool:
         """Whether an entry for ``key`` is on disk (not read, not validated)."""
         return self.path(key).is_file()

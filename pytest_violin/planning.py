@@ -75,7 +75,9 @@ def plan_generations(state, samples) -> Plan:
     unique = list({sample.id: sample for sample in samples}.values())
     cached = 0
     cache = state.make_cache() if unique else None
-    if cache is not None:
+    # a key needs the request's input images (rendered for mask samples, ~1 ms
+    # each): look them up only when the cache holds anything at all
+    if cache is not None and not cache.is_empty():
         identity = state.identity or s.model
         for sample in unique:
             request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)

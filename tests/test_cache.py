@@ -156,3 +156,13 @@ def test_rerun_of_unchanged_suite_makes_zero_requests_and_errors_are_not_cached(
         assert np.array_equal(a.images[0], b.images[0])
     entries = list((tmp_path / "cache").rglob("*.png"))
     assert len(entries) == 5
+
+
+def test_is_empty(tmp_path):
+    from pytest_violin.cache import ImageCache
+
+    cache = ImageCache(tmp_path / "c")
+    assert cache.is_empty()
+    key = "ab" * 32
+    cache.put(key, np.zeros((4, 4, 3), np.uint8))
+    assert not cache.is_empty() and cache.contains(key)
