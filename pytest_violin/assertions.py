@@ -44,7 +44,7 @@ __all__ = [
     "resolve_limits",
 ]
 
-_LAYOUT_COUNTS = {"single": 1, "vertical": 2, "horizontal": 2, "quad": 4}
+from .tasks.color import BLOCK_COUNTS as _LAYOUT_COUNTS  # noqa: E402  layout -> blocks
 
 
 # ---------------------------------------------------------------- limits
@@ -105,102 +105,23 @@ def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, 
 
 
 # ---------------------------------------------------------------- words
-def _color_words(rgb) -> str:
-    from .suite.colors import ISCC_NBS_COLORS, format_color
-
-    rgb = tuple(int(c) for c in rgb)
-    text = format_color(rgb, "hex")
-    for color in ISCC_NBS_COLORS:
-        if color.rgb == rgb:
-            return f"{text} ({color.phrase})"
-    if rgb == (0, 0, 0):
-        return f"{text} (pure black)"
-    if rgb == (255, 255, 255):
-        return f"{text} (pure white)"
-    return text
-
-
-def _plain_color(rgb) -> str:
-    rgb = tuple(int(c) for c in rgb)
-    return {(255, 255, 255): "white", (0, 0, 0): "black"}.get(rgb) or _color_words(rgb)
-
-
-def _pct(fraction: float) -> str:
-    text = f"{100.0 * fraction:.2f}".rstrip("0").rstrip(".")
-    return f"{text}%"
-
-
 def describe_sample(sample) -> str:
     """What a sample's ground truth is, in one line of words.
 
     Parameters
     ----------
     sample : Sample
-        Any sample; its spec is described when its kind is known, else the
-        prompt is returned.
+        Any sample; its task family describes it when it can (see
+        :func:`pytest_violin.tasks.describe`), else the prompt is returned.
 
     Returns
     -------
     str
         E.g. ``"left half #E68697 (pink), right half #3B74C0 (blue)"``.
     """
-    spec = sample.spec
-    kind = spec.get("kind")
-    w, h = sample.width, sample.height
-    try:
-        if kind == "blocks":
-            cols = [_color_words(c) for c in spec["colors"]]
-            layout = spec.get("layout", "single")
-            if layout == "single":
-                return f"one uniform color {cols[0]}"
-            if layout == "vertical":
-                return f"left half {cols[0]}, right half {cols[1]}"
-            if layout == "horizontal":
-                return f"top half {cols[0]}, bottom half {cols[1]}"
-            if layout == "quad":
-                return (f"quadrants top-left {cols[0]}, top-right {cols[1]}, "
-                        f"bottom-left {cols[2]}, bottom-right {cols[3]}")
-        if kind == "ratio":
-            cols = [_color_words(c) for c in spec["colors"]]
-            split = int(spec["split"])
-            if spec["orientation"] == "vertical":
-                return (f"left {_pct(split / w)} of the width ({split} px) {cols[0]}, "
-                        f"the rest {cols[1]}")
-            return (f"top {_pct(split / h)} of the height ({split} px) {cols[0]}, "
-                    f"the rest {cols[1]}")
-        if kind == "shape":
-            x0, y0, bw, bh = (int(v) for v in spec["bbox"])
-            if spec.get("anchor"):
-                where = f"anchored {spec['anchor']}"
-            elif spec.get("center") is not None:
-                where = f"centred at ({_pct(spec['center'][0])}, {_pct(spec['center'][1])})"
-            else:
-                where = ""
-            measure = "diameter" if spec["shape"] == "circle" else "side"
-            size = spec.get("size")
-            size_words = f", {measure} {_pct(float(size))} of the width" if size is not None else ""
-            text = (f"a {_plain_color(spec['fg'])} {spec['shape']}{size_words} "
-                    f"({bw}x{bh} px box at x={x0}, y={y0})")
-            if where:
-                text += f", {where}"
-            return f"{text}, on {_plain_color(spec['bg'])}"
-        if kind == "mask" or sample.task == "mask":
-            keep = _keep_mask(sample)
-            if keep is not None:
-                black = int((~keep).sum())
-                return (f"the input image with the {black} pixels ({_pct(black / keep.size)}) "
-                        f"where the mask is 0 made pure black, the rest unchanged")
-            return "the input image, pure black where the mask is 0"
-    except (KeyError, TypeError, ValueError, IndexError):
-        pass
-    return sample.prompt
+    from .tasks import describe
 
-
-def _keep_mask(sample):
-    inputs = sample.inputs
-    if len(inputs) < 2:
-        return None
-    return np.asarray(inputs[1])[:, :, 0] >= 128
+    return describe(sample)
 
 
 # ---------------------------------------------------------------- verdict

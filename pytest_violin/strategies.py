@@ -40,6 +40,11 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from .suite import geometry as _geometry
+from .suite import masks as _masks
+from .tasks import color as _color_family
+from .tasks import ratio as _ratio_family
+
 __all__ = [
     "NOTATIONS",
     "MASK_KINDS",
@@ -64,17 +69,16 @@ __all__ = [
 #: Color notations :func:`colors` can write (``None`` there means any).
 NOTATIONS = ("hex", "rgb", "hsl", "name")
 #: Mask kinds (as in the ``violin`` suite).
-MASK_KINDS = ("inpaint", "outpaint", "random")
+MASK_KINDS = _masks.MASK_KINDS
 #: Shape kinds of the geometric task.
-SHAPES = ("circle", "square", "triangle")
-#: Named alignments of a shape's bounding box, simplest first.
-ANCHORS = (
-    "center", "left-center", "right-center", "top-center", "bottom-center",
-    "top-left", "top-right", "bottom-left", "bottom-right",
-)
-_LAYOUTS = ("vertical", "horizontal", "quad")
-_ORIENTATIONS = ("vertical", "horizontal")
-_BLOCKS = {"vertical": 2, "horizontal": 2, "quad": 4}
+SHAPES = _geometry.SHAPES
+#: Named alignments of a shape's bounding box, simplest first (the centre,
+#: then the rest in the order :data:`pytest_violin.suite.geometry.ANCHORS` lists them).
+ANCHORS = ("center", *(name for name in _geometry.ANCHORS if name != "center"))
+#: Multi-block layouts of the color family and their number of blocks.
+_BLOCKS = {name: n for name, n in _color_family.BLOCK_COUNTS.items() if n > 1}
+_LAYOUTS = tuple(_BLOCKS)
+_ORIENTATIONS = _ratio_family.ORIENTATIONS
 #: Largest canvas side the sample strategies accept (the suite's 1024 plus room).
 _MAX_SIDE = 4096
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .errors import ThresholdError, ViolinFailure
+from .tasks import DEFAULT_EXTRA_LIMIT, builtin_families, default_limits, find_family, known_metrics
 
 __all__ = [
     "KNOWN_METRICS",
@@ -32,53 +33,20 @@ __all__ = [
     "failure_message",
 ]
 
-#: Metric names of the built-in tasks, in display order.
-KNOWN_METRICS: dict[str, tuple[str, ...]] = {
-    "color": ("rgb_ed", "lab_00", "sd", "ced", "hf"),
-    "shape": ("iou", "dist", "size", "shape", "purity"),
-    "mask": ("iou", "dist", "biou", "leak", "edge"),
-}
+#: Metric names of the tasks whose threshold keys are checked (the built-in
+#: families with ``strict_thresholds``: color, shape, mask), in display order.
+#: A view of :mod:`pytest_violin.tasks`, taken at import.
+KNOWN_METRICS: dict[str, tuple[str, ...]] = known_metrics(builtin_families())
 
-#: Default limits (distances in [0, 1]; a value <= its limit passes).
-#: Justified, with the numbers the metrics give on synthetic cases, in
-#: docs/thresholds.md.
-DEFAULT_LIMITS: dict[str, float] = {
-    # color: a CIEDE2000 of 2.3 (one just-noticeable difference) passes;
-    # a 16-level gradient, a watermark or a neighbouring ISCC-NBS color fails
-    "color.rgb_ed": 0.045,
-    "color.lab_00": 0.03,
-    "color.sd": 0.025,
-    "color.ced": 0.005,
-    "color.hf": 0.005,
-    "color.mean": 0.02,
-    # shape: JPEG, sensor noise and a 2% offset pass; 5% of the width fails
-    "shape.iou": 0.15,
-    "shape.dist": 0.015,
-    "shape.size": 0.10,
-    "shape.shape": 0.02,
-    "shape.purity": 0.05,
-    "shape.mean": 0.06,
-    # mask: JPEG q90 passes; a 1% mask shift, a feathered edge or a gray
-    # (not black) masked area fails
-    "mask.iou": 0.02,
-    "mask.dist": 0.01,
-    "mask.biou": 0.10,
-    "mask.leak": 0.02,
-    "mask.edge": 0.05,
-    "mask.mean": 0.03,
-    # violin-extra: the area-ratio task reuses the color limits
-    "ratio.ratio": 0.02,
-    "ratio.rgb_ed": 0.045,
-    "ratio.lab_00": 0.03,
-    "ratio.sd": 0.025,
-    "ratio.ced": 0.005,
-    "ratio.hf": 0.005,
-    "ratio.mean": 0.02,
-}
-
-#: Limit used for a metric of a task without a built-in default (the
-#: ``violin-extra`` tasks and third-party suites), and for their mean.
-DEFAULT_EXTRA_LIMIT = 0.05
+#: Default limits (distances in [0, 1]; a value <= its limit passes) of the
+#: built-in task families, keyed ``"task.metric"`` and ``"task.mean"``.
+#: Declared by each family (``pytest_violin/tasks/<family>.py``) and
+#: justified, with the numbers the metrics give on synthetic cases, in
+#: docs/thresholds.md. A view of :mod:`pytest_violin.tasks`, taken at import.
+DEFAULT_LIMITS: dict[str, float] = default_limits(builtin_families())
+# DEFAULT_EXTRA_LIMIT (imported above from pytest_violin.tasks.base): the limit of
+# a metric of a non-strict task without a default of its own (the violin-extra
+# border and count tasks, third-party suites), and of their mean.
 
 _FORMS = "'TASK.METRIC=VALUE' or 'TASK.mean=VALUE' with VALUE a number in [0, 1] (e.g. color.sd=0.02)"
 
@@ -236,7 +204,8 @@ def limits_for_task(limits: Mapping[str, float], task: str, metric_names: Iterab
     dict
         metric name (and ``"mean"``) -> limit, in metric order, mean last.
     """
-    builtin = task in KNOWN_METRICS
+    family = find_family(task)
+    builtin = family is not None and family.strict_thresholds
     out: dict[str, float] = {}
     for name in (*metric_names, "mean"):
         key = f"{task}.{name}"

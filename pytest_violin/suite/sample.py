@@ -10,6 +10,8 @@ import numpy as np
 
 from ..errors import InvalidImageError, SuiteError
 from ..imaging import as_rgb8, resize_rgb8
+from .. import tasks
+from ..tasks import color as _color_family
 from .frozen import FrozenMap, freeze, thaw
 from .ids import validate_sample_id
 from .render import apply_mask, render_inputs, render_spec
@@ -29,22 +31,18 @@ __all__ = [
     "RENDER_CACHE",
 ]
 
-#: Tasks a sample can have.
-TASKS = ("color", "shape", "mask", "ratio", "border", "count")
+#: Tasks a sample can have (the built-in task families; families registered
+#: later are accepted too, see :func:`pytest_violin.tasks.task_names`).
+TASKS = tasks.task_names()
 #: Layouts of color samples.
-LAYOUTS = ("single", "vertical", "horizontal", "quad")
+LAYOUTS = _color_family.LAYOUTS
 
-COLOR_METRICS = ("rgb_ed", "lab_00", "sd", "ced", "hf")
-SHAPE_METRICS = ("iou", "dist", "size", "shape", "purity")
-MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
-RATIO_METRICS = ("ratio",) + COLOR_METRICS
-BORDER_METRICS = ("thickness", "spread", "rgb_ed")
-COUNT_METRICS = ("count", "size")
-
-_DEFAULT_METRICS = {
-    "color": COLOR_METRICS, "shape": SHAPE_METRICS, "mask": MASK_METRICS,
-    "ratio": RATIO_METRICS, "border": BORDER_METRICS, "count": COUNT_METRICS,
-}
+COLOR_METRICS = tasks.metric_names("color")
+SHAPE_METRICS = tasks.metric_names("shape")
+MASK_METRICS = tasks.metric_names("mask")
+RATIO_METRICS = tasks.metric_names("ratio")
+BORDER_METRICS = tasks.metric_names("border")
+COUNT_METRICS = tasks.metric_names("count")
 
 
 class RenderCache:
@@ -112,11 +110,8 @@ RENDER_CACHE = RenderCache()
 
 
 def default_metric_names(task: str) -> tuple:
-    """The metric names a task's score returns."""
-    try:
-        return _DEFAULT_METRICS[task]
-    except KeyError:
-        raise SuiteError(f"unknown task {task!r}; accepted: {', '.join(TASKS)}") from None
+    """The metric names a task's score returns (its family's, see :mod:`pytest_violin.tasks`)."""
+    return tasks.metric_names(task)
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -135,7 +130,7 @@ class Sample:
     suite : str
         Suite name.
     task : str
-        One of :data:`TASKS`.
+        The name of a task family (:data:`TASKS`, or one registered since).
     variation : str
         E.g. ``v1``, ``circle``, ``inpaint``.
     prompt : str
@@ -168,9 +163,9 @@ class Sample:
 
     def __post_init__(self):
         validate_sample_id(self.id)
-        if self.task not in TASKS:
+        if tasks.find_family(self.task) is None:
             raise SuiteError(f"sample {self.id!r}: unknown task {self.task!r}; "
-                             f"accepted: {', '.join(TASKS)}")
+                             f"accepted: {', '.join(tasks.task_names())}")
         for name in ("width", "height"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
@@ -236,7 +231,7 @@ class Sample:
     def _costly_render(self) -> bool:
         if self.files is not None and self.files.get("expected"):
             return True
-        return self.payload is None and self.spec.get("kind") == "mask"
+        return self.payload is None and tasks.costly_render(self.spec)
 
     def _render_expected(self) -> np.ndarray:
         if self.files is not None and self.files.get("expected"):
