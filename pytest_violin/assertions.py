@@ -140,29 +140,21 @@ def _self_score_note(sample, profile: str) -> str:
 
 def _verdict(metrics, sample, limits: Mapping, *, what: str, show_prompt: bool, thresholds=None):
     __tracebackhide__ = True
-    from .thresholds import ViolinFailure, evaluate, format_table
+    from .verdict import judge
 
     applied = resolve_limits(metrics.task, tuple(metrics), limits, thresholds)
-    rows = evaluate(metrics, applied)
-    bad = [r.metric for r in rows if not r.ok]
-    if not bad:
-        return metrics
-    lines = [f"image does not obey: {what}",
-             f"over the limit: {', '.join(bad)}", "", format_table(rows), ""]
+    notes = []
     info = metrics.info
     if info.get("resized"):
         ow, oh = info.get("original_size", ("?", "?"))
-        lines.append(f"note: the {ow}x{oh} image was resized to {sample.width}x{sample.height}")
-    if sample.task == "mask":
+        notes.append(f"note: the {ow}x{oh} image was resized to {sample.width}x{sample.height}")
+    verdict = judge(sample, metrics, applied, notes=notes, asked=what)
+    if not verdict.passed and sample.task == "mask":
         note = _self_score_note(sample, metrics.profile)
         if note:
-            lines.append(note)
-    if show_prompt:
-        lines.append(f"prompt:    {sample.prompt}")
-        lines.append(f"sample id: {sample.id}")
-    else:
-        lines.append(f"size:      {sample.width}x{sample.height}")
-    raise ViolinFailure("\n".join(lines).rstrip(), rows)
+            verdict = judge(sample, metrics, applied, notes=[*notes, note], asked=what)
+    verdict.check(show_prompt=show_prompt)
+    return metrics
 
 
 def _image_size(image) -> tuple:

@@ -12,7 +12,9 @@ import pytest
 
 from .report.text import printable
 from .results import SampleResult
-from .thresholds import ViolinFailure, evaluate, failure_message, limits_for_task
+from .errors import ViolinFailure
+from .thresholds import limits_for_task
+from .verdict import judge
 
 __all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items", "score_generation",
            "generation_failure_result", "error_result"]
@@ -202,17 +204,16 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     applied = limits_for_task(limits, sample.task, [k for k in mean if k != "mean"])
     result.limits = applied
     judged = worst if settings.pass_rule == "worst" and len(per_repeat) > 1 else mean
-    rows = evaluate(judged, applied)
-    result.failed = [r.metric for r in rows if not r.ok]
-    result.outcome = "failed" if result.failed else "passed"
-    if result.failed:
-        note = ""
-        if len(per_repeat) > 1:
-            basis = "worst repeat (max per metric)" if settings.pass_rule == "worst" else "mean"
-            note = f"repeats:   {len(per_repeat)}, judged on the {basis}"
-        if original is not None:
-            note += ("\n" if note else "") + (
-                f"note:      the image was {original[0]}x{original[1]}, resized to "
-                f"{sample.width}x{sample.height} before scoring")
-        result.extra["_message"] = failure_message(rows, sample_id=sample.id, prompt=sample.prompt, note=note)
+    notes = []
+    if len(per_repeat) > 1:
+        basis = "worst repeat (max per metric)" if settings.pass_rule == "worst" else "mean"
+        notes.append(f"note: {len(per_repeat)} repeats, judged on the {basis}")
+    if original is not None:
+        notes.append(f"note: the {original[0]}x{original[1]} image was resized to "
+                     f"{sample.width}x{sample.height}")
+    verdict = judge(sample, judged, applied, notes=notes)
+    result.failed = verdict.failed
+    result.outcome = "passed" if verdict.passed else "failed"
+    if not verdict.passed:
+        result.extra["_message"] = verdict.message()
     return result, list(generation.images)

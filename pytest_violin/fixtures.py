@@ -144,19 +144,18 @@ def violin_thresholds(request):
 @pytest.fixture
 def violin_check(request, violin_thresholds):
     """``check(sample, image) -> Metrics``: score and assert with the metric table."""
-    from .thresholds import ViolinFailure, evaluate, failure_message, limits_for_task
+    from .thresholds import limits_for_task
+    from .verdict import judge
 
     profile = _state(request).settings.profile
 
     def check(sample, image, *, profile: str = profile):
         __tracebackhide__ = True
         metrics = sample.score(image, profile=profile)
-        applied = limits_for_task(violin_thresholds, sample.task, list(metrics))
-        rows = evaluate(metrics, applied)
-        for row in rows:
+        verdict = judge(sample, metrics, limits_for_task(violin_thresholds, sample.task, list(metrics)))
+        for row in verdict.rows:
             request.node.user_properties.append((f"violin.{row.metric}", round(row.value, 6)))
-        if not all(r.ok for r in rows):
-            raise ViolinFailure(failure_message(rows, sample_id=sample.id, prompt=sample.prompt), rows)
+        verdict.check()
         return metrics
 
     return check

@@ -273,12 +273,9 @@ def format_table(rows: Iterable[Row]) -> str:
 
 
 def failure_message(rows: Iterable[Row], *, sample_id: str, prompt: str, note: str = "") -> str:
-    """The text of a failing sample: which metrics are over, the table, prompt and id."""
-    rows = list(rows)
-    bad = [r.metric for r in rows if not r.ok]
-    head = f"violin sample {sample_id} failed: {', '.join(bad)} over the limit" if bad else \
-        f"violin sample {sample_id} failed"
-    parts = [head, "", format_table(rows), "", f"prompt:    {prompt}", f"sample id: {sample_id}"]
-    if note:
-        parts.append(note)
-    return "\n".join(parts)
+    """The text of a failing sample, as :class:`pytest_violin.verdict.Verdict` tells it."""
+    from .verdict import Verdict
+
+    verdict = Verdict(sample_id=sample_id, prompt=prompt, asked="", rows=tuple(rows),
+                      notes=(note,) if note else ())
+    return verdict.message()

@@ -108,7 +108,7 @@ def test_example_suite_fails_readably_with_a_noisy_model(project):
     lab_rows = [line for line in out.splitlines() if line.lstrip("E ").startswith("lab_00 |")]
     assert any("0.0150 | FAIL" in row for row in lab_rows)  # the brand limit, not the default
     # the built-in items say which metrics are over the limit
-    assert "violin sample color/" in out and "over the limit" in out
+    assert "sample id: color/" in out and "over the limit" in out
     # hypothesis reported the failing calls with their arguments (asserted on structure, not
     # on hypothesis's wording, which changes between releases): the pinned @example, and a
     # drawn shape shrunk to the simplest placement, a small centred circle

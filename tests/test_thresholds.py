@@ -84,7 +84,7 @@ def test_evaluate_uses_metrics_mean_and_task_keys():
 def test_failure_table_is_aligned_and_names_the_failing_metric():
     rows = evaluate({"sd": 0.3, "hf": 0.01}, {"sd": 0.02, "hf": 0.02, "mean": 0.5})
     text = failure_message(rows, sample_id="color/v1/x/t01", prompt="a pure red image")
-    assert "sd over the limit" in text
+    assert "over the limit: sd" in text
     assert "color/v1/x/t01" in text and "a pure red image" in text
     table = format_table(rows).splitlines()
     assert len({line.index("|") for line in table if "|" in line}) == 1
