@@ -3,7 +3,7 @@
 A local server on 127.0.0.1 answers every request after 200 ms and serves
 16 requests at once (a ThreadingHTTPServer with a 16-slot semaphore; the
 fault-injecting server of the test suite). Tiny 8x8 samples go through the
-real path: ``pytest_violin.runner.Runner`` -> the ``http://`` adapter ->
+real path: ``pytest_violin.execution.runner.Runner`` -> the ``http://`` adapter ->
 pooled ``requests`` session -> PNG decode.
 
 * concurrency 16, 200 samples: ideal 200 x 0.2 s / 16 = 2.5 s; target
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the test suite's fault-injecting serv
 from _servers import FaultServer, Reply, solid  # noqa: E402
 
 from pytest_violin.models import AdapterOptions, resolve_model  # noqa: E402
-from pytest_violin.runner import Runner  # noqa: E402
+from pytest_violin.execution.runner import Runner  # noqa: E402
 
 DELAY = 0.2
 SERVER_SLOTS = 16

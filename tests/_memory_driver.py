@@ -35,7 +35,7 @@ def main(argv) -> int:
         limit = int(argv[4])
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     from pytest_violin.models import AdapterOptions, resolve_model
-    from pytest_violin.runner import Runner
+    from pytest_violin.execution.runner import Runner
 
     samples = [_Sample(id=f"{kind}/{i}") for i, kind in enumerate(kinds)]
     adapter = resolve_model(url, AdapterOptions(concurrency=concurrency, retries=0, timeout=60.0))

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin.cache import ImageCache
+from pytest_violin.execution.cache import ImageCache
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
 from _servers import FaultServer, Reply, solid
@@ -126,7 +126,7 @@ def test_concurrent_writers_never_expose_half_written_entries(tmp_path):
 
 
 def test_rerun_of_unchanged_suite_makes_zero_requests_and_errors_are_not_cached(tmp_path):
-    from pytest_violin.runner import Runner
+    from pytest_violin.execution.runner import Runner
 
     samples = [FakeSample(f"color/v1/c{i}/t01") for i in range(6)]
 
@@ -159,7 +159,7 @@ def test_rerun_of_unchanged_suite_makes_zero_requests_and_errors_are_not_cached(
 
 
 def test_is_empty(tmp_path):
-    from pytest_violin.cache import ImageCache
+    from pytest_violin.execution.cache import ImageCache
 
     cache = ImageCache(tmp_path / "c")
     assert cache.is_empty()

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_violin.models.transport.client import EnvironmentSettings, make_session
 from pytest_violin.models import AdapterOptions, resolve_model
-from pytest_violin.runner import Runner
+from pytest_violin.execution.runner import Runner
 from pytest_violin.redaction import redact
 
 from _servers import FaultServer, Reply, solid

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_violin.errors import ManifestError, SampleIdError
-from pytest_violin.runner import Runner
+from pytest_violin.execution.runner import Runner
 from pytest_violin.suite import export_samples, load_manifest, load_suite
 from pytest_violin.suite.ids import validate_sample_id
 

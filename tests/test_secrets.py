@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin.cache import ImageCache
+from pytest_violin.execution.cache import ImageCache
 from pytest_violin.errors import GenerationError
 from pytest_violin.models import AdapterOptions, resolve_model
-from pytest_violin.runner import Runner
+from pytest_violin.execution.runner import Runner
 from pytest_violin.redaction import RedactingFilter, is_registered, redact, redact_url, register_secret
 
 from _servers import FaultServer, Reply, solid

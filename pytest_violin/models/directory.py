@@ -31,7 +31,7 @@ class ReplayAdapter:
 
     def generate(self, request):
         """Return the bytes of the saved image of the request's sample."""
-        from ..runner import output_path
+        from ..execution.runner import output_path
 
         path = output_path(self.root, request.sample_id, getattr(request, "repeat", 0))
         try:

@@ -4,7 +4,7 @@ Without a configured model (``--violin-model`` or the ``violin_model`` ini
 key) this module changes nothing in a pytest run: it declares its options,
 its marker and its fixtures, and imports nothing heavy (numpy, OpenCV, the
 suite) until a hook actually needs it. All run state lives in
-``config.stash`` (see :mod:`pytest_violin.state`).
+``config.stash`` (see :mod:`pytest_violin.pytest_plugin.state`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import pytest
 
-from .report.text import printable
-from .results import SampleResult
+from ..report.text import printable
+from ..results import SampleResult
 from .state import STATE_KEY, get_state, redact
 
 # Hooks and options only: the parsed options live in settings.py, the run
@@ -34,10 +34,10 @@ def pytest_addhooks(pluginmanager):
     from . import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
-    if not pluginmanager.has_plugin("pytest_violin.fixtures"):
-        pluginmanager.import_plugin("pytest_violin.fixtures")
-    if not pluginmanager.has_plugin("pytest_violin.gate_plugin"):
-        pluginmanager.import_plugin("pytest_violin.gate_plugin")
+    if not pluginmanager.has_plugin("pytest_violin.pytest_plugin.fixtures"):
+        pluginmanager.import_plugin("pytest_violin.pytest_plugin.fixtures")
+    if not pluginmanager.has_plugin("pytest_violin.pytest_plugin.gate"):
+        pluginmanager.import_plugin("pytest_violin.pytest_plugin.gate")
 
 
 
@@ -55,15 +55,15 @@ def pytest_configure(config):
             or config.getoption("hypothesis_profile", None) == "violin"):
         # the "violin" settings profile for model-backed property tests; hypothesis
         # is not imported for runs that use neither it nor a model
-        from .hypothesis_profiles import register_profiles
+        from ..hypothesis_profiles import register_profiles
 
         register_profiles()
     if not state.is_worker:
         config.pluginmanager.register(_ResultsCollector(state.store), "violin-results-collector")
     if not state.settings.model:
         return
-    from .errors import ThresholdError
-    from .thresholds import build_limits, parse_thresholds
+    from ..errors import ThresholdError
+    from ..thresholds import build_limits, parse_thresholds
 
     adapter = state.resolve_adapter(state.settings.model)
     state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
@@ -208,7 +208,7 @@ def pytest_collection_modifyitems(session, config, items):
     state = config.stash.get(STATE_KEY, None)
     if state is None or not state.settings.model or not state.samples:
         return
-    from .collect import make_items
+    from .items import make_items
 
     new_items = make_items(session, state.samples)
     items.extend(new_items)
@@ -343,7 +343,7 @@ def _worker_queue(state):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
-    from .collect import RESULT_KEY
+    from .items import RESULT_KEY
 
     entry = item.stash.get(RESULT_KEY, None)
     if entry is not None and entry[0] == call.when:
@@ -387,6 +387,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     state = config.stash.get(STATE_KEY, None)
     if state is None or not len(state.store):
         return
-    from .report.terminal import write_summary
+    from ..report.terminal import write_summary
 
     write_summary(terminalreporter, state.store, settings=state.settings)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from .report.text import printable
-from .results import SampleResult
-from .errors import ViolinFailure
-from .thresholds import limits_for_task
-from .verdict import judge
+from ..report.text import printable
+from ..results import SampleResult
+from ..errors import ViolinFailure
+from ..thresholds import limits_for_task
+from ..verdict import judge
 
 __all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items", "score_generation",
            "generation_failure_result", "error_result"]
@@ -75,7 +75,7 @@ class ViolinItem(pytest.Item):
                 result, images = score_generation(sample, generation, state.settings, state.limits,
                                                   index=self.violin_index)
             except Exception as exc:  # a broken expected image or spec: not the model's fault
-                from .runner import exception_line
+                from ..execution.runner import exception_line
 
                 result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                               reason=f"error while scoring: {exception_line(exc)}"), []
@@ -123,7 +123,7 @@ def make_items(session, samples) -> list[ViolinItem]:
 
 
 def _base_result(sample, settings, *, index: int) -> SampleResult:
-    from .models.request import derive_seed
+    from ..models.request import derive_seed
 
     return SampleResult(
         sample_id=sample.id, suite=str(getattr(sample, "suite", "") or ""), task=sample.task,
@@ -160,7 +160,7 @@ def error_result(sample, generation, settings, *, index: int = 0, reason: str) -
 
 
 def score_generation(sample, generation, settings, limits, *, index: int = 0):
-    """Score a :class:`~pytest_violin.runner.Generation` and judge it.
+    """Score a :class:`~pytest_violin.execution.runner.Generation` and judge it.
 
     Parameters
     ----------
@@ -183,7 +183,7 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     """
     if generation.error is not None or not generation.images:
         return generation_failure_result(sample, generation, settings, index=index), []
-    from .results import combine_repeats
+    from ..results import combine_repeats
 
     result = _base_result(sample, settings, index=index)
     result.seconds = float(generation.seconds)

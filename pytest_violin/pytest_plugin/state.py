@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .results import ResultsStore
+from ..results import ResultsStore
 from .settings import ViolinSettings, parse_settings, resolve_path
 
 __all__ = ["ViolinState", "STATE_KEY", "get_state", "redact"]
@@ -53,7 +53,7 @@ class ViolinState:
         return bool(xdist.is_xdist_controller(_ConfigHolder(self.config)))
 
     def adapter_options(self):
-        from .models.registry import AdapterOptions
+        from ..models.registry import AdapterOptions
 
         cfg, s = self.config, self.settings
         paths = [str(cfg.rootpath), str(cfg.invocation_params.dir)]
@@ -71,8 +71,8 @@ class ViolinState:
         )
 
     def resolve_adapter(self, spec: str):
-        from .errors import ModelSpecError
-        from .models.registry import resolve_model
+        from ..errors import ModelSpecError
+        from ..models.registry import resolve_model
 
         try:
             return resolve_model(spec, self.adapter_options())
@@ -87,7 +87,7 @@ class ViolinState:
 
     def get_runner(self):
         if self.runner is None:
-            from .runner import Runner
+            from ..execution.runner import Runner
 
             s = self.settings
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
@@ -102,7 +102,7 @@ class ViolinState:
         cacheable = self.cacheable if adapter is None else getattr(adapter, "cacheable", True)
         if s.no_cache or cacheable is False:
             return None
-        from .cache import ImageCache
+        from ..execution.cache import ImageCache
 
         root = s.cache_dir
         if root is None:
@@ -121,7 +121,7 @@ class ViolinState:
         return self.suite_cache[key]
 
     def metric_table(self, samples=None) -> dict:
-        from .thresholds import KNOWN_METRICS
+        from ..thresholds import KNOWN_METRICS
 
         table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
         for s in samples if samples is not None else (self.samples or ()):
@@ -176,14 +176,14 @@ def redact(text: str) -> str:
     like a URL is dropped first, so a model spec with a mistyped scheme
     (``htp://alice:pw@host/``) does not print its password either.
     """
-    from .redaction import redact as _redact
+    from ..redaction import redact as _redact
 
     return _redact(_USERINFO.sub(r"\1***@", str(text)))
 
 
 def _load_suite(settings, tasks, limit, config):
-    from .errors import SuiteError
-    from .suite import SUITES, load_suite
+    from ..errors import SuiteError
+    from ..suite import SUITES, load_suite
 
     name = settings.suite
     target = name

@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 import pytest
 
-from .gating.policy import DEFAULT_MAX_REGRESSION
-from .errors import InternalError
+from ..gating.policy import DEFAULT_MAX_REGRESSION
+from ..errors import InternalError
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
@@ -134,8 +134,8 @@ def calls_limit(value) -> float:
 
 def threshold(value) -> str:
     """One ``TASK.METRIC=VALUE`` override, checked for syntax (names are checked against the suite)."""
-    from .errors import ThresholdError
-    from .thresholds import parse_thresholds
+    from ..errors import ThresholdError
+    from ..thresholds import parse_thresholds
 
     text = str(value)
     try:

@@ -1,11 +1,11 @@
 """The ``--violin-*`` options of one run, parsed once and frozen.
 
-:func:`parse_settings` reads every option of :data:`pytest_violin.options.OPTIONS`
+:func:`parse_settings` reads every option of :data:`pytest_violin.pytest_plugin.options.OPTIONS`
 (the command line winning over the ini file) into a frozen
 :class:`ViolinSettings` and :class:`GateSettings`, and checks what needs
 the file system (a directory that is a file, a template that does not
 exist). Every bad value raises ``pytest.UsageError`` naming the value and
-the accepted forms. Mutable run state lives in :mod:`pytest_violin.state`.
+the accepted forms. Mutable run state lives in :mod:`pytest_violin.pytest_plugin.state`.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def plan_generations(state, samples) -> Plan:
     -------
     Plan
     """
-    from .models.request import GenerationRequest, derive_seed
+    from ..models.request import GenerationRequest, derive_seed
 
     s = state.settings
     unique = list({sample.id: sample for sample in samples}.values())

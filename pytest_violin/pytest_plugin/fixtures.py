@@ -96,8 +96,8 @@ def violin_generate(request):
 
 
 def _limits(state, marker_thresholds=None):
-    from .errors import ThresholdError
-    from .thresholds import build_limits, parse_thresholds
+    from ..errors import ThresholdError
+    from ..thresholds import build_limits, parse_thresholds
 
     try:
         base = parse_thresholds(state.settings.thresholds, None)
@@ -110,8 +110,8 @@ def _limits(state, marker_thresholds=None):
 
 def _check_builtin_metrics(limits) -> None:
     """Refuse a limit on a metric the built-in task does not have (a typo never applies)."""
-    from .errors import ThresholdError
-    from .thresholds import KNOWN_METRICS
+    from ..errors import ThresholdError
+    from ..thresholds import KNOWN_METRICS
 
     for key in limits:
         task, _, metric = key.partition(".")
@@ -144,8 +144,8 @@ def violin_thresholds(request):
 @pytest.fixture
 def violin_check(request, violin_thresholds):
     """``check(sample, image) -> Metrics``: score and assert with the metric table."""
-    from .thresholds import limits_for_task
-    from .verdict import judge
+    from ..thresholds import limits_for_task
+    from ..verdict import judge
 
     profile = _state(request).settings.profile
 

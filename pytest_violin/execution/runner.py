@@ -36,9 +36,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ._fs import atomic_write
-from .errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
-from .redaction import redact as _redact
+from .._fs import atomic_write
+from ..errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
+from ..redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "Generation", "Runner", "exception_line", "output_path"]
 
@@ -194,7 +194,7 @@ class Runner:
         # A sample's ground truth is rendered when its image is generated and
         # again when it is scored, up to ``window`` samples later (plus the
         # xdist look-ahead): keep that many renders (bounded, see RenderCache).
-        from .suite.sample import RENDER_CACHE
+        from ..suite.sample import RENDER_CACHE
 
         RENDER_CACHE.ensure_capacity(self.window + 8)
         self.cancel = cancel if cancel is not None else threading.Event()
@@ -316,8 +316,8 @@ class Runner:
             self._transport_failures = 0
 
     def _generate(self, sample) -> Generation:
-        from .imaging import as_rgb8, resize_rgb8
-        from .models.request import GenerationRequest, derive_seed
+        from ..imaging import as_rgb8, resize_rgb8
+        from ..models.request import GenerationRequest, derive_seed
 
         start = time.perf_counter()
         images = []
@@ -376,7 +376,7 @@ class Runner:
                         except Exception:  # a full or read-only cache never fails a sample
                             pass
                 if self.save_outputs is not None:
-                    from .imaging import encode_png
+                    from ..imaging import encode_png
 
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 images.append(image)

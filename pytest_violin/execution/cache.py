@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._fs import atomic_write
-from .errors import InvalidImageError
-from .imaging import decode_image, encode_png
-from .errors import InvalidArgumentError
+from .._fs import atomic_write
+from ..errors import InvalidImageError
+from ..imaging import decode_image, encode_png
+from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_VERSION", "ImageCache"]
 

@@ -1,6 +1,6 @@
 """pytest hooks for baselines, regression gating and report files.
 
-Registered by :mod:`pytest_violin.plugin` (``pluginmanager.import_plugin``).
+Registered by :mod:`pytest_violin.pytest_plugin.plugin` (``pluginmanager.import_plugin``).
 Options (each also an ini key of the same name with ``_`` for ``-``):
 
 ``--violin-save-baseline=PATH``
@@ -62,8 +62,8 @@ GATE_KEY = pytest.StashKey[GateState]()
 def _new_state(config) -> GateState:
     state = GateState(parse_gate_settings(config))
     if state.baseline is not None and not hasattr(config, "workerinput"):
-        from .errors import BaselineError
-        from .gating import read_baseline
+        from ..errors import BaselineError
+        from ..gating import read_baseline
 
         try:
             state.baseline_doc = read_baseline(state.baseline)
@@ -84,7 +84,7 @@ def pytest_configure(config):
 
 
 def _definition(sample) -> str:
-    from .gating import sample_digest
+    from ..gating import sample_digest
 
     to_manifest = getattr(sample, "to_manifest", None)
     if callable(to_manifest):
@@ -105,7 +105,7 @@ def pytest_violin_sample_scored(config, sample, images, result):
         if identity:
             result.extra["adapter"] = identity
     if s.report is not None:
-        from .report.thumbnails import make_thumbnails
+        from ..report.thumbnails import make_thumbnails
 
         if result.outcome == "passed":
             group = (sample.task, getattr(sample, "variation", None))
@@ -155,10 +155,10 @@ def _run_metadata(config, store, s: GateState) -> dict:
             if identity:
                 break
     if identity is None and settings.model:
-        from .redaction import redact
+        from ..redaction import redact
 
         identity = redact(settings.model)
-    from . import __version__
+    from .. import __version__
 
     return {
         "suite": str(settings.suite),
@@ -175,10 +175,10 @@ def pytest_violin_session_results(config, store):
     s = _settings(config)
     if s is None or not s.active:
         return
-    from .errors import BaselineError
-    from .gating import build_baseline, compare, write_baseline
+    from ..errors import BaselineError
+    from ..gating import build_baseline, compare, write_baseline
 
-    from .report.json_report import records_of
+    from ..report.json_report import records_of
 
     results = records_of(store.results)  # plain dicts, converted once for every writer
     meta = _run_metadata(config, store, s)
@@ -209,9 +209,9 @@ def pytest_violin_session_results(config, store):
 
 
 def _write_reports(s: GateState, results, current) -> None:
-    from .report.html import write_html
-    from .report.json_report import write_results_json
-    from .report.markdown import write_summary
+    from ..report.html import write_html
+    from ..report.json_report import write_results_json
+    from ..report.markdown import write_summary
 
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
@@ -248,14 +248,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = _settings(config)
     if s is None or hasattr(config, "workerinput") or not (s.comparison is not None or s.messages):
         return
-    from .report.terminal import comparison_lines
+    from ..report.terminal import comparison_lines
 
     terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
     styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},
               "info": {}}
     lines = comparison_lines(s.comparison) if s.comparison is not None else []
     lines += [(m, "info") for m in s.messages]
-    from .report.text import printable
+    from ..report.text import printable
 
     for text, level in lines:
         terminalreporter.write_line(printable(text), **styles.get(level, {}))

@@ -1,0 +1,1 @@
+"""Running generations: the prefetching runner and the generation cache."""
