@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from ..report.text import printable
-from ..results import SampleResult
 from ..errors import ViolinFailure
-from ..thresholds import limits_for_task
-from ..verdict import judge
+from ..report.text import printable
+from ..results import error_result, score_generation
 
-__all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items", "score_generation",
-           "generation_failure_result", "error_result"]
+__all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items"]
 
 
 class ViolinSuite(pytest.Collector):
@@ -120,100 +117,3 @@ def make_items(session, samples) -> list[ViolinItem]:
         items.append(ViolinItem.from_parent(
             parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample, index=index))
     return items
-
-
-def _base_result(sample, settings, *, index: int) -> SampleResult:
-    from ..models.request import derive_seed
-
-    return SampleResult(
-        sample_id=sample.id, suite=str(getattr(sample, "suite", "") or ""), task=sample.task,
-        variation=str(getattr(sample, "variation", "") or ""), prompt=sample.prompt,
-        seed=derive_seed(settings.seed, sample.id, 0), index=index, pass_rule=settings.pass_rule,
-    )
-
-
-def generation_failure_result(sample, generation, settings, *, index: int = 0) -> SampleResult:
-    """The result of a sample whose model gave no image."""
-    result = _base_result(sample, settings, index=index)
-    result.outcome = "failed"
-    result.failed = ["generation"]
-    result.error = str(generation.error)
-    result.seconds = float(generation.seconds)
-    result.extra["_message"] = (
-        f"violin sample {sample.id} failed: the model gave no image\n\n"
-        f"generation error: {result.error}\n\nprompt:    {sample.prompt}\nsample id: {sample.id}"
-    )
-    return result
-
-
-def error_result(sample, generation, settings, *, index: int = 0, reason: str) -> SampleResult:
-    """The result of a sample that could not be judged (outcome ``"error"``).
-
-    Not the model's failure: no metrics, no score, ``reason`` in ``error``.
-    """
-    result = _base_result(sample, settings, index=index)
-    result.outcome = "error"
-    result.error = reason
-    result.seconds = float(getattr(generation, "seconds", 0.0) or 0.0)
-    result.extra["_message"] = f"violin sample {sample.id}: {reason} (not scored: not the model's failure)"
-    return result
-
-
-def score_generation(sample, generation, settings, limits, *, index: int = 0):
-    """Score a :class:`~pytest_violin.execution.runner.Generation` and judge it.
-
-    Parameters
-    ----------
-    sample : Sample
-        The sample.
-    generation : Generation
-        Its images (one per repeat) or error.
-    settings : ViolinSettings
-        ``profile``, ``pass_rule`` and ``seed`` are used.
-    limits : Mapping[str, float]
-        All limits keyed ``"task.metric"``.
-    index : int, optional
-        Position in the suite (stored in the result).
-
-    Returns
-    -------
-    tuple of (SampleResult, list)
-        The result (a failure message in ``result.extra["_message"]`` when
-        it failed) and the images.
-    """
-    if generation.error is not None or not generation.images:
-        return generation_failure_result(sample, generation, settings, index=index), []
-    from ..results import combine_repeats
-
-    result = _base_result(sample, settings, index=index)
-    result.seconds = float(generation.seconds)
-    result.cached = bool(generation.cached)
-    per_repeat = []
-    original = list(generation.original_size) if getattr(generation, "original_size", None) else None
-    for image in generation.images:
-        m = sample.score(image, profile=settings.profile)
-        per_repeat.append(m.to_dict())
-        if original is None and m.info.get("resized"):
-            original = list(m.info.get("original_size") or ()) or None
-    mean, spread, worst = combine_repeats(per_repeat)
-    result.metrics = mean
-    result.repeats = per_repeat
-    result.spread = spread
-    result.worst = worst
-    result.original_size = original
-    applied = limits_for_task(limits, sample.task, [k for k in mean if k != "mean"])
-    result.limits = applied
-    judged = worst if settings.pass_rule == "worst" and len(per_repeat) > 1 else mean
-    notes = []
-    if len(per_repeat) > 1:
-        basis = "worst repeat (max per metric)" if settings.pass_rule == "worst" else "mean"
-        notes.append(f"note: {len(per_repeat)} repeats, judged on the {basis}")
-    if original is not None:
-        notes.append(f"note: the {original[0]}x{original[1]} image was resized to "
-                     f"{sample.width}x{sample.height}")
-    verdict = judge(sample, judged, applied, notes=notes)
-    result.failed = verdict.failed
-    result.outcome = "passed" if verdict.passed else "failed"
-    if not verdict.passed:
-        result.extra["_message"] = verdict.message()
-    return result, list(generation.images)
