@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin.metrics.extra import (border_metrics, count_metrics, nearer_first,
+from pytest_violin.metrics.geometric import (border_metrics, count_metrics, nearer_first,
                                          ratio_metrics)
 from pytest_violin.suite.render import render_border, render_dots, render_ratio
 

@@ -5,7 +5,7 @@ import pytest
 
 from pytest_violin.metrics import Metrics
 from pytest_violin.suite import SUITES, load_suite
-from pytest_violin.suite.absolute import fuzzy_range
+from pytest_violin.suite.builtin.absolute import fuzzy_range
 
 # A stratified subset touching every task and variation of every suite
 # (benchmarks/bench_suite.py --score scores every sample of every suite).

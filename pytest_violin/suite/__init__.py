@@ -20,7 +20,7 @@ import gc
 from pathlib import Path
 
 from ..errors import SuiteError
-from . import absolute, extra, probes, violin
+from .builtin import absolute, probes, violin, violin_extra
 from .builders import block_sample, color_sample, mask_sample, ratio_sample, shape_sample
 from .colors import ISCC_NBS_COLORS, format_color, parse_color
 from .ids import validate_sample_id
@@ -49,7 +49,7 @@ __all__ = [
 _BUILDERS = {
     violin.NAME: violin.build,
     absolute.NAME: absolute.build,
-    extra.NAME: extra.build,
+    violin_extra.NAME: violin_extra.build,
     probes.NAME: probes.build,
 }
 

@@ -22,7 +22,7 @@ def render(spec, width: int, height: int):
 
 def score(sample, image, profile: str):
     """Thickness and evenness of the four sides, and the RGB distance."""
-    from ..metrics.extra import border_metrics
+    from ..metrics.geometric import border_metrics
 
     spec = sample.spec
     return border_metrics(image, sample.expected(), thickness=spec["thickness"],

@@ -22,7 +22,7 @@ def render(spec, width: int, height: int):
 
 def score(sample, image, profile: str):
     """How far the number of dots and their sizes are from the spec."""
-    from ..metrics.extra import count_metrics
+    from ..metrics.geometric import count_metrics
 
     spec = sample.spec
     return count_metrics(image, count=spec["count"], dot=spec["dot"], fg=spec["fg"],

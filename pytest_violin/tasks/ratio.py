@@ -26,7 +26,7 @@ def render(spec, width: int, height: int):
 
 def score(sample, image, profile: str):
     """The share of the first color, and the color metrics of each region."""
-    from ..metrics.extra import ratio_metrics
+    from ..metrics.geometric import ratio_metrics
 
     spec = sample.spec
     return ratio_metrics(image, sample.expected(), orientation=spec["orientation"],

@@ -16,9 +16,9 @@ Sizes chosen so that each of the 29 ISCC-NBS colors appears in every variation:
 
 from __future__ import annotations
 
-from .builders import make_blocks, make_fuzzy
-from .colors import ISCC_NBS_COLORS, format_color, parse_color
-from .prompts import (BLOCK_TEMPLATES, CODE_TEMPLATES, FUZZY_TEMPLATES, MULTILINGUAL_TEMPLATES,
+from ..builders import make_blocks, make_fuzzy
+from ..colors import ISCC_NBS_COLORS, format_color, parse_color
+from ..prompts import (BLOCK_TEMPLATES, CODE_TEMPLATES, FUZZY_TEMPLATES, MULTILINGUAL_TEMPLATES,
                       NOTATION_LABELS, QUAD_TEMPLATES)
 from .violin import color_pairs
 

@@ -15,9 +15,9 @@ Every probe names its control sample (same suite) in ``control``:
 
 from __future__ import annotations
 
-from .builders import make_blocks, make_ratio
-from .colors import ISCC_NBS_COLORS, format_color
-from .prompts import (GRAVITY_CONTEXTS, NEGATION_CLAUSES, RATIO_TEMPLATES, UNRELATED_CONTEXT,
+from ..builders import make_blocks, make_ratio
+from ..colors import ISCC_NBS_COLORS, format_color
+from ..prompts import (GRAVITY_CONTEXTS, NEGATION_CLAUSES, RATIO_TEMPLATES, UNRELATED_CONTEXT,
                       percent)
 
 __all__ = ["NAME", "INERTIA_RATIOS", "INERTIA_PAIRS", "farthest_color", "build"]

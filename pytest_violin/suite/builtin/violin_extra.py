@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SuiteError
-from .colors import format_color
-from .ids import stable_seed
-from .prompts import BORDER_TEMPLATES, COUNT_TEMPLATES, RATIO_TEMPLATES, percent
-from .builders import make_ratio
-from .sample import Sample
+from ...errors import SuiteError
+from ..colors import format_color
+from ..ids import stable_seed
+from ..prompts import BORDER_TEMPLATES, COUNT_TEMPLATES, RATIO_TEMPLATES, percent
+from ..builders import make_ratio
+from ..sample import Sample
 
 __all__ = ["NAME", "RATIOS", "RATIO_PAIRS", "BORDER_THICKNESSES", "DOT_COUNTS", "DOT_SIDES",
            "dot_positions", "make_border", "make_dots", "build"]
