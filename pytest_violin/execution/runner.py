@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .._fs import atomic_write
 from ..errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
+from ..models.directory import output_path
 from ..redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "Generation", "Runner", "exception_line", "output_path"]
@@ -133,16 +134,6 @@ class Generation:
     attempts: int = 0
     cached: bool = False
     original_size: tuple | None = None
-
-
-def output_path(root, sample_id: str, repeat: int = 0) -> Path:
-    """Where ``--violin-save-outputs`` / ``dir:`` keep an image.
-
-    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png``
-    for repeat ``k > 0``.
-    """
-    suffix = ".png" if repeat == 0 else f".r{int(repeat)}.png"
-    return Path(root) / (sample_id + suffix)
 
 
 class Runner:

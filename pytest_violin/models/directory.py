@@ -11,7 +11,18 @@ from pathlib import Path
 
 from ..errors import GenerationError, ModelSpecError
 
-__all__ = ["ReplayAdapter", "create"]
+__all__ = ["ReplayAdapter", "create", "output_path"]
+
+
+def output_path(root, sample_id: str, repeat: int = 0) -> Path:
+    """Where ``--violin-save-outputs`` / ``dir:`` keep an image.
+
+    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png``
+    for repeat ``k > 0``.
+    """
+    suffix = ".png" if repeat == 0 else f".r{int(repeat)}.png"
+    return Path(root) / (sample_id + suffix)
+
 
 
 class ReplayAdapter:
@@ -31,8 +42,6 @@ class ReplayAdapter:
 
     def generate(self, request):
         """Return the bytes of the saved image of the request's sample."""
-        from ..execution.runner import output_path
-
         path = output_path(self.root, request.sample_id, getattr(request, "repeat", 0))
         try:
             return path.read_bytes()
