@@ -76,3 +76,32 @@ class FakeSample:
 @pytest.fixture
 def fake_samples():
     return [FakeSample(id=f"color/v1/red/t{i:02d}") for i in range(6)]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _import_heavy_modules_once():
+    """Render and score one sample of every task family before any pytester run.
+
+    pytester's in-process runs drop the modules first imported during a run,
+    and extension modules (numpy.fft, scikit-image's, OpenCV's) cannot be
+    imported twice in one process: import everything a run may need here,
+    outside the runs, so no test depends on which test ran first.
+    """
+    import hypothesis  # noqa: F401
+    import requests  # noqa: F401
+
+    import pytest_violin.models.http  # noqa: F401
+    from pytest_violin.models.request import GenerationRequest
+    from pytest_violin.suite import load_suite
+
+    for name in ("violin", "violin-extra"):
+        for sample in load_suite(name):
+            if sample.task in _seen:
+                continue
+            _seen.add(sample.task)
+            sample.score(sample.expected(), profile="violin")
+            sample.score(sample.expected(), profile="strict")
+            list(GenerationRequest.from_sample(sample, base_seed=0).images)
+
+
+_seen: set = set()

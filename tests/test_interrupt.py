@@ -89,25 +89,29 @@ def test_first_ctrl_c_ends_a_hanging_run_within_seconds(tmp_path, hanging):
 def test_second_ctrl_c_exits_at_once(tmp_path, hanging):
     # a conftest that makes the end of the session slow (as a huge report would)
     (tmp_path / "conftest.py").write_text(
-        "import threading\n"
+        "import sys, threading\n"
         "def pytest_violin_session_results(config, store):\n"
-        "    open('slow-end-started', 'w').close()\n"
+        "    sys.__stderr__.write('SLOW-END-STARTED\\n'); sys.__stderr__.flush()\n"
         "    threading.Event().wait(60)\n")
     proc = _start(tmp_path, hanging.port)
+    started = threading.Event()
+
+    def watch():  # the subprocess says when its slow end began: no polling
+        for line in proc.stdout:
+            if "SLOW-END-STARTED" in line:
+                started.set()
+
     try:
         assert hanging.arrived.wait(60)
         proc.send_signal(signal.SIGINT)
-        marker = tmp_path / "slow-end-started"
-        deadline = time.monotonic() + 20
-        while not marker.exists() and time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.05)  # polling a file another process writes
-        assert marker.exists()
+        reader = threading.Thread(target=watch, daemon=True)
+        reader.start()
+        assert started.wait(20)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)
         elapsed = time.monotonic() - t0
+        reader.join(5)
     finally:
         if proc.poll() is None:
             proc.kill()

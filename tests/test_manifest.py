@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_violin.errors import ManifestError
-from pytest_violin.suite import (SUITES, export_samples, load_suite, mask_sample, shape_sample)
+from pytest_violin.suite import (SUITES, export_samples, load_manifest, load_suite, mask_sample, shape_sample)
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +140,21 @@ def test_export_replaces_a_symlink_in_the_output_folder_instead_of_writing_throu
     export_samples(load_suite("violin", tasks=["color"], limit=2), out, progress=False)
     assert victim.read_text() == "keep me"
     assert not (out / "manifest.jsonl").is_symlink()
+
+
+def test_manifest_that_is_not_utf8_names_file_and_line(tmp_path):
+    samples = load_suite("violin-extra", limit=2)
+    path = export_samples(samples, tmp_path / "m", progress=False)
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[1].replace(b'"prompt":"', b'"prompt":"\xff'))
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    assert info.value.line == 2
+    assert f"{path}:2" in str(info.value)
+
+
+def test_manifest_with_utf8_bom_loads(tmp_path):
+    samples = load_suite("violin-extra", limit=2)
+    path = export_samples(samples, tmp_path / "m", progress=False)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert [s.id for s in load_manifest(path)] == [s.id for s in samples]

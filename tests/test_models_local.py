@@ -164,3 +164,16 @@ def test_python_module_raising_at_import_names_the_exception(tmp_path):
     finally:
         sys.modules.pop(name, None)
     assert "RuntimeError: no GPU visible" in str(info.value) and f"{name}.py:1" in str(info.value)
+
+
+def test_record_then_replay_from_a_subdirectory(pytester, monkeypatch):
+    """`--violin-save-outputs=DIR` then `dir:DIR` work as a pair wherever pytest starts."""
+    pytester.makeini("[pytest]\n")
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    args = ("-p", "no:cacheprovider", "--rootdir", str(pytester.path), "-c", str(pytester.path / "tox.ini"))
+    first = pytester.runpytest("--violin-model=oracle", "--violin-limit=3", "--violin-save-outputs=rec", *args)
+    first.assert_outcomes(passed=3)
+    assert len(list((sub / "rec").rglob("*.png"))) == 3
+    second = pytester.runpytest("--violin-model=dir:rec", "--violin-limit=3", *args)
+    second.assert_outcomes(passed=3)

@@ -9,23 +9,13 @@ import pytest
 
 # imported once, outside pytester's in-process runs (which drop modules first
 # imported during a run; requests' cookie jar classes would then differ)
-import pytest_violin.models.http  # noqa: F401
+import pytest_violin.models.http  # noqa: F401  (see tests/conftest.py)
 
 
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _import_mask_machinery():
-    # see tests/test_scope.py: import the mask photo machinery outside pytester's runs
-    from pytest_violin.models.request import GenerationRequest
-    from pytest_violin.suite import load_suite
-
-    sample = load_suite("violin", tasks=["mask"], limit=1)[0]
-    list(GenerationRequest.from_sample(sample, base_seed=0).images)
 
 
 def test_network_adapter_refuses_the_full_suite_by_default(pytester):

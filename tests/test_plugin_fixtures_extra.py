@@ -63,3 +63,21 @@ def test_ini_paths_are_relative_to_the_ini_file_even_from_a_subdirectory(pyteste
     assert (pytester.path / "baselines" / "base.json").is_file()
     assert len(list((pytester.path / "recorded").rglob("*.png"))) == 2
     assert not (sub / "recorded").exists()
+
+
+def test_marker_threshold_with_a_misspelt_metric_fails_the_test(pytester):
+    # {"shape.dst": 0.0} used to be accepted and never applied: the test
+    # passed whatever the model drew
+    pytester.makepyfile(test_m='''
+import pytest
+@pytest.mark.violin(tasks="shape", limit=1, thresholds={"shape.dst": 0.0})
+def test_typo(violin_sample, violin_generate, violin_check):
+    violin_check(violin_sample, violin_generate(violin_sample))
+
+@pytest.mark.violin(tasks="shape", limit=1, thresholds={"shape.dist": 0.01, "ratio.ratio": 0.01})
+def test_good(violin_sample, violin_generate, violin_check):
+    violin_check(violin_sample, violin_generate(violin_sample))
+''')
+    result = pytester.runpytest("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*bad violin thresholds*shape.dst*unknown metric*dst*"])

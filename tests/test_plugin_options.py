@@ -3,6 +3,8 @@
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
 
+from pytest_violin.suite import export_samples, load_suite
+
 BAD = [
     (["--violin-model=nosuchscheme:x"], ["nosuchscheme", "accepted"]),
     (["--violin-model=dir:does-not-exist"], ["does-not-exist", "dir:PATH"]),
@@ -86,6 +88,8 @@ def test_bad_ini_boolean_names_the_ini_key(pytester):
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "violin_no_cache" in result.stderr.str() and "maybe" in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert "INTERNALERROR" not in result.stderr.str() + result.stdout.str()
 
 
 def test_header_without_colon_is_not_echoed(pytester):
@@ -110,3 +114,39 @@ def test_tasks_as_a_toml_list_needs_no_deprecated_ini_type(pytester):
     assert result.ret == 0
     ids = [line for line in result.stdout.lines if line.startswith("violin::")]
     assert ids and {i.split("::")[1].split("/")[0] for i in ids} <= {"color", "shape"}
+
+
+def test_export_folder_named_in_ini_is_relative_to_the_ini_file(pytester, monkeypatch):
+    samples = load_suite("violin-extra", limit=2)
+    export_samples(samples, pytester.path / "myexport", progress=False)
+    pytester.makeini("[pytest]\nviolin_model = oracle\nviolin_suite = myexport\n")
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)  # pytest run from a subdirectory finds the same files
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["*2 passed*"])
+
+
+INI_THRESHOLDS = ("[pytest]\nviolin_model = oracle\nviolin_suite = violin-extra\n"
+                  "violin_thresholds =\n    count.count=0.01\n    border.mean=0.04\n")
+
+
+@pytest.mark.parametrize("args", [["--violin-tasks=ratio"], ["--violin-limit=1"]])
+def test_ini_threshold_of_a_task_left_out_of_the_run_is_not_an_error(pytester, args):
+    # the team's ini names every task of its suite; narrowing one run with
+    # --violin-tasks or a small --violin-limit must not turn that into a usage error
+    pytester.makeini(INI_THRESHOLDS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--violin-limit=2", *args)
+    assert result.ret == 0, result.stderr.str()
+
+
+def test_threshold_of_a_task_not_in_the_suite_is_still_refused(pytester):
+    pytester.makeini(INI_THRESHOLDS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--violin-tasks=ratio",
+                                "--violin-threshold=paint.sd=0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "paint" in result.stderr.str()
+    result = pytester.runpytest("-p", "no:cacheprovider", "--violin-tasks=ratio",
+                                "--violin-threshold=count.nope=0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "nope" in result.stderr.str()

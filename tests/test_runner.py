@@ -24,16 +24,23 @@ class RecordingModel:
         self.exc = exc
         self.requests = []
         self.lock = threading.Lock()
+        self.arrived = threading.Condition()
         self.active = 0
         self.max_active = 0
+
+    def wait_for_requests(self, n: int, timeout: float = 10.0) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.requests) >= n, timeout)
 
     def generate(self, request):
         with self.lock:
             self.requests.append(request)
             self.active += 1
             self.max_active = max(self.max_active, self.active)
+        with self.arrived:
+            self.arrived.notify_all()
         try:
-            time.sleep(self.delay)
+            threading.Event().wait(self.delay)  # the model's latency
             if request.sample_id in self.fail:
                 raise self.exc or RuntimeError(f"model exploded on {request.sample_id}")
             return request.sample.expected()
@@ -80,9 +87,10 @@ def test_prefetch_is_bounded_and_concurrent():
     runner = Runner(model, concurrency=4)
     try:
         runner.plan(samples)
-        time.sleep(0.3)
-        # nothing consumed yet: at most 2 x concurrency were started
-        assert len(model.requests) == 8
+        # nothing consumed yet: 2 x concurrency were submitted, and no more
+        assert runner.generated == 8
+        assert model.wait_for_requests(8)
+        assert runner.generated == 8 and len(model.requests) == 8
         for s in samples:
             assert runner.get(s).error is None
         assert model.max_active <= 4 and model.max_active >= 2
@@ -373,3 +381,44 @@ def test_answers_of_another_size_are_shrunk_at_once_and_their_size_kept(fake_sam
         runner.close()
     assert gen.images[0].shape == (8, 8, 3) and int(gen.images[0][0, 0, 0]) == 200
     assert gen.original_size == (320, 400)
+
+
+class _CountingModel:
+    identity = "counting"
+    cacheable = False
+
+    def __init__(self, expect: int):
+        self.calls = []
+        self._cond = threading.Condition()
+        self.expect = expect
+
+    def generate(self, request):
+        with self._cond:
+            self.calls.append(request.sample_id)
+            self._cond.notify_all()
+        return np.zeros((request.height, request.width, 3), np.uint8)
+
+    def wait_for_calls(self, n: int, timeout: float = 10.0) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.calls) >= n, timeout)
+
+
+def test_sample_planned_twice_does_not_drop_the_prefetch_in_between():
+    # A violin:: item and a user test (violin_sample + violin_generate) of the
+    # same sample put it twice in the plan. Consuming the first occurrence
+    # used to cancel every prefetch up to the second one, so the samples in
+    # between were generated again (paid model calls) and without prefetch.
+    a, b, c, d = [FakeSample(id=f"extra/x/s{i}") for i in range(4)]
+    order = [a, b, c, a, d]
+    model = _CountingModel(expect=4)
+    runner = Runner(model, concurrency=2)
+    try:
+        runner.plan(order)
+        assert model.wait_for_calls(4)  # the prefetch window (2 x concurrency) is filled
+        for sample in order:
+            gen = runner.get(sample)
+            assert gen.error is None and len(gen.images) == 1
+    finally:
+        runner.close()
+    assert sorted(model.calls) == sorted(s.id for s in order), model.calls
+    assert runner.generated == len(order)

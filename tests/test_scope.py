@@ -5,19 +5,6 @@ import pytest
 TEAM_TEST = "def test_brand():\n    pass\n"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _import_mask_machinery():
-    # pytester's in-process runs drop modules first imported during a run;
-    # extension modules (scikit-image's, for the mask photos) cannot be
-    # imported twice, so import them once, outside the runs
-    from pytest_violin.models.request import GenerationRequest
-    from pytest_violin.suite import load_suite
-
-    sample = load_suite("violin", tasks=["mask"], limit=1)[0]
-    sample.score(sample.expected())
-    list(GenerationRequest.from_sample(sample, base_seed=0).images)
-
-
 @pytest.fixture
 def project(pytester):
     pytester.makepyfile(test_brand=TEAM_TEST)

@@ -216,3 +216,11 @@ def test_probe_suite_limit_gives_exactly_limit_samples_and_never_a_probe_alone(l
     assert len(chosen) == limit
     ids = {s.id for s in chosen}
     assert all(s.control is None or s.control in ids for s in chosen)
+
+
+@pytest.mark.parametrize("bad", ["color/v1/pink/t07\n", "color\n/v1", "a/b\n"])
+def test_sample_id_with_trailing_newline_is_refused(bad):
+    # ``$`` in the segment pattern matched before a trailing newline, so ids
+    # that become broken file names (and ids in manifests) were accepted
+    with pytest.raises(SampleIdError):
+        validate_sample_id(bad)
