@@ -193,9 +193,9 @@ class AggregateRow:
     count : int
         Samples in the group.
     errors : int
-        Samples with an error message (the model gave no image, or the
-        outcome is ``"error"``); they have no metrics, so they are not in
-        the means.
+        Samples whose outcome is ``"error"`` (not judged: no answer from the
+        endpoint, or a fault of pytest-violin); like samples whose model gave
+        no image, they have no metrics, so they are not in the means.
     passed : int
         Passed samples.
     """
@@ -320,7 +320,7 @@ def _aggregate_group(suite, task, variation, members) -> AggregateRow:
     return AggregateRow(
         suite=suite, task=task, variation=variation, metric_names=tuple(names), means=means,
         pass_rate=passed / len(members), count=len(members),
-        errors=sum(1 for m in members if m[5]), passed=passed,
+        errors=sum(1 for m in members if m[4] == "error"), passed=passed,
     )
 
 

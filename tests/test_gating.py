@@ -315,7 +315,7 @@ def test_compare_rejects_bad_threshold():
 
 def test_aggregate_rows_match_manual_means():
     recs = make_records([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
-    recs[0].update(metrics={}, error="boom", outcome="failed")
+    recs[0].update(metrics={}, error="boom", outcome="error")
     agg = aggregate_records([dict(r, id=r["sample_id"]) for r in recs])
     color = next(r for r in agg["tasks"] if r["task"] == "color")
     members = [r for r in recs if r["task"] == "color"]
@@ -340,5 +340,5 @@ def test_group_without_any_scored_sample_aggregates_to_null_not_nan():
     agg = aggregate_records(records)
     v1 = next(r for r in agg["variations"] if r["variation"] == "v1")
     assert v1["metrics"]["mean"] is None
-    assert v1["errors"] == 1
+    assert v1["errors"] == 0 and v1["failed"] == 1  # the model gave no image: failed, not an error
     _json.dumps(agg, allow_nan=False)  # strict JSON: no NaN anywhere

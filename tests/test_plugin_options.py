@@ -20,7 +20,7 @@ BAD = [
     (["--violin-model=oracle", "--violin-concurrency=0"], ["concurrency", "from 1 to 256"]),
     (["--violin-model=oracle", "--violin-profile=loose"], ["loose", "violin, strict"]),
     (["--violin-model=oracle", "--violin-pass-rule=best"], ["best", "mean, worst"]),
-    (["--violin-model=oracle", "--violin-repeats=-2"], ["repeats", "integer >= 1"]),
+    (["--violin-model=oracle", "--violin-repeats=-2"], ["repeats", "from 1 to 64"]),
     (["--violin-model=oracle", "--violin-seed=x"], ["seed", "integer"]),
     (["--violin-model=oracle", "--violin-timeout=0"], ["timeout", "> 0"]),
     (["--violin-model=oracle", "--violin-retries=-1"], ["retries", "from 0 to 100"]),
@@ -32,6 +32,8 @@ BAD = [
     (["--violin-model=oracle", "--violin-retries=1000"], ["1000", "from 0 to 100"]),
     (["--violin-model=oracle", "--violin-max-calls=-1"], ["max-calls", "integer >= 0"]),
     (["--violin-model=oracle", "--violin-max-answer-mb=0"], ["max-answer-mb", "from 1 to 1024"]),
+    (["--violin-model=oracle", "--violin-repeats=100000"], ["100000", "from 1 to 64"]),
+    (["--violin-model=oracle", "--violin-limit=\u0663"], ["limit", "integer"]),  # an Arabic-Indic 3
 ]
 
 
@@ -99,11 +101,15 @@ def test_header_without_colon_is_not_echoed(pytester):
     assert "s3cr3t" not in out and "Authorization" in out
 
 
-def test_mistyped_scheme_does_not_print_the_url_password(pytester):
-    result = pytester.runpytest("--violin-model=htp://alice:pw-planted-9@example.invalid/gen")
+@pytest.mark.parametrize("spec", ["htp://alice:pw-planted-9@example.invalid/gen",
+                                  "http//alice:pw-planted-9@example.invalid/gen",
+                                  "alice:pw-planted-9@example.invalid/gen",
+                                  "a1111:http//alice:pw-planted-9@example.invalid"])
+def test_mistyped_scheme_does_not_print_the_url_password(pytester, spec):
+    result = pytester.runpytest(f"--violin-model={spec}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     out = result.stderr.str() + result.stdout.str()
-    assert "pw-planted-9" not in out and "htp" in out
+    assert "pw-planted-9" not in out and "example.invalid" in out
 
 
 def test_tasks_as_a_toml_list_needs_no_deprecated_ini_type(pytester):

@@ -47,7 +47,7 @@ def test_aggregate_means_pass_rate_and_totals():
     store.add(_result(1, a=0.2, b=0.2, passed=False))
     store.add(_result(2, variation="v2", a=0.5, b=0.5))
     err = SampleResult(sample_id="color/v2/s9", suite="violin", task="color", variation="v2",
-                       outcome="failed", error="boom", index=9)
+                       outcome="error", error="boom", index=9)
     store.add(err)
     rows = store.aggregate(totals=True)
     by = {(r.variation): r for r in rows}

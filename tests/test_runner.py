@@ -189,7 +189,7 @@ class _DeadModel:
 def test_dead_endpoint_stops_after_consecutive_transport_failures():
     samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(60)]
     model = _DeadModel()
-    runner = Runner(model, concurrency=1, dead_after=10)
+    runner = Runner(model, concurrency=1, dead_after=10, dead_window=0)
     try:
         runner.plan(samples)
         gens = [runner.get(s) for s in samples]
@@ -214,7 +214,7 @@ def test_an_answer_resets_the_dead_endpoint_count():
             raise GenerationError("timed out", transport=True)
 
     samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(40)]
-    runner = Runner(Flaky(), concurrency=1, dead_after=10)
+    runner = Runner(Flaky(), concurrency=1, dead_after=10, dead_window=0)
     try:
         gens = [runner.get(s) for s in samples]
     finally:
@@ -231,7 +231,7 @@ def test_http_status_failures_do_not_count_as_dead():
             raise GenerationError("HTTP 503", status=503)
 
     samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(15)]
-    runner = Runner(Busy(), concurrency=1, dead_after=3)
+    runner = Runner(Busy(), concurrency=1, dead_after=3, dead_window=0)
     try:
         [runner.get(s) for s in samples]
     finally:
@@ -422,3 +422,35 @@ def test_sample_planned_twice_does_not_drop_the_prefetch_in_between():
         runner.close()
     assert sorted(model.calls) == sorted(s.id for s in order), model.calls
     assert runner.generated == len(order)
+
+
+def test_a_burst_of_failures_shorter_than_the_window_is_no_dead_endpoint():
+    # the in-flight generations of a server restart fail together: 16 at once,
+    # then the server answers again; the run must go on
+    answers = threading.Event()
+
+    class Restarting:
+        identity = "test:restarting"
+
+        def __init__(self):
+            self.n = 0
+            self.lock = threading.Lock()
+
+        def generate(self, request):
+            with self.lock:
+                self.n += 1
+                n = self.n
+            if n <= 16:
+                raise GenerationError("connection reset", transport=True)
+            answers.set()
+            return np.zeros((8, 8, 3), np.uint8)
+
+    samples = [FakeSample(id=f"c/v/s{i:03d}") for i in range(40)]
+    runner = Runner(Restarting(), concurrency=16, dead_after=10, dead_window=5.0)
+    try:
+        runner.plan(samples)
+        gens = [runner.get(s) for s in samples]
+    finally:
+        runner.close()
+    assert runner.unreachable is None and answers.is_set()
+    assert sum(g.error is None for g in gens) == 24

@@ -82,3 +82,10 @@ def test_path_scoping_under_xdist(project):
     # workers get the same command line and reach the same decision
     result = project.runpytest("test_brand.py", "-n", "2", "-q")
     result.assert_outcomes(passed=1)
+
+
+def test_a_project_folder_called_violin_is_a_path(project):
+    folder = project.mkdir("violin")
+    folder.joinpath("test_in_folder.py").write_text(TEAM_TEST)
+    result = project.runpytest("violin", "-q")
+    result.assert_outcomes(passed=1)

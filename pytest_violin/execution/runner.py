@@ -41,11 +41,15 @@ from ..errors import GenerationCancelled, GenerationError, InternalError, Invali
 from ..models.directory import output_path
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "Generation", "Runner", "exception_line", "output_path"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "Generation", "Runner", "exception_line", "output_path"]
 
 #: Consecutive transport failures (no answer at all) after which the runner
-#: stops calling the adapter for the rest of the run.
+#: stops calling the adapter for the rest of the run ...
 DEAD_AFTER = 10
+#: ... provided they span at least this many seconds: the failures of the
+#: generations in flight during a short restart of a server arrive together
+#: and are no dead endpoint.
+DEAD_WINDOW = 10.0
 
 
 def exception_line(exc: BaseException, limit: int = 300) -> str:
@@ -159,12 +163,15 @@ class Runner:
         (``AdapterOptions.cancel``). A new one when omitted.
     dead_after : int, optional
         Consecutive transport failures after which the endpoint counts as
-        unreachable (default :data:`DEAD_AFTER`).
+        unreachable (default :data:`DEAD_AFTER`) ...
+    dead_window : float, optional
+        ... when they span at least this many seconds (default
+        :data:`DEAD_WINDOW`).
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
                  repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
-                 dead_after: int = DEAD_AFTER):
+                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW):
         if int(concurrency) < 1:
             raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
@@ -190,7 +197,9 @@ class Runner:
         RENDER_CACHE.ensure_capacity(self.window + 8)
         self.cancel = cancel if cancel is not None else threading.Event()
         self.dead_after = int(dead_after)
+        self.dead_window = float(dead_window)
         self._transport_failures = 0
+        self._first_failure = 0.0
         self._dead: str | None = None
         self._pool: _DaemonPool | None = None
         self._lock = threading.Lock()
@@ -297,10 +306,14 @@ class Runner:
         with self._lock:
             if not error.transport:
                 return
+            now = time.monotonic()
+            if self._transport_failures == 0:
+                self._first_failure = now
             self._transport_failures += 1
-            if self._dead is None and self._transport_failures >= self.dead_after:
+            if (self._dead is None and self._transport_failures >= self.dead_after
+                    and now - self._first_failure >= self.dead_window):
                 self._dead = (f"endpoint unreachable after {self._transport_failures} consecutive "
-                              f"failures: {error.reason}")
+                              f"failures in {now - self._first_failure:.0f} s: {error.reason}")
 
     def _note_answer(self) -> None:
         with self._lock:
@@ -343,7 +356,7 @@ class Runner:
                     if self.cancel.is_set():
                         raise GenerationCancelled("cancelled: the run was interrupted")
                     if self._dead is not None:
-                        raise GenerationError(self._dead)
+                        raise GenerationError(self._dead, transport=True)
                     cached = False
                     attempts += 1
                     try:

@@ -86,8 +86,11 @@ class Comparison:
         Task rows then (task, variation) rows, sorted.
     max_regression : float
     errored : tuple of str
-        Shared ids that ended in an error (outcome ``"error"``) on either
-        side: not comparable, never scored.
+        Shared ids that ended in an error (outcome ``"error"``) in this run:
+        not comparable, never scored; the gate is not green while there is one.
+    errored_in_baseline : tuple of str
+        Shared ids that ended in an error in the baseline only: not
+        comparable, reported, not failing (this run did its part).
     missing : tuple of str
         Baseline samples the current run does not have.
     added : tuple of str
@@ -104,6 +107,7 @@ class Comparison:
     groups: tuple
     max_regression: float
     errored: tuple = ()
+    errored_in_baseline: tuple = ()
     missing: tuple = ()
     added: tuple = ()
     changed: tuple = ()
@@ -141,6 +145,7 @@ class Comparison:
             "ok": self.ok,
             "compared": self.compared,
             "errored": list(self.errored),
+            "errored_in_baseline": list(self.errored_in_baseline),
             "regressions": [g.label for g in self.regressions],
             "improvements": [g.label for g in self.improvements],
             "groups": [g.to_dict() for g in self.groups],
@@ -194,13 +199,15 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     new = _samples_by_id(current)
     missing = tuple(sorted(set(old) - set(new)))
     added = tuple(sorted(set(new) - set(old)))
-    changed, errored, shared = [], [], []
+    changed, errored, errored_before, shared = [], [], [], []
     for sid in sorted(set(old) & set(new)):
         a, b = old[sid].get("definition"), new[sid].get("definition")
         if a and b and a != b:
             changed.append(sid)
-        elif "error" in (old[sid].get("outcome"), new[sid].get("outcome")):
+        elif new[sid].get("outcome") == "error":
             errored.append(sid)
+        elif old[sid].get("outcome") == "error":
+            errored_before.append(sid)
         else:
             shared.append(sid)
 
@@ -269,6 +276,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         groups=tuple(groups),
         max_regression=float(max_regression),
         errored=tuple(errored),
+        errored_in_baseline=tuple(errored_before),
         missing=missing,
         added=added,
         changed=tuple(changed),

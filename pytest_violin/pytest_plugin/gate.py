@@ -215,6 +215,9 @@ def _write_reports(s: GateState, results, current) -> None:
 
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
+    if s.interrupted:
+        reason = s.session.shouldstop or s.session.shouldfail if s.session is not None else None
+        meta["stop_reason"] = str(reason) if reason else "interrupted (Ctrl-C)"
     if s.baseline is not None:
         meta["baseline"] = s.baseline_label or str(s.baseline)
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
@@ -238,7 +241,7 @@ def _fail_on_regressions(s: GateState) -> None:
     session = s.session
     if session is None or s.comparison is None or s.comparison.ok:
         return
-    if s.comparison.compared == 0 and not s.interrupted:
+    if s.comparison.compared == 0 and not s.comparison.errored and not s.interrupted:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
     elif session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

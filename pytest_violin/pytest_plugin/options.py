@@ -31,7 +31,7 @@ from ..errors import InternalError
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
-    "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "Option", "PASS_RULES", "PROFILES", "add_options",
+    "MAX_REPEATS", "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "Option", "PASS_RULES", "PROFILES", "add_options",
     "read_option", "resolve_path",
 ]
 
@@ -44,6 +44,8 @@ MAX_CONCURRENCY = 256
 MAX_TIMEOUT = 86400.0
 #: Largest ``--violin-retries``.
 MAX_RETRIES = 100
+#: Largest ``--violin-repeats``: every repeat of a sample is held until it is scored.
+MAX_REPEATS = 64
 #: Default ``--violin-max-answer-mb``: the largest model answer read, in MiB.
 DEFAULT_MAX_ANSWER_MB = 64
 #: Largest ``--violin-max-answer-mb``.
@@ -65,10 +67,9 @@ def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 
     def convert(value) -> int:
         text = _text(value)
-        try:
-            number = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; accepted: {accepted}") from None
+        if not re.fullmatch(r"[+-]?[0-9]+", text):  # ASCII digits only (int() takes any script's)
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer; accepted: {accepted}")
+        number = int(text)
         if number < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} is below {minimum}; accepted: {accepted}")
         if maximum is not None and number > maximum:
@@ -257,7 +258,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("limit", integer(1), None, "run a stratified subset of N samples", metavar="N"),
     Option("seed", integer(0), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
     Option("profile", choice(PROFILES), "violin", "metric profile: violin or strict"),
-    Option("repeats", integer(1), 1, "images per sample (default 1)", metavar="K"),
+    Option("repeats", integer(1, MAX_REPEATS), 1, f"images per sample (default 1, at most {MAX_REPEATS})",
+           metavar="K"),
     Option("pass_rule", choice(PASS_RULES), "mean",
            "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
     Option("save_outputs", _path_text, None, "write every generated image as DIR/<sample id>.png",

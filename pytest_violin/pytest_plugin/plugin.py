@@ -147,10 +147,15 @@ def builtin_scope(config) -> BuiltinScope:
     given = [str(a) for a in config.invocation_params.args]
     asked = any(a == opt or a.startswith(opt + "=") for a in given for opt in _SELECTING_OPTIONS)
     ids = None
+    invocation = Path(config.invocation_params.dir)
+    roots = {Path(config.rootpath).resolve()}
+    roots.update((Path(config.rootpath) / tp).resolve() for tp in config.getini("testpaths") or ())
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         rest = []
         for arg in config.args:
-            if arg == "violin" or arg.startswith("violin::"):
+            if arg == "violin" and (invocation / "violin").exists():
+                rest.append(arg)  # a file or folder of the project called "violin": pytest's
+            elif arg == "violin" or arg.startswith("violin::"):
                 ids = set() if ids is None else ids
                 ids.add(arg.partition("::")[2])
             else:
@@ -158,9 +163,7 @@ def builtin_scope(config) -> BuiltinScope:
         if ids is not None:
             config.args[:] = rest
             return BuiltinScope(True, frozenset(ids), "violin:: items named on the command line")
-        roots = {Path(config.rootpath).resolve()}
-        roots.update((Path(config.rootpath) / tp).resolve() for tp in config.getini("testpaths") or ())
-        paths = {Path(config.invocation_params.dir, a.split("::")[0]).resolve() for a in rest}
+        paths = {Path(invocation, a.split("::")[0]).resolve() for a in rest}
         if paths and not paths <= roots:
             if asked:
                 return BuiltinScope(True, None, "selected on the command line beside the paths")
@@ -238,10 +241,20 @@ class _XdistControllerHooks:
         if self.announced or self.state.config.option.collectonly:
             return
         self.announced = True
-        by_id = {s.id: s for s in self.state.samples or ()}
-        samples = [by_id[i[len("violin::"):]] for i in ids
-                   if i.startswith("violin::") and i[len("violin::"):] in by_id]
-        announce_plan(self.state.config, self.state, samples, note=" (built-in items; user tests not counted)")
+        # built-in items are "violin::<id>"; tests parametrized over violin_sample end in
+        # "[<id>]" (see pytest_generate_tests); hypothesis tests cannot be counted ahead
+        by_id = {s.id: s for s in self.state.load(None, None)}
+        samples = []
+        for nodeid in ids:
+            if nodeid.startswith("violin::"):
+                sample = by_id.get(nodeid[len("violin::"):])
+            elif nodeid.endswith("]") and "[" in nodeid:
+                sample = by_id.get(nodeid[nodeid.index("[") + 1:-1])
+            else:
+                sample = None
+            if sample is not None:
+                samples.append(sample)
+        announce_plan(self.state.config, self.state, samples)
 
 
 def announce_plan(config, state, samples, *, note: str = "") -> None:

@@ -164,9 +164,9 @@ def get_state(config) -> ViolinState:
     return state
 
 
-#: ``scheme://user:password@`` in any text, whatever the scheme (a mistyped
-#: ``htp://`` included).
-_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@'\"]+@")
+#: ``user:password@`` in any text, whatever comes before it: a mistyped
+#: scheme (``htp://``, ``http//``) or none at all (``alice:pw@host/gen``).
+_USERINFO = re.compile(r"(?<![\w.%+-])([\w.%+-]+):[^\s/@'\":]+@")
 
 
 def redact(text: str) -> str:
@@ -178,7 +178,7 @@ def redact(text: str) -> str:
     """
     from ..redaction import redact as _redact
 
-    return _redact(_USERINFO.sub(r"\1***@", str(text)))
+    return _redact(_USERINFO.sub(r"\1:***@", str(text)))
 
 
 def _load_suite(settings, tasks, limit, config):

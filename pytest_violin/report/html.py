@@ -90,8 +90,9 @@ def _csp() -> str:
 
 def _meta_table(meta, records) -> str:
     passed = sum(1 for r in records if r.get("outcome") == "passed")
-    errors = sum(1 for r in records if r.get("error"))
-    rows = [("samples", f"{len(records)} ({passed} passed, {len(records) - passed} failed, {errors} errors)")]
+    errors = sum(1 for r in records if r.get("outcome") == "error")
+    failed = len(records) - passed - errors
+    rows = [("samples", f"{len(records)} ({passed} passed, {failed} failed, {errors} errors)")]
     for key in ("suite", "adapter", "profile", "seed", "repeats", "pass_rule", "fingerprint",
                 "package_version", "created", "baseline"):
         if meta.get(key) not in (None, ""):
@@ -198,7 +199,7 @@ def _thumbs(rec, budget) -> tuple[str, int]:
 def _sample_row(rec, budget, newly_failing) -> tuple[str, int]:
     sid = rec.get("sample_id") or rec.get("id")
     outcome = rec.get("outcome", "failed")
-    if rec.get("error"):
+    if outcome == "error":
         badge = '<span class="badge err">error</span>'
     elif outcome == "passed":
         badge = '<span class="badge pass">passed</span>'

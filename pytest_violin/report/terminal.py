@@ -123,12 +123,13 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     if regs:
         out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
                     + ", ".join(g.label for g in regs), "bad"))
+    elif comparison.errored:
+        out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no "
+                    f"answer from the endpoint, or a fault of pytest-violin) and could not be compared "
+                    f"with baseline{where}: {ids(comparison.errored)}", "bad"))
     elif comparison.compared == 0:
         out.append((f"FAILED: this run shares no comparable sample with baseline{where}: nothing was "
                     f"compared (another suite, selection or seed?)", "bad"))
-    elif comparison.errored:
-        out.append((f"FAILED: {len(comparison.errored)} sample(s) of baseline{where} ended in an error "
-                    f"and could not be compared: {ids(comparison.errored)}", "bad"))
     else:
         out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
                     "good"))
@@ -149,7 +150,8 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     if comparison.fingerprint_changed:
         out.append((f"suite fingerprint changed: {comparison.old_fingerprint} -> "
                     f"{comparison.new_fingerprint}", "warn"))
-    for title, items in (("missing from this run", comparison.missing),
+    for title, items in (("ended in an error in the baseline, not compared", comparison.errored_in_baseline),
+                         ("missing from this run", comparison.missing),
                          ("not in the baseline", comparison.added),
                          ("redefined since the baseline, not compared", comparison.changed)):
         if items:
