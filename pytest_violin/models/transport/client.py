@@ -373,7 +373,9 @@ def _watch(conn) -> None:
         attempt.add(conn)
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _Watched:
+    """Mixin for urllib3 connections: the attempt's watchdog sees their socket."""
+
     def connect(self):
         super().connect()
         self._violin_sock = self.sock
@@ -388,19 +390,12 @@ class _WatchedHTTPConnection(HTTPConnection):
             return super().request_chunked(*args, **kwargs)
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def connect(self):
-        super().connect()
-        self._violin_sock = self.sock
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
 
-    def request(self, *args, **kwargs):
-        _watch(self)
-        return super().request(*args, **kwargs)
 
-    if hasattr(HTTPSConnection, "request_chunked"):  # urllib3 1.26
-        def request_chunked(self, *args, **kwargs):
-            _watch(self)
-            return super().request_chunked(*args, **kwargs)
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPPool(HTTPConnectionPool):
