@@ -202,6 +202,7 @@ class Runner:
         self._first_failure = 0.0
         self._dead: str | None = None
         self._pool: _DaemonPool | None = None
+        self._warm: set = set()
         self._lock = threading.Lock()
         self._plan: list = []
         self._plan_pos: dict[str, list[int]] = {}
@@ -241,8 +242,33 @@ class Runner:
             raise InternalError("runner is closed: no generation can start after close()")
         if self._pool is None:
             self._pool = _DaemonPool(self.concurrency, "violin-gen")
+        if sample.task not in self._warm:
+            self._warm_up(sample)
         self.generated += 1
         return self._pool.submit(self._generate, sample)
+
+    def _warm_up(self, sample) -> None:
+        """Import, in the calling (main) thread, what generating ``sample``'s task imports lazily.
+
+        CPython 3.11.0-3.11.7 shares the AST constructor's recursion counter
+        between threads (cpython gh-106905): a module that calls ``ast.parse``
+        while it is imported in a generation thread (scikit-image's lazy
+        loader, ``numpy.ma``) can make pytest's own ``ast.parse``, formatting a
+        failure in the main thread, raise ``SystemError`` (an INTERNALERROR).
+        Rendering one sample of each task here, once, imports all of it first.
+        """
+        self._warm.add(sample.task)
+        try:
+            import numpy.ma  # noqa: F401  (imports inspect machinery that parses source)
+
+            from ..imaging import as_rgb8, encode_png
+            from ..models.request import GenerationRequest
+
+            request = GenerationRequest.from_sample(sample, base_seed=self.base_seed, repeat=0)
+            list(request.images)
+            as_rgb8(encode_png(sample.expected()))
+        except Exception:  # the generation itself will report whatever is wrong
+            pass
 
     # -- consuming ------------------------------------------------------
     def get(self, sample) -> Generation:
