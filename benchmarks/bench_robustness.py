@@ -15,8 +15,9 @@ b. **Ctrl-C** - seconds from SIGINT to exit of ``python -m pytest
    --violin-model=http://127.0.0.1:PORT/generate --violin-tasks=color
    --violin-limit=12`` (default timeout and retries) against an endpoint that
    accepts connections and never answers; SIGINT is sent once the first
-   request arrived. Without and with ``-n 2``. Target < 5 s, exit code 2
-   (interrupted).
+   request arrived, to the process group as a terminal's Ctrl-C does, and
+   (with ``-n 2``) also to the pytest process alone (``kill -INT PID``).
+   Without and with ``-n 2``. Target < 5 s, exit code 2 (interrupted).
 c. **dead endpoint** - seconds until a run of the full ``violin`` suite with
    ``--violin-max-calls=none`` against a closed port ends. Target < 30 s,
    exit code 2 (the run is stopped as unreachable).
@@ -195,24 +196,32 @@ def bench_memory(args) -> list[Row]:
 # --------------------------------------------------------------------- b. Ctrl-C
 
 
-def sigint_to_exit(extra: tuple[str, ...]) -> tuple[float, int, bool]:
-    """Seconds from SIGINT to exit, the exit code, and whether results.json says interrupted."""
+def sigint_to_exit(extra: tuple[str, ...], group: bool) -> tuple[float, int, bool]:
+    """Seconds from SIGINT to exit, the exit code, and whether results.json says interrupted.
+
+    ``group``: send SIGINT to the whole process group, as a terminal's Ctrl-C
+    does (pytest and its xdist workers); else to the pytest process only
+    (``kill -INT PID``).
+    """
     with HangingServer() as server, tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report"
         cmd = pytest_cmd(f"http://127.0.0.1:{server.port}/generate", "--violin-tasks=color",
                          "--violin-limit=12", "--violin-no-cache", f"--violin-report={report}", *extra)
         proc = subprocess.Popen(cmd, cwd=tmp, env=clean_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             if not server.arrived.wait(120):
                 raise SystemExit("b: the run never called the endpoint")
             t0 = time.monotonic()
-            proc.send_signal(signal.SIGINT)
+            if group:
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                proc.send_signal(signal.SIGINT)
             proc.wait(timeout=60)
             elapsed = time.monotonic() - t0
         finally:
             if proc.poll() is None:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         try:
             interrupted = json.loads((report / "results.json").read_text())["metadata"]["interrupted"] is True
@@ -223,10 +232,12 @@ def sigint_to_exit(extra: tuple[str, ...]) -> tuple[float, int, bool]:
 
 def bench_interrupt(args) -> list[Row]:
     rows = []
-    for label, extra in (("one process", ()), ("-n 2", ("-n", "2"))):
+    cases = (("one process, Ctrl-C", (), True), ("`-n 2`, Ctrl-C (the process group)", ("-n", "2"), True),
+             ("`-n 2`, `kill -INT` of the pytest process only", ("-n", "2"), False))
+    for label, extra, group in cases:
         times, codes, reports = [], set(), set()
         for _ in range(args.repeat):
-            elapsed, code, interrupted = sigint_to_exit(extra)
+            elapsed, code, interrupted = sigint_to_exit(extra, group)
             times.append(elapsed)
             codes.add(code)
             reports.add(interrupted)
