@@ -9,7 +9,7 @@ Every base image is a deterministic crop (``zoom``, ``fx``, ``fy``), optional
 horizontal flip and resize of one photograph, then *lifted*: each channel
 ``v`` becomes ``LIFT + round(v * (255 - LIFT) / 255)``, so every kept pixel
 has all channels (and its gray value) at least ``LIFT`` = 40, safely above
-the mask metrics' black threshold (gray < 30).
+the mask metrics' black threshold (gray 30 or darker).
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def _self_score_note(sample, profile: str) -> str:
         return ""
     values = ", ".join(f"{k}={v:.4f}" for k, v in off.items())
     return (f"note: the exact answer itself scores {values}: kept pixels darker than the mask "
-            f"metrics' black threshold (gray 30) or enclosed by black count as black; brighten "
+            f"metrics' black threshold (gray 30 or darker) or enclosed by black count as black; brighten "
             f"the source's dark tones (pytest_violin.suite.photos.lift_dark) before asking the "
             f"model, as the suite does")
 
@@ -386,7 +386,7 @@ def assert_masked(output, image, mask, *, profile: str = "violin",
     -----
     The ground truth is the exact rule (``image`` where the mask keeps,
     ``(0, 0, 0)`` elsewhere), with no lift. The mask metrics find black by
-    thresholding (gray < 30), so a source whose *kept* pixels are that dark,
+    thresholding (gray 30 or darker), so a source whose *kept* pixels are that dark,
     or a mask whose black encloses kept pixels, cannot score 0.0 even for
     an exact answer (the failure message then says so). Give the model
     sources with their dark tones lifted, as the suite does

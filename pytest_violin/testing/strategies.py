@@ -819,7 +819,7 @@ def mask_samples(*, width: int = 64, height: int = 64, kind: str | None = None,
     images : hypothesis strategy or None, optional
         Source images of ``(height, width)``; default :func:`source_images`.
         Keep their darkest pixels above the mask metrics' black threshold
-        (gray 30), or the ground truth cannot score 0.
+        (gray 30 or darker), or the ground truth cannot score 0.
     template : int or None, optional
         A fixed prompt template, or None to draw one.
 
