@@ -17,6 +17,12 @@ The figures measure the adapter plus diffusers' pipeline machinery on
 CPU, not a real model: the tiny UNet makes the denoising nearly free, so
 the VAE at full size and the per-call overhead dominate.
 
+torch runs on one thread by default (``--threads 1``): with two threads
+on a shared two-core machine, torch's OpenMP workers spin while they wait
+for a descheduled partner, and the CPU time of a 0.17 s text-to-image
+sample swung between 0.2 s and 5 s from one call to the next; on one
+thread it stays within 10%. ``--threads 0`` keeps torch's own default.
+
 For each kind: one warm-up call, then ``--samples`` calls with other
 seeds; the table shows the median and minimum CPU time of the process
 (``time.process_time``, all torch threads together) and the median wall
@@ -87,10 +93,13 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", type=int, default=5, help="timed calls per kind after one warm-up")
     parser.add_argument("--size", type=int, default=512, help="image side in pixels (a multiple of 8)")
     parser.add_argument("--steps", type=int, default=2, help="denoising steps (the adapter's ?steps=)")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1, see above; 0: torch's own default)")
     parser.add_argument("--target", type=float, default=1.0,
                         help="seconds of CPU per sample, median, for every kind (default 1.0)")
     args = parser.parse_args(argv)
+    if args.threads < 0:
+        parser.error(f"--threads={args.threads}: accepted: an integer >= 0")
     for name in ("samples", "size", "steps"):
         if getattr(args, name) < 1:
             parser.error(f"--{name}={getattr(args, name)}: accepted: an integer >= 1")
