@@ -30,7 +30,8 @@ e. **paid-call limit** - seconds until a full-suite run of a network
    adapter is refused by the default ``--violin-max-calls`` (exit 4), and the
    number of requests the listening server received (target 0).
 
-Run: ``python benchmarks/bench_robustness.py [--only a,b,c,d,e] [--repeat 3]``.
+Run: ``python benchmarks/bench_robustness.py [--only a,b,c,d,e] [--repeat 3] [--generations 2000]``
+(about 2 minutes with ``--repeat 3`` on two cores).
 ``--repeat`` repeats the timed process runs (b, c, e) and prints the
 median and the range. Prints a markdown table (what / target / measured);
 exits 1 when a target is missed.
@@ -392,8 +393,9 @@ def main(argv=None) -> int:
                         help="repetitions of the timed process runs b, c, e (default 1)")
     parser.add_argument("--generations", type=int, default=2000, help="generations in d (default 2000)")
     args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error(f"--repeat={args.repeat}: accepted: an integer >= 1")
+    for name in ("repeat", "generations"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}={getattr(args, name)}: accepted: an integer >= 1")
 
     rows: list[Row] = []
     for name in args.only:
