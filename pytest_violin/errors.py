@@ -22,6 +22,7 @@ __all__ = [
     "ThresholdError",
     "GenerationError",
     "GenerationCancelled",
+    "GenerationRefused",
     "BaselineError",
     "ViolinFailure",
 ]
@@ -134,6 +135,15 @@ class GenerationCancelled(GenerationError):
     Raised by adapters and the HTTP client when the run's cancel event
     (:attr:`pytest_violin.models.AdapterOptions.cancel`) is set: no new
     request or retry starts after that.
+    """
+
+
+class GenerationRefused(GenerationError):
+    """The provider declined to make the image: moderation, a safety filter,
+    an answer with text but no image.
+
+    A refusal is its own outcome (``"refused"``): it fails obedience, is
+    counted apart in the summary, reports and baseline, and is never retried.
     """
 
 

@@ -36,7 +36,8 @@ class SampleResult:
     failed : list of str
         Metrics over their limit (``["generation"]`` when no image came).
     outcome : str
-        ``"passed"`` or ``"failed"``.
+        ``"passed"``, ``"failed"``, ``"refused"`` (the provider declined) or
+        ``"error"`` (not judged).
     error : str or None
         The (redacted) generation error.
     seconds : float
@@ -198,6 +199,9 @@ class AggregateRow:
         no image, they have no metrics, so they are not in the means.
     passed : int
         Passed samples.
+    refused : int
+        Samples the provider refused to draw (outcome ``"refused"``): they
+        fail, and have no metrics.
     """
 
     suite: str
@@ -209,6 +213,7 @@ class AggregateRow:
     count: int
     errors: int
     passed: int = 0
+    refused: int = 0
 
     @property
     def is_total(self) -> bool:
@@ -321,6 +326,7 @@ def _aggregate_group(suite, task, variation, members) -> AggregateRow:
         suite=suite, task=task, variation=variation, metric_names=tuple(names), means=means,
         pass_rate=passed / len(members), count=len(members),
         errors=sum(1 for m in members if m[4] == "error"), passed=passed,
+        refused=sum(1 for m in members if m[4] == "refused"),
     )
 
 
@@ -348,14 +354,19 @@ def _base_result(sample, settings, *, index: int) -> SampleResult:
 
 
 def generation_failure_result(sample, generation, settings, *, index: int = 0) -> SampleResult:
-    """The result of a sample whose model gave no image."""
+    """The result of a sample whose model gave no image (outcome ``"failed"``, or ``"refused"``
+    when the provider declined: moderation, a safety filter, text without an image)."""
+    from .errors import GenerationRefused
+
+    refused = isinstance(generation.error, GenerationRefused)
     result = _base_result(sample, settings, index=index)
-    result.outcome = "failed"
-    result.failed = ["generation"]
+    result.outcome = "refused" if refused else "failed"
+    result.failed = ["refused" if refused else "generation"]
     result.error = str(generation.error)
     result.seconds = float(generation.seconds)
+    what = "the model refused to make the image" if refused else "the model gave no image"
     result.extra["_message"] = (
-        f"violin sample {sample.id} failed: the model gave no image\n\n"
+        f"violin sample {sample.id} failed: {what}\n\n"
         f"generation error: {result.error}\n\nprompt:    {sample.prompt}\nsample id: {sample.id}"
     )
     return result

@@ -357,8 +357,8 @@ class Runner:
         identity = getattr(self.adapter, "identity", type(self.adapter).__name__)
 
         def failed(error: GenerationError) -> Generation:
-            err = GenerationError(_redact(error.reason), attempts=error.attempts, status=error.status,
-                                  transport=error.transport)
+            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
+                              transport=error.transport)  # a refusal stays a refusal
             return Generation([], err, None, time.perf_counter() - start, attempts, False)
 
         try:

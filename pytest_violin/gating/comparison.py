@@ -258,8 +258,8 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
             b = _mean([p[1] for p in pairs])
             metric_deltas[k] = (a, b, b - a)
         newly_failing = tuple(i for i in ids if old[i].get("outcome") == "passed"
-                              and new[i].get("outcome") == "failed")
-        newly_passing = tuple(i for i in ids if old[i].get("outcome") == "failed"
+                              and new[i].get("outcome") in ("failed", "refused"))
+        newly_passing = tuple(i for i in ids if old[i].get("outcome") in ("failed", "refused")
                               and new[i].get("outcome") == "passed")
         groups.append(GroupDelta(task, var, len(ids), o_mean, n_mean, delta, lo, hi, status,
                                  metric_deltas, newly_failing, newly_passing))

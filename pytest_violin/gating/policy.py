@@ -15,6 +15,7 @@ DEFAULT_RESAMPLES = 2000
 #: raised, timed out or returned garbage): the worst possible value.
 ERROR_VALUE = 1.0
 
-#: A sample's outcomes: ``error`` (the tool or the environment failed, not the
+#: A sample's outcomes: ``refused`` (the provider declined) fails and scores
+#: like ``failed``; ``error`` (the tool or the environment failed, not the
 #: model) is recorded but never compared or scored.
-OUTCOMES = ("passed", "failed", "error")
+OUTCOMES = ("passed", "failed", "refused", "error")

@@ -39,6 +39,9 @@ BUILTIN_SCHEMES: Mapping[str, str] = {
     "openai": "pytest_violin.models.openai:create",
     "a1111": "pytest_violin.models.a1111:create",
     "diffusers": "pytest_violin.models.diffusers:create",
+    # issue 15, synchronous provider APIs:
+    # issue 15, job APIs (submit, poll, fetch):
+    # issue 15, replicate and comfyui:
 }
 
 SPEC_FORMS = (

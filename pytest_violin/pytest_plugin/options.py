@@ -32,7 +32,7 @@ from ..errors import InternalError
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
     "MAX_REPEATS", "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "Option", "PASS_RULES", "PROFILES", "add_options",
-    "read_option", "resolve_path",
+    "adapter_option_names", "read_option", "resolve_path",
 ]
 
 PROFILES = ("violin", "strict")
@@ -214,6 +214,9 @@ class Option:
         ``flag`` (``store_true``; an ini boolean).
     path : bool
         The value is a path (resolved by :func:`resolve_path`).
+    adapter : bool
+        The value is for the model adapters: it reaches them as
+        ``AdapterOptions.extra[name]`` (None when not given).
     ini_type : str
         pytest's ini type for the key (``args`` accepts a TOML list).
     """
@@ -226,6 +229,7 @@ class Option:
     path: bool = False
     ini_type: str = "string"
     metavar: str | None = None
+    adapter: bool = False
 
     @property
     def flag(self) -> str:
@@ -291,6 +295,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("header", header, (),
            "extra HTTP header (repeatable); VALUE may use ${ENV_VAR} (ini: violin_headers, one per line)",
            kind="list", metavar="'NAME: VALUE'"),
+    # issue 15, generic job polling (http adapter):
+    # issue 15, comfyui:
+    # issue 15, rate limits and money:
     # the regression gate and reports
     Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
            metavar="PATH"),
@@ -303,6 +310,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR"),
 )
+
+def adapter_option_names() -> tuple[str, ...]:
+    """Names of the options passed to the adapters in ``AdapterOptions.extra``."""
+    return tuple(o.name for o in OPTIONS if o.adapter)
+
 
 #: ini keys of the repeatable options (plural, as they hold a list).
 _LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}

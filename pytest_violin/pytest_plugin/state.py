@@ -62,11 +62,16 @@ class ViolinState:
             paths.append(str(p if p.is_dir() else p.parent))
         for tp in cfg.getini("testpaths") or ():
             paths.append(str(cfg.rootpath / tp))
+        from .options import adapter_option_names, read_option
+
+        extra = {"python_paths": tuple(dict.fromkeys(paths))}
+        for name in adapter_option_names():  # options declared with adapter=True
+            extra[name] = read_option(cfg, name)[0]
         return AdapterOptions(
             rootdir=Path(cfg.rootpath), basedir=resolve_path(cfg, ".", from_ini=s.model_from_ini),
             headers=s.headers, timeout=s.timeout, retries=s.retries,
             request_template=s.request_template, response_path=s.response_path,
-            concurrency=s.concurrency, extra={"python_paths": tuple(dict.fromkeys(paths))},
+            concurrency=s.concurrency, extra=extra,
             cancel=self.cancel, max_answer_bytes=s.max_answer_mb * 2**20,
         )
 

@@ -57,7 +57,7 @@ def format_summary(store, *, settings=None) -> list[str]:
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
-            errors = f" ({row.errors} err)" if row.errors else ""
+            errors = "".join(f" ({n} {what})" for n, what in ((row.refused, "refused"), (row.errors, "err")) if n)
             body.append([label, *(_fmt(row.means.get(n)) for n in names),
                          _fmt(row.means.get("mean")), f"{100 * row.pass_rate:.1f}%",
                          f"{row.count}{errors}"])
