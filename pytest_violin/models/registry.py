@@ -40,8 +40,14 @@ BUILTIN_SCHEMES: Mapping[str, str] = {
     "a1111": "pytest_violin.models.a1111:create",
     "diffusers": "pytest_violin.models.diffusers:create",
     # issue 15, synchronous provider APIs:
+    "gemini": "pytest_violin.models.gemini:create",
+    "ark": "pytest_violin.models.ark:create",
     # issue 15, job APIs (submit, poll, fetch):
+    "bfl": "pytest_violin.models.bfl:create",
+    "fal": "pytest_violin.models.fal:create",
     # issue 15, replicate and comfyui:
+    "replicate": "pytest_violin.models.replicate:create",
+    "comfyui": "pytest_violin.models.comfyui:create",
 }
 
 SPEC_FORMS = (

@@ -1,0 +1,306 @@
+"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate.
+
+* ``replicate:OWNER/NAME`` creates a prediction of the model's latest
+  version: ``POST {base}/models/OWNER/NAME/predictions`` with
+  ``{"input": {...}}``.
+* ``replicate:OWNER/NAME:VERSION`` pins a version:
+  ``POST {base}/predictions`` with ``{"version": VERSION, "input": {...}}``.
+
+``REPLICATE_API_TOKEN`` is sent as ``Authorization: Bearer``;
+``REPLICATE_BASE_URL`` sets the base (default ``https://api.replicate.com/v1``).
+``?wait=N`` (1 to 60) sends ``Prefer: wait=N``: the create request is held
+open up to N seconds and may answer with the finished prediction. Otherwise
+(or when it is not finished yet) ``urls.get`` is polled with
+:func:`~pytest_violin.models.transport.jobs.poll_job` until ``succeeded``,
+``failed`` or ``canceled``; ``output`` is a URL (or a data URI) or a list of
+them, the first is fetched (without the token when it is on another host,
+such as ``replicate.delivery``). On Ctrl-C the prediction is cancelled
+through ``urls.cancel``.
+
+Inputs differ per model: ``--violin-replicate-input=FILE`` is the ``input``
+object with the placeholders of ``--violin-request-template`` (see
+:class:`~pytest_violin.models.http.RequestTemplate`), where ``{images[N]}``
+is a ``data:image/png;base64,...`` URI; a key whose value is a missing
+image (``null``) is left out, so one file serves text-only and editing
+tasks. Default: :data:`DEFAULT_INPUT`.
+
+Refusals: a succeeded prediction without output, or a failed one whose
+error names a safety filter (:data:`REFUSAL_WORDS`), ends as
+:class:`~pytest_violin.errors.GenerationRefused`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
+from ..imaging import encode_png
+from ..redaction import redact, redact_url, register_secret
+from ._params import format_params, split_params
+from .http import RequestTemplate
+from .request import GenerationRequest
+from .transport.client import HttpClient, HttpResult, _origin, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import image_from_response
+from .transport.jobs import JobStates, poll_job
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
+           "parse_target"]
+
+DEFAULT_BASE_URL = "https://api.replicate.com/v1"
+
+#: The ``input`` object without ``--violin-replicate-input``: the names most
+#: image models on Replicate use (``image`` and ``mask`` only for editing tasks).
+DEFAULT_INPUT = {
+    "prompt": "{prompt}",
+    "seed": "{seed}",
+    "width": "{width}",
+    "height": "{height}",
+    "image": "{images[0]}",
+    "mask": "{images[1]}",
+}
+
+#: A failed prediction whose error mentions one of these is a refusal.
+REFUSAL_WORDS = re.compile(r"nsfw|safety|moderat|flagged|sensitive content|content policy", re.I)
+
+_OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_VERSION = re.compile(r"^[A-Za-z0-9]{1,128}$")
+
+#: Seconds a cancel request may take while the run stops.
+CANCEL_TIMEOUT = 3.0
+
+STATES = JobStates(
+    done={"succeeded"},
+    failed={"failed", "canceled"},
+    message_of=lambda body: body.get("error") or "",
+)
+
+
+def parse_target(target: str) -> tuple[str, str | None]:
+    """Split ``OWNER/NAME[:VERSION]`` into ``(owner/name, version or None)``.
+
+    Raises
+    ------
+    ModelSpecError
+        When the target is not of that form.
+    """
+    model, _, version = (target or "").strip().partition(":")
+    if not _OWNER_NAME.match(model) or (version and not _VERSION.match(version)) or (_ and not version):
+        raise ModelSpecError(
+            f"replicate: model {target!r} is not of the form OWNER/NAME or OWNER/NAME:VERSION "
+            "(such as replicate:black-forest-labs/flux-schnell)"
+        )
+    return model, version or None
+
+
+def data_uri(image) -> str:
+    """``image`` (RGB uint8) as a ``data:image/png;base64,...`` URI."""
+    return "data:image/png;base64," + base64.b64encode(encode_png(image)).decode("ascii")
+
+
+def _drop_missing(node):
+    if isinstance(node, dict):
+        return {k: _drop_missing(v) for k, v in node.items() if v is not None}
+    return node
+
+
+class ReplicateAdapter:
+    """Adapter for Replicate predictions (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+        ``OWNER/NAME``.
+    version : str or None
+    base_url : str
+        Without trailing slash and without credentials.
+    client : HttpClient
+        Carries the Authorization header.
+    template : RequestTemplate
+        The ``input`` object.
+    wait : int or None
+        Seconds of ``Prefer: wait``; None: asynchronous.
+    """
+
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+
+    def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
+                 template: RequestTemplate, wait: int | None = None):
+        self.model = model
+        self.version = version
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.template = template
+        self.wait = wait
+        params = {"wait": wait} if wait else {}
+        name = f"{model}:{version}" if version else model
+        self.identity = (f"replicate:{name}@{redact_url(self.base_url)}{format_params(params)}"
+                         f" input={template.digest}")
+
+    def create_url(self) -> str:
+        """Where predictions are created."""
+        if self.version:
+            return f"{self.base_url}/predictions"
+        return f"{self.base_url}/models/{self.model}/predictions"
+
+    def body(self, request: GenerationRequest) -> dict:
+        """The JSON body that creates the prediction for ``request``."""
+        images = [data_uri(img) for img in request.images] if self.template._uses_images() else []
+        body = {"input": _drop_missing(self.template.render(request, images))}
+        if self.version:
+            body["version"] = self.version
+        return body
+
+    def _create(self, request: GenerationRequest) -> dict:
+        data = json.dumps(self.body(request), separators=(",", ":")).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.wait:
+            headers["Prefer"] = f"wait={self.wait}"
+        answer = self.client.request("POST", self.create_url(), what="prediction create",
+                                     data=data, headers=headers)
+        try:
+            prediction = json.loads(answer.content.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise GenerationError("replicate: the create answer is not JSON",
+                                  status=answer.status, attempts=answer.attempts) from None
+        if not isinstance(prediction, dict):
+            raise GenerationError("replicate: the create answer is not a JSON object",
+                                  status=answer.status, attempts=answer.attempts)
+        return prediction
+
+    def _own_url(self, prediction: dict, name: str) -> str | None:
+        """``urls[name]`` of ``prediction`` when it is on the API's own origin.
+
+        The token goes with these requests: a URL on another host is refused
+        rather than handed the token.
+        """
+        urls = prediction.get("urls")
+        url = urls.get(name) if isinstance(urls, dict) else None
+        if not isinstance(url, str) or not url:
+            return None
+        if _origin(url) != _origin(self.base_url):
+            raise GenerationError(
+                f"replicate: urls.{name} {redact_url(url)!r} is not on the API's host "
+                f"{redact_url(self.base_url)!r}; the token is sent only there")
+        return url
+
+    def _canceller(self, prediction: dict):
+        try:
+            url = self._own_url(prediction, "cancel")
+        except GenerationError:
+            url = None
+        done = threading.Event()
+
+        def cancel() -> None:
+            # the client refuses requests once the run is cancelled: this one
+            # goes through the session, bounded by CANCEL_TIMEOUT, once
+            if not url or done.is_set():
+                return
+            done.set()
+            self.client.session.post(url, timeout=(CANCEL_TIMEOUT, CANCEL_TIMEOUT))
+
+        return cancel
+
+    def generate(self, request: GenerationRequest):
+        """Create a prediction, wait for it, fetch its first output."""
+        with self.client.sample():
+            prediction = self._create(request)
+            cancel = self._canceller(prediction)
+            state = str(prediction.get("status") or "").lower()
+            try:
+                if state not in STATES.done | STATES.failed:
+                    url = self._own_url(prediction, "get")
+                    if url is None:
+                        raise GenerationError(
+                            f"replicate: prediction in state {state or '(none)'!r} has no urls.get to poll")
+                    prediction = poll_job(self.client, url, STATES, what="Replicate prediction",
+                                          first_wait=0.5, max_wait=5.0, cancel_job=cancel)
+            except GenerationCancelled:
+                _quietly(cancel)
+                raise
+            return self._image(prediction)
+
+    def _image(self, prediction: dict):
+        state = str(prediction.get("status") or "").lower()
+        error = str(prediction.get("error") or "")
+        if state in STATES.failed:
+            text = redact(f"Replicate prediction {state}" + (f": {error[:300]}" if error else ""))
+            raise (GenerationRefused if REFUSAL_WORDS.search(error) else GenerationError)(text)
+        output = prediction.get("output")
+        if isinstance(output, list):
+            output = next((item for item in output if item), None)
+        if output is None or output == "":
+            raise GenerationRefused("Replicate prediction succeeded without output (no image in answer)")
+        if not isinstance(output, str):
+            raise GenerationError(
+                f"replicate: output is a {type(output).__name__}; accepted: a URL or a list of URLs")
+        carrier = HttpResult(status=200, headers={"Content-Type": "application/json"},
+                             content=json.dumps({"output": output}).encode("utf-8"),
+                             url=self.base_url + "/")
+        return image_from_response(carrier, response_path="output", fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"ReplicateAdapter({self.identity!r})"
+
+
+def _quietly(fn) -> None:
+    try:
+        fn()
+    except Exception:  # best effort: the run is stopping anyway
+        pass
+
+
+def _load_template(path) -> RequestTemplate:
+    template = RequestTemplate.from_file(Path(path))
+    if not isinstance(template.body, dict):
+        raise ModelSpecError(
+            f"{template.source}: the replicate input must be a JSON object, got {type(template.body).__name__}")
+    return template
+
+
+def create(target: str, options) -> ReplicateAdapter:
+    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For a malformed target, a missing ``REPLICATE_API_TOKEN`` (named,
+        never its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an
+        invalid ``--violin-replicate-input`` file.
+    """
+    spec, params = split_params((target or "").strip(), what="replicate")
+    model, version = parse_target(spec)
+    wait = params.pop("wait", None)
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= 60):
+        raise ModelSpecError(f"replicate: wait={wait!r} is not accepted; accepted: an integer from 1 to 60 seconds")
+    if params:
+        raise ModelSpecError(f"replicate: unknown parameter(s) {', '.join(sorted(params))}; accepted: wait")
+    extra = getattr(options, "extra", None) or {}
+    path = extra.get("replicate_input")
+    if path:
+        path = Path(path)
+        if not path.is_absolute():
+            path = Path(options.rootdir) / path
+        template = _load_template(path)
+    else:
+        template = RequestTemplate(DEFAULT_INPUT, source="replicate default input")
+    key = os.environ.get("REPLICATE_API_TOKEN", "").strip()
+    if not key:
+        raise ModelSpecError("replicate: environment variable REPLICATE_API_TOKEN is not set; export your "
+                             "API token")
+    register_secret(key)
+    base = os.environ.get("REPLICATE_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="REPLICATE_BASE_URL")
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
+    return ReplicateAdapter(model, version, base, client, template=template, wait=wait)
