@@ -44,6 +44,11 @@ class SampleResult:
         Wall time of generation.
     cached : bool
         Whether every image came from the cache.
+    generations : int
+        Images asked of the model for this sample (adapter calls; cache hits
+        excluded): what a paid API bills.
+    cache_hits : int
+        Images of this sample that came from the cache.
     seed : int
         The seed of repeat 0.
     repeats : list of dict
@@ -74,6 +79,8 @@ class SampleResult:
     error: str | None = None
     seconds: float = 0.0
     cached: bool = False
+    generations: int = 0
+    cache_hits: int = 0
     seed: int = 0
     repeats: list = field(default_factory=list)
     spread: dict = field(default_factory=dict)
@@ -364,6 +371,7 @@ def generation_failure_result(sample, generation, settings, *, index: int = 0) -
     result.failed = ["refused" if refused else "generation"]
     result.error = str(generation.error)
     result.seconds = float(generation.seconds)
+    result.generations = int(getattr(generation, "attempts", 0) or 0)
     what = "the model refused to make the image" if refused else "the model gave no image"
     result.extra["_message"] = (
         f"violin sample {sample.id} failed: {what}\n\n"
@@ -381,6 +389,7 @@ def error_result(sample, generation, settings, *, index: int = 0, reason: str) -
     result.outcome = "error"
     result.error = reason
     result.seconds = float(getattr(generation, "seconds", 0.0) or 0.0)
+    result.generations = int(getattr(generation, "attempts", 0) or 0)
     result.extra["_message"] = f"violin sample {sample.id}: {reason} (not scored: not the model's failure)"
     return result
 
@@ -415,6 +424,8 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     result = _base_result(sample, settings, index=index)
     result.seconds = float(generation.seconds)
     result.cached = bool(generation.cached)
+    result.generations = int(getattr(generation, "attempts", 0) or 0)
+    result.cache_hits = max(0, len(generation.images) - result.generations)
     per_repeat = []
     original = list(generation.original_size) if getattr(generation, "original_size", None) else None
     for image in generation.images:

@@ -121,7 +121,8 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
     dict
         ``{"tasks": [row, ...], "variations": [row, ...]}`` where a row has
         ``task``, ``variation`` (``None`` in task rows), ``n``, ``passed``,
-        ``failed``, ``errors``, ``pass_rate`` and ``metrics`` (name -> mean
+        ``failed`` (not passed: refusals and errors included), ``errors``,
+        ``refused`` (the provider declined), ``pass_rate`` and ``metrics`` (name -> mean
         over the samples that have it; ``mean`` is null where no sample was
         scored). Rows are sorted by task then variation.
     """
@@ -134,6 +135,7 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
             "passed": row.passed,
             "failed": row.count - row.passed,
             "errors": row.errors,
+            "refused": row.refused,
             "pass_rate": row.pass_rate,
             "metrics": {k: v for k, v in row.means.items() if k == "mean" or v is not None},
         }

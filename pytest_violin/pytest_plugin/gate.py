@@ -205,10 +205,12 @@ def pytest_violin_session_results(config, store):
             except BaselineError as exc:
                 s.messages.append(f"baseline NOT written: {exc}")
     if s.report is not None:
-        _write_reports(s, results, current)
+        from .options import read_option
+
+        _write_reports(s, results, current, price=read_option(config, "price")[0])
 
 
-def _write_reports(s: GateState, results, current) -> None:
+def _write_reports(s: GateState, results, current, *, price: float | None = None) -> None:
     from ..report.html import write_html
     from ..report.json_report import write_results_json
     from ..report.markdown import write_summary
@@ -220,6 +222,12 @@ def _write_reports(s: GateState, results, current) -> None:
         meta["stop_reason"] = str(reason) if reason else "interrupted (Ctrl-C)"
     if s.baseline is not None:
         meta["baseline"] = s.baseline_label or str(s.baseline)
+    # what the run cost: generations made (cache hits apart) and, with
+    # --violin-price, their estimated cost; not in the baseline (a re-run
+    # from the cache costs nothing and must give the same baseline)
+    from ..report.json_report import run_usage
+
+    meta.update(run_usage(results, price=price))
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
     try:
         s.report.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,10 @@ MAX_REPEATS = 64
 DEFAULT_MAX_ANSWER_MB = 64
 #: Largest ``--violin-max-answer-mb``.
 MAX_ANSWER_MB = 1024
+#: Largest ``--violin-price``: USD per image.
+MAX_PRICE = 1000.0
+#: Largest ``--violin-max-cost``: USD.
+MAX_COST = 1_000_000.0
 #: Default ``--violin-max-calls`` of adapters that call a network service.
 DEFAULT_NETWORK_MAX_CALLS = 2000
 
@@ -244,6 +248,18 @@ class Option:
         return f"violin_{self.name}"
 
 
+def _rate(value) -> str:
+    """``N/s`` or ``N/min`` (checked here; the HTTP client reads it)."""
+    from ..errors import ModelSpecError
+    from ..models.transport.limits import parse_rate
+
+    try:
+        parse_rate(_text(value))
+    except ModelSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return _text(value)
+
+
 def _path_text(value) -> str:
     return nonempty(value)
 
@@ -296,8 +312,39 @@ OPTIONS: tuple[Option, ...] = (
            "extra HTTP header (repeatable); VALUE may use ${ENV_VAR} (ini: violin_headers, one per line)",
            kind="list", metavar="'NAME: VALUE'"),
     # issue 15, generic job polling (http adapter):
+    Option("poll_url_path", nonempty, None,
+           "http adapter, job APIs: where the status URL is in the submit answer, e.g. urls.get; the "
+           "adapter then polls it until a done value (see docs/models.md)", metavar="PATH", adapter=True),
+    Option("status_path", nonempty, None,
+           "http adapter, job APIs: where the state is in a status answer (default: status)",
+           metavar="PATH", adapter=True),
+    Option("done_values", nonempty, None,
+           "http adapter, job APIs: comma-separated states that end the job with a result "
+           "(default: succeeded,completed,done,ready); --violin-response-path then reads the image "
+           "from that status answer", metavar="LIST", adapter=True),
+    Option("failed_values", nonempty, None,
+           "http adapter, job APIs: comma-separated states that end the job as failed "
+           "(default: failed,error,canceled,cancelled)", metavar="LIST", adapter=True),
+    Option("refused_values", nonempty, None,
+           "http adapter, job APIs: comma-separated states that end the job as refused "
+           "(moderation; never retried; default: none)", metavar="LIST", adapter=True),
+    Option("rate", _rate, None,
+           "cap request starts at N/s or N/min, shared by the threads of a process (with -n W, "
+           "each worker has its own cap: give RATE/W)", metavar="RATE", adapter=True),
     # issue 15, comfyui:
+    Option("workflow", _path_text, None,
+           "ComfyUI workflow FILE (API format) with placeholders {prompt}, {seed}, {width}, {height}, "
+           "{image}, {mask} for the comfyui adapter", path=True, adapter=True, metavar="FILE"),
+    Option("replicate_input", _path_text, None,
+           "JSON FILE of the replicate adapter's input object, with --violin-request-template "
+           "placeholders ({images[N]} is a data URI)", path=True, adapter=True, metavar="FILE"),
     # issue 15, rate limits and money:
+    Option("price", number(0.0, MAX_PRICE, low_open=False, what="a price in USD per image"), None,
+           "estimated price in USD of one generated image: the plan line states the estimated cost of "
+           "the uncached generations, the reports the cost of those made (no default)", metavar="USD"),
+    Option("max_cost", number(0.0, MAX_COST, low_open=False, what="an amount in USD"), None,
+           "refuse to start when the estimated cost of the uncached generations (--violin-price) "
+           "exceeds USD", metavar="USD"),
     # the regression gate and reports
     Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
            metavar="PATH"),

@@ -3,14 +3,21 @@
 A model behind a paid API costs money per image: the plugin states the plan
 (adapter, suite, samples, repeats, generations to make, cache hits already
 on disk) before it starts, and ``--violin-max-calls`` refuses a run that
-would make more uncached generations than the team allows.
+would make more uncached generations than the team allows. With
+``--violin-price=USD`` (per image) the plan states the estimated cost of the
+uncached generations, and ``--violin-max-cost=USD`` refuses a run whose
+estimate exceeds it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
-__all__ = ["Plan", "plan_generations"]
+__all__ = ["Plan", "cost_limit_message", "estimated_cost", "format_usd", "money_options", "plan_generations"]
+
+#: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
+_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,8 @@ class Plan:
         Images per sample.
     cached : int
         Of ``samples * repeats`` images, those already in the cache.
+    price : float or None
+        ``--violin-price``: estimated USD per generated image (None: not given).
     """
 
     adapter: str
@@ -36,6 +45,7 @@ class Plan:
     samples: int
     repeats: int
     cached: int
+    price: float | None = None
 
     @property
     def generations(self) -> int:
@@ -47,14 +57,89 @@ class Plan:
         """Images the model will be asked for."""
         return self.generations - self.cached
 
+    @property
+    def estimated_cost(self) -> float | None:
+        """USD of the uncached generations at :attr:`price`; None without a price."""
+        return estimated_cost(self.uncached, self.price)
+
     def describe(self) -> str:
         """One line for the terminal."""
-        return (f"adapter {self.adapter}, suite {self.suite}, {self.samples} samples x "
+        line = (f"adapter {self.adapter}, suite {self.suite}, {self.samples} samples x "
                 f"{self.repeats} repeat{'s' if self.repeats != 1 else ''} = {self.generations} "
                 f"generations, {self.cached} in the cache, {self.uncached} to make")
+        if self.price is not None:
+            line += (f", estimated cost {format_usd(self.estimated_cost)} "
+                     f"at {format_usd(self.price)} per image")
+        return line
 
 
-def plan_generations(state, samples) -> Plan:
+def estimated_cost(generations: int, price: float | None) -> float | None:
+    """``generations * price`` in USD, None when there is no price.
+
+    Parameters
+    ----------
+    generations : int
+        Images asked of the model (cache hits cost nothing).
+    price : float or None
+        USD per image (``--violin-price``).
+
+    Returns
+    -------
+    float or None
+    """
+    if price is None:
+        return None
+    return float(generations) * float(price)
+
+
+def format_usd(amount: float | None) -> str:
+    """``$12.34`` (cents), or more digits for amounts under a cent (``$0.0025``); ``n/a`` for None."""
+    if amount is None:
+        return "n/a"
+    amount = float(amount)
+    if amount == 0 or abs(amount) >= 0.01:
+        return f"${amount:,.2f}"
+    return f"${amount:.4g}"
+
+
+def money_options(config) -> tuple[float | None, float | None]:
+    """``(price, max_cost)`` from ``--violin-price`` and ``--violin-max-cost`` (or their ini keys).
+
+    Raises
+    ------
+    pytest.UsageError
+        ``--violin-max-cost`` without a price: there would be no estimate to
+        hold it against, and a cap that cannot trip must not look like one.
+    """
+    import pytest
+
+    from .options import read_option
+
+    price = read_option(config, "price")[0]
+    max_cost = read_option(config, "max_cost")[0]
+    if max_cost is not None and price is None:
+        raise pytest.UsageError(
+            f"--violin-max-cost={max_cost:g} needs a price to estimate the cost against; accepted: "
+            f"--violin-price=USD (per image, e.g. --violin-price=0.04) beside it, or no --violin-max-cost")
+    return (None if price is None else float(price)), (None if max_cost is None else float(max_cost))
+
+
+def cost_limit_message(plan: Plan, max_cost: float) -> str | None:
+    """Why ``plan`` may not start under ``--violin-max-cost=max_cost``; None when it may."""
+    cost = plan.estimated_cost
+    # a relative tolerance: 3 images at $0.10 (0.30000000000000004) fit a $0.30 budget
+    if cost is None or cost <= max_cost * (1 + _TOLERANCE):
+        return None
+    # the most uncached generations the budget allows at this price
+    affordable = math.floor(max_cost / plan.price * (1 + _TOLERANCE)) if plan.price else plan.uncached
+    return (f"--violin-max-cost={max_cost:g}: this run plans {plan.uncached} uncached generations with "
+            f"{plan.adapter} at {format_usd(plan.price)} per image, an estimated {format_usd(cost)}, "
+            f"more than the limit of {format_usd(max_cost)}; narrow it to at most {affordable} "
+            f"uncached generations (--violin-limit=N, --violin-tasks=..., --violin-repeats=K, -k, a path) "
+            f"or raise the limit (--violin-max-cost=USD)")
+
+
+def plan_generations(state, samples, *, price: float | None = None) -> Plan:
     """Count the generations of ``samples`` under the run's settings.
 
     Parameters
@@ -64,6 +149,8 @@ def plan_generations(state, samples) -> Plan:
     samples : iterable of Sample
         The samples this process (or, under xdist, the run) will need; a
         sample planned twice counts once.
+    price : float, optional
+        ``--violin-price`` (USD per image) for the cost estimate.
 
     Returns
     -------
@@ -90,4 +177,4 @@ def plan_generations(state, samples) -> Plan:
                 except Exception:  # an unreadable cache entry counts as a generation to make
                     pass
     return Plan(adapter=str(state.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=cached)
+                repeats=int(s.repeats), cached=cached, price=price)

@@ -258,16 +258,19 @@ class _XdistControllerHooks:
 
 
 def announce_plan(config, state, samples, *, note: str = "") -> None:
-    """Print the plan before the first generation; refuse a run over ``--violin-max-calls``.
+    """Print the plan before the first generation; refuse a run over ``--violin-max-calls``
+    or ``--violin-max-cost``.
 
     Raises
     ------
     pytest.UsageError
-        When the uncached generations exceed the limit (exit code 4).
+        When the uncached generations exceed the limit, or their estimated
+        cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
     """
-    from .planning import plan_generations
+    from .planning import cost_limit_message, money_options, plan_generations
 
-    plan = plan_generations(state, samples)
+    price, max_cost = money_options(config)
+    plan = plan_generations(state, samples, price=price)
     limit = state.settings.max_calls
     if not state.settings.max_calls_given and state.network:
         from .options import DEFAULT_NETWORK_MAX_CALLS
@@ -282,6 +285,9 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
             f"{plan.adapter} ({plan.samples} samples x {plan.repeats} repeats, {plan.cached} cached), "
             f"more than the limit; narrow it (--violin-limit=N, --violin-tasks=..., -k, a path) or "
             f"raise the limit (--violin-max-calls=N, 'none' for no limit)")
+    too_dear = None if max_cost is None else cost_limit_message(plan, max_cost)
+    if too_dear is not None:
+        raise pytest.UsageError(too_dear)
 
 
 def pytest_generate_tests(metafunc):
@@ -401,5 +407,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state is None or not len(state.store):
         return
     from ..report.terminal import write_summary
+    from .options import read_option
 
-    write_summary(terminalreporter, state.store, settings=state.settings)
+    write_summary(terminalreporter, state.store, settings=state.settings,
+                  price=read_option(config, "price")[0])

@@ -25,6 +25,8 @@ __all__ = [
     "fmt",
     "fmt_signed",
     "failures_first",
+    "run_usage",
+    "usage_text",
 ]
 
 RESULTS_FORMAT = "pytest-violin-results"
@@ -98,6 +100,56 @@ def failures_first(records) -> list[dict]:
     return [rec for _, rec in sorted(enumerate(records), key=key)]
 
 
+def run_usage(records, *, price=None) -> dict:
+    """Generations made, cache hits and the estimated cost of a run's records.
+
+    Parameters
+    ----------
+    records : iterable of Mapping
+        Sample records (``generations``, ``cache_hits``; records written
+        before these fields existed count 0).
+    price : float, optional
+        ``--violin-price``: USD per generated image.
+
+    Returns
+    -------
+    dict
+        ``generations`` (images asked of the model, retries inside an
+        adapter not counted apart), ``cache_hits`` (images served from the
+        cache, free), ``price`` and ``estimated_cost`` (``generations *
+        price``; both None without a price).
+    """
+    made = hits = 0
+    for rec in records:
+        made += _count(rec.get("generations"))
+        hits += _count(rec.get("cache_hits"))
+    cost = None if price is None else float(made) * float(price)
+    return {"generations": made, "cache_hits": hits,
+            "price": None if price is None else float(price), "estimated_cost": cost}
+
+
+def _count(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0
+    return max(0, int(value))
+
+
+def usage_text(meta) -> str | None:
+    """``"12 generations made, 3 from the cache, estimated cost $0.48 at $0.04 per image"``.
+
+    None when ``meta`` has no ``generations`` count.
+    """
+    from ..pytest_plugin.planning import format_usd
+
+    if not isinstance(meta.get("generations"), int):
+        return None
+    text = f"{meta['generations']} generations made, {meta.get('cache_hits', 0)} from the cache"
+    if meta.get("price") is not None:
+        text += (f", estimated cost {format_usd(meta.get('estimated_cost'))} at "
+                 f"{format_usd(meta['price'])} per image")
+    return text
+
+
 def _clean(obj):
     """Replace non-finite floats by None so the output is strict JSON."""
     if isinstance(obj, float):
@@ -139,6 +191,9 @@ def build_results(results, *, metadata=None, comparison=None, aggregates=None) -
     meta["passed"] = sum(1 for r in records if r.get("outcome") == "passed")
     meta["failed"] = len(records) - meta["passed"]
     meta["errors"] = sum(1 for r in records if r.get("error"))
+    meta["refused"] = sum(1 for r in records if r.get("outcome") == "refused")
+    for key, value in run_usage(records, price=meta.get("price")).items():
+        meta.setdefault(key, value)
     if comparison is not None and hasattr(comparison, "to_dict"):
         comparison = comparison.to_dict()
     for rec in records:

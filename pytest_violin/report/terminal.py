@@ -19,7 +19,7 @@ def _fmt(value) -> str:
     return f"{value:.3f}"
 
 
-def format_summary(store, *, settings=None) -> list[str]:
+def format_summary(store, *, settings=None, price=None) -> list[str]:
     """Render the aggregate tables of ``store`` as lines of text.
 
     Parameters
@@ -28,6 +28,8 @@ def format_summary(store, *, settings=None) -> list[str]:
         The run's results.
     settings : ViolinSettings, optional
         Adds model, profile and seed to the heading.
+    price : float, optional
+        ``--violin-price``: adds the estimated cost of the generations made.
 
     Returns
     -------
@@ -75,16 +77,24 @@ def format_summary(store, *, settings=None) -> list[str]:
     passed = sum(1 for r in store.results if r.passed)
     lines.append("")
     errors = sum(1 for r in store.results if r.outcome == "error")
-    tail = f", {errors} ended in an error (not scored: not the model's failure)" if errors else ""
+    refused = sum(1 for r in store.results if r.outcome == "refused")
+    tail = f", {refused} refused by the model" if refused else ""
+    tail += f", {errors} ended in an error (not scored: not the model's failure)" if errors else ""
     lines.append(f"{passed}/{total} samples passed ({100 * passed / total:.1f}%){tail}" if total
                  else "no samples")
+    if total:
+        from .json_report import run_usage, usage_text
+
+        usage = run_usage([r.to_dict() for r in store.results], price=price)
+        if usage["generations"] or usage["cache_hits"] or price is not None:
+            lines.append(usage_text(usage))
     return lines
 
 
-def write_summary(terminalreporter, store, *, settings=None) -> None:
+def write_summary(terminalreporter, store, *, settings=None, price=None) -> None:
     """Write the Violin section of the terminal summary."""
     terminalreporter.write_sep("=", "violin summary")
-    for text in format_summary(store, settings=settings):
+    for text in format_summary(store, settings=settings, price=price):
         terminalreporter.write_line(printable(text))
 
 
