@@ -1,0 +1,232 @@
+"""``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API (submit, poll, fetch).
+
+* Submit: ``POST {base}/{MODEL}`` (``base`` defaults to
+  ``https://api.bfl.ai/v1``) with JSON ``{"prompt", "seed", "width",
+  "height", "output_format": "png"}`` and the key in the ``x-key`` header
+  (``BFL_API_KEY``; ``BFL_BASE_URL`` sets another base, a regional host or
+  a local server). FLUX.1 Kontext models take ``aspect_ratio`` instead of
+  ``width``/``height``.
+* Samples with input images (the mask task) go to edit-capable models
+  (``flux-2-*``, ``flux-kontext-*``; ``?edit=on`` for others) as base64 PNG
+  in ``input_image``, ``input_image_2``, ...; a model that takes no input
+  image fails the sample with a message saying so.
+* The answer holds ``id`` and ``polling_url``; the adapter polls that URL
+  (with the key: it is BFL's own host) through
+  :func:`~pytest_violin.models.transport.jobs.poll_job` until ``Ready``,
+  then downloads ``result.sample``, a signed URL on a delivery host,
+  *without* the key. ``Request Moderated`` and ``Content Moderated`` are
+  refusals; ``Error`` and ``Task not found`` are failures.
+
+A ``polling_url`` is trusted (gets the key) only on the base URL's own
+origin or on an ``https`` host under ``bfl.ai``; any other is replaced by
+``{base}/get_result?id=ID``, so an answer cannot send the key elsewhere.
+BFL's API has no documented cancel endpoint: an interrupted run stops
+polling, and the job finishes (and is billed) on BFL's side.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+from urllib.parse import quote, urlsplit
+
+from ..errors import GenerationError, ModelSpecError
+from ..imaging import encode_png
+from ..redaction import redact_url, register_secret
+from ._params import format_params, parse_switch, split_params
+from .request import GenerationRequest
+from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
+from .transport.credentials import check_url
+from .transport.decode import image_from_response
+from .transport.jobs import JobStates, poll_job
+
+__all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
+           "same_origin"]
+
+DEFAULT_BASE_URL = "https://api.bfl.ai/v1"
+
+#: Model name prefixes that accept input images.
+EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
+
+#: How ``get_result`` answers are read (https://docs.bfl.ai/api_integration/errors).
+STATES = JobStates(
+    done=frozenset({"Ready"}),
+    failed=frozenset({"Error", "Task not found"}),
+    refused=frozenset({"Request Moderated", "Content Moderated"}),
+    state_of=lambda body: str(body.get("status", "")),
+    message_of=lambda body: _message(body),
+)
+
+_ID = re.compile(r"^[A-Za-z0-9._:-]{1,200}$")
+_MAX_INPUT_IMAGES = 8
+
+
+def _message(body) -> str:
+    for key in ("details", "detail", "error", "result"):
+        value = body.get(key)
+        if value:
+            return value if isinstance(value, str) else json.dumps(value)[:300]
+    return ""
+
+
+def json_answer(result: HttpResult, *, what: str) -> dict:
+    """The JSON object of a 2xx answer, or a :class:`GenerationError` saying what it was."""
+    try:
+        body = json.loads(result.content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise GenerationError(f"{what} answer is not JSON", attempts=result.attempts,
+                              status=result.status) from None
+    if not isinstance(body, dict):
+        raise GenerationError(f"{what} answer is a JSON {type(body).__name__}, not an object",
+                              attempts=result.attempts, status=result.status)
+    return body
+
+
+def first_wait_of(result: HttpResult, default: float = 0.5, cap: float = 5.0) -> float:
+    """Seconds before the first poll: the submit answer's ``Retry-After``, else ``default``."""
+    hint = parse_retry_after(result.headers.get("Retry-After"))
+    if hint is None:
+        return default
+    return min(max(float(hint), 0.05), cap)
+
+
+def same_origin(url: str, base: str) -> bool:
+    """Whether ``url`` has the scheme, host and port of ``base``."""
+    try:
+        a, b = urlsplit(url), urlsplit(base)
+        return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
+    except ValueError:
+        return False
+
+
+def _on_host(url: str, domain: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "https" and (host == domain or host.endswith("." + domain))
+
+
+def _multiple(value: int, step: int, low: int) -> int:
+    return max(low, int(round(value / step)) * step)
+
+
+def _aspect(width: int, height: int) -> str:
+    d = math.gcd(int(width), int(height)) or 1
+    return f"{int(width) // d}:{int(height) // d}"
+
+
+class BflAdapter:
+    """Adapter for Black Forest Labs' API (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+        The endpoint name (``flux-2-pro``, ``flux-dev``, ``flux-kontext-pro``).
+    base_url : str
+        Without trailing slash.
+    client : HttpClient
+        Carries the ``x-key`` header.
+    edit : bool or "auto"
+        Whether the model takes input images (``auto``: by name).
+    params : dict
+        Extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
+    """
+
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+
+    def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
+                 params: dict | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.edit = model.startswith(EDIT_PREFIXES) if edit == "auto" else bool(edit)
+        self.params = dict(params or {})
+        self.identity = f"bfl:{model}@{redact_url(self.base_url)}{format_params(self.params)}"
+
+    def body_for(self, request: GenerationRequest) -> dict:
+        """The JSON body submitted for ``request``."""
+        body = {"prompt": request.prompt, "seed": int(request.seed), "output_format": "png"}
+        width, height = int(request.width), int(request.height)
+        if self.model.startswith("flux-kontext-"):
+            body["aspect_ratio"] = _aspect(width, height)
+        elif self.model.startswith("flux-2-"):
+            body["width"], body["height"] = _multiple(width, 16, 64), _multiple(height, 16, 64)
+        else:  # FLUX.1 [pro] / [dev]: multiples of 32
+            body["width"], body["height"] = _multiple(width, 32, 256), _multiple(height, 32, 256)
+        images = tuple(request.images or ())
+        if images:
+            if not self.edit:
+                raise GenerationError(
+                    f"bfl model {self.model!r} takes no input image and this sample has "
+                    f"{len(images)}; use an edit-capable model (flux-2-*, flux-kontext-*) "
+                    f"or bfl:{self.model}?edit=on")
+            if len(images) > _MAX_INPUT_IMAGES:
+                raise GenerationError(f"bfl accepts at most {_MAX_INPUT_IMAGES} input images, "
+                                      f"this sample has {len(images)}")
+            for i, image in enumerate(images):
+                name = "input_image" if i == 0 else f"input_image_{i + 1}"
+                body[name] = base64.b64encode(encode_png(image)).decode("ascii")
+        body.update(self.params)
+        return body
+
+    def polling_url(self, answer: dict) -> str:
+        """The status URL of a submit answer (see the module docstring)."""
+        job_id = answer.get("id")
+        if not isinstance(job_id, str) or not _ID.match(job_id):
+            raise GenerationError(f"bfl submit answer has no usable 'id' (got {str(job_id)[:40]!r})")
+        url = answer.get("polling_url")
+        if isinstance(url, str) and (same_origin(url, self.base_url) or _on_host(url, "bfl.ai")):
+            return url
+        return f"{self.base_url}/get_result?id={quote(job_id, safe='')}"
+
+    def generate(self, request: GenerationRequest):
+        """Submit one job, poll it, download the image."""
+        with self.client.sample():
+            submitted = self.client.post_json(f"{self.base_url}/{self.model}", self.body_for(request),
+                                              what="bfl submit")
+            url = self.polling_url(json_answer(submitted, what="bfl submit"))
+            status = poll_job(self.client, url, STATES, what="bfl job",
+                              first_wait=first_wait_of(submitted))
+            done = HttpResult(status=200, headers={}, content=json.dumps(status).encode("utf-8"),
+                              url=url, attempts=1, elapsed=0.0)
+            return image_from_response(done, response_path="result.sample", fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"BflAdapter({self.identity!r})"
+
+
+def create(target: str, options) -> BflAdapter:
+    """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For an empty model name, a missing ``BFL_API_KEY`` (the message names
+        the variable, never a value), a bad ``BFL_BASE_URL`` or malformed
+        parameters.
+    """
+    model, params = split_params((target or "").strip(), what="bfl")
+    if not model or "/" in model:
+        raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "
+                             "bfl:flux-2-pro, bfl:flux-dev or bfl:flux-kontext-pro")
+    edit = parse_switch(params.pop("edit", "auto"), name="edit", what="bfl")
+    key = os.environ.get("BFL_API_KEY", "").strip()
+    if not key:
+        raise ModelSpecError("bfl: environment variable BFL_API_KEY is not set; export your API key "
+                             "(any non-empty value for a local server that needs none)")
+    register_secret(key)
+    base = os.environ.get("BFL_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="BFL_BASE_URL")
+    client = client_from_options(options, auth=auth, headers={"x-key": key})
+    return BflAdapter(model, base, client, edit=edit, params=params)
