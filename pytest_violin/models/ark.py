@@ -1,0 +1,262 @@
+"""``ark:MODEL``: Seedream (and SeedEdit) through BytePlus ModelArk / Volcengine Ark.
+
+* Every sample: ``POST {base}/images/generations`` with JSON ``{"model",
+  "prompt", "size": "WxH", "response_format": "b64_json", "seed",
+  "watermark": false}``; samples with input images (the mask task) add
+  ``"image"``: the images as ``data:image/png;base64,...`` URIs, in order
+  (the source, then the mask). Ark has no mask field: the mask goes as the
+  second reference image and the prompt says what it means.
+* ``ARK_API_KEY`` is sent as ``Authorization: Bearer``; ``ARK_BASE_URL``
+  picks the region (default :data:`DEFAULT_BASE_URL`, BytePlus
+  ap-southeast; Volcengine's is :data:`VOLCENGINE_BASE_URL`).
+* ``data[0].b64_json`` (or ``data[0].url``, downloaded without the key) is
+  the image. Content-safety answers (HTTP 400 with a code such as
+  ``InputTextSensitiveContentDetected`` or ``OutputImageSensitiveContentDetected``,
+  or a per-image ``data[0].error`` with such a code) are refusals
+  (:class:`~pytest_violin.errors.GenerationRefused`, never retried).
+* Sizes: each Seedream generation has a range of total pixels
+  (:data:`PIXEL_RANGES`); a request outside it is scaled, keeping its aspect
+  ratio, to the nearest size inside (the scorer resizes the answer back).
+  ``?size=2K`` (or any ``WxH``) overrides.
+* Models that take fewer input images than a sample has (text-to-image
+  models, SeedEdit's single image: :func:`max_input_images`) fail that
+  sample with one line instead of dropping inputs.
+
+Other suffix parameters are sent as extra fields, typed:
+``ark:seedream-4-5-251128?guidance_scale=5``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+
+from ..errors import GenerationError, GenerationRefused, ModelSpecError
+from ..imaging import encode_png
+from ..redaction import redact_url, register_secret
+from ._params import format_params, split_params
+from .request import GenerationRequest
+from .transport.client import HttpClient, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import image_from_response, server_message, truncate
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "VOLCENGINE_BASE_URL",
+    "PIXEL_RANGES",
+    "ArkAdapter",
+    "create",
+    "is_refusal_code",
+    "max_input_images",
+    "size_for",
+]
+
+DEFAULT_BASE_URL = "https://ark.ap-southeast.bytepluses.com/api/v3"
+VOLCENGINE_BASE_URL = "https://ark.cn-beijing.volces.com/api/v3"
+
+#: (model-name pattern, (least, most) total pixels of ``size``), first match wins.
+PIXEL_RANGES = (
+    (re.compile(r"seedream-5-0"), (2560 * 1440, 10404496)),
+    (re.compile(r"seedream-4-5"), (2560 * 1440, 4096 * 4096)),
+    (re.compile(r"seedream-4-0"), (1280 * 720, 4096 * 4096)),
+    (re.compile(r"seedream-3-0|seededit-3-0"), (512 * 512, 2048 * 2048)),
+)
+
+#: Error codes of Ark's content-safety checks (input text/image, output image).
+_REFUSAL_CODE = re.compile(r"SensitiveContentDetected|RiskDetection", re.IGNORECASE)
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
+_SIZE = re.compile(r"^(\d{2,5})x(\d{2,5})$")
+_SHORTHAND = ("1K", "2K", "3K", "4K")
+_FIXED = ("model", "prompt", "image", "response_format")
+
+
+def is_refusal_code(text: str) -> bool:
+    """Whether an Ark error code or message names a content-safety refusal."""
+    return bool(_REFUSAL_CODE.search(text or ""))
+
+
+def max_input_images(model: str) -> int:
+    """How many input images ``model`` takes: 0 for text-to-image models
+    (``...-t2i-...``), 1 for SeedEdit, 14 for the others (Seedream 4 and later).
+    """
+    low = model.lower()
+    if "t2i" in low:
+        return 0
+    if "seededit" in low:
+        return 1
+    return 14
+
+
+def size_for(model: str, width: int, height: int) -> str:
+    """The ``size`` sent for a ``width`` x ``height`` request.
+
+    Scaled, keeping the aspect ratio, into the model's range of total
+    pixels (:data:`PIXEL_RANGES`); unknown models get the requested size.
+
+    Examples
+    --------
+    >>> size_for("seedream-4-0-250828", 512, 512)
+    '960x960'
+    >>> size_for("doubao-seedream-3-0-t2i-250415", 512, 512)
+    '512x512'
+    """
+    w, h = int(width), int(height)
+    low = model.lower()
+    for pattern, (least, most) in PIXEL_RANGES:
+        if pattern.search(low):
+            area = w * h
+            if area < least:
+                scale = math.sqrt(least / area)
+                w, h = math.ceil(w * scale), math.ceil(h * scale)
+                while w * h < least:  # ceil of a float product may still fall one short
+                    w, h = w + 1, h + 1
+            elif area > most:
+                scale = math.sqrt(most / area)
+                w, h = max(1, math.floor(w * scale)), max(1, math.floor(h * scale))
+            break
+    return f"{w}x{h}"
+
+
+class ArkAdapter:
+    """Adapter for Seedream on ModelArk / Volcengine Ark (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+    base_url : str
+        Without trailing slash and without credentials.
+    client : HttpClient
+        Carries the Authorization header.
+    params : dict
+        Extra JSON fields (``size`` overrides the computed size).
+    """
+
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+
+    def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.params = dict(params or {})
+        self.max_images = max_input_images(model)
+        self.identity = f"ark:{model}@{redact_url(self.base_url)}{format_params(self.params)}"
+
+    def body(self, request: GenerationRequest) -> dict:
+        """The ``images/generations`` JSON body for ``request``."""
+        body = {
+            "model": self.model,
+            "prompt": request.prompt,
+            "size": size_for(self.model, int(request.width), int(request.height)),
+            "response_format": "b64_json",
+            "seed": int(request.seed),
+            "watermark": False,
+        }
+        if request.images:
+            uris = [
+                "data:image/png;base64," + base64.b64encode(encode_png(img)).decode("ascii")
+                for img in request.images
+            ]
+            body["image"] = uris[0] if len(uris) == 1 else uris
+        body.update(self.params)
+        return body
+
+    def generate(self, request: GenerationRequest):
+        """Generate (or edit, with the request's input images) one image."""
+        count = len(request.images)
+        if count > self.max_images:
+            raise GenerationError(
+                f"ark:{self.model} takes at most {self.max_images} input image"
+                f"{'s' if self.max_images != 1 else ''}, the sample has {count}: choose an "
+                "image-to-image Seedream model (4.0 or later) for samples with input images",
+                attempts=0,
+            )
+        url = f"{self.base_url}/images/generations"
+        with self.client.sample():
+            try:
+                result = self.client.post_json(url, self.body(request), what="POST")
+            except GenerationError as exc:
+                if exc.status == 400 and is_refusal_code(exc.reason):
+                    raise GenerationRefused(exc.reason, attempts=exc.attempts, status=exc.status) from None
+                raise
+            self._check_item_error(result)
+            return image_from_response(result, fetch=self.client.fetch)
+
+    def _check_item_error(self, result) -> None:
+        try:
+            obj = json.loads(result.content) if result.content[:64].lstrip()[:1] == b"{" else None
+        except ValueError:
+            return
+        data = obj.get("data") if isinstance(obj, dict) else None
+        first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else None
+        error = first.get("error") if first else None
+        if not error or first.get("b64_json") or first.get("url"):
+            return
+        message = server_message(json.dumps({"error": error}).encode())
+        code = str(error.get("code", "")) if isinstance(error, dict) else ""
+        reason = f"ark answer: no image, data[0].error: {truncate(message)}"
+        if is_refusal_code(code) or is_refusal_code(message):
+            raise GenerationRefused(reason, attempts=result.attempts, status=result.status)
+        raise GenerationError(reason, attempts=result.attempts, status=result.status)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"ArkAdapter({self.identity!r})"
+
+
+def _check_params(params: dict) -> dict:
+    for name in _FIXED:
+        if name in params:
+            raise ModelSpecError(
+                f"ark: parameter {name!r} is set by the plugin and cannot be given; accepted: "
+                "size=WxH|1K|2K|4K, seed, watermark and other Ark image fields"
+            )
+    if "size" in params:
+        text = str(params["size"]).strip()
+        if text.upper() in _SHORTHAND:
+            params["size"] = text.upper()
+        elif _SIZE.match(text.lower()):
+            params["size"] = text.lower()
+        else:
+            raise ModelSpecError(
+                f"ark: size={params['size']!r} is not accepted; accepted: WxH (2048x2048) or "
+                f"{', '.join(_SHORTHAND)}"
+            )
+    return params
+
+
+def create(target: str, options) -> ArkAdapter:
+    """Factory for ``ark:MODEL[?size=2K&name=value...]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For an empty or malformed model name, bad parameters, a missing
+        ``ARK_API_KEY`` (the message names the variable, never a value) or
+        a bad ``ARK_BASE_URL``.
+    """
+    model, params = split_params((target or "").strip(), what="ark")
+    if not model or not _MODEL_NAME.match(model):
+        raise ModelSpecError(
+            f"ark: model name {model!r} is not accepted; accepted: ark:MODEL such as "
+            "ark:seedream-4-5-251128 (a model ID or an endpoint ID)"
+        )
+    params = _check_params(params)
+    key = (os.environ.get("ARK_API_KEY") or "").strip()
+    if not key:
+        raise ModelSpecError(
+            "ark: environment variable ARK_API_KEY is not set; export your ModelArk API key "
+            "(any non-empty value for a local server that needs none)"
+        )
+    register_secret(key)
+    base = os.environ.get("ARK_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="ARK_BASE_URL")
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
+    return ArkAdapter(model, base, client, params)

@@ -1,0 +1,302 @@
+"""``gemini:MODEL``: Gemini image models (the Nano-Banana family) through the Gemini API.
+
+* Every sample: ``POST {base}/models/{MODEL}:generateContent`` with JSON
+  ``{"contents": [{"role": "user", "parts": [{"text": PROMPT}, IMAGES...]}],
+  "generationConfig": {"responseModalities": ["TEXT", "IMAGE"],
+  "imageConfig": {"aspectRatio": "W:H"}}}``. Input images (the mask task:
+  the source, then the mask, in that order) follow the prompt as
+  ``inlineData`` parts (``mimeType`` ``image/png``, base64 ``data``). The
+  API has no mask field: the mask goes as the second image and the prompt
+  says what it means.
+* The key comes from ``GEMINI_API_KEY`` (or else ``GOOGLE_API_KEY``) and is
+  sent in the ``x-goog-api-key`` header; ``GEMINI_BASE_URL`` sets the base
+  (default :data:`DEFAULT_BASE_URL`).
+* The image is the first ``inlineData`` part with an ``image/*`` MIME type
+  in the first candidate. An answer without one is a refusal
+  (:class:`~pytest_violin.errors.GenerationRefused`, never retried) when the
+  prompt was blocked (``promptFeedback.blockReason``), the candidate stopped
+  for a safety reason (:data:`REFUSAL_FINISH_REASONS`) or the model answered
+  with text only; any other answer without an image is a failure.
+* The requested size is sent as the nearest aspect ratio the API accepts
+  (:data:`ASPECT_RATIOS`); the scorer resizes the answer back.
+
+Suffix parameters: ``gemini:MODEL?image_size=2K`` sets
+``imageConfig.imageSize`` (``1K``, ``2K``, ``4K``; Gemini 3 image models),
+``?modalities=image`` asks for images only (``responseModalities: ["IMAGE"]``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import os
+import re
+from urllib.parse import quote
+
+from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
+from ..imaging import decode_image, encode_png
+from ..redaction import redact, redact_url, register_secret
+from ._params import format_params, split_params
+from .request import GenerationRequest
+from .transport.client import HttpClient, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import truncate
+
+__all__ = [
+    "ASPECT_RATIOS",
+    "DEFAULT_BASE_URL",
+    "GeminiAdapter",
+    "REFUSAL_BLOCK_REASONS",
+    "REFUSAL_FINISH_REASONS",
+    "create",
+    "nearest_aspect_ratio",
+    "read_answer",
+]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+
+#: Aspect ratios ``imageConfig.aspectRatio`` accepts (Gemini API image generation docs).
+ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
+
+#: ``candidates[].finishReason`` values that mean the model declined to draw.
+REFUSAL_FINISH_REASONS = frozenset({
+    "SAFETY", "IMAGE_SAFETY", "PROHIBITED_CONTENT", "IMAGE_PROHIBITED_CONTENT", "BLOCKLIST",
+    "SPII", "RECITATION", "IMAGE_RECITATION", "NO_IMAGE",
+})
+
+#: Every ``promptFeedback.blockReason`` is a refusal; these are the documented ones.
+REFUSAL_BLOCK_REASONS = frozenset({
+    "SAFETY", "OTHER", "BLOCKLIST", "PROHIBITED_CONTENT", "IMAGE_SAFETY",
+})
+
+IMAGE_SIZES = ("1K", "2K", "4K")
+MODALITIES = {"image": ["IMAGE"], "text,image": ["TEXT", "IMAGE"], "image,text": ["TEXT", "IMAGE"]}
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ACCEPTED_PARAMS = "image_size=1K|2K|4K, modalities=image|text,image"
+
+
+def nearest_aspect_ratio(width: int, height: int) -> str:
+    """The accepted aspect ratio closest to ``width`` / ``height`` (log scale).
+
+    Examples
+    --------
+    >>> nearest_aspect_ratio(512, 512)
+    '1:1'
+    >>> nearest_aspect_ratio(640, 480)
+    '4:3'
+    """
+    target = math.log(width / height)
+
+    def distance(ratio: str) -> float:
+        w, h = ratio.split(":")
+        return abs(math.log(int(w) / int(h)) - target)
+
+    return min(ASPECT_RATIOS, key=distance)
+
+
+def _parts_of(candidate: dict) -> list:
+    content = candidate.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return parts if isinstance(parts, list) else []
+
+
+def _inline(part) -> dict | None:
+    if not isinstance(part, dict):
+        return None
+    data = part.get("inlineData", part.get("inline_data"))
+    return data if isinstance(data, dict) else None
+
+
+def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answer"):
+    """The image in a ``generateContent`` answer, or the reason there is none.
+
+    Parameters
+    ----------
+    obj : object
+        The parsed JSON answer.
+    max_pixels : int, optional
+        Pixel limit for the decoded image.
+    where : str
+        What the answer is, for messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        RGB uint8.
+
+    Raises
+    ------
+    GenerationRefused
+        Blocked prompt, a safety ``finishReason``, or text without an image.
+    GenerationError
+        Any other answer without a usable image.
+    """
+    if not isinstance(obj, dict):
+        raise GenerationError(f"{where} is a JSON {type(obj).__name__}, not an object with 'candidates'")
+    feedback = obj.get("promptFeedback")
+    block = feedback.get("blockReason") if isinstance(feedback, dict) else None
+    candidates = obj.get("candidates")
+    if block:
+        raise GenerationRefused(f"{where}: the prompt was blocked (promptFeedback.blockReason={block})")
+    if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
+        raise GenerationError(f"{where} has no candidates (keys: {', '.join(sorted(obj)[:8]) or 'none'})")
+    candidate = candidates[0]
+    finish = candidate.get("finishReason")
+    texts = []
+    for part in _parts_of(candidate):
+        inline = _inline(part)
+        if inline is not None:
+            mime = str(inline.get("mimeType", inline.get("mime_type", "")))
+            if not mime.startswith("image/"):
+                continue
+            return _decode_inline(inline.get("data"), where, max_pixels)
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(part["text"])
+    said = f"; the model said: {truncate(redact(' '.join(texts)), 160)!r}" if texts else ""
+    if finish in REFUSAL_FINISH_REASONS:
+        raise GenerationRefused(f"{where}: no image, finishReason={finish}{said}")
+    if texts and finish in (None, "STOP", "FINISH_REASON_UNSPECIFIED"):
+        raise GenerationRefused(f"{where}: text but no image{said}")
+    raise GenerationError(f"{where}: no image part (finishReason={finish}){said}")
+
+
+def _decode_inline(data, where: str, max_pixels: int | None):
+    if not isinstance(data, str) or not data:
+        raise GenerationError(f"{where}: inlineData.data is not a base64 string")
+    try:
+        raw = base64.b64decode("".join(data.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise GenerationError(f"{where}: inlineData.data is not valid base64") from None
+    try:
+        kwargs = {"max_pixels": max_pixels} if max_pixels else {}
+        return decode_image(raw, **kwargs)
+    except InvalidImageError as exc:
+        raise GenerationError(f"{where}: inlineData is not a usable image ({truncate(str(exc), 160)})") from None
+
+
+class GeminiAdapter:
+    """Adapter for Gemini image models (see the module docstring).
+
+    Parameters
+    ----------
+    model : str
+    base_url : str
+        Without trailing slash and without credentials.
+    client : HttpClient
+        Carries the ``x-goog-api-key`` header.
+    params : dict
+        Validated suffix parameters.
+    """
+
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+
+    def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.params = dict(params or {})
+        self.url = f"{self.base_url}/models/{quote(model, safe='.-_')}:generateContent"
+        self.identity = f"gemini:{model}@{redact_url(self.base_url)}{format_params(self.params)}"
+
+    def body(self, request: GenerationRequest) -> dict:
+        """The ``generateContent`` JSON body for ``request``."""
+        parts: list = [{"text": request.prompt}]
+        for image in request.images:
+            parts.append({"inlineData": {
+                "mimeType": "image/png",
+                "data": base64.b64encode(encode_png(image)).decode("ascii"),
+            }})
+        image_config = {"aspectRatio": nearest_aspect_ratio(int(request.width), int(request.height))}
+        if "image_size" in self.params:
+            image_config["imageSize"] = self.params["image_size"]
+        modalities = MODALITIES[self.params.get("modalities", "text,image")]
+        return {
+            "contents": [{"role": "user", "parts": parts}],
+            "generationConfig": {"responseModalities": list(modalities), "imageConfig": image_config},
+        }
+
+    def generate(self, request: GenerationRequest):
+        """Generate (or edit, with the request's input images) one image."""
+        with self.client.sample():
+            result = self.client.post_json(self.url, self.body(request), what="POST")
+            try:
+                obj = json.loads(result.content)
+            except ValueError:
+                raise GenerationError(
+                    f"gemini answer from {redact_url(result.url)} is not JSON "
+                    f"({len(result.content)} bytes, {result.content_type or 'no Content-Type'})",
+                    attempts=result.attempts, status=result.status,
+                ) from None
+            try:
+                return read_answer(obj)
+            except GenerationError as exc:
+                raise type(exc)(exc.reason, attempts=result.attempts, status=result.status) from None
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"GeminiAdapter({self.identity!r})"
+
+
+def _check_params(params: dict) -> dict:
+    out = {}
+    for name, value in params.items():
+        text = str(value).strip()
+        if name == "image_size" and text.upper() in IMAGE_SIZES:
+            out[name] = text.upper()
+        elif name == "modalities" and text.lower().replace(" ", "") in MODALITIES:
+            out[name] = text.lower().replace(" ", "")
+        else:
+            raise ModelSpecError(f"gemini: parameter {name}={value!r} is not accepted; accepted: {_ACCEPTED_PARAMS}")
+    return out
+
+
+def api_key(environ=None) -> tuple[str, str]:
+    """``(variable, key)``: ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``.
+
+    Raises
+    ------
+    ModelSpecError
+        When neither is set (names both variables, never a value).
+    """
+    env = os.environ if environ is None else environ
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        value = (env.get(name) or "").strip()
+        if value:
+            return name, value
+    raise ModelSpecError(
+        "gemini: environment variable GEMINI_API_KEY (or GOOGLE_API_KEY) is not set; export your "
+        "Gemini API key (any non-empty value for a local server that needs none)"
+    )
+
+
+def create(target: str, options) -> GeminiAdapter:
+    """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For an empty or malformed model name, unknown parameters, a missing
+        key or a bad ``GEMINI_BASE_URL``.
+    """
+    model, params = split_params((target or "").strip(), what="gemini")
+    model = model.removeprefix("models/")
+    if not model or not _MODEL_NAME.match(model):
+        raise ModelSpecError(
+            f"gemini: model name {model!r} is not accepted; accepted: gemini:MODEL such as "
+            "gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')"
+        )
+    params = _check_params(params)
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        register_secret((os.environ.get(name) or "").strip() or None)
+    _, key = api_key()
+    base = os.environ.get("GEMINI_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="GEMINI_BASE_URL")
+    client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key})
+    return GeminiAdapter(model, base, client, params)
