@@ -11,6 +11,19 @@ and accepts raw image bytes, or JSON with base64 (or a URL) at ``image``,
 Other services are reached without code: ``--violin-request-template=FILE``
 is a JSON body with placeholders (see :data:`PLACEHOLDERS`) and
 ``--violin-response-path=PATH`` says where the image is in the answer.
+
+Job APIs (submit, poll, fetch) too: ``--violin-poll-url-path=PATH`` says
+where the status URL is in the submit answer (absolute, or relative to the
+endpoint); the adapter polls it (``GET``) with
+:func:`~pytest_violin.models.transport.jobs.poll_job` until the state at
+``--violin-status-path`` (default ``status``) is one of
+``--violin-done-values``, then reads the image from that final status
+answer (``--violin-response-path``, or the default places). States in
+``--violin-failed-values`` end the sample as failed, states in
+``--violin-refused-values`` as refused (never retried). A ``Retry-After``
+header on the submit answer sets the first wait, on a status answer the
+next one. A status URL on another origin than the endpoint is polled
+without credentials.
 """
 
 from __future__ import annotations
@@ -21,16 +34,28 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from .transport.credentials import check_url
-from .transport.decode import image_from_response, parse_response_path
-from .transport.client import HttpClient, client_from_options
-from ..errors import ModelSpecError
+from .transport.decode import _walk, image_from_response, parse_response_path
+from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
+from .transport.jobs import JobStates, poll_job
+from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
 from ..redaction import redact_url
 from .request import GenerationRequest
 
-__all__ = ["HttpAdapter", "RequestTemplate", "PLACEHOLDERS", "create", "encode_inputs", "request_fields"]
+__all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestTemplate", "PLACEHOLDERS",
+           "create", "encode_inputs", "request_fields"]
+
+#: ``--violin-done-values`` by default.
+DEFAULT_DONE = ("succeeded", "completed", "done", "ready")
+#: ``--violin-failed-values`` by default.
+DEFAULT_FAILED = ("failed", "error", "canceled", "cancelled")
+#: Wait before the first poll when the submit answer gives no ``Retry-After``.
+FIRST_POLL_WAIT = 0.5
+#: Longest wait between polls (the backoff's cap).
+MAX_POLL_WAIT = 5.0
 
 #: Placeholder names a request template may use (``{images[N]}`` too).
 PLACEHOLDERS = ("prompt", "width", "height", "seed", "sample_id", "task", "repeat", "size", "images")
@@ -177,6 +202,84 @@ class RequestTemplate:
         return _TOKEN.sub(sub, node)
 
 
+def _values(text: str | None, default: tuple, option: str) -> frozenset:
+    if text is None:
+        return frozenset(default)
+    values = frozenset(v.strip().lower() for v in str(text).split(",") if v.strip())
+    if not values:
+        raise ModelSpecError(f"{option} {text!r} names no state; accepted: comma-separated states such as "
+                             "succeeded,completed")
+    return values
+
+
+class JobSpec:
+    """How the generic adapter reads a job API (from the ``--violin-*`` job options).
+
+    Parameters
+    ----------
+    poll_url_path : str
+        Where the status URL is in the submit answer.
+    status_path : str, optional
+        Where the state is in a status answer (default ``status``).
+    done, failed, refused : str, optional
+        Comma-separated states (compared case-insensitively).
+
+    Raises
+    ------
+    ModelSpecError
+        For a bad path, an empty list, or a state in two lists.
+    """
+
+    def __init__(self, poll_url_path: str, status_path: str | None = None, done: str | None = None,
+                 failed: str | None = None, refused: str | None = None):
+        self.poll_url_path = parse_response_path(poll_url_path)
+        self.status_path = parse_response_path(status_path or "status")
+        self.states = JobStates(
+            done=_values(done, DEFAULT_DONE, "--violin-done-values"),
+            failed=_values(failed, DEFAULT_FAILED, "--violin-failed-values"),
+            refused=_values(refused, (), "--violin-refused-values"),
+            state_of=self.state_of,
+            message_of=_message_of,
+        )
+        lists = (("done", self.states.done), ("failed", self.states.failed), ("refused", self.states.refused))
+        for i, (name, values) in enumerate(lists):
+            for other, others in lists[i + 1:]:
+                both = sorted(values & others)
+                if both:
+                    raise ModelSpecError(f"job state {both[0]!r} is both a {name} and a {other} value; "
+                                         "accepted: each state in one list")
+        self.identity = (f"poll={poll_url_path} status={status_path or 'status'} "
+                         f"done={','.join(sorted(self.states.done))}")
+
+    def state_of(self, body) -> str:
+        """The state at the status path (``""`` when missing)."""
+        found, value, _ = _walk(body, self.status_path)
+        return "" if not found or value is None else str(value)
+
+    def status_url(self, submit: dict, base: str) -> str:
+        """The status URL in the submit answer, made absolute against ``base``."""
+        found, value, stop = _walk(submit, self.poll_url_path)
+        if not found or not isinstance(value, str) or not value.strip():
+            keys = ", ".join(sorted(map(str, submit))[:8]) if isinstance(submit, dict) else type(submit).__name__
+            raise GenerationError(f"submit answer has no status URL at {stop!r} (--violin-poll-url-path; "
+                                  f"keys: {keys})")
+        url = urljoin(base, value.strip())
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise GenerationError(f"status URL {redact_url(url)[:120]!r} in the submit answer is not an "
+                                  "http(s) URL")
+        return url
+
+
+def _message_of(body) -> str:
+    for key in ("error", "message", "detail", "logs"):
+        value = body.get(key) if isinstance(body, dict) else None
+        if isinstance(value, dict):
+            value = value.get("message") or json.dumps(value)[:300]
+        if value:
+            return str(value)
+    return ""
+
+
 class HttpAdapter:
     """The generic HTTP adapter (see the module docstring).
 
@@ -189,7 +292,9 @@ class HttpAdapter:
     template : RequestTemplate, optional
         Body template; the plugin protocol without it.
     response_path : str, optional
-        Where the image is in a JSON answer.
+        Where the image is in a JSON answer (the final status answer of a job).
+    job : JobSpec, optional
+        Submit / poll / fetch: how to read the job API.
     """
 
     cacheable = True
@@ -197,8 +302,9 @@ class HttpAdapter:
     network = True
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
-                 response_path: str | None = None):
+                 response_path: str | None = None, job: JobSpec | None = None):
         self.url = url
+        self.job = job
         self.client = client
         self.template = template
         self.response_path = parse_response_path(response_path) if response_path else None
@@ -207,6 +313,8 @@ class HttpAdapter:
             identity += f" template={template.digest}"
         if response_path:
             identity += f" response_path={response_path}"
+        if job is not None:
+            identity += f" {job.identity}"
         self.identity = identity
 
     def build_body(self, request: GenerationRequest) -> Any:
@@ -219,7 +327,29 @@ class HttpAdapter:
         """POST the request; return the answer as RGB uint8 (any size)."""
         with self.client.sample():
             result = self.client.post_json(self.url, self.build_body(request), what="POST")
+            if self.job is not None:
+                result = self._await_job(result)
             return image_from_response(result, response_path=self.response_path, fetch=self.client.fetch)
+
+    def _await_job(self, submitted: HttpResult) -> HttpResult:
+        """Poll the job ``submitted`` started; return its final status answer."""
+        try:
+            answer = json.loads(submitted.content.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise GenerationError(f"submit answer from {redact_url(self.url)} is not JSON "
+                                  f"({len(submitted.content)} bytes)", status=submitted.status) from None
+        if not isinstance(answer, dict):
+            raise GenerationError(f"submit answer from {redact_url(self.url)} is not a JSON object",
+                                  status=submitted.status)
+        if self.job.state_of(answer).lower() in self.job.states.done:
+            return submitted  # finished at once (an API that waits)
+        status_url = self.job.status_url(answer, submitted.url or self.url)
+        first = parse_retry_after(submitted.headers.get("Retry-After"))
+        first = FIRST_POLL_WAIT if first is None else min(max(first, 0.05), MAX_POLL_WAIT)
+        _, final = poll_job(self.client, status_url, self.job.states, what="job", first_wait=first,
+                            max_wait=MAX_POLL_WAIT, request_kwargs=self.client.anonymous(status_url),
+                            with_answer=True)
+        return final
 
     def close(self) -> None:
         """Close the session."""
@@ -256,5 +386,15 @@ def create(target: str, options) -> HttpAdapter:
     response_path = getattr(options, "response_path", None) or None
     if response_path:
         parse_response_path(response_path)
+    extra = getattr(options, "extra", None) or {}
+    job = None
+    if extra.get("poll_url_path"):
+        job = JobSpec(extra["poll_url_path"], extra.get("status_path"), extra.get("done_values"),
+                      extra.get("failed_values"), extra.get("refused_values"))
+    else:
+        stray = [k for k in ("status_path", "done_values", "failed_values", "refused_values") if extra.get(k)]
+        if stray:
+            raise ModelSpecError(f"--violin-{stray[0].replace('_', '-')} needs --violin-poll-url-path "
+                                 "(where the status URL is in the submit answer)")
     client = client_from_options(options, auth=auth)
-    return HttpAdapter(url, client, template=template, response_path=response_path)
+    return HttpAdapter(url, client, template=template, response_path=response_path, job=job)

@@ -65,6 +65,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from ... import __version__
 from .credentials import PUBLIC_HEADERS, parse_headers
 from .decode import MESSAGE_LIMIT, server_message, truncate
+from .limits import AdaptiveLimit, RateLimiter, parse_rate
 from ...errors import GenerationCancelled, GenerationError, ModelSpecError
 from ...redaction import install_log_redaction, redact, redact_url, register_secret
 
@@ -833,6 +834,13 @@ class HttpClient:
     env : EnvironmentSettings, optional
         Proxies, CA bundle and netrc (default: captured when the client is
         built).
+    rate : float, optional
+        Request starts per second for all threads of the process
+        (``--violin-rate``, see :class:`~.limits.RateLimiter`); no cap
+        when None.
+    adaptive : bool
+        Samples in flight follow an :class:`~.limits.AdaptiveLimit`
+        (lowered on 429, grown back on success, at most ``concurrency``).
 
     Notes
     -----
@@ -856,6 +864,8 @@ class HttpClient:
         max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         cancel: threading.Event | None = None,
         env: EnvironmentSettings | None = None,
+        rate: float | None = None,
+        adaptive: bool = True,
     ):
         if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0 < timeout < 1e9):
             raise ModelSpecError(f"timeout must be a number of seconds > 0 and < 1e9, got {timeout!r}")
@@ -873,6 +883,8 @@ class HttpClient:
         self._closed = False
         self._lock = threading.Lock()
         self.requests_sent = 0
+        self.rate_limiter = RateLimiter(parse_rate(rate)) if rate is not None else None
+        self.limit = AdaptiveLimit(concurrency) if adaptive else None
 
     # -- budgets --------------------------------------------------------------
     @property
@@ -887,19 +899,39 @@ class HttpClient:
         Every request inside shares one time budget
         (:attr:`sample_budget`), and a large answer keeps its slot until
         the scope ends, so it is decoded inside the bound too.
+
+        The outermost scope also takes a place in the client's
+        :class:`~.limits.AdaptiveLimit` (waiting, before the budget starts,
+        while as many samples as the limit allows are in flight) and gives
+        it back at the end; a sample that ends without error lets the
+        limit grow.
         """
         outer = getattr(_local, "budget_end", None)
+        holder = None
+        if outer is None and self.limit is not None:
+            if not self.limit.acquire(self.cancel):
+                raise GenerationCancelled("sample cancelled before it started: the run was interrupted")
+            holder = self.limit
+            _local.slot = self.limit
         if outer is None:
             _local.budget_end = time.monotonic() + self.sample_budget
         _local.depth = getattr(_local, "depth", 0) + 1
+        ok = False
         try:
             yield
+            ok = True
         finally:
             _local.depth -= 1
             if outer is None:
                 _local.budget_end = None
             if _local.depth == 0:
                 _release_large()
+            if holder is not None:
+                if getattr(_local, "slot", None) is holder:
+                    holder.release()
+                _local.slot = None
+                if ok:
+                    holder.succeeded()
 
     # -- reading ------------------------------------------------------------
     def _read_body(self, response: requests.Response, attempt: _Attempt, *, limit: int, cut: bool) -> bytes:
@@ -998,8 +1030,10 @@ class HttpClient:
         shown_url = redact_url(url)
         if self._closed:
             raise GenerationError(f"{what} {shown_url}: the HTTP client is closed", attempts=0)
-        if method.upper() != "GET" or what != "image download":
+        if (method.upper() != "GET" or what != "image download") and kwargs.get("auth") is not _no_auth:
             self._origins.add(_origin(url))
+        # --violin-rate counts requests to the provider, not downloads from another host (a CDN)
+        limited = _origin(url) in self._origins
         in_sample = getattr(_local, "depth", 0) > 0
         budget_end = getattr(_local, "budget_end", None) if in_sample else None
         if budget_end is None:
@@ -1010,6 +1044,17 @@ class HttpClient:
             if self.cancel.is_set():
                 _release_large()
                 raise self._cancelled(what, shown_url, attempts, status)
+            if self.rate_limiter is not None and limited:
+                if not self.rate_limiter.take(self.cancel, budget_end):
+                    _release_large()
+                    if self.cancel.is_set():
+                        raise self._cancelled(what, shown_url, attempts, status)
+                    raise self._fail(
+                        what, shown_url,
+                        f"--violin-rate ({self.rate_limiter.rate:g} requests/s) leaves no time in the "
+                        f"sample's budget of {self.sample_budget:g} s ({SAMPLE_BUDGET_FACTOR} x the timeout)",
+                        attempts, status, False,
+                    )
             start = time.monotonic()
             allowed = min(self.timeout, budget_end - start)
             if allowed <= 0:
@@ -1131,8 +1176,25 @@ class HttpClient:
                 self.policy.retries,
                 wait,
             )
+            slot = getattr(_local, "slot", None)
+            if status == 429 and slot is not None and slot is self.limit:
+                # the endpoint is full: fewer samples in flight, and this one queues again
+                slot.overloaded()
+                slot.release()
+                _local.slot = None
             if wait > 0 and not self._wait(wait):
                 raise self._cancelled(what, shown_url, attempts, status)
+            if status == 429 and slot is not None and slot is self.limit:
+                if not slot.acquire(self.cancel, budget_end):
+                    if self.cancel.is_set():
+                        raise self._cancelled(what, shown_url, attempts, status)
+                    raise self._fail(
+                        what, shown_url,
+                        f"{reason}; no place among the samples in flight within the sample's budget of "
+                        f"{self.sample_budget:g} s",
+                        attempts, status, transport,
+                    )
+                _local.slot = slot
 
     def post_json(self, url: str, body: Any, *, what: str = "POST") -> HttpResult:
         """POST ``body`` as JSON (see :meth:`request`)."""
@@ -1141,16 +1203,25 @@ class HttpClient:
             "POST", url, what=what, data=data, headers={"Content-Type": "application/json"}
         )
 
+    def anonymous(self, url: str) -> dict:
+        """Keyword arguments of :meth:`request` that send ``url`` no credentials, unless its
+        origin is one this client sends requests to (``{}`` then).
+
+        For URLs read from an answer (a job's status URL): a credential
+        never goes to a host the user did not name.
+        """
+        if _origin(url) in self._origins:
+            return {}
+        return {"headers": dict.fromkeys(self._credential_headers), "auth": _no_auth}
+
     def fetch(self, url: str) -> bytes:
         """GET ``url`` with the same session and retries; return the body.
 
         Credentials are sent only when ``url`` has the origin of a request
         this client made before (see the class notes).
         """
-        kwargs: dict[str, Any] = {}
-        if _origin(url) not in self._origins:
-            kwargs["headers"] = dict.fromkeys(self._credential_headers)  # None drops a session header
-            kwargs["auth"] = _no_auth  # neither the session's Basic auth nor ~/.netrc
+        # None drops a session header; _no_auth: neither the session's Basic auth nor ~/.netrc
+        kwargs = self.anonymous(url)
         return self.request("GET", url, what="image download", **kwargs).content
 
     def close(self) -> None:
@@ -1166,7 +1237,9 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
     ``options.headers`` are expanded (``${ENV}``) and registered as secrets;
     ``headers`` are adapter-specific headers added first (the configured
     ones win). ``options.extra`` may set ``backoff_base``, ``backoff_cap``
-    and ``retry_after_cap`` (seconds) for the retry policy. The
+    and ``retry_after_cap`` (seconds) for the retry policy, and ``rate``
+    (``--violin-rate``: ``"N/s"``, ``"N/min"`` or requests per second) for
+    the process's request starts. The
     environment's proxy, CA bundle and netrc settings are read here, once
     (call it in the main thread).
 
@@ -1195,7 +1268,9 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
     concurrency = getattr(options, "concurrency", 4)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ModelSpecError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    rate = extra.get("rate")
     return HttpClient(
+        rate=parse_rate(rate) if rate is not None else None,
         concurrency=concurrency,
         headers=merged,
         timeout=getattr(options, "timeout", 120.0),

@@ -56,7 +56,8 @@ def _lower(values) -> frozenset:
 
 def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "job",
              first_wait: float = 0.5, max_wait: float = 5.0, method: str = "GET",
-             body: Any = None, cancel_job: Callable[[], None] | None = None) -> dict:
+             body: Any = None, cancel_job: Callable[[], None] | None = None,
+             request_kwargs: Mapping[str, Any] | None = None, with_answer: bool = False):
     """Poll ``url`` until the job reaches a terminal state; return the last status answer.
 
     Parameters
@@ -79,6 +80,12 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
         ``POST`` with a JSON ``body`` for APIs that poll that way.
     cancel_job : callable, optional
         Called (best effort) when the run is cancelled while the job runs.
+    request_kwargs : Mapping, optional
+        Extra arguments of each status request (``client.anonymous(url)``
+        for a status URL on a host the user did not name).
+    with_answer : bool
+        Return ``(status, HttpResult)``: the last answer too (its URL and
+        headers), e.g. to read the image from it.
 
     Raises
     ------
@@ -103,7 +110,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             raise GenerationError(f"{what} at {shown} did not finish within {client.sample_budget:g} s "
                                   f"(2 x --violin-timeout)")
         if method == "GET":
-            answer = client.request("GET", url, what=f"{what} status")
+            answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
         else:
             answer = client.post_json(url, body, what=f"{what} status")
         try:
@@ -114,7 +121,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             raise GenerationError(f"{what} status at {shown} is not a JSON object")
         state = str(states.state_of(status) or "").lower()
         if state in done:
-            return status
+            return (status, answer) if with_answer else status
         if state in refused or state in failed:
             message = states.message_of(status) if states.message_of else ""
             text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
