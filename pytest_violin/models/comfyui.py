@@ -42,6 +42,7 @@ from ..errors import GenerationCancelled, GenerationError, GenerationRefused, Mo
 from ..imaging import encode_png
 from ..redaction import redact, redact_url
 from .http import RequestTemplate
+from .replicate import first_wait
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import check_url
@@ -57,6 +58,10 @@ PLACEHOLDERS = ("prompt", "seed", "width", "height", "image", "mask", "sample_id
 _IMAGE_SLOTS = {"image": 0, "mask": 1}
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+#: Seconds before the first poll of the history (a ``Retry-After`` on the
+#: ``/prompt`` answer wins) and the cap of the backoff between polls.
+FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
@@ -240,8 +245,8 @@ class ComfyUIAdapter:
             names[slot] = f"{subfolder}/{name}" if subfolder else name
         return names
 
-    def queue(self, workflow: Any) -> str:
-        """Queue ``workflow``; return its ``prompt_id``."""
+    def queue(self, workflow: Any) -> tuple[str, float]:
+        """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll."""
         answer = self.client.post_json(f"{self.base_url}/prompt",
                                        {"prompt": workflow, "client_id": self.client_id}, what="POST /prompt")
         info = _json_object(answer.content, "the /prompt answer")
@@ -251,7 +256,7 @@ class ComfyUIAdapter:
             raise GenerationError(redact(f"comfyui: the prompt was not queued: {str(errors)[:300]}"
                                          if errors else "comfyui: the /prompt answer has no prompt_id"),
                                   status=answer.status)
-        return prompt_id
+        return prompt_id, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
     def _canceller(self, prompt_id: str):
         done = threading.Event()
@@ -273,12 +278,12 @@ class ComfyUIAdapter:
         """Upload, queue, poll the history, download the first output image."""
         with self.client.sample():
             names = self.upload(request)
-            prompt_id = self.queue(self.workflow.render(request, names))
+            prompt_id, wait = self.queue(self.workflow.render(request, names))
             cancel = self._canceller(prompt_id)
             try:
                 history = poll_job(self.client, f"{self.base_url}/history/{quote(prompt_id, safe='')}",
-                                   _history_state(prompt_id), what="ComfyUI prompt", first_wait=0.2,
-                                   max_wait=2.0, cancel_job=cancel)
+                                   _history_state(prompt_id), what="ComfyUI prompt", first_wait=wait,
+                                   max_wait=MAX_WAIT, cancel_job=cancel)
             except GenerationCancelled:
                 try:
                     cancel()

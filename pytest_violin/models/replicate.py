@@ -47,6 +47,7 @@ from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, _origin, client_from_options
 from .transport.credentials import check_url
 from .transport.decode import image_from_response
+from .transport.client import parse_retry_after
 from .transport.jobs import JobStates, poll_job
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
@@ -71,14 +72,19 @@ REFUSAL_WORDS = re.compile(r"nsfw|safety|moderat|flagged|sensitive content|conte
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9]{1,128}$")
 
+#: Seconds before the first poll (a ``Retry-After`` on the create answer
+#: wins) and the cap of the backoff between polls.
+FIRST_WAIT, MAX_WAIT = 0.5, 5.0
+
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
 
-STATES = JobStates(
-    done={"succeeded"},
-    failed={"failed", "canceled"},
-    message_of=lambda body: body.get("error") or "",
-)
+#: Terminal states of a prediction; all end the polling, :meth:`ReplicateAdapter.generate`
+#: reads them (a failure may be a refusal, told by its error message).
+TERMINAL = frozenset({"succeeded", "failed", "canceled"})
+FAILED = frozenset({"failed", "canceled"})
+
+STATES = JobStates(done=TERMINAL)
 
 
 def parse_target(target: str) -> tuple[str, str | None]:
@@ -96,6 +102,13 @@ def parse_target(target: str) -> tuple[str, str | None]:
             "(such as replicate:black-forest-labs/flux-schnell)"
         )
     return model, version or None
+
+
+def first_wait(answer: HttpResult, default: float, cap: float) -> float:
+    """Seconds before the first poll: the submit answer's ``Retry-After``
+    (within ``[0.01, cap]``), else ``default``."""
+    hint = parse_retry_after(answer.headers.get("Retry-After"))
+    return default if hint is None else min(max(hint, 0.01), cap)
 
 
 def data_uri(image) -> str:
@@ -158,7 +171,7 @@ class ReplicateAdapter:
             body["version"] = self.version
         return body
 
-    def _create(self, request: GenerationRequest) -> dict:
+    def _create(self, request: GenerationRequest) -> tuple[dict, float]:
         data = json.dumps(self.body(request), separators=(",", ":")).encode("utf-8")
         headers = {"Content-Type": "application/json"}
         if self.wait:
@@ -173,7 +186,7 @@ class ReplicateAdapter:
         if not isinstance(prediction, dict):
             raise GenerationError("replicate: the create answer is not a JSON object",
                                   status=answer.status, attempts=answer.attempts)
-        return prediction
+        return prediction, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
     def _own_url(self, prediction: dict, name: str) -> str | None:
         """``urls[name]`` of ``prediction`` when it is on the API's own origin.
@@ -211,17 +224,17 @@ class ReplicateAdapter:
     def generate(self, request: GenerationRequest):
         """Create a prediction, wait for it, fetch its first output."""
         with self.client.sample():
-            prediction = self._create(request)
+            prediction, wait = self._create(request)
             cancel = self._canceller(prediction)
             state = str(prediction.get("status") or "").lower()
             try:
-                if state not in STATES.done | STATES.failed:
+                if state not in TERMINAL:
                     url = self._own_url(prediction, "get")
                     if url is None:
                         raise GenerationError(
                             f"replicate: prediction in state {state or '(none)'!r} has no urls.get to poll")
                     prediction = poll_job(self.client, url, STATES, what="Replicate prediction",
-                                          first_wait=0.5, max_wait=5.0, cancel_job=cancel)
+                                          first_wait=wait, max_wait=MAX_WAIT, cancel_job=cancel)
             except GenerationCancelled:
                 _quietly(cancel)
                 raise
@@ -230,7 +243,7 @@ class ReplicateAdapter:
     def _image(self, prediction: dict):
         state = str(prediction.get("status") or "").lower()
         error = str(prediction.get("error") or "")
-        if state in STATES.failed:
+        if state in FAILED:
             text = redact(f"Replicate prediction {state}" + (f": {error[:300]}" if error else ""))
             raise (GenerationRefused if REFUSAL_WORDS.search(error) else GenerationError)(text)
         output = prediction.get("output")
