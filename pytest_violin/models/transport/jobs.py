@@ -109,10 +109,14 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             _cancel_quietly(cancel_job)
             raise GenerationError(f"{what} at {shown} did not finish within {client.sample_budget:g} s "
                                   f"(2 x --violin-timeout)")
-        if method == "GET":
-            answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
-        else:
-            answer = client.post_json(url, body, what=f"{what} status")
+        try:
+            if method == "GET":
+                answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
+            else:
+                answer = client.post_json(url, body, what=f"{what} status")
+        except GenerationCancelled:  # interrupted during a poll: the remote job is cancelled too
+            _cancel_quietly(cancel_job)
+            raise
         try:
             status = json.loads(answer.content.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):

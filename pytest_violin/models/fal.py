@@ -1,0 +1,215 @@
+"""``fal:APP``: models on fal.ai through its queue (submit, poll, fetch).
+
+* Submit: ``POST {base}/{APP}`` (``base`` defaults to
+  ``https://queue.fal.run``; ``FAL_BASE_URL`` sets another) with JSON
+  ``{"prompt", "seed", "image_size": {"width", "height"}, "num_images": 1,
+  "output_format": "png"}`` and ``Authorization: Key $FAL_KEY``. Input
+  images (the mask task) go as PNG data URIs in ``image_urls`` (a list)
+  for FLUX.2 apps and in ``image_url`` (the first image) for others;
+  ``?image_field=NAME`` chooses (a name ending in ``s`` gets the list).
+* The answer holds ``request_id``, ``status_url``, ``response_url`` and
+  ``cancel_url``. The adapter polls ``status_url`` through
+  :func:`~pytest_violin.models.transport.jobs.poll_job` until
+  ``COMPLETED`` (``IN_QUEUE`` and ``IN_PROGRESS`` keep it polling), then
+  reads ``response_url`` and downloads ``images[0].url`` (on fal's media
+  host: without the key).
+* Refusals: an answer whose ``has_nsfw_concepts`` flags the image, or a
+  result that is an error of type ``content_policy_violation``. Other
+  error results, and ``FAILED``/``CANCELED`` states, fail the sample.
+* Interrupted (Ctrl-C) while the job runs: ``PUT cancel_url`` once (best
+  effort, a few seconds at most), so a queued request is never run.
+
+Status, response and cancel URLs from an answer get the key only on the
+base URL's origin or an ``https`` host under ``fal.run``; others are
+rebuilt from the base, the app's ``owner/name`` and the request id.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+from urllib.parse import quote, urlsplit
+
+from ..errors import GenerationError, GenerationRefused, ModelSpecError
+from ..imaging import encode_png
+from ..redaction import redact, redact_url, register_secret
+from ._params import format_params, split_params
+from .bfl import first_wait_of, json_answer, same_origin
+from .request import GenerationRequest
+from .transport.client import HttpClient, HttpResult, client_from_options
+from .transport.credentials import check_url
+from .transport.decode import image_from_response
+from .transport.jobs import JobStates, poll_job
+
+__all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
+
+DEFAULT_BASE_URL = "https://queue.fal.run"
+
+#: How queue status answers are read (https://docs.fal.ai/documentation/model-apis/inference/queue).
+STATES = JobStates(
+    done=frozenset({"COMPLETED"}),
+    failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
+    state_of=lambda body: str(body.get("status", "")),
+    message_of=lambda body: str(body.get("error") or body.get("detail") or ""),
+)
+
+_ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+_APP = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$")
+_CANCEL_TIMEOUT = 5.0
+_REFUSAL_TYPES = ("content_policy_violation",)
+
+
+def _trusted(url, base: str) -> bool:
+    if not isinstance(url, str):
+        return False
+    if same_origin(url, base):
+        return True
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "https" and (host == "fal.run" or host.endswith(".fal.run"))
+
+
+def _refusal_of(body: dict) -> str | None:
+    """The reason when a result (or status) body is a refusal, else None."""
+    flags = body.get("has_nsfw_concepts")
+    if isinstance(flags, list) and flags and flags[0] is True:
+        return "the safety checker flagged the image (has_nsfw_concepts)"
+    if body.get("error_type") in _REFUSAL_TYPES:
+        return str(body.get("error") or body.get("error_type"))
+    detail = body.get("detail")
+    if isinstance(detail, list):
+        for item in detail:
+            if isinstance(item, dict) and item.get("type") in _REFUSAL_TYPES:
+                return str(item.get("msg") or item.get("type"))
+    return None
+
+
+class FalAdapter:
+    """Adapter for fal.ai's queue (see the module docstring).
+
+    Parameters
+    ----------
+    app : str
+        ``owner/name[/path]`` (``fal-ai/flux/dev``, ``fal-ai/flux-2/edit``).
+    base_url : str
+        Without trailing slash.
+    client : HttpClient
+        Carries the Authorization header.
+    image_field : str
+        Where input images go.
+    params : dict
+        Extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
+    """
+
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+
+    def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
+                 params: dict | None = None):
+        self.app = app
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.image_field = image_field or ("image_urls" if "flux-2" in app else "image_url")
+        self.params = dict(params or {})
+        self.identity = f"fal:{app}@{redact_url(self.base_url)}{format_params(self.params)}"
+
+    def body_for(self, request: GenerationRequest) -> dict:
+        """The JSON input submitted for ``request``."""
+        body = {
+            "prompt": request.prompt,
+            "seed": int(request.seed),
+            "image_size": {"width": int(request.width), "height": int(request.height)},
+            "num_images": 1,
+            "output_format": "png",
+        }
+        images = [f"data:image/png;base64,{base64.b64encode(encode_png(img)).decode('ascii')}"
+                  for img in (request.images or ())]
+        if images:
+            body[self.image_field] = images if self.image_field.endswith("s") else images[0]
+        body.update(self.params)
+        return body
+
+    def job_urls(self, answer: dict) -> tuple[str, str, str]:
+        """``(status_url, response_url, cancel_url)`` of a submit answer."""
+        rid = answer.get("request_id")
+        if not isinstance(rid, str) or not _ID.match(rid):
+            raise GenerationError(f"fal submit answer has no usable 'request_id' (got {str(rid)[:40]!r})")
+        owner_app = "/".join(self.app.split("/")[:2])
+        own = f"{self.base_url}/{owner_app}/requests/{quote(rid, safe='')}"
+        urls = []
+        for name, fallback in (("status_url", f"{own}/status"), ("response_url", own),
+                               ("cancel_url", f"{own}/cancel")):
+            value = answer.get(name)
+            urls.append(value if _trusted(value, self.base_url) else fallback)
+        return tuple(urls)
+
+    def _cancel(self, cancel_url: str) -> None:
+        # the client starts no request once the run is cancelled: one direct PUT
+        self.client.session.request("PUT", cancel_url, timeout=(_CANCEL_TIMEOUT, _CANCEL_TIMEOUT))
+
+    def generate(self, request: GenerationRequest):
+        """Submit one request, poll it, read the result, download the image."""
+        with self.client.sample():
+            submitted = self.client.post_json(f"{self.base_url}/{self.app}", self.body_for(request),
+                                              what="fal submit")
+            status_url, response_url, cancel_url = self.job_urls(json_answer(submitted, what="fal submit"))
+            status = poll_job(self.client, status_url, STATES, what="fal request",
+                              first_wait=first_wait_of(submitted),
+                              cancel_job=lambda: self._cancel(cancel_url))
+            reason = _refusal_of(status)
+            if reason:
+                raise GenerationRefused(redact(f"fal request refused: {reason}"[:400]))
+            if status.get("error"):
+                raise GenerationError(redact(f"fal request failed: {str(status['error'])[:300]}"))
+            try:
+                result = self.client.request("GET", response_url, what="fal result")
+            except GenerationError as exc:
+                if exc.status == 422 and any(w in str(exc).lower() for w in ("content_policy", "content policy", "flagged")):
+                    raise GenerationRefused(str(exc)) from None
+                raise
+            body = json_answer(result, what="fal result")
+            reason = _refusal_of(body)
+            if reason:
+                raise GenerationRefused(redact(f"fal request refused: {reason}"[:400]))
+            return image_from_response(result, response_path="images.0.url", fetch=self.client.fetch)
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"FalAdapter({self.identity!r})"
+
+
+def create(target: str, options) -> FalAdapter:
+    """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``.
+
+    Raises
+    ------
+    ModelSpecError
+        For a malformed app id, a missing ``FAL_KEY`` (the message names the
+        variable, never a value), a bad ``FAL_BASE_URL`` or malformed
+        parameters.
+    """
+    app, params = split_params((target or "").strip().strip("/"), what="fal")
+    if not _APP.match(app or ""):
+        raise ModelSpecError(f"fal: bad app id {app!r}; accepted: fal:OWNER/APP[/PATH] such as "
+                             "fal:fal-ai/flux/dev or fal:fal-ai/flux-2/edit")
+    image_field = params.pop("image_field", None)
+    if image_field is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", str(image_field)):
+        raise ModelSpecError(f"fal: image_field must be a JSON field name, got {image_field!r}")
+    key = os.environ.get("FAL_KEY", "").strip()
+    if not key:
+        raise ModelSpecError("fal: environment variable FAL_KEY is not set; export your API key "
+                             "(any non-empty value for a local server that needs none)")
+    register_secret(key)
+    base = os.environ.get("FAL_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    base, auth = check_url(base, what="FAL_BASE_URL")
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"})
+    return FalAdapter(app, base, client, image_field=image_field, params=params)
