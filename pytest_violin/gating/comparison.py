@@ -39,6 +39,18 @@ class GroupDelta:
         Metric name -> ``(old, new, delta)`` for every metric both runs have.
     newly_failing, newly_passing : tuple of str
         Shared sample ids whose outcome flipped.
+    refused_old, refused_new, refused_delta : float
+        Refusal rate (share of the shared samples whose outcome is
+        ``"refused"``) in the baseline and now; ``new - old``.
+    refused_ci_low, refused_ci_high : float
+        Paired bootstrap interval of ``refused_delta`` (over the samples'
+        0/1 refusal indicators).
+    refused_status : str
+        ``regressed`` when the refusal rate rose by more than
+        ``max_regression`` and the interval lies above 0, ``improved``
+        symmetrically, else ``unchanged`` (``not-compared`` without samples).
+    newly_refused : tuple of str
+        Shared sample ids refused now and not in the baseline.
     """
 
     task: str
@@ -53,6 +65,13 @@ class GroupDelta:
     metric_deltas: dict = field(default_factory=dict)
     newly_failing: tuple = ()
     newly_passing: tuple = ()
+    refused_old: float = math.nan
+    refused_new: float = math.nan
+    refused_delta: float = math.nan
+    refused_ci_low: float = math.nan
+    refused_ci_high: float = math.nan
+    refused_status: str = "not-compared"
+    newly_refused: tuple = ()
 
     @property
     def label(self) -> str:
@@ -69,6 +88,12 @@ class GroupDelta:
             "status": self.status,
             "metric_deltas": {k: [_finite_or_none(x) for x in v] for k, v in self.metric_deltas.items()},
             "newly_failing": list(self.newly_failing), "newly_passing": list(self.newly_passing),
+            "refusals": {
+                "old": _finite_or_none(self.refused_old), "new": _finite_or_none(self.refused_new),
+                "delta": _finite_or_none(self.refused_delta),
+                "ci": [_finite_or_none(self.refused_ci_low), _finite_or_none(self.refused_ci_high)],
+                "status": self.refused_status, "newly_refused": list(self.newly_refused),
+            },
         }
 
 
@@ -123,6 +148,11 @@ class Comparison:
         return tuple(g for g in self.groups if g.status == "regressed")
 
     @property
+    def refusal_regressions(self) -> tuple:
+        """Groups whose refusal rate rose credibly (``refused_status == "regressed"``)."""
+        return tuple(g for g in self.groups if g.refused_status == "regressed")
+
+    @property
     def improvements(self) -> tuple:
         """Groups whose status is ``improved``."""
         return tuple(g for g in self.groups if g.status == "improved")
@@ -134,8 +164,10 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        """True when samples were compared, none ended in an error, and nothing regressed."""
-        return not self.regressions and not self.errored and self.compared > 0
+        """True when samples were compared, none ended in an error, and nothing regressed
+        (neither a mean metric nor a refusal rate)."""
+        return (not self.regressions and not self.refusal_regressions and not self.errored
+                and self.compared > 0)
 
     def to_dict(self) -> dict:
         """JSON-able form (embedded in results.json)."""
@@ -147,6 +179,7 @@ class Comparison:
             "errored": list(self.errored),
             "errored_in_baseline": list(self.errored_in_baseline),
             "regressions": [g.label for g in self.regressions],
+            "refusal_regressions": [g.label for g in self.refusal_regressions],
             "improvements": [g.label for g in self.improvements],
             "groups": [g.to_dict() for g in self.groups],
             "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
@@ -154,6 +187,16 @@ class Comparison:
             "old_fingerprint": self.old_fingerprint, "new_fingerprint": self.new_fingerprint,
             "metadata_changes": {k: list(v) for k, v in self.metadata_changes.items()},
         }
+
+
+def _verdict(delta: float, lo: float, hi: float, max_regression: float) -> str:
+    """``regressed``, ``improved`` or ``unchanged``: worse (better) by more than
+    ``max_regression`` with the interval wholly above (below) zero."""
+    if delta > max_regression and lo > 0:
+        return "regressed"
+    if delta < -max_regression and hi < 0:
+        return "improved"
+    return "unchanged"
 
 
 def _samples_by_id(doc_or_records) -> dict:
@@ -181,7 +224,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         as a regression (default :data:`DEFAULT_MAX_REGRESSION`).
     resamples, seed, confidence : optional
         Bootstrap settings; the seed is mixed with the group name, so every
-        group has its own reproducible stream.
+        group has its own reproducible stream (and the refusal rate its own).
     baseline_path : str, optional
         Recorded in the result for reports.
 
@@ -191,6 +234,9 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         A group *regresses* when ``delta > max_regression`` and the lower
         bound of the paired bootstrap interval is above zero; it *improves*
         when ``delta < -max_regression`` and the upper bound is below zero.
+        The same rule, applied to the samples' 0/1 refusal indicators, gives
+        each group's ``refused_status``: a rising refusal rate is a
+        regression of its own (:attr:`Comparison.refusal_regressions`).
     """
     if not (isinstance(max_regression, (int, float)) and math.isfinite(max_regression)
             and max_regression >= 0):
@@ -239,12 +285,16 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         delta = n_mean - o_mean
         lo, hi = paired_bootstrap(o, nw, resamples=resamples, confidence=confidence,
                                   seed=_group_seed(seed, label))
-        if delta > max_regression and lo > 0:
-            status = "regressed"
-        elif delta < -max_regression and hi < 0:
-            status = "improved"
-        else:
-            status = "unchanged"
+        status = _verdict(delta, lo, hi, max_regression)
+        o_ref = np.array([old[i].get("outcome") == "refused" for i in ids], dtype=np.float64)
+        n_ref = np.array([new[i].get("outcome") == "refused" for i in ids], dtype=np.float64)
+        r_delta = float(n_ref.mean() - o_ref.mean())
+        r_lo, r_hi = paired_bootstrap(o_ref, n_ref, resamples=resamples, confidence=confidence,
+                                      seed=_group_seed(seed, label + "#refused"))
+        refusals = dict(refused_old=float(o_ref.mean()), refused_new=float(n_ref.mean()),
+                        refused_delta=r_delta, refused_ci_low=r_lo, refused_ci_high=r_hi,
+                        refused_status=_verdict(r_delta, r_lo, r_hi, max_regression),
+                        newly_refused=tuple(i for i, a, b in zip(ids, o_ref, n_ref) if b and not a))
         names = []
         for i in ids:
             for k in (old[i].get("metrics") or {}):
@@ -262,7 +312,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         newly_passing = tuple(i for i in ids if old[i].get("outcome") in ("failed", "refused")
                               and new[i].get("outcome") == "passed")
         groups.append(GroupDelta(task, var, len(ids), o_mean, n_mean, delta, lo, hi, status,
-                                 metric_deltas, newly_failing, newly_passing))
+                                 metric_deltas, newly_failing, newly_passing, **refusals))
 
     old_meta = baseline.get("metadata", {}) if isinstance(baseline, Mapping) else {}
     new_meta = current.get("metadata", {}) if isinstance(current, Mapping) and "metadata" in current else {}

@@ -5,7 +5,7 @@ them, and only the page's own inline script, pinned by its SHA-256, may run):
 summary tables per task and variation, inline SVG bar charts of the metric
 means, the regression gate's verdict when a baseline was given, and one row
 per sample (failures first) with expected / generated / difference
-thumbnails and filters (failures only, by task, by text).
+thumbnails and filters (failures only, by outcome, by task, by text).
 
 Every string that comes from prompts, manifests, model servers or the
 environment goes through :func:`html.escape`.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..gating import aggregate_records
 from .._fs import atomic_write
-from .json_report import failures_first, fmt, fmt_signed, metric_names, records_of
+from .json_report import failures_first, fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
 from .svg import bar_chart
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
@@ -43,7 +43,7 @@ tr.total td{font-weight:600;background:#fafafa}
 tr.reg td{background:#fde2e1}tr.imp td{background:#e3f6e6}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;font-weight:600}
 .pass{background:#d9f2dd;color:#17692a}.fail{background:#fbd9d7;color:#a1190f}.err{background:#5b0d07;color:#fff}
-.newfail{background:#ffe08a;color:#5a4200}
+.newfail{background:#ffe08a;color:#5a4200}.ref{background:#e6dcf7;color:#4b2a8a}
 .banner{padding:10px 14px;border-radius:6px;margin:10px 0;font-weight:600}
 .banner.bad{background:#fbd9d7;color:#7d1208;border:1px solid #e08b84}
 .banner.good{background:#d9f2dd;color:#17692a;border:1px solid #8cc79a}
@@ -65,15 +65,16 @@ code{font-size:12px}.muted{color:#777}
 _JS = """
 (function(){
 var fo=document.getElementById('f-fail'),ft=document.getElementById('f-task'),fq=document.getElementById('f-text'),
-cnt=document.getElementById('f-count'),rows=document.querySelectorAll('tr.s');
-function apply(){var onlyFail=fo.checked,task=ft.value,q=fq.value.toLowerCase(),shown=0;
+fx=document.getElementById('f-outcome'),cnt=document.getElementById('f-count'),rows=document.querySelectorAll('tr.s');
+function apply(){var onlyFail=fo.checked,task=ft.value,oc=fx.value,q=fq.value.toLowerCase(),shown=0;
 for(var i=0;i<rows.length;i++){var r=rows[i],ok=true;
 if(onlyFail&&r.getAttribute('data-outcome')==='passed')ok=false;
+if(ok&&oc&&r.getAttribute('data-outcome')!==oc)ok=false;
 if(ok&&task&&r.getAttribute('data-task')!==task)ok=false;
 if(ok&&q&&r.textContent.toLowerCase().indexOf(q)<0)ok=false;
 r.style.display=ok?'':'none';if(ok)shown++;}
 cnt.textContent=shown+' of '+rows.length+' samples shown';}
-fo.addEventListener('change',apply);ft.addEventListener('change',apply);fq.addEventListener('input',apply);apply();
+fo.addEventListener('change',apply);ft.addEventListener('change',apply);fx.addEventListener('change',apply);fq.addEventListener('input',apply);apply();
 })();
 """
 
@@ -91,8 +92,13 @@ def _csp() -> str:
 def _meta_table(meta, records) -> str:
     passed = sum(1 for r in records if r.get("outcome") == "passed")
     errors = sum(1 for r in records if r.get("outcome") == "error")
-    failed = len(records) - passed - errors
-    rows = [("samples", f"{len(records)} ({passed} passed, {failed} failed, {errors} errors)")]
+    refused = sum(1 for r in records if r.get("outcome") == "refused")
+    failed = len(records) - passed - errors - refused
+    rows = [("samples", f"{len(records)} ({passed} passed, {failed} failed, {refused} refused, "
+                        f"{errors} errors)")]
+    usage = usage_text(meta)
+    if usage:
+        rows.append(("generations", usage))
     for key in ("suite", "adapter", "profile", "seed", "repeats", "pass_rule", "fingerprint",
                 "package_version", "created", "baseline"):
         if meta.get(key) not in (None, ""):
@@ -104,12 +110,17 @@ def _meta_table(meta, records) -> str:
 def _gate_html(comparison) -> str:
     out = ['<h2 id="gate">Regression gate</h2>']
     regs, imps = comparison.regressions, comparison.improvements
+    refs = comparison.refusal_regressions
     base = f" <code>{_e(comparison.baseline_path)}</code>" if comparison.baseline_path else ""
     if regs:
         out.append(f'<div class="banner bad">FAILED: {len(regs)} regression(s) against baseline{base} '
                    f'(max regression {comparison.max_regression:g}): '
                    + ", ".join(_e(g.label) for g in regs) + "</div>")
-    else:
+    if refs:
+        out.append(f'<div class="banner bad">FAILED: the refusal rate rose in {len(refs)} group(s) against '
+                   f'baseline{base} (max regression {comparison.max_regression:g}): '
+                   + ", ".join(_e(g.label) for g in refs) + "</div>")
+    if not regs and not refs:
         out.append(f'<div class="banner good">No regression against baseline{base} '
                    f'(max regression {comparison.max_regression:g}).</div>')
     if comparison.fingerprint_changed:
@@ -135,6 +146,19 @@ def _gate_html(comparison) -> str:
                        f'<td class="n">[{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}]</td>'
                        f"<td>{mtxt}</td><td>{nf or '-'}</td></tr>")
         out.append("</table>")
+    if refs:
+        out.append("<h3>Refusal rate regressions</h3><table><tr><th>group</th><th>n</th><th>old</th>"
+                   "<th>new</th><th>delta</th><th>95% CI</th><th>newly refused</th></tr>")
+        for g in refs:
+            nr = " ".join(f"<code>{_e(i)}</code>" for i in g.newly_refused[:20])
+            if len(g.newly_refused) > 20:
+                nr += f" and {len(g.newly_refused) - 20} more"
+            out.append(f'<tr class="reg"><td>{_e(g.label)}</td><td class="n">{g.n}</td>'
+                       f'<td class="n">{fmt_pct(g.refused_old)}</td><td class="n">{fmt_pct(g.refused_new)}</td>'
+                       f'<td class="n">{fmt_pct(g.refused_delta, True)}</td>'
+                       f'<td class="n">[{fmt_pct(g.refused_ci_low, True)}, {fmt_pct(g.refused_ci_high, True)}]</td>'
+                       f"<td>{nr or '-'}</td></tr>")
+        out.append("</table>")
     for title, ids in (("Missing from this run", comparison.missing),
                        ("Not in the baseline", comparison.added),
                        ("Redefined since the baseline (not compared)", comparison.changed)):
@@ -154,8 +178,10 @@ def _summary_html(agg, groups) -> str:
         names = metric_names([task_row, *rows])
         head = "".join(f"<th>{_e(n)}</th>" for n in names)
         delta_head = "<th>&Delta; mean</th><th>95% CI</th>" if groups else ""
+        with_refused = any(r.get("refused") for r in agg.get("tasks", []))
+        refused_head = "<th>refused</th>" if with_refused else ""
         out.append(f"<h3>{_e(task)}</h3><table><tr><th>variation</th><th>n</th><th>pass rate</th>"
-                   f"{head}{delta_head}</tr>")
+                   f"{refused_head}{head}{delta_head}</tr>")
         for row, label, cls in [*((r, r["variation"] or "-", "") for r in rows), (task_row, "all", "total")]:
             g = groups.get((task, row["variation"]))
             status = f" {g.status}" if g is not None else ""
@@ -167,8 +193,9 @@ def _summary_html(agg, groups) -> str:
                 else:
                     cells += (f'<td class="n">{fmt_signed(g.delta)}</td>'
                               f'<td class="n">[{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}]</td>')
+            refused_cell = f'<td class="n">{int(row.get("refused") or 0)}</td>' if with_refused else ""
             out.append(f'<tr class="{classes}"><td>{_e(label)}</td><td class="n">{row["n"]}</td>'
-                       f'<td class="n">{100 * row["pass_rate"]:.1f}%</td>{cells}</tr>')
+                       f'<td class="n">{100 * row["pass_rate"]:.1f}%</td>{refused_cell}{cells}</tr>')
         out.append("</table>")
         series = [(r["variation"] or "-", r["metrics"]) for r in rows] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in rows
@@ -203,6 +230,8 @@ def _sample_row(rec, budget, newly_failing) -> tuple[str, int]:
         badge = '<span class="badge err">error</span>'
     elif outcome == "passed":
         badge = '<span class="badge pass">passed</span>'
+    elif outcome == "refused":
+        badge = '<span class="badge ref">refused</span>'
     else:
         badge = '<span class="badge fail">failed</span>'
     if sid in newly_failing:
@@ -283,6 +312,9 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
     options = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in tasks)
     parts.append('<h2 id="samples">Samples</h2>'
                  '<div id="filters"><label><input type="checkbox" id="f-fail"> failures only</label>'
+                 '<label>outcome <select id="f-outcome"><option value="">all</option>'
+                 + "".join(f'<option value="{o}">{o}</option>' for o in ("passed", "failed", "refused", "error"))
+                 + '</select></label>'
                  f'<label>task <select id="f-task"><option value="">all</option>{options}</select></label>'
                  '<label>search <input type="search" id="f-text" size="28"></label>'
                  '<span id="f-count" class="muted"></span></div>'

@@ -23,6 +23,7 @@ __all__ = [
     "records_of",
     "metric_names",
     "fmt",
+    "fmt_pct",
     "fmt_signed",
     "failures_first",
     "run_usage",
@@ -88,6 +89,14 @@ def fmt_signed(value, digits: int = 3) -> str:
     """Like :func:`fmt` with an explicit ``+`` sign."""
     text = fmt(value, digits)
     return text if text == "n/a" or text.startswith("-") else "+" + text
+
+
+def fmt_pct(value, signed: bool = False) -> str:
+    """A rate in ``[0, 1]`` as a percentage with one decimal (``+12.5%``); ``n/a`` otherwise."""
+    text = fmt(None if value is None or isinstance(value, bool) else 100 * float(value), 1)
+    if text == "n/a":
+        return text
+    return (text if text.startswith("-") or not signed else "+" + text) + "%"
 
 
 def failures_first(records) -> list[dict]:

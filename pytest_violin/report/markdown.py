@@ -7,7 +7,9 @@ from pathlib import Path
 
 from ..gating import aggregate_records
 from .._fs import atomic_write
-from .json_report import fmt, fmt_signed, metric_names, records_of
+from .json_report import fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
+
+_pct = fmt_pct
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
 
@@ -58,12 +60,18 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None)
     agg = aggregates if aggregates is not None else aggregate_records(records)
     meta = dict(metadata or {})
     passed = sum(1 for r in records if r.get("outcome") == "passed")
+    refused = sum(1 for r in records if r.get("outcome") == "refused")
     lines = ["## pytest-violin results", ""]
     facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed} failed"]
+    if refused:
+        facts.append(f"{refused} refused by the model")
     for key in ("suite", "adapter", "profile", "seed"):
         if key in meta:
             facts.append(f"{key} {_code(meta[key])}")
     lines.append(" · ".join(facts))
+    usage = usage_text(meta)
+    if usage:
+        lines += ["", usage[0].upper() + usage[1:] + "."]
     if meta.get("interrupted"):
         lines += ["", "**The run was interrupted; these results cover only the samples that ran.**"]
     lines.append("")
@@ -77,7 +85,9 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None)
         task = task_row["task"]
         rows = [r for r in agg.get("variations", []) if r["task"] == task]
         names = metric_names([task_row, *rows])
-        head = ["Variation", "n", "pass rate", *names]
+        # refusals get their own column wherever the run has any
+        with_refused = any(r.get("refused") for r in agg.get("tasks", []))
+        head = ["Variation", "n", "pass rate", *(["refused"] if with_refused else []), *names]
         if groups:
             head.append("Δ mean vs baseline")
         lines += [f"### {md_escape(task)}", "", "| " + " | ".join(head) + " |",
@@ -85,6 +95,8 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None)
         for row, label in [*((r, r["variation"] or "-") for r in rows), (task_row, "**all**")]:
             cells = [md_escape(label) if label != "**all**" else label, str(row["n"]),
                      f"{100 * row['pass_rate']:.1f}%"]
+            if with_refused:
+                cells.append(str(row.get("refused", 0)))
             cells += [fmt(row["metrics"].get(n)) for n in names]
             if groups:
                 g = groups.get((task, row["variation"]))
@@ -102,10 +114,14 @@ def _gate_section(comparison) -> list[str]:
     lines = ["### Regression gate", ""]
     where = f" {_code(comparison.baseline_path)}" if comparison.baseline_path else ""
     regs, imps = comparison.regressions, comparison.improvements
+    refs = comparison.refusal_regressions
     if regs:
         lines.append(f"**FAILED: {len(regs)} regression(s)** against baseline{where} "
                      f"(max regression {comparison.max_regression:g}).")
-    else:
+    if refs:
+        lines.append(f"**FAILED: the refusal rate rose in {len(refs)} group(s)** against baseline{where} "
+                     f"(max regression {comparison.max_regression:g}).")
+    if not regs and not refs:
         lines.append(f"Passed: no regression against baseline{where} "
                      f"(max regression {comparison.max_regression:g}).")
     lines.append("")
@@ -118,6 +134,15 @@ def _gate_section(comparison) -> list[str]:
             lines.append(f"| {md_escape(g.label)} | {g.n} | {fmt(g.old)} | {fmt(g.new)} | "
                          f"{fmt_signed(g.delta)} | [{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}] | "
                          f"{_ids(g.newly_failing) or '-'} |")
+        lines.append("")
+    if refs:
+        lines += ["Refusal rate regressions (the model refused more of the shared samples):", "",
+                  "| group | n | old | new | delta | 95% CI | newly refused |",
+                  "|---|---:|---:|---:|---:|---|---|"]
+        for g in refs:
+            lines.append(f"| {md_escape(g.label)} | {g.n} | {_pct(g.refused_old)} | {_pct(g.refused_new)} | "
+                         f"{_pct(g.refused_delta, True)} | [{_pct(g.refused_ci_low, True)}, "
+                         f"{_pct(g.refused_ci_high, True)}] | {_ids(g.newly_refused) or '-'} |")
         lines.append("")
     if comparison.fingerprint_changed:
         lines += ["**The suite definition changed since the baseline** "

@@ -107,6 +107,13 @@ def _f(x, signed=False) -> str:
     return f"{float(x):+.4f}" if signed else f"{float(x):.4f}"
 
 
+def _pct(x, signed=False) -> str:
+    """A rate in [0, 1] as a percentage (``+12.5%``)."""
+    if x is None or not math.isfinite(float(x)):
+        return "n/a"
+    return f"{100 * float(x):+.1f}%" if signed else f"{100 * float(x):.1f}%"
+
+
 def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     """Plain-text lines describing a comparison, for the terminal.
 
@@ -130,9 +137,14 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     out = []
     where = f" {comparison.baseline_path}" if comparison.baseline_path else ""
     regs, imps = comparison.regressions, comparison.improvements
-    if regs:
-        out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
-                    + ", ".join(g.label for g in regs), "bad"))
+    refs = getattr(comparison, "refusal_regressions", ())
+    if regs or refs:
+        if regs:
+            out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
+                        + ", ".join(g.label for g in regs), "bad"))
+        if refs:
+            out.append((f"FAILED: the refusal rate rose in {len(refs)} group(s) against baseline{where}: "
+                        + ", ".join(g.label for g in refs), "bad"))
     elif comparison.errored:
         out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no "
                     f"answer from the endpoint, or a fault of pytest-violin) and could not be compared "
@@ -143,8 +155,8 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     else:
         out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
                     "good"))
-    out.append((f"rule: mean worsens by more than {comparison.max_regression:g} and the 95% paired "
-                "bootstrap interval lies above 0", "info"))
+    out.append((f"rule: mean (or refusal rate) worsens by more than {comparison.max_regression:g} and "
+                "the 95% paired bootstrap interval lies above 0", "info"))
     for title, items, level in (("regressed", regs, "bad"), ("improved", imps, "good")):
         for g in items:
             out.append((f"  {title:9s} {g.label:<28s} old {_f(g.old)}  new {_f(g.new)}  "
@@ -157,6 +169,12 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
             if g.newly_failing:
                 out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
                             level))
+    for g in refs:
+        out.append((f"  refusals  {g.label:<28s} old {_pct(g.refused_old)}  new {_pct(g.refused_new)}  "
+                    f"delta {_pct(g.refused_delta, True)}  95% CI [{_pct(g.refused_ci_low, True)}, "
+                    f"{_pct(g.refused_ci_high, True)}]  n={g.n}", "bad"))
+        if g.newly_refused:
+            out.append((f"            newly refused ({len(g.newly_refused)}): {ids(g.newly_refused)}", "bad"))
     if comparison.fingerprint_changed:
         out.append((f"suite fingerprint changed: {comparison.old_fingerprint} -> "
                     f"{comparison.new_fingerprint}", "warn"))
