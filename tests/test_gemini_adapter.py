@@ -126,6 +126,21 @@ def test_input_images_follow_the_prompt_in_order(tmp_path, env):
     assert config == {"responseModalities": ["IMAGE"], "imageConfig": {"aspectRatio": "1:1", "imageSize": "2K"}}
 
 
+def test_thought_images_are_drafts_the_final_image_is_the_answer():
+    def part(rgb, thought=False):
+        data = base64.b64encode(png_bytes(solid(4, 4, rgb))).decode()
+        return {"inlineData": {"mimeType": "image/png", "data": data}, **({"thought": True} if thought else {})}
+
+    answer = {"candidates": [{"content": {"parts": [
+        {"text": "planning", "thought": True}, part((1, 1, 1), True), part((2, 2, 2), True),
+        part((3, 3, 3))]}, "finishReason": "STOP"}]}
+    assert tuple(read_answer(answer)[0, 0]) == (3, 3, 3)
+    drafts_only = {"candidates": [{"content": {"parts": [part((1, 1, 1), True)]}, "finishReason": "STOP"}]}
+    with pytest.raises(GenerationError, match="draft") as info:
+        read_answer(drafts_only)
+    assert not isinstance(info.value, GenerationRefused)
+
+
 @pytest.mark.parametrize("answer, needle", [
     ({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}, "blockReason=PROHIBITED_CONTENT"),
     ({"candidates": [{"finishReason": "IMAGE_SAFETY", "index": 0}]}, "finishReason=IMAGE_SAFETY"),

@@ -11,8 +11,9 @@
 * The key comes from ``GEMINI_API_KEY`` (or else ``GOOGLE_API_KEY``) and is
   sent in the ``x-goog-api-key`` header; ``GEMINI_BASE_URL`` sets the base
   (default :data:`DEFAULT_BASE_URL`).
-* The image is the first ``inlineData`` part with an ``image/*`` MIME type
-  in the first candidate. An answer without one is a refusal
+* The image is the last ``inlineData`` part with an ``image/*`` MIME type
+  in the first candidate that is not a thought (thinking models such as
+  Gemini 3 Pro Image send draft images marked ``"thought": true`` first). An answer without one is a refusal
   (:class:`~pytest_violin.errors.GenerationRefused`, never retried) when the
   prompt was blocked (``promptFeedback.blockReason``), the candidate stopped
   for a safety reason (:data:`REFUSAL_FINISH_REASONS`) or the model answered
@@ -144,16 +145,24 @@ def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answ
         raise GenerationError(f"{where} has no candidates (keys: {', '.join(sorted(obj)[:8]) or 'none'})")
     candidate = candidates[0]
     finish = candidate.get("finishReason")
-    texts = []
+    texts, final, drafts = [], None, 0
     for part in _parts_of(candidate):
         inline = _inline(part)
         if inline is not None:
             mime = str(inline.get("mimeType", inline.get("mime_type", "")))
             if not mime.startswith("image/"):
                 continue
-            return _decode_inline(inline.get("data"), where, max_pixels)
-        if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought"):
+            if part.get("thought"):  # a thinking model's draft, not the answer
+                drafts += 1
+            else:
+                final = inline  # the last image outside the thoughts is the answer
+        elif isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought"):
             texts.append(part["text"])
+    if final is not None:
+        return _decode_inline(final.get("data"), where, max_pixels)
+    if drafts:
+        raise GenerationError(f"{where}: only {drafts} draft (thought) image(s), no final image "
+                              f"(finishReason={finish})")
     said = f"; the model said: {truncate(redact(' '.join(texts)), 160)!r}" if texts else ""
     if finish in REFUSAL_FINISH_REASONS:
         raise GenerationRefused(f"{where}: no image, finishReason={finish}{said}")
