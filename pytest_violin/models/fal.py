@@ -59,6 +59,9 @@ _ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _APP = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$")
 _CANCEL_TIMEOUT = 5.0
 _REFUSAL_TYPES = ("content_policy_violation",)
+#: A 422 result whose message says one of these is a refusal (the client keeps
+#: only the message of an error answer, not its ``type``).
+_REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety checker")
 
 
 def _trusted(url, base: str) -> bool:
@@ -170,7 +173,7 @@ class FalAdapter:
             try:
                 result = self.client.request("GET", response_url, what="fal result")
             except GenerationError as exc:
-                if exc.status == 422 and any(w in str(exc).lower() for w in ("content_policy", "content policy", "flagged")):
+                if exc.status == 422 and any(w in str(exc).lower() for w in _REFUSAL_WORDS):
                     raise GenerationRefused(str(exc)) from None
                 raise
             body = json_answer(result, what="fal result")
