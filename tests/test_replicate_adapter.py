@@ -60,7 +60,7 @@ class FakeReplicate:
         self.api = _Server(("127.0.0.1", 0), self._handler("api"))
         self.files = _Server(("127.0.0.1", 0), self._handler("files"))
         for server in (self.api, self.files):
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property
     def base(self) -> str:
