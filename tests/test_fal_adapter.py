@@ -25,7 +25,8 @@ from pytest_violin.errors import GenerationCancelled, GenerationError, Generatio
 from pytest_violin.imaging import decode_image
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
-KEY = "fal-test-key-0b5e2c8d71:a9f3"
+KEY = "fal-test-key-0b5e2c8d71:a9f3c6e1d0b74f25"
+SECRET = KEY.partition(":")[2]
 IMG = solid(16, 16, (30, 40, 220))
 APP = "fal-ai/flux/dev"
 
@@ -115,7 +116,7 @@ class FakeFal:
                                                "url": "https://docs.fal.ai/errors#content_policy_violation"}]},
                              headers={"X-Fal-Retryable": "false"})
             if kind == "failed":
-                return Reply(500, {"detail": f"runner crashed (you sent Key {KEY})",
+                return Reply(500, {"detail": f"runner crashed (you sent Key {KEY}, secret {SECRET})",
                                    "error_type": "runner_server_error"},
                              headers={"X-Fal-Retryable": "false"})
             return Reply.json({"images": [{"url": f"{self.media.url}/files/{rid}.png", "width": 16,
@@ -190,7 +191,7 @@ def test_refusals_and_failures(env, kind, error, needle):
             adapter(fake, env).generate(req())
     if error is GenerationError:
         assert not isinstance(info.value, GenerationRefused)
-    assert KEY not in str(info.value)
+    assert KEY not in str(info.value) and SECRET not in str(info.value)
     assert len([r for r in fake.api.requests if r.method == "POST"]) == 1
 
 
@@ -271,4 +272,4 @@ def test_end_to_end_run_with_refusal_failure_slow_job_and_429(pytester, monkeypa
     texts = [result.stdout.str(), result.stderr.str(), (pytester.path / "junit.xml").read_text()]
     texts += [p.read_text(errors="replace") for p in (pytester.path / "rep").rglob("*") if p.is_file()]
     assert "runner crashed" in "".join(texts)
-    assert not any(KEY in text or KEY.split(":")[0] in text for text in texts)
+    assert not any(KEY in text or SECRET in text for text in texts)

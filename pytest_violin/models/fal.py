@@ -212,6 +212,7 @@ def create(target: str, options) -> FalAdapter:
         raise ModelSpecError("fal: environment variable FAL_KEY is not set; export your API key "
                              "(any non-empty value for a local server that needs none)")
     register_secret(key)
+    register_secret(key.partition(":")[2])  # fal keys are KEY_ID:KEY_SECRET; the secret alone too
     base = os.environ.get("FAL_BASE_URL", "").strip() or DEFAULT_BASE_URL
     base, auth = check_url(base, what="FAL_BASE_URL")
     client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"})
