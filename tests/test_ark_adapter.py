@@ -193,6 +193,14 @@ def test_size_parameter_overrides_and_extra_fields_are_sent(tmp_path, env):
     assert body["size"] == "2K" and body["guidance_scale"] == 5.5
 
 
+def test_seed_off_leaves_the_seed_out(tmp_path, env):
+    with FaultServer([Reply.json(b64_answer(IMG))]) as server:
+        env.setenv("ARK_BASE_URL", server.url + "/api/v3")
+        adapter = resolve_model(f"ark:{MODEL}?seed=off", opts(tmp_path))
+        adapter.generate(req())
+    assert "seed" not in server.requests[0].json() and "seed=off" in adapter.identity
+
+
 def test_missing_key_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("ARK_API_KEY", raising=False)
     with pytest.raises(ModelSpecError, match="ARK_API_KEY"):
@@ -205,6 +213,7 @@ def test_missing_key_names_the_variable(tmp_path, monkeypatch):
     (f"ark:{MODEL}?size=huge", "size"),
     (f"ark:{MODEL}?response_format=url", "response_format"),
     (f"ark:{MODEL}?image=x", "image"),
+    (f"ark:{MODEL}?seed=7", "seed"),
 ])
 def test_bad_specs_are_usage_errors(tmp_path, env, spec, needle):
     with pytest.raises(ModelSpecError, match=needle):

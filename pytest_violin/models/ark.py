@@ -23,7 +23,8 @@
   sample with one line instead of dropping inputs.
 
 Other suffix parameters are sent as extra fields, typed:
-``ark:seedream-4-5-251128?guidance_scale=5``.
+``ark:seedream-4-5-251128?guidance_scale=5``; ``?seed=off`` leaves the
+seed out (the sample's seed is sent by default).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import re
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import encode_png
 from ..redaction import redact_url, register_secret
-from ._params import format_params, split_params
+from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import check_url
@@ -138,13 +139,16 @@ class ArkAdapter:
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
 
-    def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
+    def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
+                 *, send_seed: bool = True):
         self.model = model
+        self.send_seed = bool(send_seed)
         self.base_url = base_url.rstrip("/")
         self.client = client
         self.params = dict(params or {})
         self.max_images = max_input_images(model)
-        self.identity = f"ark:{model}@{redact_url(self.base_url)}{format_params(self.params)}"
+        shown = dict(self.params, **({} if self.send_seed else {"seed": "off"}))
+        self.identity = f"ark:{model}@{redact_url(self.base_url)}{format_params(shown)}"
 
     def body(self, request: GenerationRequest) -> dict:
         """The ``images/generations`` JSON body for ``request``."""
@@ -156,6 +160,8 @@ class ArkAdapter:
             "seed": int(request.seed),
             "watermark": False,
         }
+        if not self.send_seed:
+            del body["seed"]
         if request.images:
             uris = [
                 "data:image/png;base64," + base64.b64encode(encode_png(img)).decode("ascii")
@@ -216,7 +222,7 @@ def _check_params(params: dict) -> dict:
         if name in params:
             raise ModelSpecError(
                 f"ark: parameter {name!r} is set by the plugin and cannot be given; accepted: "
-                "size=WxH|1K|2K|4K, seed, watermark and other Ark image fields"
+                "size=WxH|1K|2K|4K, seed=on|off, watermark and other Ark image fields"
             )
     if "size" in params:
         text = str(params["size"]).strip()
@@ -233,7 +239,7 @@ def _check_params(params: dict) -> dict:
 
 
 def create(target: str, options) -> ArkAdapter:
-    """Factory for ``ark:MODEL[?size=2K&name=value...]``.
+    """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``.
 
     Raises
     ------
@@ -248,6 +254,7 @@ def create(target: str, options) -> ArkAdapter:
             f"ark: model name {model!r} is not accepted; accepted: ark:MODEL such as "
             "ark:seedream-4-5-251128 (a model ID or an endpoint ID)"
         )
+    send_seed = parse_switch(params.pop("seed", True), name="seed", what="ark", allowed=())
     params = _check_params(params)
     key = (os.environ.get("ARK_API_KEY") or "").strip()
     if not key:
@@ -259,4 +266,4 @@ def create(target: str, options) -> ArkAdapter:
     base = os.environ.get("ARK_BASE_URL", "").strip() or DEFAULT_BASE_URL
     base, auth = check_url(base, what="ARK_BASE_URL")
     client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
-    return ArkAdapter(model, base, client, params)
+    return ArkAdapter(model, base, client, params, send_seed=send_seed)
