@@ -24,8 +24,10 @@ One sample:
 A history entry whose ``status.status_str`` is ``error`` is a failure (the
 server's exception message is shown); a finished prompt without any image
 output is a refusal (no image in the answer). On Ctrl-C the prompt is taken
-off the queue (``POST /queue`` with ``delete``) and the running one is
-interrupted (``POST /interrupt`` with the ``prompt_id``).
+off the queue (``POST /queue`` with ``delete``) and, only when ``GET /queue``
+lists it as running, interrupted (``POST /interrupt`` with the
+``prompt_id``: servers that ignore it stop whatever runs, so it is not sent
+for a prompt that is not running).
 """
 
 from __future__ import annotations
@@ -270,7 +272,11 @@ class ComfyUIAdapter:
             limit = (CANCEL_TIMEOUT, CANCEL_TIMEOUT)
             session = self.client.session
             session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit)
-            session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit)
+            # /interrupt stops whatever runs now on servers that ignore the
+            # prompt_id: send it only while this prompt is the running one
+            answer = session.get(f"{self.base_url}/queue", timeout=limit)
+            if prompt_id in _running_ids(answer.json() if answer.ok else {}):
+                session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit)
 
         return cancel
 
@@ -304,6 +310,13 @@ class ComfyUIAdapter:
 
     def __repr__(self) -> str:
         return f"ComfyUIAdapter({self.identity!r})"
+
+
+def _running_ids(queue) -> set:
+    """Prompt ids in a ``GET /queue`` answer's ``queue_running`` (items ``[number, prompt_id, ...]``)."""
+    running = queue.get("queue_running") if isinstance(queue, dict) else None
+    return {item[1] for item in running or () if isinstance(item, list) and len(item) > 1
+            and isinstance(item[1], str)}
 
 
 def _json_object(content: bytes, what: str) -> dict:
