@@ -139,8 +139,8 @@ def test_submit_poll_and_download_without_the_key(env):
     submit = fake.api.requests[0]
     assert submit.method == "POST" and submit.path == "/v1/flux-2-pro"
     body = submit.json()
-    # seed, and the size as FLUX.2 takes it (multiples of 16)
-    assert body == {"prompt": "a solid green image", "seed": 42, "width": 496, "height": 304,
+    # seed, and the size as FLUX.2 takes it (multiples of 32 fit every reference's rule)
+    assert body == {"prompt": "a solid green image", "seed": 42, "width": 512, "height": 288,
                     "output_format": "png"}
     polls = [r for r in fake.api.requests if r.path.startswith("/v1/get_result")]
     assert len(polls) == 4 and all(lower(r.headers)["x-key"] == KEY for r in polls)

@@ -156,8 +156,8 @@ class BflAdapter:
         width, height = int(request.width), int(request.height)
         if self.model.startswith("flux-kontext-"):
             body["aspect_ratio"] = _aspect(width, height)
-        elif self.model.startswith("flux-2-"):
-            body["width"], body["height"] = _multiple(width, 16, 64), _multiple(height, 16, 64)
+        elif self.model.startswith("flux-2-"):  # multiples of 16 or of 32 in the references: 32 fits both
+            body["width"], body["height"] = _multiple(width, 32, 64), _multiple(height, 32, 64)
         else:  # FLUX.1 [pro] / [dev]: multiples of 32
             body["width"], body["height"] = _multiple(width, 32, 256), _multiple(height, 32, 256)
         images = tuple(request.images or ())
