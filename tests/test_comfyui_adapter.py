@@ -356,3 +356,11 @@ def test_end_to_end_twenty_samples(pytester, samples):
         assert all(PASSWORD not in text for text in texts)
     finally:
         fake.stop()
+
+
+def test_bad_workflow_is_a_usage_error(pytester):
+    pytester.makefile(".json", workflow=json.dumps({"nodes": [], "links": []}))
+    result = pytester.runpytest("--violin-model=comfyui:http://127.0.0.1:9", "--violin-limit=1",
+                                "--violin-workflow=workflow.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "API format" in result.stderr.str() + result.stdout.str()

@@ -342,3 +342,10 @@ def test_end_to_end_twenty_samples(pytester, monkeypatch, samples):
 
 def plan_id(plan: dict, kind: str) -> str:
     return next(sid for sid, k in plan.items() if k == kind)
+
+
+def test_missing_token_is_a_usage_error(pytester, monkeypatch):
+    monkeypatch.delenv("REPLICATE_API_TOKEN", raising=False)
+    result = pytester.runpytest("--violin-model=replicate:acme/painter", "--violin-limit=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "REPLICATE_API_TOKEN" in result.stderr.str() + result.stdout.str()
