@@ -68,6 +68,9 @@ FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
 
+#: Bytes of the ``GET /queue`` answer read while cancelling.
+QUEUE_BYTES = 2**20
+
 #: Largest workflow file read, in bytes.
 MAX_WORKFLOW_BYTES = 4 * 2**20
 
@@ -274,8 +277,12 @@ class ComfyUIAdapter:
             session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit)
             # /interrupt stops whatever runs now on servers that ignore the
             # prompt_id: send it only while this prompt is the running one
-            answer = session.get(f"{self.base_url}/queue", timeout=limit)
-            if prompt_id in _running_ids(answer.json() if answer.ok else {}):
+            answer = session.get(f"{self.base_url}/queue", timeout=limit, stream=True)
+            try:
+                queue = json.loads(answer.raw.read(QUEUE_BYTES, decode_content=True)) if answer.ok else {}
+            finally:
+                answer.close()
+            if prompt_id in _running_ids(queue):
                 session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit)
 
         return cancel
