@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..report.text import format_usd
+
 __all__ = ["Plan", "cost_limit_message", "estimated_cost", "format_usd", "money_options", "plan_generations"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
@@ -90,16 +92,6 @@ def estimated_cost(generations: int, price: float | None) -> float | None:
     if price is None:
         return None
     return float(generations) * float(price)
-
-
-def format_usd(amount: float | None) -> str:
-    """``$12.34`` (cents), or more digits for amounts under a cent (``$0.0025``); ``n/a`` for None."""
-    if amount is None:
-        return "n/a"
-    amount = float(amount)
-    if amount == 0 or abs(amount) >= 0.01:
-        return f"${amount:,.2f}"
-    return f"${amount:.4g}"
 
 
 def money_options(config) -> tuple[float | None, float | None]:

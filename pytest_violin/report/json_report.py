@@ -148,7 +148,7 @@ def usage_text(meta) -> str | None:
 
     None when ``meta`` has no ``generations`` count.
     """
-    from ..pytest_plugin.planning import format_usd
+    from .text import format_usd
 
     if not isinstance(meta.get("generations"), int):
         return None

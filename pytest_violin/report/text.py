@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["format_usd", "printable"]
 
 # C0 controls but tab and newline, DEL, C1 controls, and the Unicode
 # bidirectional overrides and isolates that reorder what a terminal shows.
@@ -42,3 +42,13 @@ def printable(text) -> str:
     'red\\\\x1b[2J'
     """
     return _UNSAFE.sub(_escape, str(text))
+
+
+def format_usd(amount: float | None) -> str:
+    """``$12.34`` (cents), or more digits for amounts under a cent (``$0.0025``); ``n/a`` for None."""
+    if amount is None:
+        return "n/a"
+    amount = float(amount)
+    if amount == 0 or abs(amount) >= 0.01:
+        return f"${amount:,.2f}"
+    return f"${amount:.4g}"
