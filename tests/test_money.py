@@ -69,6 +69,13 @@ def test_max_cost_under_xdist_is_checked_by_the_controller(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "an estimated $0.30" in result.stderr.str() + result.stdout.str()
     assert _calls(pytester) == 0
+    # within the budget: the workers' generations add up in the controller's report
+    ok = pytester.runpytest(*ARGS, "--violin-price=0.05", "--violin-max-cost=0.3", "--violin-no-cache",
+                            "-n", "2", "-p", "no:cacheprovider", "--violin-report=rep")
+    assert ok.ret == 0 and _calls(pytester) == 6
+    ok.stdout.fnmatch_lines(["violin plan: * 6 to make, estimated cost $0.30 at $0.05 per image*"])
+    meta = json.loads((pytester.path / "rep" / "results.json").read_text())["metadata"]
+    assert (meta["generations"], meta["cache_hits"], meta["estimated_cost"]) == (6, 0, pytest.approx(0.3))
 
 
 @pytest.mark.parametrize("args, named", [
