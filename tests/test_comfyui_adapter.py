@@ -270,7 +270,7 @@ def test_validation_error_is_a_failure_with_the_servers_message(tmp_path, sample
     try:
         adapter = _adapter(tmp_path, fake, {**TEXT_WORKFLOW, "12": {"class_type": "LoadImage",
                                                                       "inputs": {"image": "absent.png"}}})
-        with pytest.raises(GenerationError, match="400"):
+        with pytest.raises(GenerationError, match="400.*Prompt outputs failed validation"):
             adapter.generate(GenerationRequest.from_sample(_pick(samples, "color")))
     finally:
         fake.stop()

@@ -227,9 +227,9 @@ def test_version_pins_the_predictions_endpoint_and_text_samples_send_no_image(tm
 def test_prefer_wait_answer_needs_no_poll(tmp_path, env, samples):
     fake = FakeReplicate(samples)
     try:
-        adapter = _adapter(tmp_path, env, fake, spec="replicate:acme/painter?wait=30")
+        adapter = _adapter(tmp_path, env, fake, spec="replicate:acme/painter?wait=5")
         adapter.generate(GenerationRequest.from_sample(_pick(samples, "shape")))
-        assert fake.creates[0]["prefer"] == "wait=30"
+        assert fake.creates[0]["prefer"] == "wait=5"
         assert not fake.polled.is_set()
     finally:
         fake.stop()
@@ -295,6 +295,25 @@ def test_poll_url_on_another_host_gets_no_token(tmp_path, env, samples):
 def test_bad_specs(tmp_path, env, spec, needle):
     with pytest.raises(ModelSpecError, match=needle):
         resolve_model(spec, AdapterOptions(rootdir=tmp_path))
+
+
+def test_wait_must_be_shorter_than_the_timeout(tmp_path, env):
+    with pytest.raises(ModelSpecError, match="--violin-timeout"):
+        resolve_model("replicate:a/b?wait=30", AdapterOptions(rootdir=tmp_path, timeout=20.0))
+
+
+def test_wrong_token_fails_with_replicates_detail_and_is_not_retried(tmp_path, env, samples):
+    fake = FakeReplicate(samples)
+    try:
+        adapter = _adapter(tmp_path, env, fake)
+        env.setenv("REPLICATE_API_TOKEN", "r8_wrong")
+        wrong = _adapter(tmp_path, env, fake)
+        with pytest.raises(GenerationError, match="401.*valid authentication token") as info:
+            wrong.generate(GenerationRequest.from_sample(_pick(samples, "color")))
+        assert info.value.attempts == 1 and fake.creates == []
+        assert adapter.client is not wrong.client
+    finally:
+        fake.stop()
 
 
 def test_missing_token_names_the_variable(tmp_path, monkeypatch):

@@ -297,6 +297,10 @@ def create(target: str, options) -> ReplicateAdapter:
     wait = params.pop("wait", None)
     if wait is not None and (isinstance(wait, bool) or not isinstance(wait, int) or not 1 <= wait <= 60):
         raise ModelSpecError(f"replicate: wait={wait!r} is not accepted; accepted: an integer from 1 to 60 seconds")
+    timeout = float(getattr(options, "timeout", 120.0))
+    if wait is not None and wait >= timeout:
+        raise ModelSpecError(f"replicate: wait={wait} holds the request {wait} s, not shorter than "
+                             f"--violin-timeout={timeout:g}; accepted: a wait below the timeout")
     if params:
         raise ModelSpecError(f"replicate: unknown parameter(s) {', '.join(sorted(params))}; accepted: wait")
     extra = getattr(options, "extra", None) or {}
