@@ -160,3 +160,31 @@ def test_bad_rate_option_is_a_usage_error(pytester):
     result = pytester.runpytest("--violin-model=oracle", "--violin-rate=fast", "-p", "no:randomly")
     assert result.ret == 4
     assert "N/s or N/min" in result.stderr.str()
+
+
+def _until(predicate):
+    while not predicate():
+        threading.Event().wait(0.001)
+
+
+def test_a_sample_back_from_a_429_goes_before_new_ones():
+    cancel = threading.Event()
+    limit = AdaptiveLimit(1)
+    assert limit.acquire(cancel)
+    order = []
+
+    def take(name, urgent):
+        assert limit.acquire(cancel, time.monotonic() + 10, urgent=urgent)
+        order.append(name)
+        limit.release()
+
+    new = threading.Thread(target=take, args=("new", False))
+    new.start()  # queued first
+    _until(lambda: len(limit._cond._waiters) == 1)  # noqa: SLF001 - waiting on the condition
+    urgent = threading.Thread(target=take, args=("urgent", True))
+    urgent.start()
+    _until(lambda: limit._urgent == 1 and len(limit._cond._waiters) == 2)  # noqa: SLF001
+    limit.release()
+    new.join()
+    urgent.join()
+    assert order == ["urgent", "new"]

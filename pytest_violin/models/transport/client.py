@@ -1185,7 +1185,7 @@ class HttpClient:
             if wait > 0 and not self._wait(wait):
                 raise self._cancelled(what, shown_url, attempts, status)
             if status == 429 and slot is not None and slot is self.limit:
-                if not slot.acquire(self.cancel, budget_end):
+                if not slot.acquire(self.cancel, budget_end, urgent=True):
                     if self.cancel.is_set():
                         raise self._cancelled(what, shown_url, attempts, status)
                     raise self._fail(

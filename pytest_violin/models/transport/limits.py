@@ -116,28 +116,40 @@ class AdaptiveLimit:
         self.active = 0
         self.overloads = 0  # 429 answers seen
         self.lowest = float(self.maximum)
+        self._urgent = 0  # samples waiting to retry after a 429 (they go first)
         self._cond = threading.Condition()
 
-    def acquire(self, cancel: threading.Event, deadline: float | None = None) -> bool:
-        """Take a place; False when the run is cancelled or ``deadline`` passes first."""
+    def acquire(self, cancel: threading.Event, deadline: float | None = None, *, urgent: bool = False) -> bool:
+        """Take a place; False when the run is cancelled or ``deadline`` passes first.
+
+        ``urgent``: a sample that gave its place back on a 429 and whose
+        time budget is running; it goes before samples that have not
+        started.
+        """
         with self._cond:
-            while self.active >= max(1, int(self.limit)):
+            if urgent:
+                self._urgent += 1
+            try:
+                while self.active >= max(1, int(self.limit)) or (not urgent and self._urgent):
+                    if cancel.is_set():
+                        return False
+                    left = _TICK if deadline is None else min(_TICK, deadline - time.monotonic())
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
                 if cancel.is_set():
                     return False
-                left = _TICK if deadline is None else min(_TICK, deadline - time.monotonic())
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            if cancel.is_set():
-                return False
-            self.active += 1
-            return True
+                self.active += 1
+                return True
+            finally:
+                if urgent:
+                    self._urgent -= 1
 
     def release(self) -> None:
         """Give a place back."""
         with self._cond:
             self.active = max(0, self.active - 1)
-            self._cond.notify()
+            self._cond.notify_all()  # an urgent waiter must not miss it
 
     def overloaded(self) -> None:
         """A sample holding a place got 429: the endpoint holds no more than the others in flight."""
@@ -151,4 +163,4 @@ class AdaptiveLimit:
         with self._cond:
             if self.limit < self.maximum:
                 self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
-                self._cond.notify()
+                self._cond.notify_all()
