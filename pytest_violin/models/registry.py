@@ -39,20 +39,19 @@ BUILTIN_SCHEMES: Mapping[str, str] = {
     "openai": "pytest_violin.models.openai:create",
     "a1111": "pytest_violin.models.a1111:create",
     "diffusers": "pytest_violin.models.diffusers:create",
-    # issue 15, synchronous provider APIs:
+    # providers' image APIs
     "gemini": "pytest_violin.models.gemini:create",
     "ark": "pytest_violin.models.ark:create",
-    # issue 15, job APIs (submit, poll, fetch):
     "bfl": "pytest_violin.models.bfl:create",
     "fal": "pytest_violin.models.fal:create",
-    # issue 15, replicate and comfyui:
     "replicate": "pytest_violin.models.replicate:create",
     "comfyui": "pytest_violin.models.comfyui:create",
 }
 
 SPEC_FORMS = (
     "oracle, python:MODULE:ATTR, dir:PATH, http://URL, https://URL, openai:MODEL, "
-    "a1111:URL, diffusers:PATH_OR_ID, or SCHEME:TARGET of an installed "
+    "a1111:URL, diffusers:PATH_OR_ID, gemini:MODEL, ark:MODEL, bfl:MODEL, fal:APP, "
+    "replicate:OWNER/NAME[:VERSION], comfyui:URL, or SCHEME:TARGET of an installed "
     f"'{ENTRY_POINT_GROUP}' entry point"
 )
 
