@@ -134,12 +134,10 @@ class TinySample:
     inputs: tuple = ()
 
 
-def run(api: JobApi, concurrency: int, count: int, *, rate: str | None = None):
-    """Run ``count`` samples; return (seconds, failures, sample seconds, the client's limit)."""
+def run(api: JobApi, concurrency: int, count: int):
+    """Run ``count`` samples; return (seconds, failure reasons, the client's adaptive limit)."""
     samples = [TinySample(f"color/v1/bench/j{i:04d}") for i in range(count)]
-    extra = {"poll_url_path": "status_url", "response_path": "image"}
-    if rate:
-        extra["rate"] = rate
+    extra = {"poll_url_path": "status_url"}
     options = AdapterOptions(rootdir=Path(tempfile.gettempdir()), concurrency=concurrency, retries=3,
                              timeout=60, response_path="image", extra=extra)
     adapter = resolve_model(api.url + "/submit", options)

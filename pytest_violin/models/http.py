@@ -51,7 +51,7 @@ __all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestT
 #: ``--violin-done-values`` by default.
 DEFAULT_DONE = ("succeeded", "completed", "done", "ready")
 #: ``--violin-failed-values`` by default.
-DEFAULT_FAILED = ("failed", "error", "canceled", "cancelled")
+DEFAULT_FAILED = ("failed", "error", "canceled", "cancelled", "aborted")
 #: Wait before the first poll when the submit answer gives no ``Retry-After``.
 FIRST_POLL_WAIT = 0.5
 #: Longest wait between polls (the backoff's cap).

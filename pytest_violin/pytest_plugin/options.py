@@ -267,7 +267,8 @@ def _path_text(value) -> str:
 OPTIONS: tuple[Option, ...] = (
     Option("model", nonempty, None,
            "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
-           "diffusers:PATH_OR_ID or a third-party SCHEME:TARGET. Turns the Violin suite into tests.",
+           "diffusers:PATH_OR_ID, gemini:MODEL, ark:MODEL, bfl:MODEL, fal:APP, replicate:OWNER/NAME, "
+           "comfyui:URL or a third-party SCHEME:TARGET. Turns the Violin suite into tests.",
            metavar="SPEC"),
     Option("suite", nonempty, "violin",
            "suite name (violin, violin-absolute, violin-extra, violin-probes) or manifest path "
@@ -324,7 +325,7 @@ OPTIONS: tuple[Option, ...] = (
            "from that status answer", metavar="LIST", adapter=True),
     Option("failed_values", nonempty, None,
            "http adapter, job APIs: comma-separated states that end the job as failed "
-           "(default: failed,error,canceled,cancelled)", metavar="LIST", adapter=True),
+           "(default: failed,error,canceled,cancelled,aborted)", metavar="LIST", adapter=True),
     Option("refused_values", nonempty, None,
            "http adapter, job APIs: comma-separated states that end the job as refused "
            "(moderation; never retried; default: none)", metavar="LIST", adapter=True),

@@ -12,6 +12,10 @@
   Other 4xx answers are final.
 * :func:`client_from_options`: an :class:`HttpClient` from
   :class:`~pytest_violin.models.AdapterOptions`.
+* :mod:`~pytest_violin.models.transport.limits`: ``--violin-rate`` (a
+  token bucket on request starts shared by the process's threads) and the
+  adaptive limit on samples in flight (lowered on 429, grown on success),
+  both held by each :class:`HttpClient`.
 
 Bounds (see docs/models.md, "Timeouts and retries" and "Limits"):
 
