@@ -239,3 +239,37 @@ def test_usage_errors_name_things_never_values(pytester, monkeypatch, header, na
     text = result.stdout.str() + result.stderr.str()
     assert names in text
     assert_nowhere({"output": text}, forms(URL_PASSWORD) | forms(HEADER_TOKEN))
+
+
+#: (spec, key variable, base-URL variable, base URL path on the fault server) of the provider adapters
+PROVIDERS = [
+    ("gemini:gemini-2.5-flash-image", "GEMINI_API_KEY", "GEMINI_BASE_URL", ""),
+    ("ark:seedream-4-0-250828", "ARK_API_KEY", "ARK_BASE_URL", "/api/v3"),
+    ("bfl:flux-pro-1.1", "BFL_API_KEY", "BFL_BASE_URL", "/v1"),
+    ("fal:fal-ai/flux/dev", "FAL_KEY", "FAL_BASE_URL", ""),
+    ("replicate:black-forest-labs/flux-schnell", "REPLICATE_API_TOKEN", "REPLICATE_BASE_URL", "/v1"),
+]
+
+
+def _echo_every_header(rec):
+    # every answer is an error that repeats every header the adapter sent, key included
+    echoed = "; ".join(f"{k}={v}" for k, v in rec.headers.items())
+    return Reply(401, {"error": {"message": f"bad credentials, you sent {echoed}"},
+                       "detail": f"you sent {echoed}"})
+
+
+@pytest.mark.parametrize("spec, key_var, base_var, base_path", PROVIDERS,
+                         ids=[p[0].partition(":")[0] for p in PROVIDERS])
+def test_provider_keys_never_leak_from_echoing_errors(pytester, monkeypatch, spec, key_var, base_var, base_path):
+    """The planted-secret check for each provider adapter: errors that echo the key back."""
+    key = f"plant-{key_var.lower()}-5be0c3a9d1"
+    monkeypatch.setenv(key_var, key)
+    with FaultServer() as server:
+        server.handler = _echo_every_header
+        monkeypatch.setenv(base_var, server.url + base_path)
+        result = run_violin(pytester, monkeypatch, spec)
+    assert server.requests, "the adapter never called the fake server: the test would prove nothing"
+    assert any(key in " ".join(r.headers.values()) for r in server.requests), "the key was never sent"
+    texts = collect_artifacts(pytester.path, result)
+    assert "***" in texts["stdout"], "no echoed credential reached the output: the test proves nothing"
+    assert_nowhere(texts, forms(key))
