@@ -32,16 +32,15 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import re
 
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import encode_png
-from ..redaction import redact_url, register_secret
+from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
-from .transport.credentials import check_url
+from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response, server_message, truncate
 
 __all__ = [
@@ -256,14 +255,7 @@ def create(target: str, options) -> ArkAdapter:
         )
     send_seed = parse_switch(params.pop("seed", True), name="seed", what="ark", allowed=())
     params = _check_params(params)
-    key = (os.environ.get("ARK_API_KEY") or "").strip()
-    if not key:
-        raise ModelSpecError(
-            "ark: environment variable ARK_API_KEY is not set; export your ModelArk API key "
-            "(any non-empty value for a local server that needs none)"
-        )
-    register_secret(key)
-    base = os.environ.get("ARK_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="ARK_BASE_URL")
+    key, base, auth = provider_endpoint("ark", ("ARK_API_KEY",), "ARK_BASE_URL", DEFAULT_BASE_URL,
+                                        what="ModelArk API key")
     client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
     return ArkAdapter(model, base, client, params, send_seed=send_seed)

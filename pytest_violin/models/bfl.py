@@ -29,17 +29,16 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import re
 from urllib.parse import quote, urlsplit
 
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
-from ..redaction import redact_url, register_secret
+from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
-from .transport.credentials import check_url
+from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.jobs import JobStates, poll_job
 
@@ -221,12 +220,6 @@ def create(target: str, options) -> BflAdapter:
         raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "
                              "bfl:flux-2-pro, bfl:flux-dev or bfl:flux-kontext-pro")
     edit = parse_switch(params.pop("edit", "auto"), name="edit", what="bfl")
-    key = os.environ.get("BFL_API_KEY", "").strip()
-    if not key:
-        raise ModelSpecError("bfl: environment variable BFL_API_KEY is not set; export your API key "
-                             "(any non-empty value for a local server that needs none)")
-    register_secret(key)
-    base = os.environ.get("BFL_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="BFL_BASE_URL")
+    key, base, auth = provider_endpoint("bfl", ("BFL_API_KEY",), "BFL_BASE_URL", DEFAULT_BASE_URL)
     client = client_from_options(options, auth=auth, headers={"x-key": key})
     return BflAdapter(model, base, client, edit=edit, params=params)

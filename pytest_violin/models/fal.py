@@ -27,8 +27,6 @@ rebuilt from the base, the app's ``owner/name`` and the request id.
 from __future__ import annotations
 
 import base64
-import json
-import os
 import re
 from urllib.parse import quote, urlsplit
 
@@ -38,8 +36,8 @@ from ..redaction import redact, redact_url, register_secret
 from ._params import format_params, split_params
 from .bfl import first_wait_of, json_answer, same_origin
 from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options
-from .transport.credentials import check_url
+from .transport.client import HttpClient, client_from_options
+from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.jobs import JobStates, poll_job
 
@@ -207,13 +205,7 @@ def create(target: str, options) -> FalAdapter:
     image_field = params.pop("image_field", None)
     if image_field is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", str(image_field)):
         raise ModelSpecError(f"fal: image_field must be a JSON field name, got {image_field!r}")
-    key = os.environ.get("FAL_KEY", "").strip()
-    if not key:
-        raise ModelSpecError("fal: environment variable FAL_KEY is not set; export your API key "
-                             "(any non-empty value for a local server that needs none)")
-    register_secret(key)
+    key, base, auth = provider_endpoint("fal", ("FAL_KEY",), "FAL_BASE_URL", DEFAULT_BASE_URL)
     register_secret(key.partition(":")[2])  # fal keys are KEY_ID:KEY_SECRET; the secret alone too
-    base = os.environ.get("FAL_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="FAL_BASE_URL")
     client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"})
     return FalAdapter(app, base, client, image_field=image_field, params=params)

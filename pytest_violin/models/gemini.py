@@ -38,11 +38,11 @@ from urllib.parse import quote
 
 from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
 from ..imaging import decode_image, encode_png
-from ..redaction import redact, redact_url, register_secret
+from ..redaction import redact, redact_url
 from ._params import format_params, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
-from .transport.credentials import check_url
+from .transport.credentials import provider_endpoint
 from .transport.decode import truncate
 
 __all__ = [
@@ -266,25 +266,6 @@ def _check_params(params: dict) -> dict:
     return out
 
 
-def api_key(environ=None) -> tuple[str, str]:
-    """``(variable, key)``: ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``.
-
-    Raises
-    ------
-    ModelSpecError
-        When neither is set (names both variables, never a value).
-    """
-    env = os.environ if environ is None else environ
-    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        value = (env.get(name) or "").strip()
-        if value:
-            return name, value
-    raise ModelSpecError(
-        "gemini: environment variable GEMINI_API_KEY (or GOOGLE_API_KEY) is not set; export your "
-        "Gemini API key (any non-empty value for a local server that needs none)"
-    )
-
-
 def create(target: str, options) -> GeminiAdapter:
     """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``.
 
@@ -302,10 +283,7 @@ def create(target: str, options) -> GeminiAdapter:
             "gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')"
         )
     params = _check_params(params)
-    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        register_secret((os.environ.get(name) or "").strip() or None)
-    _, key = api_key()
-    base = os.environ.get("GEMINI_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="GEMINI_BASE_URL")
+    key, base, auth = provider_endpoint("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL",
+                                        DEFAULT_BASE_URL, what="Gemini API key")
     client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key})
     return GeminiAdapter(model, base, client, params)

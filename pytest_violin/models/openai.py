@@ -23,15 +23,14 @@ forces it, as a target suffix (``openai:gpt-image-1?seed=on``) or in
 from __future__ import annotations
 
 import math
-import os
 from urllib.parse import urlsplit
 
-from .transport.credentials import check_url
+from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import encode_png
-from ..redaction import redact_url, register_secret
+from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 
@@ -163,15 +162,7 @@ def create(target: str, options) -> OpenAIAdapter:
     seed_mode = parse_switch(
         params.pop("seed", extra.get("openai_seed", "auto")), name="seed", what="openai"
     )
-    key = os.environ.get("OPENAI_API_KEY", "")
-    if not key.strip():
-        raise ModelSpecError(
-            "openai: environment variable OPENAI_API_KEY is not set; export your API key "
-            "(any non-empty value for a local server that needs none)"
-        )
-    register_secret(key)
-    base = os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="OPENAI_BASE_URL")
+    key, base, auth = provider_endpoint("openai", ("OPENAI_API_KEY",), "OPENAI_BASE_URL", DEFAULT_BASE_URL)
     if seed_mode == "auto":
         host = (urlsplit(base).hostname or "").lower()
         send_seed = host != "api.openai.com"

@@ -33,19 +33,18 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import threading
 from pathlib import Path
 
 from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import encode_png
-from ..redaction import redact, redact_url, register_secret
+from ..redaction import redact, redact_url
 from ._params import format_params, split_params
 from .http import RequestTemplate
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, _origin, client_from_options
-from .transport.credentials import check_url
+from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.client import parse_retry_after
 from .transport.jobs import JobStates, poll_job
@@ -312,12 +311,7 @@ def create(target: str, options) -> ReplicateAdapter:
         template = _load_template(path)
     else:
         template = RequestTemplate(DEFAULT_INPUT, source="replicate default input")
-    key = os.environ.get("REPLICATE_API_TOKEN", "").strip()
-    if not key:
-        raise ModelSpecError("replicate: environment variable REPLICATE_API_TOKEN is not set; export your "
-                             "API token")
-    register_secret(key)
-    base = os.environ.get("REPLICATE_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    base, auth = check_url(base, what="REPLICATE_BASE_URL")
+    key, base, auth = provider_endpoint("replicate", ("REPLICATE_API_TOKEN",), "REPLICATE_BASE_URL",
+                                        DEFAULT_BASE_URL, what="API token")
     client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
     return ReplicateAdapter(model, version, base, client, template=template, wait=wait)

@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from ...errors import ModelSpecError
 from ...redaction import redact, redact_url, register_secret
 
-__all__ = ["PUBLIC_HEADERS", "check_url", "expand_env", "parse_headers"]
+__all__ = [
+    "provider_endpoint","PUBLIC_HEADERS", "check_url", "expand_env", "parse_headers"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -211,3 +212,52 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
         if _SECRET_QUERY.search(name):
             register_secret(value)
     return text, auth
+
+
+def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *,
+                      what: str = "API key") -> tuple[str, str, tuple[str, str] | None]:
+    """A provider's key and base URL from the environment, by the one naming rule.
+
+    ``<PROVIDER>_API_KEY`` (or the provider's own names, tried in order) and
+    ``<PROVIDER>_BASE_URL`` (default: the provider's public host). Read when
+    the adapter is built, in the main thread; the key is registered as a
+    secret before anything else happens.
+
+    Parameters
+    ----------
+    scheme : str
+        The spec scheme, for messages (``"bfl"``).
+    key_vars : sequence of str
+        Variables holding the key, first set wins.
+    base_var : str
+        The variable overriding the base URL.
+    default_base : str
+        The provider's public base URL.
+    what : str
+        What the key is called, for the message.
+
+    Returns
+    -------
+    (str, str, tuple or None)
+        The key, the base URL without credentials, and the ``(user,
+        password)`` of the base URL for Basic auth (or ``None``).
+
+    Raises
+    ------
+    ModelSpecError
+        When no key variable is set (naming the variables, never a value),
+        or for a malformed base URL.
+    """
+    key = ""
+    for name in key_vars:
+        value = (os.environ.get(name) or "").strip()
+        register_secret(value or None)
+        if value and not key:
+            key = value
+    if not key:
+        names = " (or ".join(key_vars) + ")" * (len(key_vars) - 1)
+        raise ModelSpecError(f"{scheme}: environment variable {names} is not set; export your {what} "
+                             f"(any non-empty value for a local server that needs none)")
+    base = (os.environ.get(base_var) or "").strip() or default_base
+    base, auth = check_url(base, what=base_var)
+    return key, base, auth
