@@ -32,7 +32,6 @@ import base64
 import binascii
 import json
 import math
-import os
 import re
 from urllib.parse import quote
 
