@@ -1,0 +1,129 @@
+"""The data a comparison works on: loaded runs, published rows, the comparison itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ComparedRow", "Comparison", "PairDelta", "PublishedRow", "Run"]
+
+
+@dataclass
+class Run:
+    """One run to compare.
+
+    Attributes
+    ----------
+    label : str
+        Shown in tables (``--label`` or the adapter recorded in the run).
+    source : str
+        Where it was loaded from (path), for messages.
+    kind : str
+        ``"results"`` (results.json / report folder), ``"baseline"`` or ``"dir"``.
+    metadata : dict
+        ``suite``, ``fingerprint``, ``profile``, ``package_version``, ``adapter``, ... as recorded.
+    records : dict
+        sample id -> record (a dict with at least ``task``, ``variation``,
+        ``outcome``, ``metrics``; results.json records also ``prompt``, ``extra``
+        with thumbnails, ``failed``, ``error``), in suite order.
+    """
+
+    label: str
+    source: str
+    kind: str
+    metadata: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """One model's row of a published table of the paper.
+
+    Attributes
+    ----------
+    model : str
+        As printed in the paper.
+    table : str
+        ``"Table 1"`` ... with the line numbers of the source text.
+    task : str
+        ``color``, ``shape``, ``mask`` (or ``absolute`` for Table 7).
+    variation : str or None
+        The column group (e.g. ``v1``, ``inpaint``), None for a task total.
+    metrics : dict
+        Metric name -> published value (names as the package's metrics:
+        ``rgb_ed, lab_00, sd, ced, hf``, ``iou, dist, size, shape, purity``,
+        ``iou, dist, biou, leak, edge``) and ``mean``.
+    source : str
+        ``violin-paper.txt:LINE``.
+    """
+
+    model: str
+    table: str
+    task: str
+    variation: str | None
+    metrics: dict
+    source: str
+
+
+@dataclass(frozen=True)
+class ComparedRow:
+    """A (task, variation) row for one run or published model.
+
+    ``variation`` None is the task's row; ``pass_rate`` and ``n`` are None for
+    published rows.
+    """
+
+    label: str
+    task: str
+    variation: str | None
+    metrics: dict
+    mean: float | None
+    pass_rate: float | None
+    n: int | None
+    published: bool = False
+
+
+@dataclass(frozen=True)
+class PairDelta:
+    """"B minus A" on a task's mean metric over the samples both hold, with its interval."""
+
+    a: str
+    b: str
+    task: str
+    n: int
+    delta: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def significant(self) -> bool:
+        """True when the 95% interval excludes 0."""
+        return self.ci_low > 0 or self.ci_high < 0
+
+
+@dataclass
+class Comparison:
+    """Everything a renderer needs.
+
+    Attributes
+    ----------
+    runs : list of Run
+    rows : list of ComparedRow
+        Task x variation rows of every run and published model, in the
+        paper's layout order.
+    pairs : list of PairDelta
+    dropped : dict
+        Run label -> number of its samples left out because another run lacks them.
+    shared : int
+        Samples compared (held by every run), unless ``all_samples``.
+    mismatches : list of str
+        Suite fingerprint / profile / package version differences (shown above the table).
+    all_samples : bool
+    """
+
+    runs: list
+    rows: list
+    pairs: list = field(default_factory=list)
+    dropped: dict = field(default_factory=dict)
+    shared: int = 0
+    mismatches: list = field(default_factory=list)
+    all_samples: bool = False
