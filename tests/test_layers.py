@@ -40,7 +40,7 @@ LAYERS = [
     # 9: baselines and the gate's statistics
     ("pytest_violin.gating",),
     # 10: reporters
-    ("pytest_violin.report",),
+    ("pytest_violin.report", "pytest_violin.compare"),
     # 11: the pytest plugin
     ("pytest_violin.pytest_plugin", "pytest_violin.hypothesis_profiles"),
     # 12: writing your own tests, the command line, the public facade

@@ -1,0 +1,199 @@
+"""The paper's published rows (Tables 1, 2, 3 and 7), from package data.
+
+``pytest_violin/data/paper_tables.json`` is a transcription of the Violin
+paper (``violin-paper.txt``); every row keeps the line it was read from in
+``source`` (``violin-paper.txt:LINE``). Metric names are the package's
+(:data:`~pytest_violin.metrics.COLOR_METRICS`, ``SHAPE_METRICS``,
+``MASK_METRICS``) plus ``mean``, the paper's per-task mean column.
+
+* Table 1, pure color (task ``color``): the paper prints only its ``Var-1``
+  group, so the rows have variation ``v1``.
+* Table 2, image mask (task ``mask``) and Table 3, geometric shape (task
+  ``shape``): no variation groups; variation ``None`` is the task's row. The
+  paper's captions swap the mean columns' labels (Table 2 prints
+  ``shape-mean``, Table 3 ``mask-mean``); the values are read by their metric
+  columns, so each row's ``mean`` is the mean of its own task.
+* Table 7, Violin-Absolute-Color (task ``absolute``): variations ``v1`` to
+  ``v4``, ``v5-zh`` / ``v5-fr`` (the paper's ``Var-5(C)`` / ``Var-5(F)``)
+  and ``v6-rgb`` / ``v6-hsl`` (``Var-6(rgb)`` / ``Var-6(hsl)``), matching the
+  ``language`` and ``notation`` of the ``violin-absolute`` suite's samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+from importlib import resources
+
+from ..errors import InternalError, InvalidArgumentError
+from ..metrics import COLOR_METRICS, MASK_METRICS, SHAPE_METRICS
+from .model import PublishedRow
+
+__all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_data"]
+
+#: The package data file, relative to the ``pytest_violin`` package.
+DATA_FILE = "data/paper_tables.json"
+
+#: Table -> its task, in the paper's order.
+TABLES = {"Table 1": "color", "Table 2": "mask", "Table 3": "shape", "Table 7": "absolute"}
+
+#: Task -> the metric names a published row of it holds (``mean`` comes on top).
+TASK_METRICS = {"color": COLOR_METRICS, "mask": MASK_METRICS, "shape": SHAPE_METRICS,
+                "absolute": COLOR_METRICS}
+
+#: Variation groups each table may hold (``None``: the task's row).
+_VARIATIONS = {
+    "Table 1": ("v1", "v2"),
+    "Table 2": (None,),
+    "Table 3": (None,),
+    "Table 7": ("v1", "v2", "v3", "v4", "v5-zh", "v5-fr", "v6-rgb", "v6-hsl"),
+}
+_ROW_KEYS = ("table", "task", "variation", "model", "metrics", "source")
+_SOURCE = re.compile(r"violin-paper\.txt:[1-9][0-9]{0,5}")
+_MAX_ROWS = 1000
+
+
+def _fail(where: str, what: str, value, accepted: str):
+    raise InvalidArgumentError(f"{where}: {what} {value!r} is not accepted; expected {accepted}")
+
+
+def _row(index: int, record) -> PublishedRow:
+    """One validated row from its JSON record."""
+    where = f"paper table row {index}"
+    if not isinstance(record, dict):
+        _fail(where, "record", type(record).__name__, "an object")
+    keys = set(record)
+    if keys != set(_ROW_KEYS):
+        _fail(where, "keys", sorted(keys), f"exactly {list(_ROW_KEYS)}")
+    table = record["table"]
+    if table not in TABLES:
+        _fail(where, "table", table, f"one of {list(TABLES)}")
+    task = record["task"]
+    if task != TABLES[table]:
+        _fail(where, "task", task, f"{TABLES[table]!r} for {table}")
+    variation = record["variation"]
+    if variation not in _VARIATIONS[table]:
+        _fail(where, "variation", variation, f"one of {list(_VARIATIONS[table])} for {table}")
+    model = record["model"]
+    if not isinstance(model, str) or not model.strip() or len(model) > 100:
+        _fail(where, "model", model, "a non-empty name of at most 100 characters")
+    source = record["source"]
+    if not isinstance(source, str) or not _SOURCE.fullmatch(source):
+        _fail(where, "source", source, "'violin-paper.txt:LINE'")
+    metrics = record["metrics"]
+    names = (*TASK_METRICS[task], "mean")
+    if not isinstance(metrics, dict) or set(metrics) != set(names):
+        got = sorted(metrics) if isinstance(metrics, dict) else metrics
+        _fail(where, "metrics", got, f"exactly {list(names)} for task {task!r}")
+    for name in names:
+        value = metrics[name]
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value) or not 0.0 <= value <= 1.0):
+            _fail(where, f"metric {name!r} value", value, "a number in [0, 1]")
+    return PublishedRow(model=model, table=table, task=task, variation=variation,
+                        metrics={name: float(metrics[name]) for name in names}, source=source)
+
+
+def rows_from_data(data) -> list[PublishedRow]:
+    """Validate the parsed data file and return its rows.
+
+    Parameters
+    ----------
+    data : dict
+        The parsed JSON: an object whose ``rows`` is a list of records with
+        ``table``, ``task``, ``variation``, ``model``, ``metrics``, ``source``.
+
+    Returns
+    -------
+    list of PublishedRow
+        In file order.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A record that is malformed (the message names the row, the value and
+        what is accepted), or two records for one table x model x variation.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        _fail("paper tables", "data", type(data).__name__, "an object with a list 'rows'")
+    records = data["rows"]
+    if not 0 < len(records) <= _MAX_ROWS:
+        _fail("paper tables", "row count", len(records), f"1 to {_MAX_ROWS}")
+    rows, seen = [], {}
+    for index, record in enumerate(records):
+        row = _row(index, record)
+        key = (row.table, row.model, row.variation)
+        if key in seen:
+            _fail(f"paper table row {index}", "duplicate of row", seen[key],
+                  "one row per table x model x variation")
+        seen[key] = index
+        rows.append(row)
+    return rows
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged_rows() -> tuple:
+    """The package data's rows, read and validated once."""
+    try:
+        text = resources.files("pytest_violin").joinpath(DATA_FILE).read_text("utf-8")
+        return tuple(rows_from_data(json.loads(text)))
+    except (OSError, ValueError) as exc:  # InvalidArgumentError is a ValueError
+        raise InternalError(f"pytest_violin/{DATA_FILE} is missing or corrupt ({exc}); "
+                            "reinstall pytest-violin, or report it") from exc
+
+
+def _table_name(value) -> str:
+    """``"Table 1"`` from ``1``, ``"1"``, ``"table 1"`` or ``"Table 1"``."""
+    accepted = f"one of {list(TABLES)} (or their numbers)"
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        _fail("published_rows", "table", value, accepted)
+    text = str(value).strip()
+    name = "Table " + (text[5:].strip() if text.lower().startswith("table") else text)
+    if name not in TABLES:
+        _fail("published_rows", "table", value, accepted)
+    return name
+
+
+def published_rows(tables=None) -> list[PublishedRow]:
+    """The paper's published rows, from the package data.
+
+    Parameters
+    ----------
+    tables : iterable of (int or str), int, str or None
+        Tables to keep: ``"Table 1"``, ``"Table 2"``, ``"Table 3"``,
+        ``"Table 7"`` or their numbers; None (default) for all of them.
+
+    Returns
+    -------
+    list of PublishedRow
+        In the paper's order (table, then the printed row order).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``tables`` names a table that is not transcribed.
+    InternalError
+        The package data is missing or does not validate.
+
+    Examples
+    --------
+    >>> rows = published_rows([3])
+    >>> rows[0].model, rows[0].task, rows[0].metrics["iou"], rows[0].source
+    ('FLUX.1', 'shape', 0.725, 'violin-paper.txt:190')
+    """
+    if tables is None:
+        wanted = set(TABLES)
+    else:
+        items = [tables] if isinstance(tables, (int, str)) else tables
+        try:
+            items = list(items)
+        except TypeError:
+            _fail("published_rows", "tables", tables,
+                  f"None, a table or an iterable of tables from {list(TABLES)} (or their numbers)")
+        wanted = {_table_name(item) for item in items}
+    # Fresh metric dicts: a caller editing one cannot change the cached rows.
+    return [dataclasses.replace(row, metrics=dict(row.metrics))
+            for row in _packaged_rows() if row.table in wanted]
