@@ -1,0 +1,159 @@
+"""The comparison page (pytest_violin.compare.html) and its section in report.html."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from pytest_violin.compare.html import comparison_section, render_html, write_html
+from pytest_violin.compare.model import ComparedRow, Comparison, PairDelta, PublishedRow, Run
+from pytest_violin.report.html import render_html as render_report
+from pytest_violin.report.thumbnails import make_thumbnails
+
+EVIL = '<script>alert("x")</script>'
+
+
+@pytest.fixture(scope="module")
+def thumbs():
+    exp = np.zeros((64, 48, 3), np.uint8)
+    exp[:] = (217, 180, 81)
+    gen = exp.copy()
+    gen[10:30] = (0, 0, 0)
+    return make_thumbnails(exp, gen)
+
+
+def rec(sid, task, variation, outcome, value, thumbs=None, prompt=None):
+    return {"sample_id": sid, "task": task, "variation": variation, "outcome": outcome,
+            "prompt": prompt or f"prompt of {sid}", "metrics": {"iou": value, "mean": value},
+            "failed": [] if outcome == "passed" else ["iou"], "error": None,
+            "extra": {"thumbnails": thumbs} if thumbs else {}}
+
+
+def make_runs(thumbs, *, hostile=False):
+    ids = [("color/v1/s0", "color", "v1"), ("color/v1/s1", "color", "v1"),
+           ("shape/circle/s0", "shape", "circle"), ("shape/square/s0", "shape", "square")]
+    a = Run("model-a", "a/results.json", "results", {"suite": "violin", "adapter": "a"},
+            {s: rec(s, t, v, "passed", 0.1, thumbs) for s, t, v in ids})
+    b_out = {"color/v1/s0": "passed", "color/v1/s1": "failed", "shape/circle/s0": "passed",
+             "shape/square/s0": "passed"}
+    # run b has no thumbnails for the shapes
+    b = Run(EVIL if hostile else "model-b", "b/results.json", "results", {"suite": "violin"},
+            {s: rec(s, t, v, b_out[s], 0.3, thumbs if t == "color" else None,
+                    prompt=EVIL if hostile and s == "color/v1/s1" else None) for s, t, v in ids})
+    return [a, b]
+
+
+def make_comparison(runs):
+    rows = []
+    for run in runs:
+        for task, var in (("color", "v1"), ("color", None), ("shape", "circle"), ("shape", "square"),
+                          ("shape", None)):
+            v = 0.1 if run.label == "model-a" else 0.3
+            rows.append(ComparedRow(run.label, task, var, {"iou": v}, v, 0.75, 2))
+    pub = PublishedRow("Paper-Model", "Table 3", "shape", None, {"iou": 0.05, "mean": 0.05},
+                       "violin-paper.txt:180")
+    rows.append(ComparedRow(pub.model, pub.task, pub.variation, {"iou": 0.05}, 0.05, None, None,
+                            published=True))
+    pairs = [PairDelta(runs[0].label, runs[1].label, "color", 2, 0.2, 0.1, 0.3),
+             PairDelta(runs[0].label, runs[1].label, "shape", 2, 0.2, -0.1, 0.5)]
+    return Comparison(runs=runs, rows=rows, pairs=pairs, dropped={runs[1].label: 3}, shared=4,
+                      mismatches=[f"profile differs: {EVIL}"])
+
+
+def test_page_structure_tables_charts_gallery(thumbs, tmp_path):
+    runs = make_runs(thumbs)
+    path = write_html(tmp_path / "compare.html", make_comparison(runs), runs)
+    html = path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    # paper layout: one table per task, task total row, published row marked, best value bold
+    assert html.count('<table class="cmp">') == 2
+    assert html.count('<span class="badge paper">paper</span>') == 1
+    assert "<b>0.050</b>" in html and "<b>0.100</b>" in html
+    # B minus A = +0.2 with an interval above 0: A (lower is better) beats B on color only
+    assert html.count("model-a beats model-b") == 1 and "model-b beats model-a" not in html
+    assert "not significant" in html and "model-b: 3" in html
+    # one chart per task, one bar per run and metric, each a well-formed SVG
+    svgs = re.findall(r"<svg.*?</svg>", html, flags=re.S)
+    assert len(svgs) == 2
+    for svg in svgs:
+        root = ET.fromstring(svg)
+        bars = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.find(
+            "{http://www.w3.org/2000/svg}title") is not None] or [r for r in root.iter("rect")
+                                                                 if r.find("title") is not None]
+        assert len(bars) == 2 * 2  # (iou, mean) x 2 runs
+    # gallery: one row per sample, disagreement first, expected + one cell per run
+    rows = re.findall(r'<tr class="s"[^>]*>.*?</tr>', html, flags=re.S)
+    assert len(rows) == 4
+    assert 'data-disagree="1"' in rows[0] and "color/v1/s1" in rows[0]
+    assert all('data-disagree="0"' in r for r in rows[1:])
+    assert all(r.count('<td class="img">') == 3 for r in rows)
+    # run b has no shape thumbnails: placeholders in those rows, pictures elsewhere
+    shape_rows = [r for r in rows if 'data-task="shape"' in r]
+    assert all(r.count("<img") == 2 and 'class="ph">no image<' in r for r in shape_rows)
+    assert all(r.count("<img") == 3 for r in rows if 'data-task="color"' in r)
+
+
+def test_filters_present(thumbs):
+    runs = make_runs(thumbs)
+    html = render_html(make_comparison(runs), runs)
+    for fid in ("f-task", "f-var", "f-dis", "f-fail"):
+        assert f'id="{fid}"' in html
+    assert '<option value="shape">shape</option>' in html
+    assert '<option value="circle">circle</option>' in html and '<option value="v1">v1</option>' in html
+    assert re.search(r'data-task="shape" data-variation="square"', html)
+
+
+def test_hostile_label_prompt_and_mismatch_are_escaped(thumbs):
+    runs = make_runs(thumbs, hostile=True)
+    runs[0].records["color/v1/s0"]["extra"] = {"thumbnails": {"expected": "javascript:alert(1)",
+                                                              "generated": 'data:image/png;base64,"><i>x'}}
+    runs[0].metadata["adapter"] = "<b>model</b>"
+    html = render_html(make_comparison(runs), runs)
+    assert "<script>alert" not in html and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "<b>model</b>" not in html and "javascript:" not in html and '"><i>x' not in html
+    assert "http://" not in html and "https://" not in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", html)
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    assert len(scripts) == 1
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in html and "default-src 'none'" in html
+
+
+def test_size_is_bounded_by_thumbnail_budget_and_row_cap(thumbs):
+    runs = make_runs(thumbs)
+    comparison = make_comparison(runs)
+    full = render_html(comparison, runs)
+    one = len(thumbs["expected"]) + len(thumbs["generated"])
+    small = render_html(comparison, runs, thumbnail_budget=one + len(thumbs["generated"]))
+    rows = re.findall(r'<tr class="s"[^>]*>.*?</tr>', small, flags=re.S)
+    # the disagreement (first row) keeps its three pictures, the others fall back to placeholders
+    assert rows[0].count("<img") == 3 and all("<img" not in r for r in rows[1:])
+    assert "shown as placeholders" in small and len(small) < len(full)
+    capped = render_html(comparison, runs, max_samples=1)
+    assert len(re.findall(r'<tr class="s"', capped)) == 1 and "3 more sample(s) not shown" in capped
+
+
+def test_only_shared_samples_unless_all_samples(thumbs):
+    runs = make_runs(thumbs)
+    runs[1].records.pop("shape/square/s0")
+    comparison = make_comparison(runs)
+    assert "shape/square/s0" not in render_html(comparison, runs)
+    comparison.all_samples = True
+    html = render_html(comparison, runs)
+    assert "shape/square/s0" in html and 'class="ph">not in run<' in html
+
+
+def test_section_in_report_html(thumbs):
+    runs = make_runs(thumbs)
+    records = list(runs[0].records.values())
+    plain = render_report(records)
+    assert 'id="violin-compare"' not in plain
+    html = render_report(records, run_comparison=make_comparison(runs))
+    section = comparison_section(make_comparison(runs))
+    assert section in html and "<script" not in section
+    assert html.count("<script>") == 1 and "&lt;script&gt;" in section
