@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_violin export|list|sheet``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare``.
 
 * ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
   writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
@@ -6,7 +6,10 @@
 * ``list [--suite NAME|PATH] [--tasks T ...]`` prints the sample counts per
   task and variation;
 * ``sheet SOURCE OUT_PNG [--limit N]`` draws a contact sheet of a suite or
-  an export.
+  an export;
+* ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
+  [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
+  (and with the paper's published rows) in the paper's layout.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="python -m pytest_violin",
                                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -67,7 +70,72 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("out_png", metavar="OUT_PNG")
     add_source(sh)
     sh.add_argument("--columns", type=_positive_int, default=10)
+
+    cmp = sub.add_parser("compare", help="compare runs side by side (and with the paper)")
+    cmp.add_argument("runs", nargs="+", metavar="RUN",
+                     help="a --violin-report folder or results.json, a baseline file, or "
+                          "dir:FOLDER of saved images (with --suite)")
+    cmp.add_argument("--label", action="append", default=[], metavar="L",
+                     help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+    cmp.add_argument("--paper", action="store_true",
+                     help="add the paper's published rows (Tables 1, 2, 3 and 7)")
+    cmp.add_argument("--format", default="terminal", choices=COMPARE_FORMATS,
+                     help="output format (default terminal; html needs --output)")
+    cmp.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+    cmp.add_argument("--all-samples", action="store_true",
+                     help="compare every run on all its samples, not only those every run holds")
+    cmp.add_argument("--allow-mismatch", action="store_true",
+                     help="compare runs whose suite fingerprint, profile or package version differ")
+    cmp.add_argument("--suite", metavar="NAME|PATH",
+                     help="the suite of dir: runs (built-in name or manifest)")
+    cmp.add_argument("--no-progress", action="store_true", help="no progress bar for dir: runs")
+    cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     return parser
+
+
+COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
+
+
+def _compare(args, parser, out) -> None:
+    from .compare.formats import render
+    from .compare.runs import load_run
+    from .compare.table import build
+
+    if len(args.label) > len(args.runs):
+        parser.error(f"argument --label: {len(args.label)} labels given for {len(args.runs)} RUNs")
+    if args.format == "html" and not args.output:
+        parser.error("argument --format: html needs --output FILE")
+    if args.suite is not None:
+        from .suite import SUITES
+
+        if args.suite not in SUITES and not Path(args.suite).exists():
+            parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
+                         f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
+    progress = False if args.no_progress else True
+    runs = [load_run(spec, label=label, suite=args.suite, progress=progress)
+            for spec, label in zip(args.runs, labels)]
+    paper = ()
+    if args.paper:
+        from .compare.paper import published_rows
+
+        paper = published_rows()
+    comparison = build(runs, paper=paper, all_samples=args.all_samples,
+                       allow_mismatch=args.allow_mismatch, seed=args.seed)
+    if args.format == "html":
+        from .compare.html import write_html
+
+        write_html(args.output, comparison, runs)
+        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+        return
+    text = render(comparison, args.format)
+    if args.output:
+        from ._fs import atomic_write
+
+        atomic_write(args.output, text)
+        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+    else:
+        out.write(text)
 
 
 def _load(args, parser):
@@ -106,6 +174,9 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "compare":
+            _compare(args, parser, sys.stdout)
+            return 0
         samples = _load(args, parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)
@@ -124,6 +195,11 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
     except ViolinError as exc:
+        from .report.text import printable
+
+        sys.stderr.write(f"error: {printable(exc)}\n")
+        return 1
+    except OSError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     return 0

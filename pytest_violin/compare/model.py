@@ -118,6 +118,8 @@ class Comparison:
     mismatches : list of str
         Suite fingerprint / profile / package version differences (shown above the table).
     all_samples : bool
+    dropped_reasons : dict
+        Run label -> why its dropped samples were left out (``"not held by B"``).
     """
 
     runs: list
@@ -127,3 +129,4 @@ class Comparison:
     shared: int = 0
     mismatches: list = field(default_factory=list)
     all_samples: bool = False
+    dropped_reasons: dict = field(default_factory=dict)

@@ -1,0 +1,278 @@
+"""Render a :class:`~pytest_violin.compare.model.Comparison`: terminal, Markdown, LaTeX, CSV.
+
+Every metric is an error (lower is better), as in the paper; the LaTeX table
+sets the best (smallest) value of each column in bold. Labels and run facts
+come from outside and are escaped for each format (and made printable).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+
+from ..errors import InvalidArgumentError
+from ..report.json_report import fmt, fmt_pct, fmt_signed
+from ..report.text import printable
+
+__all__ = ["FORMATS", "render", "task_metrics"]
+
+FORMATS = ("terminal", "md", "latex", "csv")
+
+
+def render(comparison, fmt_name: str) -> str:
+    """The comparison as text in ``fmt_name``.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        From :func:`pytest_violin.compare.table.build`.
+    fmt_name : {"terminal", "md", "latex", "csv"}
+        The format (``html`` is :func:`pytest_violin.compare.html.write_html`).
+
+    Returns
+    -------
+    str
+    """
+    try:
+        renderer = _RENDERERS[fmt_name]
+    except (KeyError, TypeError):
+        raise InvalidArgumentError(f"format {fmt_name!r} is not one of {', '.join(FORMATS)} "
+                                   f"(html is written with --format html --output FILE)") from None
+    return renderer(comparison)
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _num(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def task_metrics(rows) -> list:
+    """Metric names of ``rows`` (one task's rows) in first-seen order."""
+    names: list = []
+    for row in rows:
+        for k in row.metrics:
+            if k not in names:
+                names.append(k)
+    return names
+
+
+def _tasks(comparison) -> list:
+    return list(dict.fromkeys(r.task for r in comparison.rows))
+
+
+def _var(variation) -> str:
+    return "(all)" if variation is None else (variation or "-")
+
+
+def _notes(comparison) -> list:
+    """Plain-text lines shown above a table: mismatches, dropped samples."""
+    lines = [f"warning: {printable(m)}" for m in comparison.mismatches]
+    if comparison.all_samples:
+        lines.append("all samples of every run compared (--all-samples): runs may differ in "
+                     "the samples behind each mean")
+    elif len(comparison.runs) > 1:
+        lines.append(f"{comparison.shared} samples held by every run compared")
+        reasons = getattr(comparison, "dropped_reasons", {}) or {}
+        for label, n in comparison.dropped.items():
+            if n:
+                why = reasons.get(label) or "not held by every other run"
+                lines.append(f"{printable(label)}: {n} samples dropped ({printable(why)})")
+    return lines
+
+
+def _pair_lines(comparison) -> list:
+    """``"B vs A on shape: -0.012 [-0.020, -0.004] (n=23), B better"`` (lower is better)."""
+    out = []
+    for p in comparison.pairs:
+        if not p.significant:
+            verdict = "not significant"
+        else:
+            verdict = f"{printable(p.b)} better" if p.delta < 0 else f"{printable(p.a)} better"
+        out.append(f"{printable(p.b)} - {printable(p.a)} on {printable(p.task)} mean: "
+                   f"{fmt_signed(p.delta)} [{fmt_signed(p.ci_low)}, {fmt_signed(p.ci_high)}] "
+                   f"(95% paired bootstrap, n={p.n}), {verdict}")
+    return out
+
+
+def _cells(row, metrics) -> list:
+    return ([fmt(row.metrics.get(m)) for m in metrics] + [fmt(row.mean)]
+            + ["-" if row.pass_rate is None else fmt_pct(row.pass_rate),
+               "-" if row.n is None else str(row.n)])
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def _terminal(comparison) -> str:
+    out = [f"Violin comparison of {len(comparison.runs)} run(s)"]
+    out.extend(_notes(comparison))
+    for task in _tasks(comparison):
+        rows = [r for r in comparison.rows if r.task == task]
+        metrics = task_metrics(rows)
+        header = ["variation", "run", *metrics, "mean", "pass", "n"]
+        body = [[_var(r.variation), printable(r.label) + (" (paper)" if r.published else ""),
+                 *_cells(r, metrics)] for r in rows]
+        widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
+        out.append("")
+        out.append(f"{task}:")
+        for line in [header, *body]:
+            out.append("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                                        for i, (c, w) in enumerate(zip(line, widths))))
+    pairs = _pair_lines(comparison)
+    if pairs:
+        out.append("")
+        out.append("pairwise differences of task means (lower is better):")
+        out.extend("  " + p for p in pairs)
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~])")
+
+
+def _md(text) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", printable(text)).replace("\n", " ")
+
+
+def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
+    out = [heading, ""]
+    notes = _notes(comparison)
+    if notes:
+        out.extend(f"- {_md(n)}" for n in notes)
+        out.append("")
+    for task in _tasks(comparison):
+        rows = [r for r in comparison.rows if r.task == task]
+        metrics = task_metrics(rows)
+        out.append(f"### {_md(task)}")
+        out.append("")
+        out.append("| variation | run | " + " | ".join(_md(m) for m in metrics)
+                   + " | mean | pass | n |")
+        out.append("|---|---|" + "---:|" * (len(metrics) + 3))
+        for r in rows:
+            label = _md(r.label) + (" *(paper)*" if r.published else "")
+            out.append(f"| {_md(_var(r.variation))} | {label} | "
+                       + " | ".join(_cells(r, metrics)) + " |")
+        out.append("")
+    pairs = _pair_lines(comparison)
+    if pairs:
+        out.append("Pairwise differences of task means (lower is better):")
+        out.append("")
+        out.extend(f"- {_md(p)}" for p in pairs)
+        out.append("")
+    return "\n".join(out)
+
+
+def markdown_section(comparison) -> str:
+    """The Markdown comparison under a ``##`` heading, for ``summary.md``."""
+    return _markdown(comparison, heading="## Comparison with other runs")
+
+
+# --------------------------------------------------------------------------- LaTeX
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+        "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def _tex(text) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in printable(text).replace("\n", " "))
+
+
+def _latex_task(task, rows) -> list:
+    """One table per task: one row per run / published model, the task's metric columns
+    (its ``(all)`` row, else its first variation) then one mean column per variation."""
+    labels = list(dict.fromkeys((r.label, r.published) for r in rows))
+    variations = list(dict.fromkeys(r.variation for r in rows if r.variation is not None))
+    metrics = task_metrics(rows)
+    columns = [*metrics, "mean", *(f"{v} mean" for v in variations), "pass", "n"]
+    table = []
+    for label, published in labels:
+        mine = {r.variation: r for r in rows if r.label == label and r.published == published}
+        main = mine.get(None) or (mine[variations[0]] if variations and variations[0] in mine
+                                  else next(iter(mine.values())))
+        values = ([_num(main.metrics.get(m)) for m in metrics] + [_num(main.mean)]
+                  + [_num(mine[v].mean) if v in mine else None for v in variations]
+                  + [_num(main.pass_rate), main.n])
+        table.append((label, published, values))
+    n_best = len(metrics) + 1 + len(variations)  # pass rate and n are not ranked
+    best = []
+    for c in range(n_best):
+        col = [vals[c] for _, _, vals in table if vals[c] is not None]
+        best.append(min(col) if col else None)
+    out = [r"\begin{table}[t]", r"\centering", r"\small",
+           r"\caption{Violin comparison: " + _tex(task) + r" (lower is better).}",
+           r"\begin{tabular}{l" + "r" * len(columns) + "}", r"\toprule",
+           "Model & " + " & ".join(_tex(c) for c in columns) + r" \\", r"\midrule"]
+    for label, published, values in table:
+        cells = []
+        for c, v in enumerate(values):
+            if c == len(values) - 1:
+                cells.append("--" if v is None else str(int(v)))
+            elif c == len(values) - 2:
+                cells.append("--" if v is None else _tex(fmt_pct(v)))
+            elif v is None:
+                cells.append("--")
+            else:
+                text = fmt(v)
+                bold = best[c] is not None and float(text) == float(fmt(best[c]))
+                cells.append(r"\textbf{" + text + "}" if bold else text)
+        name = _tex(label) + (r"$^\dagger$" if published else "")
+        out.append(name + " & " + " & ".join(cells) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return out
+
+
+def _latex(comparison) -> str:
+    out = ["% Violin comparison (pytest-violin); needs \\usepackage{booktabs}",
+           "% rows marked $^\\dagger$ are published values of the paper"]
+    out.extend("% " + _tex(n) for n in _notes(comparison))
+    for task in _tasks(comparison):
+        out.append("")
+        out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task]))
+    pairs = _pair_lines(comparison)
+    if pairs:
+        out.append("")
+        out.extend("% " + _tex(p) for p in pairs)
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def _csv(comparison) -> str:
+    metrics: list = []
+    for r in comparison.rows:
+        for m in r.metrics:
+            if m not in metrics:
+                metrics.append(m)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["label", "published", "task", "variation", *metrics, "mean", "pass_rate", "n"])
+    for r in comparison.rows:
+        writer.writerow([_csv_text(r.label), int(r.published), _csv_text(r.task),
+                         "" if r.variation is None else _csv_text(r.variation),
+                         *("" if _num(r.metrics.get(m)) is None else repr(_num(r.metrics.get(m)))
+                           for m in metrics),
+                         "" if _num(r.mean) is None else repr(_num(r.mean)),
+                         "" if r.pass_rate is None else repr(float(r.pass_rate)),
+                         "" if r.n is None else int(r.n)])
+    return buf.getvalue()
+
+
+def _csv_text(text) -> str:
+    """Printable, and never a spreadsheet formula (``=``, ``+``, ``-``, ``@`` prefixed by ``'``)."""
+    s = printable(text)
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s
+
+
+_RENDERERS = {"terminal": _terminal, "md": _markdown, "latex": _latex, "csv": _csv}

@@ -1,0 +1,269 @@
+"""Load a RUN to compare: a report folder / ``results.json``, a baseline file, or ``dir:``.
+
+Everything read here comes from outside: JSON files are size-capped before
+they are parsed, every error names the file, and a ``dir:`` folder is read
+only at the paths :func:`pytest_violin.models.directory.output_path` gives
+for the suite's sample ids (never outside the folder).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import BaselineError, InvalidArgumentError, ViolinError
+from .model import Run
+
+__all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
+
+#: Largest results.json / baseline accepted (a full 7,745-sample run is ~10 MB).
+MAX_JSON_BYTES = 256 * 1024 * 1024
+#: Most sample records accepted from one run.
+MAX_SAMPLES = 1_000_000
+
+_RESULTS_FORMAT = "pytest-violin-results"
+_BASELINE_FORMAT = "pytest-violin-baseline"
+_LABEL_MAX = 80
+
+
+def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) -> Run:
+    """Load one run to compare.
+
+    Parameters
+    ----------
+    spec : str
+        A report folder (holding ``results.json``), a ``results.json``, a
+        baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of
+        images saved by ``--violin-save-outputs`` (needs ``suite``).
+    label : str, optional
+        Shown in the tables; default the adapter recorded in the run (for
+        ``dir:`` the folder name).
+    suite : str or list of Sample, optional
+        For ``dir:``: a suite name or manifest path (``load_suite``) or the
+        loaded samples. Each sample is scored with ``Sample.score``.
+    progress : bool or file, optional
+        For ``dir:``: a progress bar on stderr (True), on this stream, or
+        none (False / None).
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    InvalidArgumentError
+        Unknown or unreadable spec, a file too large, a document of another
+        format; the message names the file.
+    BaselineError
+        A baseline file that does not validate.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise InvalidArgumentError(f"RUN must be a non-empty path or 'dir:FOLDER', got {spec!r}")
+    if spec.startswith("dir:"):
+        return _load_dir(spec, label=label, suite=suite, progress=progress)
+    path = Path(spec)
+    if path.is_dir():
+        inner = path / "results.json"
+        if not inner.is_file():
+            raise InvalidArgumentError(
+                f"{spec}: folder has no results.json; a RUN is a --violin-report folder, a "
+                f"results.json, a baseline file, or 'dir:FOLDER' of saved images with --suite")
+        path = inner
+    if not path.is_file():
+        raise InvalidArgumentError(f"{spec}: no such file or folder; a RUN is a --violin-report "
+                                   f"folder, a results.json, a baseline file, or 'dir:FOLDER'")
+    doc = _read_json(path)
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt == _RESULTS_FORMAT:
+        return _from_results(path, doc, label)
+    if fmt == _BASELINE_FORMAT:
+        from ..gating.baseline import validate_baseline
+
+        validate_baseline(doc, source=str(path))
+        return _from_baseline(path, doc, label)
+    raise InvalidArgumentError(f"{path}: format {str(fmt)[:60]!r} is neither {_RESULTS_FORMAT!r} "
+                               f"(results.json of --violin-report) nor {_BASELINE_FORMAT!r} "
+                               f"(--violin-save-baseline)")
+
+
+def _read_json(path: Path):
+    """Parse ``path`` after checking its size (a hostile file cannot exhaust memory)."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_JSON_BYTES + 1)
+    except OSError as exc:
+        raise InvalidArgumentError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise InvalidArgumentError(f"{path}: larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; "
+                                   f"not a results.json or baseline of pytest-violin")
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+                 if isinstance(exc, json.JSONDecodeError) else "")
+        raise InvalidArgumentError(f"{path}: not valid JSON{where}") from None
+
+
+def _text(value, limit: int = 200) -> str | None:
+    if value is None:
+        return None
+    return str(value)[:limit]
+
+
+def _metrics(path, sid, raw) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InvalidArgumentError(f"{path}: sample {sid!r}: 'metrics' must be an object, "
+                                   f"got {type(raw).__name__}")
+    out = {}
+    for k, v in list(raw.items())[:64]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
+            continue  # None/NaN: not scored
+        out[str(k)[:40]] = float(v)
+    return out
+
+
+def _record(path, raw, id_key: str, suite: str) -> tuple[str, dict]:
+    if not isinstance(raw, Mapping):
+        raise InvalidArgumentError(f"{path}: every sample must be an object, got "
+                                   f"{type(raw).__name__}")
+    sid = raw.get(id_key, raw.get("id"))
+    if not isinstance(sid, str) or not sid or len(sid) > 400:
+        raise InvalidArgumentError(f"{path}: a sample has no usable {id_key!r} (got "
+                                   f"{str(sid)[:60]!r}); expected a sample id string")
+    task = raw.get("task")
+    if not isinstance(task, str) or not task:
+        raise InvalidArgumentError(f"{path}: sample {sid!r}: 'task' must be a string")
+    rec = dict(raw)
+    rec.update(id=sid, task=task[:40], suite=_text(raw.get("suite")) or suite,
+               variation=_text(raw.get("variation"), 60),
+               outcome=_text(raw.get("outcome"), 20) or ("failed" if raw.get("failed") else "passed"),
+               metrics=_metrics(path, sid, raw.get("metrics")))
+    return sid, rec
+
+
+def _records(path, samples, id_key, suite) -> dict:
+    if not isinstance(samples, list):
+        raise InvalidArgumentError(f"{path}: 'samples' must be a list")
+    if len(samples) > MAX_SAMPLES:
+        raise InvalidArgumentError(f"{path}: {len(samples)} samples; at most {MAX_SAMPLES} accepted")
+    out: dict = {}
+    for raw in samples:
+        sid, rec = _record(path, raw, id_key, suite)
+        if sid in out:
+            raise InvalidArgumentError(f"{path}: sample id {sid!r} occurs more than once")
+        out[sid] = rec
+    return out
+
+
+def _label(label, meta, fallback) -> str:
+    if label is not None:
+        if not str(label).strip():
+            raise InvalidArgumentError(f"--label must not be empty, got {label!r}")
+        return str(label)[:_LABEL_MAX]
+    adapter = meta.get("adapter")
+    if isinstance(adapter, str) and adapter and adapter != "unknown":
+        return adapter[:_LABEL_MAX]
+    return str(fallback)[:_LABEL_MAX]
+
+
+def _meta(path, doc) -> dict:
+    meta = doc.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise InvalidArgumentError(f"{path}: 'metadata' must be an object")
+    return {str(k)[:60]: v for k, v in list(meta.items())[:200]}
+
+
+def _from_results(path: Path, doc, label) -> Run:
+    meta = _meta(path, doc)
+    suite = _text(meta.get("suite")) or ""
+    records = _records(path, doc.get("samples"), "sample_id", suite)
+    return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
+               kind="results", metadata=meta, records=records)
+
+
+def _from_baseline(path: Path, doc, label) -> Run:
+    meta = _meta(path, doc)
+    suite = _text(meta.get("suite")) or ""
+    records = _records(path, doc.get("samples"), "id", suite)
+    return Run(label=_label(label, meta, path.stem), source=str(path), kind="baseline",
+               metadata=meta, records=records)
+
+
+# --------------------------------------------------------------------------- dir:
+
+
+def _load_dir(spec: str, *, label, suite, progress) -> Run:
+    root = Path(spec[4:])
+    if not spec[4:] or not root.is_dir():
+        raise InvalidArgumentError(f"{spec}: {str(root)!r} is not a folder of saved images "
+                                   f"(the layout of --violin-save-outputs)")
+    if suite is None:
+        raise InvalidArgumentError(f"{spec}: a 'dir:' run needs --suite (the suite its images "
+                                   f"were generated for) to be scored")
+    if isinstance(suite, str):
+        from ..suite import load_suite
+
+        suite_name, samples = suite, load_suite(suite)
+    else:
+        samples = list(suite)
+        suite_name = samples[0].suite if samples else ""
+    records = _score_dir(root, samples, progress)
+    from .. import __version__
+    from ..gating.records import sample_digest, suite_fingerprint
+
+    held = [s for s in samples if s.id in records]
+    meta = {"suite": str(suite_name), "profile": "violin", "adapter": spec,
+            "package_version": __version__,
+            "fingerprint": suite_fingerprint((s.id, sample_digest(s.to_manifest())) for s in held),
+            "samples": len(records)}
+    return Run(label=_label(label, {}, root.name or spec), source=spec, kind="dir",
+               metadata=meta, records=records)
+
+
+def _score_dir(root: Path, samples, progress) -> dict:
+    """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
+    from ..imaging import as_rgb8
+    from ..models.directory import output_path
+    from ..thresholds import build_limits, evaluate, limits_for_task
+
+    limits = build_limits()
+    resolved = root.resolve()
+    bar = None
+    if progress:
+        from ..suite.progress import ProgressBar
+
+        bar = ProgressBar(len(samples), stream=None if progress is True else progress, label="score")
+    records: dict = {}
+    try:
+        for sample in samples:
+            path = output_path(root, sample.id)
+            if bar is not None:
+                bar.update()
+            if not path.is_file() or not path.resolve().is_relative_to(resolved):
+                continue
+            base = {"id": sample.id, "suite": sample.suite, "task": sample.task,
+                    "variation": sample.variation, "prompt": sample.prompt}
+            try:
+                metrics = sample.score(as_rgb8(path))
+            except ViolinError as exc:
+                records[sample.id] = {**base, "outcome": "error", "metrics": {},
+                                      "error": f"{path}: {exc}"[:300], "failed": []}
+                continue
+            rows = evaluate(metrics, limits_for_task(limits, sample.task, metrics.keys()))
+            failed = [r.metric for r in rows if not r.ok]
+            values = {k: float(v) for k, v in metrics.items()}
+            values["mean"] = float(metrics.mean)
+            records[sample.id] = {**base, "outcome": "failed" if failed else "passed",
+                                  "metrics": values, "failed": failed, "error": None}
+    finally:
+        if bar is not None:
+            bar.close()
+    return records
+
+
+# re-exported for callers that catch both kinds of bad file
+LoadErrors = (InvalidArgumentError, BaselineError)
