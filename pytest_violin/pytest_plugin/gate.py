@@ -46,6 +46,9 @@ class GateState:
     session: object = None
     messages: list = field(default_factory=list)
     passing_thumbnails: dict = field(default_factory=dict)
+    compare_runs: list = field(default_factory=list)  # --violin-compare: loaded Runs
+    compare_paper: bool = False  # --violin-compare=paper
+    runs_comparison: object = None  # compare.model.Comparison of this run and compare_runs
 
     # the options, read through the state for brevity
     save_baseline = property(lambda self: self.settings.save_baseline)
@@ -53,7 +56,7 @@ class GateState:
     baseline_label = property(lambda self: self.settings.baseline_label)
     max_regression = property(lambda self: self.settings.max_regression)
     report = property(lambda self: self.settings.report)
-    active = property(lambda self: self.settings.active)
+    active = property(lambda self: self.settings.active or bool(self.compare_runs or self.compare_paper))
 
 
 GATE_KEY = pytest.StashKey[GateState]()
@@ -69,7 +72,47 @@ def _new_state(config) -> GateState:
             state.baseline_doc = read_baseline(state.baseline)
         except BaselineError as exc:
             raise pytest.UsageError(f"--violin-baseline={state.baseline_label!r}: {exc}") from None
+    if not hasattr(config, "workerinput"):
+        _load_compare_runs(config, state)
     return state
+
+
+def _load_compare_runs(config, state: GateState) -> None:
+    """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
+    from ..compare.runs import load_run
+    from ..errors import ViolinError
+    from .options import read_option
+
+    specs, _ = read_option(config, "compare")
+    for spec in specs:
+        if spec == "paper":
+            state.compare_paper = True
+            continue
+        path = spec if spec.startswith("dir:") else str(config.invocation_params.dir / spec)
+        try:
+            state.compare_runs.append(load_run(path))
+        except ViolinError as exc:
+            raise pytest.UsageError(f"--violin-compare={spec!r}: {exc}") from None
+
+
+def _build_runs_comparison(s: GateState, results, current) -> None:
+    """This run (labelled by its adapter) side by side with the ``--violin-compare`` runs."""
+    from ..compare.model import Run
+    from ..compare.table import build
+    from ..errors import ViolinError
+
+    meta = dict(current["metadata"])
+    this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
+               metadata=meta, records={str(r["id"]): r for r in results})
+    paper = ()
+    if s.compare_paper:
+        from ..compare.paper import published_rows
+
+        paper = published_rows()
+    try:
+        s.runs_comparison = build([this, *s.compare_runs], paper=paper)
+    except ViolinError as exc:
+        s.messages.append(f"comparison with --violin-compare runs NOT made: {exc}")
 
 
 def _settings(config) -> GateState | None:
@@ -184,6 +227,8 @@ def pytest_violin_session_results(config, store):
     meta = _run_metadata(config, store, s)
     extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
     current = build_baseline(results, extra_metadata=extra, **meta)
+    if (s.compare_runs or s.compare_paper) and results:
+        _build_runs_comparison(s, results, current)
     if s.baseline_doc is not None and not results:
         # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
         s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared: no Violin sample "
@@ -232,7 +277,7 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     try:
         s.report.mkdir(parents=True, exist_ok=True)
         write_results_json(s.report / "results.json", results, **kwargs)
-        write_summary(s.report / "summary.md", results, **kwargs)
+        write_summary(s.report / "summary.md", results, runs_comparison=s.runs_comparison, **kwargs)
         write_html(s.report / "report.html", results, **kwargs)
         s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md)")
     except OSError as exc:
@@ -257,6 +302,12 @@ def _fail_on_regressions(s: GateState) -> None:
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     s = _settings(config)
+    if s is not None and s.runs_comparison is not None and not hasattr(config, "workerinput"):
+        from ..compare.formats import render
+
+        terminalreporter.section("violin comparison")
+        for line in render(s.runs_comparison, "terminal").splitlines():
+            terminalreporter.write_line(line)
     if s is None or hasattr(config, "workerinput") or not (s.comparison is not None or s.messages):
         return
     from ..report.terminal import comparison_lines

@@ -346,6 +346,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_cost", number(0.0, MAX_COST, low_open=False, what="an amount in USD"), None,
            "refuse to start when the estimated cost of the uncached generations (--violin-price) "
            "exceeds USD", metavar="USD"),
+    # issue 16: compare this run with others (and the paper's rows)
+    Option("compare", _path_text, (),
+           "print this run side by side with RUN (a --violin-report folder or results.json, or a "
+           "baseline file; 'paper' for the paper's published rows) after the summary, and add it to "
+           "summary.md and report.html (repeatable)", kind="list", metavar="RUN"),
     # the regression gate and reports
     Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
            metavar="PATH"),

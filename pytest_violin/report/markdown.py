@@ -36,7 +36,8 @@ def _ids(ids) -> str:
     return shown + (f" and {len(ids) - _MAX_LISTED} more" if len(ids) > _MAX_LISTED else "")
 
 
-def render_markdown(results, *, metadata=None, comparison=None, aggregates=None) -> str:
+def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
+                    runs_comparison=None) -> str:
     """Render the run summary as GitHub-flavoured Markdown.
 
     Parameters
@@ -49,6 +50,8 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None)
         Baseline comparison; adds regression / improvement tables.
     aggregates : Mapping, optional
         Precomputed aggregates.
+    runs_comparison : pytest_violin.compare.model.Comparison, optional
+        ``--violin-compare``: this run side by side with others, appended.
 
     Returns
     -------
@@ -107,6 +110,10 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None)
                     cells.append(fmt_signed(g.delta) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    if runs_comparison is not None:
+        from ..compare.formats import markdown_section
+
+        lines += [markdown_section(runs_comparison), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
