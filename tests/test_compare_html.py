@@ -153,7 +153,38 @@ def test_section_in_report_html(thumbs):
     records = list(runs[0].records.values())
     plain = render_report(records)
     assert 'id="violin-compare"' not in plain
-    html = render_report(records, run_comparison=make_comparison(runs))
+    html = render_report(records, runs_comparison=make_comparison(runs))
     section = comparison_section(make_comparison(runs))
     assert section in html and "<script" not in section
     assert html.count("<script>") == 1 and "&lt;script&gt;" in section
+
+
+def test_end_to_end_from_results_json_through_load_run_and_build(thumbs, tmp_path):
+    from pytest_violin.compare.paper import published_rows
+    from pytest_violin.compare.runs import load_run
+    from pytest_violin.compare.table import build
+    from pytest_violin.report.json_report import write_results_json
+
+    def color(i, value, outcome):
+        m = {"rgb_ed": value, "lab_00": value, "sd": value, "ced": value, "hf": value, "mean": value}
+        return {"sample_id": f"color/v1/s{i}", "suite": "violin", "task": "color", "variation": "v1",
+                "prompt": f"{EVIL} {i}", "metrics": m, "failed": [] if outcome == "passed" else ["sd"],
+                "outcome": outcome, "error": None, "extra": {"thumbnails": thumbs}}
+
+    meta = {"suite": "violin", "profile": "violin", "package_version": "1", "fingerprint": "f"}
+    write_results_json(tmp_path / "a" / "results.json", [color(i, 0.05, "passed") for i in range(6)],
+                       metadata={**meta, "adapter": "model-a"})
+    write_results_json(tmp_path / "b" / "results.json",
+                       [color(i, 0.2 + 0.01 * i, "failed" if i % 2 else "passed") for i in range(5)],
+                       metadata={**meta, "adapter": EVIL})
+    runs = [load_run(str(tmp_path / "a")), load_run(str(tmp_path / "b" / "results.json"))]
+    comparison = build(runs, paper=published_rows(), resamples=200)
+    html = write_html(tmp_path / "compare.html", comparison, runs).read_text(encoding="utf-8")
+    assert "<script>alert" not in html and "model-a" in html
+    assert '<span class="badge paper">paper</span>' in html  # Table 1 rows beside the runs
+    assert "model-a beats" in html  # a is better on every sample: significant
+    rows = re.findall(r'<tr class="s"[^>]*>.*?</tr>', html, flags=re.S)
+    assert len(rows) == 5  # the sample b lacks is left out
+    assert [('data-disagree="1"' in r) for r in rows] == [True, True, False, False, False]
+    # results.json drops the thumbnails: the gallery shows placeholders, not broken images
+    assert "<img" not in html and html.count('class="ph">no image<') == 5 * 3

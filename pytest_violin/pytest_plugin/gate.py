@@ -278,7 +278,7 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
         s.report.mkdir(parents=True, exist_ok=True)
         write_results_json(s.report / "results.json", results, **kwargs)
         write_summary(s.report / "summary.md", results, runs_comparison=s.runs_comparison, **kwargs)
-        write_html(s.report / "report.html", results, **kwargs)
+        write_html(s.report / "report.html", results, runs_comparison=s.runs_comparison, **kwargs)
         s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md)")
     except OSError as exc:
         s.messages.append(f"reports NOT written to {s.report}: {exc}")

@@ -262,7 +262,7 @@ def _sample_row(rec, budget, newly_failing) -> tuple[str, int]:
 
 
 def render_html(results, *, metadata=None, comparison=None, aggregates=None,
-                thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET, run_comparison=None) -> str:
+                thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET, runs_comparison=None) -> str:
     """Render the report page.
 
     Parameters
@@ -279,7 +279,7 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         Precomputed :func:`pytest_violin.gating.aggregate_records`.
     thumbnail_budget : int, optional
         Most bytes of thumbnails to embed (failures get theirs first).
-    run_comparison : pytest_violin.compare.model.Comparison, optional
+    runs_comparison : pytest_violin.compare.model.Comparison, optional
         ``--violin-compare``: this run beside other runs (and the paper),
         shown after the summary.
 
@@ -310,10 +310,10 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
     if comparison is not None:
         parts.append(_gate_html(comparison))
     parts.append(_summary_html(agg, groups))
-    if run_comparison is not None:
+    if runs_comparison is not None:
         from ..compare.html import comparison_section
 
-        parts.append(comparison_section(run_comparison))
+        parts.append(comparison_section(runs_comparison))
 
     tasks = sorted({str(r.get("task", "")) for r in records})
     options = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in tasks)
