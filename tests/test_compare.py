@@ -141,6 +141,15 @@ def test_rows_follow_the_paper_layout_with_pass_rate_n_and_pairwise_intervals(tw
         assert p.delta > 0 and p.ci_low <= p.delta <= p.ci_high
 
 
+def test_a_run_against_itself_is_stated_not_significant(made):
+    runs = [load_run(str(made / "oracle"), label="a"), load_run(str(made / "oracle"), label="b|c")]
+    comp = build(runs, resamples=50)
+    assert comp.pairs and not any(p.significant for p in comp.pairs)
+    md = render(comp, "md")
+    assert "b\\|c - a on color mean: +0.000 [+0.000, +0.000]" in md
+    assert md.count("not significant") == len(comp.pairs)
+
+
 def test_only_shared_samples_are_compared_and_the_dropped_ones_are_stated(made, two, tmp_path):
     short = _copy_results(made, tmp_path, "short.json", lambda d: d["samples"].__delitem__(slice(0, 3)))
     runs = [two[0], load_run(str(short), label="short")]

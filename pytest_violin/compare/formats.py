@@ -90,15 +90,18 @@ def _notes(comparison) -> list:
     return lines
 
 
-def _pair_lines(comparison) -> list:
-    """``"B vs A on shape: -0.012 [-0.020, -0.004] (n=23), B better"`` (lower is better)."""
+def _pair_lines(comparison, esc=printable) -> list:
+    """``"B - A on shape mean: -0.012 [-0.020, -0.004] (...), B better"`` (lower is better).
+
+    ``esc`` escapes the labels and task for the output format.
+    """
     out = []
     for p in comparison.pairs:
         if not p.significant:
             verdict = "not significant"
         else:
-            verdict = f"{printable(p.b)} better" if p.delta < 0 else f"{printable(p.a)} better"
-        out.append(f"{printable(p.b)} - {printable(p.a)} on {printable(p.task)} mean: "
+            verdict = f"{esc(p.b)} better" if p.delta < 0 else f"{esc(p.a)} better"
+        out.append(f"{esc(p.b)} - {esc(p.a)} on {esc(p.task)} mean: "
                    f"{fmt_signed(p.delta)} [{fmt_signed(p.ci_low)}, {fmt_signed(p.ci_high)}] "
                    f"(95% paired bootstrap, n={p.n}), {verdict}")
     return out
@@ -164,11 +167,11 @@ def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
             out.append(f"| {_md(_var(r.variation))} | {label} | "
                        + " | ".join(_cells(r, metrics)) + " |")
         out.append("")
-    pairs = _pair_lines(comparison)
+    pairs = _pair_lines(comparison, _md)
     if pairs:
         out.append("Pairwise differences of task means (lower is better):")
         out.append("")
-        out.extend(f"- {_md(p)}" for p in pairs)
+        out.extend(f"- {p}" for p in pairs)
         out.append("")
     return "\n".join(out)
 
@@ -239,10 +242,10 @@ def _latex(comparison) -> str:
     for task in _tasks(comparison):
         out.append("")
         out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task]))
-    pairs = _pair_lines(comparison)
+    pairs = _pair_lines(comparison, _tex)
     if pairs:
         out.append("")
-        out.extend("% " + _tex(p) for p in pairs)
+        out.extend("% " + p for p in pairs)
     return "\n".join(out) + "\n"
 
 
