@@ -188,3 +188,42 @@ def test_end_to_end_from_results_json_through_load_run_and_build(thumbs, tmp_pat
     assert [('data-disagree="1"' in r) for r in rows] == [True, True, False, False, False]
     # results.json drops the thumbnails: the gallery shows placeholders, not broken images
     assert "<img" not in html and html.count('class="ph">no image<') == 5 * 3
+
+
+def test_missing_pictures_are_made_for_the_first_rows(tmp_path):
+    """results.json keeps no thumbnails: the expected image comes from the built-in suite the run
+    names, a dir: run's image from its folder (never through a link out of it)."""
+    import cv2
+
+    from pytest_violin.models.directory import output_path
+    from pytest_violin.suite import load_suite
+
+    samples = load_suite("violin", limit=4)
+    folder = tmp_path / "saved"
+    for s in samples[:2]:
+        path = output_path(folder, s.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(path), s.expected()[:, :, ::-1])
+    outside = tmp_path / "outside.png"
+    cv2.imwrite(str(outside), samples[2].expected()[:, :, ::-1])
+    link = output_path(folder, samples[2].id)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside)
+
+    def recs(outcome):
+        return {s.id: {"sample_id": s.id, "task": s.task, "variation": s.variation, "outcome": outcome,
+                       "prompt": s.prompt, "metrics": {"mean": 0.1}, "failed": []} for s in samples}
+
+    runs = [Run("report", "r/results.json", "results", {"suite": "violin"}, recs("passed")),
+            Run("saved", f"dir:{folder}", "dir", {"suite": "violin"}, recs("failed"))]
+    comparison = Comparison(runs=runs, rows=[], shared=4)
+    html = render_html(comparison, runs)
+    rows = re.findall(r'<tr class="s"[^>]*>.*?</tr>', html, flags=re.S)
+    assert [r.count('alt="expected"') for r in rows] == [1, 1, 1, 1]
+    assert [r.count('alt="saved"') for r in rows] == [1, 1, 0, 0]  # no picture through the link
+    assert render_html(comparison, runs, render_limit=0).count("<img") == 0
+    assert render_html(comparison, runs, render_limit=1).count("<img") == 2
+    # a suite named by the run that is not a built-in one is never loaded
+    for run in runs:
+        run.metadata["suite"] = str(tmp_path)
+    assert render_html(comparison, runs).count('alt="expected"') == 0

@@ -27,7 +27,7 @@ from .._fs import atomic_write
 from ..report.json_report import fmt, fmt_pct, fmt_signed, metric_names
 from ..report.svg import PALETTE, bar_chart
 
-__all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
+__all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
 
 #: Bytes of thumbnail data URIs embedded at most (the report's budget);
@@ -36,6 +36,14 @@ DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 #: Gallery rows at most (a full suite is 7,745 samples).
 DEFAULT_MAX_SAMPLES = 20_000
+
+#: Gallery rows (disagreements and failures first) whose missing pictures are
+#: made here: the expected image rendered from the built-in suite the run
+#: names, and a ``dir:`` run's saved image read from its folder.
+#: results.json carries no thumbnails (``--violin-report`` drops them), so
+#: without this the gallery of report folders would be placeholders only.
+#: About 1.5 ms per expected image and a few ms per saved image.
+DEFAULT_RENDER_LIMIT = 500
 
 _DATA_URI = re.compile(r"^data:image/(png|jpeg);base64,[A-Za-z0-9+/]+=*$")
 
@@ -245,6 +253,50 @@ def _thumb(rec, key) -> str | None:
     return uri if isinstance(uri, str) and _DATA_URI.match(uri) else None
 
 
+def _suite_samples(runs) -> dict:
+    """Sample id -> Sample of the built-in suites the runs name (never a path read from a run)."""
+    from ..errors import ViolinError
+    from ..suite import SUITES, load_suite
+
+    out: dict = {}
+    for name in _order(str((run.metadata or {}).get("suite") or "") for run in runs):
+        if name in SUITES:
+            try:
+                out.update((sample.id, sample) for sample in load_suite(name))
+            except ViolinError:
+                continue
+    return out
+
+
+def _rendered_expected(sample) -> str | None:
+    from ..errors import ViolinError
+    from ..report.thumbnails import data_uri, thumbnail
+
+    try:
+        return data_uri(thumbnail(sample.expected()))
+    except (ViolinError, ValueError):
+        return None
+
+
+def _saved_image(run, sid) -> str | None:
+    """Thumbnail of a ``dir:`` run's saved image of ``sid`` (inside its folder only)."""
+    from ..errors import ViolinError
+    from ..imaging import as_rgb8
+    from ..models.directory import output_path
+    from ..report.thumbnails import data_uri, thumbnail
+
+    if run.kind != "dir" or not str(run.source).startswith("dir:"):
+        return None
+    root = Path(str(run.source)[4:])
+    try:
+        path = output_path(root, sid)
+        if not path.is_file() or not path.resolve().is_relative_to(root.resolve()):
+            return None
+        return data_uri(thumbnail(as_rgb8(path)))
+    except (ViolinError, OSError, ValueError):
+        return None
+
+
 def _badge(outcome) -> str:
     cls = {"passed": "pass", "error": "err", "refused": "ref"}.get(outcome, "fail")
     return f'<span class="badge {cls}">{_e(outcome)}</span>'
@@ -273,12 +325,14 @@ def _sample_state(sid, runs) -> tuple[bool, bool]:
     return failing, failing and "passed" in outcomes
 
 
-def _gallery_row(sid, runs, budget: int) -> tuple[str, int]:
+def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> tuple[str, int]:
     held = [run.records.get(sid) for run in runs]
     first = next(r for r in held if r is not None)
     failing, disagree = _sample_state(sid, runs)
     used = 0
     expected = next((u for u in (_thumb(r, "expected") for r in held if r) if u), None)
+    if expected is None and render and sample is not None:
+        expected = _rendered_expected(sample)
     cells = []
     if expected and len(expected) <= budget:
         used += len(expected)
@@ -289,7 +343,7 @@ def _gallery_row(sid, runs, budget: int) -> tuple[str, int]:
         if rec is None:
             cells.append('<td class="img"><span class="ph">not in run</span><div class="muted">-</div></td>')
             continue
-        uri = _thumb(rec, "generated")
+        uri = _thumb(rec, "generated") or (_saved_image(run, sid) if render else None)
         if uri and used + len(uri) <= budget:
             used += len(uri)
             pic = f'<img src="{uri}" alt="{_e(run.label)}">'
@@ -308,7 +362,7 @@ def _gallery_row(sid, runs, budget: int) -> tuple[str, int]:
     return html, used
 
 
-def _gallery(comparison, runs, budget: int, max_samples: int) -> str:
+def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> str:
     ids = _sample_ids(runs, bool(comparison.all_samples))
     states = {sid: _sample_state(sid, runs) for sid in ids}
     # failures first: disagreements, then samples every run fails, then passes
@@ -331,8 +385,9 @@ def _gallery(comparison, runs, budget: int, max_samples: int) -> str:
            f'<table class="gallery"><tr><th>sample</th><th>prompt</th><th>expected</th>{heads}</tr>']
     left = int(budget)
     without = 0
-    for sid in ids[:max_samples]:
-        html, used = _gallery_row(sid, runs, left)
+    samples = _suite_samples(runs) if render_limit > 0 else {}
+    for i, sid in enumerate(ids[:max_samples]):
+        html, used = _gallery_row(sid, runs, left, samples.get(sid), i < render_limit)
         left -= used
         without += html.count('class="ph">no image<')
         out.append(html)
@@ -341,9 +396,10 @@ def _gallery(comparison, runs, budget: int, max_samples: int) -> str:
         out.append(f'<p class="muted">{len(ids) - max_samples} more sample(s) not shown: the page '
                    f"lists at most {max_samples:,}, failures and disagreements first.</p>")
     if left <= 0 or without:
-        out.append(f'<p class="muted">{without} picture(s) shown as placeholders: the run has no '
-                   f"thumbnail or the page keeps at most {int(budget):,} bytes of pictures, "
-                   "disagreements and failures first.</p>")
+        out.append(f'<p class="muted">{without} picture(s) shown as placeholders: the run carries '
+                   f"no thumbnail (results.json keeps none) and the row is past the first "
+                   f"{int(render_limit):,} whose pictures are made here, or the page keeps at most "
+                   f"{int(budget):,} bytes of pictures, disagreements and failures first.</p>")
     return "\n".join(out)
 
 
@@ -362,7 +418,7 @@ def _run_facts(runs) -> str:
 
 
 def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET,
-                max_samples: int = DEFAULT_MAX_SAMPLES) -> str:
+                max_samples: int = DEFAULT_MAX_SAMPLES, render_limit: int = DEFAULT_RENDER_LIMIT) -> str:
     """Render the comparison page.
 
     Parameters
@@ -377,6 +433,10 @@ def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBN
         get theirs first); the rest show placeholders.
     max_samples : int, optional
         Most gallery rows.
+    render_limit : int, optional
+        For the first ``render_limit`` gallery rows, pictures the records
+        lack are made here: the expected image from the built-in suite the
+        run names, a ``dir:`` run's image from its folder (0: never).
 
     Returns
     -------
@@ -392,7 +452,7 @@ def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBN
              f"<style>{_CSS}</style></head><body>",
              "<h1>pytest-violin comparison</h1>", _run_facts(runs),
              comparison_section(comparison, heading="Tables"),
-             _gallery(comparison, runs, int(thumbnail_budget), int(max_samples)),
+             _gallery(comparison, runs, int(thumbnail_budget), int(max_samples), int(render_limit)),
              f"<script>{_JS}</script></body></html>\n"]
     return "\n".join(parts)
 
