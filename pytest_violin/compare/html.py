@@ -53,7 +53,7 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:24px 0 8px;border-bott
 h3{font-size:15px;margin:16px 0 6px}
 table{border-collapse:collapse;margin:4px 0 12px}th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}
 th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.total td{font-weight:600;background:#fafafa}tr.pub td{color:#555;font-style:italic}
+tr.total td{background:#f2f2f2}tr.pub td{color:#555;font-style:italic}
 tr.gstart td{border-top:2px solid #bbb}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;font-weight:600}
 .pass{background:#d9f2dd;color:#17692a}.fail{background:#fbd9d7;color:#a1190f}.err{background:#5b0d07;color:#fff}
