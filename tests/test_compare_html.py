@@ -227,3 +227,21 @@ def test_missing_pictures_are_made_for_the_first_rows(tmp_path):
     for run in runs:
         run.metadata["suite"] = str(tmp_path)
     assert render_html(comparison, runs).count('alt="expected"') == 0
+
+
+CHROMIUM = next((p for p in map(__import__("shutil").which, ("chromium", "chromium-browser")) if p), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)")
+def test_page_runs_in_headless_chromium_without_console_errors(thumbs, tmp_path):
+    import subprocess
+
+    runs = make_runs(thumbs, hostile=True)
+    page = write_html(tmp_path / "compare.html", make_comparison(runs), runs)
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # the pinned script ran (it fills the counter), and nothing was blocked or thrown
+    assert "4 of 4 samples shown" in proc.stdout
+    assert ":CONSOLE" not in proc.stderr, proc.stderr[-2000:]
