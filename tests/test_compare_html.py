@@ -245,3 +245,21 @@ def test_page_runs_in_headless_chromium_without_console_errors(thumbs, tmp_path)
     # the pinned script ran (it fills the counter), and nothing was blocked or thrown
     assert "4 of 4 samples shown" in proc.stdout
     assert ":CONSOLE" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_report_folders_bring_their_thumbnails_to_the_gallery(pytester):
+    # results.json leaves thumbnails out; --violin-report writes them beside it
+    # (thumbnails.json), and load_run gives them back to the records
+    from pytest_violin.compare.runs import load_run
+
+    pytester.makepyfile(noisy_model=(
+        "import numpy as np\n"
+        "def generate(request):\n"
+        "    img = request.sample.expected().astype(np.int16)\n"
+        "    return np.clip(img + 40, 0, 255).astype(np.uint8)\n"))
+    pytester.runpytest("--violin-model=python:noisy_model:generate", "--violin-tasks=color",
+                       "--violin-limit=4", "--violin-report=rep", "-p", "no:cacheprovider")
+    assert (pytester.path / "rep" / "thumbnails.json").is_file()
+    run = load_run(str(pytester.path / "rep"))
+    thumbs = [r["extra"]["thumbnails"] for r in run.records.values() if (r.get("extra") or {}).get("thumbnails")]
+    assert len(thumbs) == 4 and all(t["generated"].startswith("data:image/png;base64,") for t in thumbs)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import BaselineError, InvalidArgumentError, ViolinError
+from ..report.json_report import THUMBNAILS_FILE
 from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
@@ -181,8 +182,37 @@ def _from_results(path: Path, doc, label) -> Run:
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
     records = _records(path, doc.get("samples"), "sample_id", suite)
+    _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
     return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
                kind="results", metadata=meta, records=records)
+
+
+def _attach_thumbnails(path: Path, records: dict) -> None:
+    """Give the records the thumbnails ``--violin-report`` wrote beside results.json (for the gallery).
+
+    Optional and bounded: a missing, oversized or malformed file leaves the
+    records as they are; only ``data:image/png;base64`` strings are taken.
+    """
+    if not path.is_file():
+        return
+    try:
+        doc = _read_json(path)
+    except InvalidArgumentError:
+        return
+    thumbs = doc.get("thumbnails") if isinstance(doc, dict) else None
+    if not isinstance(thumbs, dict):
+        return
+    for sid, uris in thumbs.items():
+        rec = records.get(sid)
+        if rec is None or not isinstance(uris, dict):
+            continue
+        clean = {k: v for k, v in uris.items() if k in ("expected", "generated", "diff")
+                 and isinstance(v, str) and v.startswith("data:image/png;base64,")}
+        if clean:
+            extra = rec.get("extra")
+            if not isinstance(extra, dict):
+                extra = rec["extra"] = {}
+            extra["thumbnails"] = clean
 
 
 def _from_baseline(path: Path, doc, label) -> Run:

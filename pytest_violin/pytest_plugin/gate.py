@@ -257,7 +257,7 @@ def pytest_violin_session_results(config, store):
 
 def _write_reports(s: GateState, results, current, *, price: float | None = None) -> None:
     from ..report.html import write_html
-    from ..report.json_report import write_results_json
+    from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
     from ..report.markdown import write_summary
 
     meta = dict(current["metadata"])
@@ -277,9 +277,11 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     try:
         s.report.mkdir(parents=True, exist_ok=True)
         write_results_json(s.report / "results.json", results, **kwargs)
+        write_thumbnails_json(s.report / THUMBNAILS_FILE, results)
         write_summary(s.report / "summary.md", results, runs_comparison=s.runs_comparison, **kwargs)
         write_html(s.report / "report.html", results, runs_comparison=s.runs_comparison, **kwargs)
-        s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md)")
+        s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md, "
+                          f"{THUMBNAILS_FILE})")
     except OSError as exc:
         s.messages.append(f"reports NOT written to {s.report}: {exc}")
 

@@ -16,6 +16,8 @@ from .._fs import atomic_write
 from ..gating import aggregate_records, as_record
 
 __all__ = [
+    "THUMBNAILS_FILE",
+    "write_thumbnails_json",
     "RESULTS_FORMAT",
     "RESULTS_SCHEMA_VERSION",
     "build_results",
@@ -223,3 +225,35 @@ def write_results_json(path, results, **kwargs) -> Path:
     doc = build_results(results, **kwargs)
     # compact separators keep json's C encoder (an indent falls back to pure Python)
     return atomic_write(path, json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
+
+
+#: File name of the thumbnails written beside results.json.
+THUMBNAILS_FILE = "thumbnails.json"
+
+#: Bytes of thumbnail data URIs written at most (the HTML report's budget).
+THUMBNAILS_BUDGET = 35_000_000
+
+
+def write_thumbnails_json(path, results, *, budget: int = THUMBNAILS_BUDGET) -> Path:
+    """Write the samples' thumbnails (``{sample_id: {"expected", "generated", "diff"}}``) to ``path``.
+
+    results.json leaves them out (they are plumbing for the HTML); a
+    comparison of report folders (``python -m pytest_violin compare``) reads
+    them from here for its gallery. Failures first; samples past ``budget``
+    bytes of data URIs are left out.
+    """
+    records = records_of(results, keep_thumbnails=True)
+    records.sort(key=lambda r: r.get("outcome") == "passed")
+    out, used = {}, 0
+    for rec in records:
+        thumbs = (rec.get("extra") or {}).get("thumbnails")
+        if not isinstance(thumbs, dict) or not thumbs:
+            continue
+        uris = {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and isinstance(v, str)}
+        size = sum(len(v) for v in uris.values())
+        if not uris or used + size > budget:
+            continue
+        out[str(rec.get("sample_id") or rec.get("id"))] = uris
+        used += size
+    return atomic_write(path, json.dumps({"format": "pytest-violin-thumbnails", "thumbnails": out},
+                                         separators=(",", ":")))
