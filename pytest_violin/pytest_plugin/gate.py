@@ -250,9 +250,8 @@ def pytest_violin_session_results(config, store):
             except BaselineError as exc:
                 s.messages.append(f"baseline NOT written: {exc}")
     if s.report is not None:
-        from .options import read_option
-
-        _write_reports(s, results, current, price=read_option(config, "price")[0])
+        state = config.stash.get(STATE_KEY, None)
+        _write_reports(s, results, current, price=state.settings.price if state is not None else None)
 
 
 def _write_reports(s: GateState, results, current, *, price: float | None = None) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..report.text import format_usd
 
-__all__ = ["Plan", "cost_limit_message", "estimated_cost", "format_usd", "money_options", "plan_generations"]
+__all__ = ["Plan", "cost_limit_message", "estimated_cost", "format_usd", "plan_generations"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
 _TOLERANCE = 1e-9
@@ -92,28 +92,6 @@ def estimated_cost(generations: int, price: float | None) -> float | None:
     if price is None:
         return None
     return float(generations) * float(price)
-
-
-def money_options(config) -> tuple[float | None, float | None]:
-    """``(price, max_cost)`` from ``--violin-price`` and ``--violin-max-cost`` (or their ini keys).
-
-    Raises
-    ------
-    pytest.UsageError
-        ``--violin-max-cost`` without a price: there would be no estimate to
-        hold it against, and a cap that cannot trip must not look like one.
-    """
-    import pytest
-
-    from .options import read_option
-
-    price = read_option(config, "price")[0]
-    max_cost = read_option(config, "max_cost")[0]
-    if max_cost is not None and price is None:
-        raise pytest.UsageError(
-            f"--violin-max-cost={max_cost:g} needs a price to estimate the cost against; accepted: "
-            f"--violin-price=USD (per image, e.g. --violin-price=0.04) beside it, or no --violin-max-cost")
-    return (None if price is None else float(price)), (None if max_cost is None else float(max_cost))
 
 
 def cost_limit_message(plan: Plan, max_cost: float) -> str | None:

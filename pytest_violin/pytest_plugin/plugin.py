@@ -267,9 +267,9 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
         When the uncached generations exceed the limit, or their estimated
         cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
     """
-    from .planning import cost_limit_message, money_options, plan_generations
+    from .planning import cost_limit_message, plan_generations
 
-    price, max_cost = money_options(config)
+    price, max_cost = state.settings.price, state.settings.max_cost
     plan = plan_generations(state, samples, price=price)
     limit = state.settings.max_calls
     if not state.settings.max_calls_given and state.network:
@@ -407,7 +407,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if state is None or not len(state.store):
         return
     from ..report.terminal import write_summary
-    from .options import read_option
 
-    write_summary(terminalreporter, state.store, settings=state.settings,
-                  price=read_option(config, "price")[0])
+    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price)

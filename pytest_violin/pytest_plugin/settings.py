@@ -49,6 +49,8 @@ class ViolinSettings:
     max_calls: int | None = None
     max_calls_given: bool = False
     max_answer_mb: int = DEFAULT_MAX_ANSWER_MB
+    price: float | None = None
+    max_cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def parse_settings(config) -> ViolinSettings:
     for name in ("model", "suite", "tasks", "limit", "seed", "profile", "repeats", "pass_rule",
                  "save_outputs", "concurrency", "timeout", "retries", "request_template",
                  "response_path", "cache_dir", "no_cache", "max_calls", "max_answer_mb", "threshold",
-                 "header"):
+                 "header", "price", "max_cost"):
         values[name], from_ini[name] = read_option(config, name)
     save_outputs = values["save_outputs"]
     if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
@@ -99,6 +101,12 @@ def parse_settings(config) -> ViolinSettings:
         raise _usage(config, "cache_dir", f"{str(cache_dir)!r} is not a directory",
                      "a directory path (created if missing)")
     max_calls = values["max_calls"]  # None: the adapter's default; inf: 'none', no limit
+    if values["max_cost"] is not None and values["price"] is None:
+        # a cap with no estimate to hold it against would look like a cap and never trip
+        raise pytest.UsageError(
+            f"--violin-max-cost={values['max_cost']:g} needs a price to estimate the cost against; "
+            f"accepted: --violin-price=USD (per image, e.g. --violin-price=0.04) beside it, or no "
+            f"--violin-max-cost")
     return ViolinSettings(
         model=values["model"], model_from_ini=from_ini["model"], suite=values["suite"],
         suite_from_ini=from_ini["suite"], tasks=values["tasks"], limit=values["limit"],
@@ -109,6 +117,8 @@ def parse_settings(config) -> ViolinSettings:
         thresholds=values["threshold"], headers=values["header"],
         max_calls=None if max_calls in (None, math.inf) else int(max_calls),
         max_calls_given=max_calls is not None, max_answer_mb=values["max_answer_mb"],
+        price=None if values["price"] is None else float(values["price"]),
+        max_cost=None if values["max_cost"] is None else float(values["max_cost"]),
     )
 
 
