@@ -81,10 +81,8 @@ def _load_compare_runs(config, state: GateState) -> None:
     """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
     from ..compare.runs import load_run
     from ..errors import ViolinError
-    from .options import read_option
 
-    specs, _ = read_option(config, "compare")
-    for spec in specs:
+    for spec in state.settings.compare:
         if spec == "paper":
             state.compare_paper = True
             continue

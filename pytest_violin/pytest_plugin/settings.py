@@ -62,6 +62,7 @@ class GateSettings:
     baseline_label: str | None = None
     max_regression: float = DEFAULT_MAX_REGRESSION
     report: Path | None = None
+    compare: tuple = ()
 
     @property
     def active(self) -> bool:
@@ -133,6 +134,7 @@ def parse_gate_settings(config) -> GateSettings:
         raise _usage(config, "report", f"{str(report)!r} is a file", "a directory (created if missing)")
     baseline, _ = read_option(config, "baseline")
     max_regression, _ = read_option(config, "max_regression")
-    return GateSettings(save_baseline=save, baseline=baseline,
+    compare, _ = read_option(config, "compare")
+    return GateSettings(save_baseline=save, baseline=baseline, compare=tuple(compare),
                         baseline_label=None if baseline is None else _raw_text(config, "baseline"),
                         max_regression=float(max_regression), report=report)
