@@ -8,6 +8,8 @@ everywhere.
 
 from __future__ import annotations
 
+import base64
+
 import io
 import math
 import os
@@ -27,6 +29,8 @@ from .errors import ImageSizeMismatchError, InvalidImageError
 
 __all__ = [
     "MAX_PIXELS",
+    "png_base64",
+    "png_data_uri",
     "MAX_DECODED_BYTES",
     "DECODE_BUDGET_BYTES",
     "ACCEPTED_INPUTS",
@@ -597,6 +601,16 @@ def encode_png(image, *, compression: int = 1) -> bytes:
     if not ok:  # pragma: no cover - OpenCV only fails on invalid input
         raise InvalidImageError("PNG encoding failed")
     return buf.tobytes()
+
+
+def png_base64(image) -> str:
+    """An image (anything :func:`as_rgb8` accepts) as base64 PNG text, as image APIs take inputs."""
+    return base64.b64encode(encode_png(image)).decode("ascii")
+
+
+def png_data_uri(image) -> str:
+    """An image as a ``data:image/png;base64,...`` URI."""
+    return "data:image/png;base64," + png_base64(image)
 
 
 def resize_rgb8(image: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -20,22 +20,17 @@ Other ``?name=value`` parameters are added to every body, typed
 
 from __future__ import annotations
 
-import base64
 
 from .transport.credentials import check_url
 from .transport.decode import image_from_response
 from .transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_base64
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 
 __all__ = ["A1111Adapter", "create"]
-
-
-def _b64png(image) -> str:
-    return base64.b64encode(encode_png(image)).decode("ascii")
 
 
 class A1111Adapter:
@@ -83,9 +78,9 @@ class A1111Adapter:
         path = "/sdapi/v1/txt2img"
         if request.images:
             path = "/sdapi/v1/img2img"
-            body["init_images"] = [_b64png(request.images[0])]
+            body["init_images"] = [png_base64(request.images[0])]
             if self.send_mask and request.task == "mask" and len(request.images) >= 2:
-                body["mask"] = _b64png(request.images[1])
+                body["mask"] = png_base64(request.images[1])
                 body["inpainting_mask_invert"] = 1
         body.update(self.params)
         return path, body

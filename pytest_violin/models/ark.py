@@ -29,13 +29,12 @@ seed out (the sample's seed is sent by default).
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
 
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_data_uri
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
@@ -162,10 +161,7 @@ class ArkAdapter:
         if not self.send_seed:
             del body["seed"]
         if request.images:
-            uris = [
-                "data:image/png;base64," + base64.b64encode(encode_png(img)).decode("ascii")
-                for img in request.images
-            ]
+            uris = [png_data_uri(img) for img in request.images]
             body["image"] = uris[0] if len(uris) == 1 else uris
         body.update(self.params)
         return body

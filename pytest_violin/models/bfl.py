@@ -26,14 +26,13 @@ polling, and the job finishes (and is billed) on BFL's side.
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
 from urllib.parse import quote, urlsplit
 
 from ..errors import GenerationError, ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_base64
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
@@ -171,7 +170,7 @@ class BflAdapter:
                                       f"this sample has {len(images)}")
             for i, image in enumerate(images):
                 name = "input_image" if i == 0 else f"input_image_{i + 1}"
-                body[name] = base64.b64encode(encode_png(image)).decode("ascii")
+                body[name] = png_base64(image)
         body.update(self.params)
         return body
 

@@ -26,12 +26,11 @@ rebuilt from the base, the app's ``owner/name`` and the request id.
 
 from __future__ import annotations
 
-import base64
 import re
 from urllib.parse import quote, urlsplit
 
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from ._params import format_params, split_params
 from .bfl import first_wait_of, json_answer, same_origin
@@ -129,8 +128,7 @@ class FalAdapter:
             "num_images": 1,
             "output_format": "png",
         }
-        images = [f"data:image/png;base64,{base64.b64encode(encode_png(img)).decode('ascii')}"
-                  for img in (request.images or ())]
+        images = [png_data_uri(img) for img in (request.images or ())]
         if images:
             body[self.image_field] = images if self.image_field.endswith("s") else images[0]
         body.update(self.params)

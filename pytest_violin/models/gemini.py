@@ -36,7 +36,7 @@ import re
 from urllib.parse import quote
 
 from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
-from ..imaging import decode_image, encode_png
+from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
 from ._params import format_params, split_params
 from .request import GenerationRequest
@@ -216,7 +216,7 @@ class GeminiAdapter:
         for image in request.images:
             parts.append({"inlineData": {
                 "mimeType": "image/png",
-                "data": base64.b64encode(encode_png(image)).decode("ascii"),
+                "data": png_base64(image),
             }})
         image_config = {"aspectRatio": nearest_aspect_ratio(int(request.width), int(request.height))}
         if "image_size" in self.params:

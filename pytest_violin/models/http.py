@@ -28,7 +28,6 @@ without credentials.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -41,7 +40,7 @@ from .transport.decode import _walk, image_from_response, parse_response_path
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
 from .transport.jobs import JobStates, poll_job
 from ..errors import GenerationError, ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_base64
 from ..redaction import redact_url
 from .request import GenerationRequest
 
@@ -66,7 +65,7 @@ _NAME = re.compile(r"^([a-z_]+)(?:\[(\d+)\])?$")
 
 def encode_inputs(request: GenerationRequest) -> list[str]:
     """The request's input images as base64 PNG strings."""
-    return [base64.b64encode(encode_png(img)).decode("ascii") for img in request.images]
+    return [png_base64(img) for img in request.images]
 
 
 def request_fields(request: GenerationRequest) -> dict:

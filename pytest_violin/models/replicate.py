@@ -31,14 +31,13 @@ error names a safety filter (:data:`REFUSAL_WORDS`), ends as
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import threading
 from pathlib import Path
 
 from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
-from ..imaging import encode_png
+from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
 from ._params import format_params, split_params
 from .http import RequestTemplate
@@ -110,11 +109,6 @@ def first_wait(answer: HttpResult, default: float, cap: float) -> float:
     return default if hint is None else min(max(hint, 0.01), cap)
 
 
-def data_uri(image) -> str:
-    """``image`` (RGB uint8) as a ``data:image/png;base64,...`` URI."""
-    return "data:image/png;base64," + base64.b64encode(encode_png(image)).decode("ascii")
-
-
 def _drop_missing(node):
     if isinstance(node, dict):
         return {k: _drop_missing(v) for k, v in node.items() if v is not None}
@@ -164,7 +158,7 @@ class ReplicateAdapter:
 
     def body(self, request: GenerationRequest) -> dict:
         """The JSON body that creates the prediction for ``request``."""
-        images = [data_uri(img) for img in request.images] if self.template._uses_images() else []
+        images = [png_data_uri(img) for img in request.images] if self.template._uses_images() else []
         body = {"input": _drop_missing(self.template.render(request, images))}
         if self.version:
             body["version"] = self.version
