@@ -19,13 +19,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-import re
 from html import escape
 from pathlib import Path
 
 from .._fs import atomic_write
 from ..report.json_report import fmt, fmt_pct, fmt_signed, metric_names
 from ..report.svg import PALETTE, bar_chart
+from ..report.text import is_image_data_uri
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
@@ -45,7 +45,6 @@ DEFAULT_MAX_SAMPLES = 20_000
 #: About 1.5 ms per expected image and a few ms per saved image.
 DEFAULT_RENDER_LIMIT = 500
 
-_DATA_URI = re.compile(r"^data:image/(png|jpeg);base64,[A-Za-z0-9+/]+=*$")
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1400px;padding:16px;color:#222}
@@ -250,7 +249,7 @@ def _thumb(rec, key) -> str | None:
     if not isinstance(thumbs, dict):
         return None
     uri = thumbs.get(key)
-    return uri if isinstance(uri, str) and _DATA_URI.match(uri) else None
+    return uri if is_image_data_uri(uri) else None
 
 
 def _suite_samples(runs) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import BaselineError, InvalidArgumentError, ViolinError
 from ..report.json_report import THUMBNAILS_FILE
+from ..report.text import is_image_data_uri
 from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
@@ -207,7 +208,7 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
         if rec is None or not isinstance(uris, dict):
             continue
         clean = {k: v for k, v in uris.items() if k in ("expected", "generated", "diff")
-                 and isinstance(v, str) and v.startswith("data:image/png;base64,")}
+                 and is_image_data_uri(v)}
         if clean:
             extra = rec.get("extra")
             if not isinstance(extra, dict):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 from html import escape
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from ..gating import aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
 from .svg import bar_chart
+from .text import is_image_data_uri
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
 
@@ -31,7 +31,6 @@ __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
 #: a real model's noisy images well under 50 MB.
 DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
-_DATA_URI = re.compile(r"^data:image/(png|jpeg);base64,[A-Za-z0-9+/]+=*$")
 
 _CSS = """
 body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1240px;padding:16px;color:#222}
@@ -214,7 +213,7 @@ def _thumbs(rec, budget) -> tuple[str, int]:
     if not isinstance(thumbs, dict) or not thumbs:
         return "", 0
     uris = [(k, thumbs.get(k)) for k in ("expected", "generated", "diff")]
-    uris = [(k, u) for k, u in uris if isinstance(u, str) and _DATA_URI.match(u)]
+    uris = [(k, u) for k, u in uris if is_image_data_uri(u)]
     size = sum(len(u) for _, u in uris)
     if not uris or size > budget:
         return "", 0

@@ -52,3 +52,15 @@ def format_usd(amount: float | None) -> str:
     if amount == 0 or abs(amount) >= 0.01:
         return f"${amount:,.2f}"
     return f"${amount:.4g}"
+
+
+_IMAGE_DATA_URI = re.compile(r"^data:image/(png|jpeg);base64,[A-Za-z0-9+/]+=*$")
+
+
+def is_image_data_uri(value) -> bool:
+    """Whether ``value`` is a base64 PNG or JPEG ``data:`` URI, safe to embed in a page.
+
+    Thumbnails come from files a report folder or a results.json holds:
+    nothing else (no script, no other scheme, no stray quote) is embedded.
+    """
+    return isinstance(value, str) and _IMAGE_DATA_URI.match(value) is not None
