@@ -19,6 +19,8 @@ and can cap how many requests it serves at once (``capacity``).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import socket
 import struct
@@ -29,12 +31,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import quote, quote_plus
 
 import numpy as np
 
 from pytest_violin.imaging import encode_png
 
-__all__ = ["FaultServer", "Recorded", "Reply", "png_bytes", "bomb_png", "solid"]
+__all__ = ["FaultServer", "Recorded", "Reply", "png_bytes", "bomb_png", "solid", "secret_forms",
+           "sample_key"]
 
 
 def solid(width: int, height: int, rgb=(217, 180, 81)) -> np.ndarray:
@@ -345,3 +349,17 @@ class _NoLimit:
 
     def __exit__(self, *exc):
         return False
+
+
+def secret_forms(secret: str) -> set[str]:
+    """A planted secret as it could show up: raw, URL-encoded, base64 (with/without padding)."""
+    raw = secret.encode()
+    out = {secret, quote(secret, safe=""), quote_plus(secret)}
+    for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
+        out |= {enc.decode(), enc.decode().rstrip("=")}
+    return out
+
+
+def sample_key(prompt, pngs) -> tuple:
+    """A request's identity: prompts repeat across samples, input images tell them apart."""
+    return (prompt, tuple(hashlib.sha256(p).hexdigest() for p in pngs))

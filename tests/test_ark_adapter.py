@@ -12,10 +12,8 @@ or a per-image ``data[0].error``.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
-from urllib.parse import quote, quote_plus
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
@@ -27,7 +25,7 @@ from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_mode
 from pytest_violin.models.ark import size_for
 from pytest_violin.suite import load_suite
 
-from _servers import FaultServer, Reply, png_bytes, solid
+from _servers import FaultServer, Reply, png_bytes, sample_key, secret_forms, solid
 
 KEY = "ark-test-key-3b9e51c07d2a46f8"
 MODEL = "seedream-4-0-250828"
@@ -223,19 +221,6 @@ def test_bad_specs_are_usage_errors(tmp_path, env, spec, needle):
 # ------------------------------------------------------------------ end to end
 
 
-def forms(secret: str) -> set[str]:
-    raw = secret.encode()
-    out = {secret, quote(secret, safe=""), quote_plus(secret)}
-    for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-        out |= {enc.decode(), enc.decode().rstrip("=")}
-    return out
-
-
-def sample_key(prompt, pngs) -> tuple:
-    """A request's identity: prompts repeat across samples, input images tell them apart."""
-    return (prompt, tuple(hashlib.sha256(p).hexdigest() for p in pngs))
-
-
 def test_end_to_end_20_samples_with_refusal_failure_slow_and_429(pytester, monkeypatch):
     samples = load_suite("violin", tasks=("color", "shape", "mask"), limit=20)
     keys = {s.id: sample_key(s.prompt, [encode_png(img) for img in s.inputs]) for s in samples}
@@ -295,5 +280,5 @@ def test_end_to_end_20_samples_with_refusal_failure_slow_and_429(pytester, monke
     texts = [result.stdout.str(), result.stderr.str()]
     texts += [p.read_text("latin-1") for p in pytester.path.rglob("*") if p.is_file()]
     assert any("unexpected internal error" in t for t in texts)
-    leaks = [f for t in texts for f in forms(KEY) if f in t]
+    leaks = [f for t in texts for f in secret_forms(KEY) if f in t]
     assert not leaks

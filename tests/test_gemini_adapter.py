@@ -12,9 +12,7 @@ image part, a ``promptFeedback.blockReason``, a ``finishReason`` such as
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-from urllib.parse import quote, quote_plus
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
@@ -27,7 +25,7 @@ from pytest_violin.models import gemini as gemini_module
 from pytest_violin.models.gemini import nearest_aspect_ratio, read_answer
 from pytest_violin.suite import load_suite
 
-from _servers import FaultServer, Reply, png_bytes, solid
+from _servers import FaultServer, Reply, png_bytes, sample_key, secret_forms, solid
 
 KEY = "gm-test-key-7d41c09a2b5e83f6"
 MODEL = "gemini-2.5-flash-image"
@@ -223,19 +221,6 @@ def test_nearest_aspect_ratio(w, h, ratio):
 # ------------------------------------------------------------------ end to end
 
 
-def forms(secret: str) -> set[str]:
-    raw = secret.encode()
-    out = {secret, quote(secret, safe=""), quote_plus(secret)}
-    for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-        out |= {enc.decode(), enc.decode().rstrip("=")}
-    return out
-
-
-def sample_key(prompt, pngs) -> tuple:
-    """A request's identity: prompts repeat across samples, input images tell them apart."""
-    return (prompt, tuple(hashlib.sha256(p).hexdigest() for p in pngs))
-
-
 def test_end_to_end_20_samples_with_refusal_failure_slow_and_429(pytester, monkeypatch):
     samples = load_suite("violin", tasks=("color", "shape", "mask"), limit=20)
     keys = {s.id: sample_key(s.prompt, [encode_png(img) for img in s.inputs]) for s in samples}
@@ -294,5 +279,5 @@ def test_end_to_end_20_samples_with_refusal_failure_slow_and_429(pytester, monke
     texts = [result.stdout.str(), result.stderr.str()]
     texts += [p.read_text("latin-1") for p in pytester.path.rglob("*") if p.is_file()]
     assert any("internal error" in t for t in texts)  # the failure's message reached the output
-    leaks = [f for t in texts for f in forms(KEY) if f in t]
+    leaks = [f for t in texts for f in secret_forms(KEY) if f in t]
     assert not leaks

@@ -18,12 +18,12 @@ from __future__ import annotations
 import base64
 import re
 import zlib
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
 
-from _servers import FaultServer, Reply, solid
+from _servers import FaultServer, Reply, secret_forms, solid
 
 URL_PASSWORD = "e2e-urlpw-5c81d2a7f3"
 QUERY_KEY = "e2e-qkey-90b7e4c2d1"
@@ -58,15 +58,6 @@ def _preload():
 
 
 _preload()
-
-
-def forms(secret: str) -> set[str]:
-    """The planted value as it could show up: raw, URL-encoded, base64 (with/without padding)."""
-    raw = secret.encode()
-    out = {secret, quote(secret, safe=""), quote_plus(secret)}
-    for enc in (base64.b64encode(raw), base64.urlsafe_b64encode(raw)):
-        out |= {enc.decode(), enc.decode().rstrip("=")}
-    return out
 
 
 def basic_forms(user: str, password: str) -> set[str]:
@@ -185,7 +176,7 @@ def check_run(pytester, result, server, planted: set[str], *, sent: set[str]):
 
 def test_url_password_and_query_key_never_leak(pytester, monkeypatch):
     """``http://user:PASSWORD@host/gen?key=KEY``: Basic auth, echoed back by every error."""
-    planted = forms(URL_PASSWORD) | forms(QUERY_KEY) | basic_forms(USER, URL_PASSWORD)
+    planted = secret_forms(URL_PASSWORD) | secret_forms(QUERY_KEY) | basic_forms(USER, URL_PASSWORD)
     with FaultServer() as server:
         server.handler = echo_handler(server.url)
         host = server.url.split("//", 1)[1]
@@ -197,7 +188,7 @@ def test_url_password_and_query_key_never_leak(pytester, monkeypatch):
 def test_header_token_from_env_and_url_password_never_leak(pytester, monkeypatch):
     """``--violin-header 'Authorization: Bearer ${TOKEN}'`` plus a URL password."""
     monkeypatch.setenv("VIOLIN_E2E_TOKEN", HEADER_TOKEN)
-    planted = forms(HEADER_TOKEN) | forms(URL_PASSWORD) | basic_forms(USER, URL_PASSWORD)
+    planted = secret_forms(HEADER_TOKEN) | secret_forms(URL_PASSWORD) | basic_forms(USER, URL_PASSWORD)
     with FaultServer() as server:
         server.handler = echo_handler(server.url)
         host = server.url.split("//", 1)[1]
@@ -212,7 +203,7 @@ def test_header_token_from_env_and_url_password_never_leak(pytester, monkeypatch
 def test_openai_key_never_leaks(pytester, monkeypatch):
     """``openai:MODEL`` with ``OPENAI_API_KEY`` planted and the base URL on the fault server."""
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    planted = forms(OPENAI_KEY)
+    planted = secret_forms(OPENAI_KEY)
     with FaultServer() as server:
         server.handler = echo_handler(server.url)
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
@@ -238,7 +229,7 @@ def test_usage_errors_name_things_never_values(pytester, monkeypatch, header, na
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stdout.str() + result.stderr.str()
     assert names in text
-    assert_nowhere({"output": text}, forms(URL_PASSWORD) | forms(HEADER_TOKEN))
+    assert_nowhere({"output": text}, secret_forms(URL_PASSWORD) | secret_forms(HEADER_TOKEN))
 
 
 #: (spec, key variable, base-URL variable, base URL path on the fault server) of the provider adapters
@@ -272,4 +263,4 @@ def test_provider_keys_never_leak_from_echoing_errors(pytester, monkeypatch, spe
     assert any(key in " ".join(r.headers.values()) for r in server.requests), "the key was never sent"
     texts = collect_artifacts(pytester.path, result)
     assert "***" in texts["stdout"], "no echoed credential reached the output: the test proves nothing"
-    assert_nowhere(texts, forms(key))
+    assert_nowhere(texts, secret_forms(key))
