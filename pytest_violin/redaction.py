@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
 import threading
 from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
@@ -36,6 +37,7 @@ __all__ = [
     "register_secret",
     "redact",
     "redact_url",
+    "redact_userinfo",
     "is_registered",
 ]
 
@@ -197,6 +199,55 @@ def redact_url(url: str) -> str:
         netloc = netloc.rsplit("@", 1)[1]
         url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
     return redact(url)
+
+
+#: The user-info part of a URL: ``SCHEME://user:password@``. A model name
+#: followed by a URL (``openai:gpt-image-1@https://api.openai.com/v1``,
+#: ``replicate:owner/name:abc123@https://...``) has no ``://`` before its
+#: ``@`` and is no password.
+_URL_USERINFO = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/@:'\"?#]*)):(?P<password>[^\s/@'\"?#]*)@")
+
+#: ``user:password@host`` in text that failed to parse as a model spec: a
+#: mistyped scheme (``htp://``, ``http//``) or none (``alice:pw@host/gen``).
+#: The ``@`` must be followed by a host (a name or ``[IPv6]``, an optional
+#: ``:PORT``, then the end, ``/``, ``?``, ``#``, a space or a quote), so
+#: ``MODEL@https://HOST`` stays readable here too.
+_LOOSE_USERINFO = re.compile(
+    r"(?<![\w.%+~-])(?P<head>(?P<user>[\w.%+~-]+)):(?P<password>[^\s/@'\"?#]+)@"
+    r"(?=(?:\[[0-9A-Fa-f:.]+\]|[\w.-]+)(?::\d+)?(?:[/?#\s'\"]|$))"
+)
+
+
+def redact_userinfo(text, *, loose: bool = False) -> str:
+    """Mask URL user-info passwords in ``text``, then redact registered secrets.
+
+    Secrets are masked, identities never are: only the password of
+    ``SCHEME://user:password@host`` is a password
+    (``https://alice:pw@example.com/gen`` becomes
+    ``https://alice:***@example.com/gen``); model names, paths and hosts
+    stay readable (``openai:gpt-image-1@https://api.openai.com/v1``,
+    ``replicate:owner/name:abc123@https://api.replicate.com/v1``,
+    ``openai:org@team/gpt:image-1@https://...``).
+
+    Parameters
+    ----------
+    text : str
+        Any text; other objects are converted with ``str()`` first.
+    loose : bool, optional
+        For text that did not parse as a model spec: also mask
+        ``user:password@host`` after a mistyped scheme (``htp://``,
+        ``http//``) or none (``alice:pw@host/gen``), when a host follows the
+        ``@``.
+
+    Returns
+    -------
+    str
+    """
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", str(text))
+    if loose:
+        text = _LOOSE_USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
+    return redact(text)
 
 
 class RedactingFilter(logging.Filter):

@@ -6,7 +6,6 @@ model adapter and runner (built on first use) and the results store.
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,8 @@ class ViolinState:
     identity: str | None = None
     scope: object = None
     network: bool = False
+    #: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills: bool = False
     cacheable: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -82,7 +83,8 @@ class ViolinState:
         try:
             return resolve_model(spec, self.adapter_options())
         except ModelSpecError as exc:
-            raise pytest.UsageError(f"--violin-model={redact(spec)!r}: {redact(str(exc))}") from None
+            raise pytest.UsageError(f"--violin-model={redact(spec, loose=True)!r}: "
+                                   f"{redact(str(exc), loose=True)}") from None
 
     def get_adapter(self):
         if self.adapter is None:
@@ -169,21 +171,17 @@ def get_state(config) -> ViolinState:
     return state
 
 
-#: ``user:password@`` in any text, whatever comes before it: a mistyped
-#: scheme (``htp://``, ``http//``) or none at all (``alice:pw@host/gen``).
-_USERINFO = re.compile(r"(?<![\w.%+-])([\w.%+-]+):[^\s/@'\":]+@")
+def redact(text: str, *, loose: bool = False) -> str:
+    """``text`` without URL passwords and with every registered secret replaced.
 
-
-def redact(text: str) -> str:
-    """``text`` without URL credentials and with every registered secret replaced.
-
-    See :mod:`pytest_violin.redaction`; the user-info part of anything shaped
-    like a URL is dropped first, so a model spec with a mistyped scheme
-    (``htp://alice:pw@host/``) does not print its password either.
+    See :func:`pytest_violin.redaction.redact_userinfo`: model names, paths
+    and hosts stay readable (``openai:gpt-image-1@https://api.openai.com/v1``);
+    ``loose`` (a model spec that did not parse) also masks the password
+    after a mistyped scheme (``htp://alice:pw@host/``) or none.
     """
-    from ..redaction import redact as _redact
+    from ..redaction import redact_userinfo
 
-    return _redact(_USERINFO.sub(r"\1:***@", str(text)))
+    return redact_userinfo(text, loose=loose)
 
 
 def _load_suite(settings, tasks, limit, config):
