@@ -71,7 +71,7 @@ def test_workflow_caches_gates_uploads_and_blocks_deploy():
     assert any(u.startswith("actions/upload-artifact@") for u in uses)
 
     def paths(action):
-        return {s["with"]["path"] for s in steps if s.get("uses", "").startswith(action)
+        return {s["with"]["path"].replace("${{ env.VIOLIN_DIR }}/", "") for s in steps if s.get("uses", "").startswith(action)
                 and (action.endswith("restore@") or s.get("if") == "always()")}
 
     restored, saved = paths("actions/cache/restore@"), paths("actions/cache/save@")
