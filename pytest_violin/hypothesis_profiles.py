@@ -3,7 +3,12 @@
 A model call takes seconds, not microseconds, so hypothesis's defaults (100
 examples, a 200 ms deadline, the ``too_slow`` health check) do not fit.
 :func:`register_profiles` registers the ``violin`` profile; the plugin calls
-it at start-up, and a test run selects it with
+it at start-up. When a model is configured (``--violin-model`` or the ini
+key) and the run chose no profile of its own (no ``--hypothesis-profile``, no
+``settings.load_profile`` in a conftest), the plugin also loads it
+(:func:`load_for_model_run`), so a property test that calls a real model
+does not fail with ``DeadlineExceeded``; at the end of the run the previous
+profile is loaded again. Otherwise a run selects it with
 ``pytest --hypothesis-profile=violin`` (or a test opts in with
 ``@settings(settings.get_profile("violin"))``).
 
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, settings
 
-__all__ = ["PROFILE_NAME", "VIOLIN_MAX_EXAMPLES", "register_profiles", "violin_settings"]
+__all__ = ["PROFILE_NAME", "VIOLIN_MAX_EXAMPLES", "load_for_model_run", "register_profiles", "restore_profile",
+           "violin_settings"]
 
 #: Name of the registered profile.
 PROFILE_NAME = "violin"
@@ -77,3 +83,39 @@ def register_profiles() -> None:
     True
     """
     settings.register_profile(PROFILE_NAME, violin_settings(settings.get_profile("default")))
+
+
+def load_for_model_run(chosen: str | None) -> bool:
+    """Load the ``violin`` profile for a run with a model, unless the run chose a profile.
+
+    Parameters
+    ----------
+    chosen : str or None
+        ``--hypothesis-profile`` of the run (None: not given).
+
+    Returns
+    -------
+    bool
+        True when the profile was loaded (call :func:`restore_profile` at
+        the end of the run); False when ``--hypothesis-profile`` was given
+        or another profile than hypothesis's ``default`` is already loaded
+        (a conftest's ``settings.load_profile``): the user's choice stands.
+    """
+    if chosen:
+        return False
+    if settings.default is not settings.get_profile("default"):
+        return False
+    register_profiles()
+    settings.load_profile(PROFILE_NAME)
+    return True
+
+
+def restore_profile() -> None:
+    """Load hypothesis's ``default`` profile again if the ``violin`` one is still loaded.
+
+    Called at the end of a run in which :func:`load_for_model_run` loaded it,
+    so a pytest session run inside another one (``pytester``) leaves the
+    outer session's settings as they were.
+    """
+    if settings.default is settings.get_profile(PROFILE_NAME):
+        settings.load_profile("default")

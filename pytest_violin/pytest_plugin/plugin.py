@@ -55,9 +55,13 @@ def pytest_configure(config):
             or config.getoption("hypothesis_profile", None) == "violin"):
         # the "violin" settings profile for model-backed property tests; hypothesis
         # is not imported for runs that use neither it nor a model
-        from ..hypothesis_profiles import register_profiles
+        from ..hypothesis_profiles import load_for_model_run, register_profiles
 
         register_profiles()
+        if state.settings.model and load_for_model_run(config.getoption("hypothesis_profile", None)):
+            # model-backed property tests get the violin settings without a flag
+            # (restored at unconfigure); --hypothesis-profile or a conftest's choice wins
+            config.add_cleanup(_restore_hypothesis_profile)
     if not state.is_worker:
         config.pluginmanager.register(_ResultsCollector(state.store), "violin-results-collector")
     if not state.settings.model:
@@ -184,6 +188,12 @@ def pytest_keyboard_interrupt(excinfo):
 
 #: States of the configs alive in this process (pytest_keyboard_interrupt has no config).
 _LIVE_STATES: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _restore_hypothesis_profile():
+    from ..hypothesis_profiles import restore_profile
+
+    restore_profile()
 
 
 def pytest_unconfigure(config):
