@@ -6,17 +6,21 @@ the justification of every number). Overrides come from
 ``--violin-threshold`` (repeatable), the ``violin_thresholds`` ini key and
 the ``violin`` marker, as strings ``"color.sd=0.02"`` or mappings.
 
-A sample passes when every metric that has a limit is ``<=`` its limit.
+A sample passes when every metric that has a limit is ``<=`` its limit:
+that comparison, its rows and their table are the verdict's
+(:mod:`pytest_violin.verdict`, which imports nothing of this module);
+``Row``, ``evaluate``, ``format_table`` and ``failure_message`` are
+re-exported here under their old names.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from .errors import ThresholdError, ViolinFailure
 from .tasks import DEFAULT_EXTRA_LIMIT, builtin_families, default_limits, find_family, known_metrics
+from .verdict import Row, evaluate, failure_message, format_table
 
 __all__ = [
     "KNOWN_METRICS",
@@ -49,16 +53,6 @@ DEFAULT_LIMITS: dict[str, float] = default_limits(builtin_families())
 # border and count tasks, third-party suites), and of their mean.
 
 _FORMS = "'TASK.METRIC=VALUE' or 'TASK.mean=VALUE' with VALUE a number in [0, 1] (e.g. color.sd=0.02)"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of a verdict: a metric, its value, its limit and the outcome."""
-
-    metric: str
-    value: float
-    limit: float | None
-    ok: bool
 
 
 def _check_value(key: str, raw, source: str) -> float:
@@ -214,68 +208,3 @@ def limits_for_task(limits: Mapping[str, float], task: str, metric_names: Iterab
         elif not builtin:
             out[name] = DEFAULT_EXTRA_LIMIT
     return out
-
-
-def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[Row]:
-    """Compare metric values with their limits.
-
-    Parameters
-    ----------
-    metrics : Mapping[str, float]
-        Metric name -> value; a ``Metrics`` object (its ``mean`` is added)
-        or a plain dict that may contain ``"mean"``.
-    limits : Mapping[str, float]
-        Metric name (bare, or ``"task.metric"`` when ``metrics`` has a
-        ``task``) -> limit. Metrics without a limit are reported, never
-        failed.
-
-    Returns
-    -------
-    list of Row
-        One row per metric, then ``mean``.
-    """
-    values = dict(metrics)
-    if "mean" not in values:
-        mean = getattr(metrics, "mean", None)
-        if mean is None:
-            mean = sum(values.values()) / len(values) if values else 0.0
-        values["mean"] = float(mean)
-    task = getattr(metrics, "task", None)
-    rows = []
-    for name, value in values.items():
-        limit = limits.get(name)
-        if limit is None and task is not None:
-            limit = limits.get(f"{task}.{name}")
-        ok = True if limit is None else float(value) <= float(limit)
-        rows.append(Row(name, float(value), None if limit is None else float(limit), ok))
-    # mean last
-    rows.sort(key=lambda r: r.metric == "mean")
-    return rows
-
-
-def format_table(rows: Iterable[Row]) -> str:
-    """Render rows as a small aligned table ``metric | value | limit | result``."""
-    header = ("metric", "value", "limit", "result")
-    body = [
-        (r.metric, f"{r.value:.4f}", "-" if r.limit is None else f"{r.limit:.4f}",
-         "pass" if r.ok else "FAIL")
-        for r in rows
-    ]
-    widths = [max(len(line[i]) for line in (header, *body)) for i in range(4)]
-
-    def fmt(line):
-        return " | ".join(
-            cell.ljust(w) if i in (0, 3) else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths))
-        ).rstrip()
-
-    sep = "-+-".join("-" * w for w in widths)
-    return "\n".join([fmt(header), sep, *(fmt(line) for line in body)])
-
-
-def failure_message(rows: Iterable[Row], *, sample_id: str, prompt: str, note: str = "") -> str:
-    """The text of a failing sample, as :class:`pytest_violin.verdict.Verdict` tells it."""
-    from .verdict import Verdict
-
-    verdict = Verdict(sample_id=sample_id, prompt=prompt, asked="", rows=tuple(rows),
-                      notes=(note,) if note else ())
-    return verdict.message()

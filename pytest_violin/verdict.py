@@ -1,6 +1,8 @@
 """One verdict: a sample's metrics against its limits, and the one way it is told.
 
-:func:`judge` turns (sample, metric values, limits) into a :class:`Verdict`;
+:func:`evaluate` compares metric values with limits, one :class:`Row` per
+metric; :func:`format_table` renders the rows; :func:`judge` turns (sample,
+metric values, limits) into a :class:`Verdict`;
 the plugin's items, the ``violin_check`` fixture and the ``assert_*``
 functions all render that object, so a failure reads the same wherever it
 happens::
@@ -14,6 +16,11 @@ happens::
 
     prompt:    A pure #D9B451 image.
     sample id: color/v1/yellow/t03
+
+The limits themselves (defaults, overrides, per task) live in
+:mod:`pytest_violin.thresholds`, which imports this module (and re-exports
+``Row``, ``evaluate``, ``format_table`` and ``failure_message`` under their
+old names); this module imports nothing of it.
 """
 
 from __future__ import annotations
@@ -22,9 +29,74 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .errors import ViolinFailure
-from .thresholds import Row, evaluate, format_table
 
-__all__ = ["Verdict", "judge"]
+__all__ = ["Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a verdict: a metric, its value, its limit and the outcome."""
+
+    metric: str
+    value: float
+    limit: float | None
+    ok: bool
+
+
+def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[Row]:
+    """Compare metric values with their limits.
+
+    Parameters
+    ----------
+    metrics : Mapping[str, float]
+        Metric name -> value; a ``Metrics`` object (its ``mean`` is added)
+        or a plain dict that may contain ``"mean"``.
+    limits : Mapping[str, float]
+        Metric name (bare, or ``"task.metric"`` when ``metrics`` has a
+        ``task``) -> limit. Metrics without a limit are reported, never
+        failed.
+
+    Returns
+    -------
+    list of Row
+        One row per metric, then ``mean``.
+    """
+    values = dict(metrics)
+    if "mean" not in values:
+        mean = getattr(metrics, "mean", None)
+        if mean is None:
+            mean = sum(values.values()) / len(values) if values else 0.0
+        values["mean"] = float(mean)
+    task = getattr(metrics, "task", None)
+    rows = []
+    for name, value in values.items():
+        limit = limits.get(name)
+        if limit is None and task is not None:
+            limit = limits.get(f"{task}.{name}")
+        ok = True if limit is None else float(value) <= float(limit)
+        rows.append(Row(name, float(value), None if limit is None else float(limit), ok))
+    # mean last
+    rows.sort(key=lambda r: r.metric == "mean")
+    return rows
+
+
+def format_table(rows: Iterable[Row]) -> str:
+    """Render rows as a small aligned table ``metric | value | limit | result``."""
+    header = ("metric", "value", "limit", "result")
+    body = [
+        (r.metric, f"{r.value:.4f}", "-" if r.limit is None else f"{r.limit:.4f}",
+         "pass" if r.ok else "FAIL")
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in (header, *body)) for i in range(4)]
+
+    def fmt(line):
+        return " | ".join(
+            cell.ljust(w) if i in (0, 3) else cell.rjust(w) for i, (cell, w) in enumerate(zip(line, widths))
+        ).rstrip()
+
+    sep = "-+-".join("-" * w for w in widths)
+    return "\n".join([fmt(header), sep, *(fmt(line) for line in body)])
 
 
 @dataclass(frozen=True)
@@ -128,3 +200,10 @@ def judge(sample, metrics: Mapping[str, float], limits: Mapping[str, float], *,
     return Verdict(sample_id=str(getattr(sample, "id", "") or ""), prompt=str(sample.prompt), asked=asked,
                    rows=rows, notes=tuple(n for n in notes if n),
                    size=(int(sample.width), int(sample.height)))
+
+
+def failure_message(rows: Iterable[Row], *, sample_id: str, prompt: str, note: str = "") -> str:
+    """The text of a failing sample, as :class:`Verdict` tells it (no words, the sample id instead)."""
+    verdict = Verdict(sample_id=sample_id, prompt=prompt, asked="", rows=tuple(rows),
+                      notes=(note,) if note else ())
+    return verdict.message()

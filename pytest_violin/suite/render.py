@@ -13,22 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tasks
-from .drawing import (apply_mask, render_blocks, render_border, render_dots, render_mask_inputs,
+from .drawing import __all__ as _drawing_names
+from .drawing import (apply_mask, render_blocks, render_border, render_dots, render_mask_inputs,  # noqa: F401
                       render_ratio, render_shape, shape_pixels)
 
-__all__ = [
-    "render_blocks",
-    "render_ratio",
-    "render_shape",
-    "shape_pixels",
-    "render_border",
-    "render_dots",
-    "render_mask_inputs",
-    "apply_mask",
-    "render_spec",
-    "render_inputs",
-    "RENDERABLE_KINDS",
-]
+# the drawing primitives under their old names, then what this module adds
+__all__ = [*_drawing_names, "render_spec", "render_inputs", "RENDERABLE_KINDS"]
 
 #: Spec kinds :func:`render_spec` can render (those of the built-in task
 #: families; :func:`pytest_violin.tasks.renderable_kinds` includes families

@@ -30,11 +30,7 @@ def score(sample, image, profile: str):
 
 
 FAMILY = TaskFamily(
-    name="border",
-    metric_names=METRICS,
-    kinds=("border",),
-    render=render,
-    score=score,
-    score_kinds=("border",),
-    scores_any_kind=False,
+    name="border", metric_names=METRICS,
+    kinds=("border",), render=render, score=score,
+    score_kinds=("border",), scores_any_kind=False,
 )

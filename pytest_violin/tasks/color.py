@@ -81,13 +81,7 @@ def describe(sample) -> str | None:
 
 
 FAMILY = TaskFamily(
-    name="color",
-    metric_names=METRICS,
-    default_limits=LIMITS,
-    kinds=("blocks", "fuzzy"),
-    render=render,
-    score=score,
-    describe=describe,
-    score_kinds=("fuzzy",),
-    strict_thresholds=True,
+    name="color", metric_names=METRICS, default_limits=LIMITS,
+    kinds=("blocks", "fuzzy"), render=render, score=score, describe=describe,
+    score_kinds=("fuzzy",), strict_thresholds=True,
 )

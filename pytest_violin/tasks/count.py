@@ -30,11 +30,7 @@ def score(sample, image, profile: str):
 
 
 FAMILY = TaskFamily(
-    name="count",
-    metric_names=METRICS,
-    kinds=("dots",),
-    render=render,
-    score=score,
-    score_kinds=("dots",),
-    scores_any_kind=False,
+    name="count", metric_names=METRICS,
+    kinds=("dots",), render=render, score=score,
+    score_kinds=("dots",), scores_any_kind=False,
 )

@@ -63,14 +63,7 @@ def describe(sample) -> str:
 
 
 FAMILY = TaskFamily(
-    name="mask",
-    metric_names=METRICS,
-    default_limits=LIMITS,
-    kinds=("mask",),
-    render=render,
-    score=score,
-    describe=describe,
-    inputs=inputs,
-    strict_thresholds=True,
-    costly_render=True,
+    name="mask", metric_names=METRICS, default_limits=LIMITS,
+    kinds=("mask",), render=render, score=score, describe=describe, inputs=inputs,
+    strict_thresholds=True, costly_render=True,
 )

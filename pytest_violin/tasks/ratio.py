@@ -48,13 +48,7 @@ def describe(sample) -> str | None:
 
 
 FAMILY = TaskFamily(
-    name="ratio",
-    metric_names=METRICS,
-    default_limits=LIMITS,
-    kinds=("ratio",),
-    render=render,
-    score=score,
-    describe=describe,
-    score_kinds=("ratio",),
-    scores_any_kind=False,
+    name="ratio", metric_names=METRICS, default_limits=LIMITS,
+    kinds=("ratio",), render=render, score=score, describe=describe,
+    score_kinds=("ratio",), scores_any_kind=False,
 )

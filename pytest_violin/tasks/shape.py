@@ -50,12 +50,7 @@ def describe(sample) -> str | None:
 
 
 FAMILY = TaskFamily(
-    name="shape",
-    metric_names=METRICS,
-    default_limits=LIMITS,
-    kinds=("shape",),
-    render=render,
-    score=score,
-    describe=describe,
+    name="shape", metric_names=METRICS, default_limits=LIMITS,
+    kinds=("shape",), render=render, score=score, describe=describe,
     strict_thresholds=True,
 )

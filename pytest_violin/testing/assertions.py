@@ -197,11 +197,7 @@ def assert_obeys(image, sample, *, profile: str = "violin",
         For an unknown limit name (the message lists the accepted names).
     """
     __tracebackhide__ = True
-    check_profile(profile)
-    resolve_limits(sample.task, sample.metric_names, limits, thresholds)  # fail fast on bad names
-    metrics = sample.score(image, profile=profile)
-    return _verdict(metrics, sample, limits, what=describe_sample(sample), show_prompt=True,
-                    thresholds=thresholds)
+    return _check_sample(image, sample, profile, limits, thresholds, show_prompt=True)
 
 
 def _parse_colors(colors, count: int, layout: str) -> list:
@@ -227,10 +223,8 @@ def assert_pure_color(image, color, *, profile: str = "violin",
         Any notation :func:`pytest_violin.parse_color` reads: ``"#D9B451"``,
         ``"rgb(217, 180, 81)"``, ``"hsl(43, 64%, 58%)"``, ``"yellow"``,
         ``(217, 180, 81)``.
-    profile : {"violin", "strict"}, optional
-        Metric profile.
-    thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"`` (see :func:`assert_obeys`).
+    profile, thresholds
+        As for :func:`assert_obeys`.
     **limits : float or None
         Color limits: ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``.
 
@@ -263,10 +257,8 @@ def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
         bottom-left, bottom-right).
     colors : sequence
         One color per block, in any notation.
-    profile : {"violin", "strict"}, optional
-        Metric profile.
-    thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"`` (see :func:`assert_obeys`).
+    profile, thresholds
+        As for :func:`assert_obeys`.
     **limits : float or None
         Color limits: ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``.
 
@@ -296,12 +288,17 @@ def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
     return _check_sample(rgb, sample, profile, limits, thresholds)
 
 
-def _check_sample(rgb, sample, profile, limits, thresholds):
+def _check_sample(image, sample, profile, limits, thresholds, *, show_prompt: bool = False):
+    """Score ``image`` against ``sample`` and raise the verdict's message unless it passes.
+
+    ``show_prompt``: end the message with the prompt and sample id (a suite
+    sample) or with the size (the ad-hoc sample an ``assert_*`` built).
+    """
     __tracebackhide__ = True
     check_profile(profile)
-    resolve_limits(sample.task, sample.metric_names, limits, thresholds)
-    metrics = sample.score(rgb, profile=profile)
-    return _verdict(metrics, sample, limits, what=describe_sample(sample), show_prompt=False,
+    resolve_limits(sample.task, sample.metric_names, limits, thresholds)  # fail fast on bad names
+    metrics = sample.score(image, profile=profile)
+    return _verdict(metrics, sample, limits, what=describe_sample(sample), show_prompt=show_prompt,
                     thresholds=thresholds)
 
 
@@ -322,10 +319,8 @@ def assert_shape(image, shape: str, size: float, position, *, profile: str = "vi
         A named alignment of the bounding box (``"center"``,
         ``"left-center"``, ``"top-right"``, ...) or the centre ``(fx, fy)``
         as fractions of the width and height.
-    profile : {"violin", "strict"}, optional
-        Metric profile.
-    thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"`` (see :func:`assert_obeys`).
+    profile, thresholds
+        As for :func:`assert_obeys`.
     **limits : float or None
         Shape limits: ``iou``, ``dist``, ``size``, ``shape``, ``purity``, ``mean``.
 
@@ -363,10 +358,8 @@ def assert_masked(output, image, mask, *, profile: str = "violin",
     mask : array_like or image-like
         The keep-mask: a ``bool`` array (True = keep), a 0/1 integer array,
         or a black/white image (white = keep, gray >= 128).
-    profile : {"violin", "strict"}, optional
-        Metric profile.
-    thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"`` (see :func:`assert_obeys`).
+    profile, thresholds
+        As for :func:`assert_obeys`.
     **limits : float or None
         Mask limits: ``iou``, ``dist``, ``biou``, ``leak``, ``edge``, ``mean``.
 
