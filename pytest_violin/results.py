@@ -16,8 +16,16 @@ from dataclasses import asdict, dataclass, field, fields
 
 from .errors import InvalidArgumentError
 
-__all__ = ["AggregateRow", "ResultsStore", "SampleResult", "aggregate", "combine_repeats", "error_result",
-           "generation_failure_result", "score_generation"]
+__all__ = ["AggregateRow", "NO_IMAGE_VALUE", "ResultsStore", "SampleResult", "aggregate", "combine_repeats",
+           "error_result", "generation_failure_result", "sample_value", "score_generation"]
+
+#: What a judged sample without an image counts for, on every metric and in
+#: every mean (the model gave no image, or the provider refused): the worst
+#: distance, as the regression gate counts it (``gating.policy.ERROR_VALUE``).
+#: One rule everywhere: the terminal summary, results.json, summary.md,
+#: report.html, the baseline, the gate and ``compare`` read these means.
+#: Samples whose outcome is ``"error"`` (not judged) are left out of them.
+NO_IMAGE_VALUE = 1.0
 
 
 @dataclass
@@ -193,22 +201,26 @@ class AggregateRow:
     metric_names : tuple of str
         The metrics, in order of first appearance.
     means : dict
-        Metric name -> mean over the group's samples that have it;
-        ``"mean"`` is the mean of the per-sample means. ``None`` where no
-        sample was scored (every generation failed or errored): never NaN.
+        Metric name -> mean over the group's judged samples (every outcome
+        but ``"error"``); a sample without an image (failed without one, or
+        refused) counts :data:`NO_IMAGE_VALUE` (1.0) on every metric, as the
+        gate counts it. ``"mean"`` is the mean of the per-sample means.
+        ``None`` where no sample was judged (every one errored): never NaN.
     pass_rate : float
         Passed samples / samples.
     count : int
         Samples in the group.
     errors : int
         Samples whose outcome is ``"error"`` (not judged: no answer from the
-        endpoint, or a fault of pytest-violin); like samples whose model gave
-        no image, they have no metrics, so they are not in the means.
+        endpoint, or a fault of pytest-violin): they are not in the means.
     passed : int
         Passed samples.
     refused : int
         Samples the provider refused to draw (outcome ``"refused"``): they
-        fail, and have no metrics.
+        fail, have no metrics, and count 1.0 in the means.
+    no_image : int
+        Samples that failed because the model gave no image (outcome
+        ``"failed"`` without metrics; refusals apart): they count 1.0 in the means.
     """
 
     suite: str
@@ -221,6 +233,7 @@ class AggregateRow:
     errors: int
     passed: int = 0
     refused: int = 0
+    no_image: int = 0
 
     @property
     def is_total(self) -> bool:
@@ -265,9 +278,11 @@ def aggregate(records) -> list[AggregateRow]:
         tasks.setdefault((v[0], v[1]), {}).setdefault(v[2], []).append(v)
     rows = []
     for (suite, task), variations in tasks.items():
+        everyone = [m for ms in variations.values() for m in ms]
+        names = _metric_names(everyone)  # a variation without any image still gets the task's columns
         for variation, members in variations.items():
-            rows.append(_aggregate_group(suite, task, variation, members))
-        rows.append(_aggregate_group(suite, task, None, [m for ms in variations.values() for m in ms]))
+            rows.append(_aggregate_group(suite, task, variation, members, names))
+        rows.append(_aggregate_group(suite, task, None, everyone, names))
     return rows
 
 
@@ -316,17 +331,22 @@ class ResultsStore:
         }
 
 
-def _aggregate_group(suite, task, variation, members) -> AggregateRow:
+def _metric_names(members) -> list:
     names: list[str] = []
     for m in members:
         for key in m[3]:
             if key != "mean" and key not in names:
                 names.append(key)
+    return names
+
+
+def _aggregate_group(suite, task, variation, members, names) -> AggregateRow:
+    judged = [m for m in members if m[4] != "error"]
     means = {}
     for key in names:
-        vals = [float(m[3][key]) for m in members if key in m[3]]
+        vals = [float(m[3][key]) if m[3] else NO_IMAGE_VALUE for m in judged if key in m[3] or not m[3]]
         means[key] = sum(vals) / len(vals) if vals else None
-    per_sample = [_sample_mean(m[3]) for m in members if m[3]]
+    per_sample = [sample_value(m[3]) for m in judged]
     means["mean"] = sum(per_sample) / len(per_sample) if per_sample else None
     passed = sum(1 for m in members if m[4] == "passed")
     return AggregateRow(
@@ -334,7 +354,14 @@ def _aggregate_group(suite, task, variation, members) -> AggregateRow:
         pass_rate=passed / len(members), count=len(members),
         errors=sum(1 for m in members if m[4] == "error"), passed=passed,
         refused=sum(1 for m in members if m[4] == "refused"),
+        no_image=sum(1 for m in members if m[4] == "failed" and not m[3]),
     )
+
+
+def sample_value(metrics: Mapping) -> float:
+    """The value a judged sample counts for in a mean: its mean metric, :data:`NO_IMAGE_VALUE`
+    (1.0, the worst) when it has no metrics (no image, or refused). The gate uses the same."""
+    return _sample_mean(metrics) if metrics else NO_IMAGE_VALUE
 
 
 def _sample_mean(metrics: Mapping) -> float:

@@ -326,7 +326,8 @@ def test_aggregate_rows_match_manual_means():
 
 
 def test_group_without_any_scored_sample_aggregates_to_null_not_nan():
-    """Every generation of a variation failed: its mean is null and the baseline still writes."""
+    """Every sample of a variation errored: its mean is null and the baseline still writes; a
+    variation whose model gave no image counts 1.0 on every metric, as the gate counts it."""
     import json as _json
 
     from pytest_violin.gating import aggregate_records
@@ -336,9 +337,12 @@ def test_group_without_any_scored_sample_aggregates_to_null_not_nan():
          "error": "HTTP 500", "metrics": {}},
         {"sample_id": "color/v2/a", "task": "color", "variation": "v2", "outcome": "passed",
          "error": None, "metrics": {"sd": 0.0, "mean": 0.0}},
+        {"sample_id": "color/v3/a", "task": "color", "variation": "v3", "outcome": "error",
+         "error": "no answer", "metrics": {}},
     ]
     agg = aggregate_records(records)
-    v1 = next(r for r in agg["variations"] if r["variation"] == "v1")
-    assert v1["metrics"]["mean"] is None
+    v1, v3 = (next(r for r in agg["variations"] if r["variation"] == v) for v in ("v1", "v3"))
+    assert v1["metrics"] == {"sd": 1.0, "mean": 1.0} and v1["no_image"] == 1
     assert v1["errors"] == 0 and v1["failed"] == 1  # the model gave no image: failed, not an error
+    assert v3["metrics"]["mean"] is None and v3["errors"] == 1
     _json.dumps(agg, allow_nan=False)  # strict JSON: no NaN anywhere

@@ -198,7 +198,7 @@ def test_html_lists_failures_first_with_filters(thumbs):
     assert order[0] == ("mask", "failed")  # the error comes first
     assert [o for _, o in order] == sorted((o for _, o in order), key=lambda o: o == "passed")
     assert 'id="f-fail"' in html and '<option value="shape">shape</option>' in html
-    assert html.count('alt="diff"') == 7
+    assert html.count('alt="difference"') == 7
     assert [r["sample_id"] for r in failures_first(recs)][0] == recs[-1]["sample_id"]
 
 
@@ -230,3 +230,153 @@ def test_html_highlights_regressions(tmp_path, thumbs):
     assert html.count("newly failing") >= 4
     assert '<tr class=" reg">' not in html and "<script>alert" not in html
     assert build_results(worse, comparison=c)["comparison"]["regressions"] == ["color", "color/v1"]
+
+
+# --------------------------------------------------------------------------- issue 22: one rule, scales, inputs
+
+
+def test_the_heat_map_scale_matches_the_heat_map_colours():
+    from pytest_violin.report.thumbnails import heatmap_position, heatmap_scale
+
+    stops = heatmap_scale(16)
+    assert stops[0][0] == 0.0 and stops[-1][0] == 1.0
+    # the colour a difference of d levels gets in diff_heatmap is the bar's colour at sqrt(d/255)
+    for d in (0, 16, 64, 255):
+        exp = np.zeros((8, 8, 3), np.uint8)
+        heat = diff_heatmap(np.full((8, 8, 3), d, np.uint8), exp, 8)[0, 0]
+        pos = heatmap_position(d)
+        nearest = min(stops, key=lambda s: abs(s[0] - pos))
+        assert abs(nearest[0] - pos) <= 1 / 30 or d in (0, 255)
+        bar = np.array([int(nearest[1][i:i + 2], 16) for i in (1, 3, 5)])
+        assert np.abs(bar - heat.astype(int)).max() <= 40, (d, bar, heat)
+    assert heatmap_position(0) == 0.0 and heatmap_position(255) == 1.0 and heatmap_position(64) == pytest.approx(0.501, abs=1e-3)
+
+
+def test_report_html_has_a_scale_for_its_difference_maps(thumbs):
+    html = render_html(runs(thumbs))
+    (scale,) = re.findall(r'<div class="scalebox" id="diff-scale">(.*?)</div>', html, flags=re.S)
+    svg = ET.fromstring(scale[:scale.index("</svg>") + 6])
+    ns = "{http://www.w3.org/2000/svg}"
+    stops = svg.findall(f".//{ns}stop") or svg.findall(".//stop")
+    assert len(stops) >= 8
+    labels = [t.text for t in svg.iter() if t.tag.endswith("text")]
+    assert labels[1:] == ["0", "4", "16", "64", "128", "255"]  # after the title: the numeric range
+    # no difference map on the page: no scale either
+    plain = render_html([record(i) for i in range(3)])
+    assert 'id="diff-scale"' not in plain
+
+
+def test_mask_samples_show_source_and_mask_beside_expected_and_generated():
+    src = np.random.default_rng(0).integers(0, 255, (40, 40, 3), dtype=np.uint8)
+    mask = np.zeros((40, 40, 3), np.uint8)
+    mask[:, 20:] = 255
+    exp = src.copy()
+    exp[:, :20] = 0
+    thumbs = make_thumbnails(exp, src, inputs=(src, mask))
+    assert list(thumbs) == ["source", "mask", "expected", "generated", "diff"]
+    html = render_html([record(1, task="mask", variation="inpaint", outcome="failed", thumbs=thumbs)])
+    row = re.search(r'<td class="th">(.*?)</td>', html, flags=re.S).group(1)
+    assert re.findall(r'alt="([^"]+)"', row) == ["source", "mask", "expected", "generated", "difference"]
+    assert (_decode(thumbs["mask"]).max(axis=2) > 128).mean() == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_task_without_any_image_gets_a_line_not_an_empty_chart(thumbs):
+    recs = [record(i, value=0.05, thumbs=thumbs) for i in range(3)]
+    recs += [record(10 + i, task="mask", variation="inpaint", outcome="failed", error="HTTP 500")
+             for i in range(4)]
+    html = render_html(recs)
+    charts = html[html.index('id="charts"'):html.index('id="samples"')]
+    assert charts.count('<svg class="chart"') == 1 and "color: metric means" in charts
+    assert "mask: no sample produced an image (4 without an image), so there is no chart." in charts
+
+
+def _no_image_run():
+    """1 passing sample of 6: the others gave no image (issue 22: this read 'mean 0.000')."""
+    recs = [record(0, value=0.0)]
+    recs += [record(i, outcome="failed", error="HTTP 500") for i in range(1, 5)]
+    recs.append(record(5, outcome="refused", error="moderation"))
+    return recs
+
+
+def test_every_report_counts_a_missing_image_as_the_gate_does():
+    from pytest_violin.gating import aggregate_records
+    from pytest_violin.report.terminal import NO_IMAGE_NOTE, format_summary
+    from pytest_violin.results import ResultsStore, SampleResult
+
+    recs = _no_image_run()
+    expected_mean = 5 / 6  # five samples count 1.0, one counts 0.0
+    agg = aggregate_records(recs)
+    (row,) = agg["variations"]
+    assert row["metrics"]["mean"] == pytest.approx(expected_mean) and row["no_image"] == 4
+    assert row["metrics"]["rgb_ed"] == pytest.approx(expected_mean)
+    # results.json aggregates, summary.md, report.html and the terminal say the same number
+    doc = build_results(recs, metadata={"suite": "violin"})
+    assert doc["aggregates"]["variations"][0]["metrics"]["mean"] == pytest.approx(expected_mean)
+    md = render_markdown(recs)
+    assert "| v1 | 6 | 16.7% | 4 | 1 | 0.833 | 0.833 | 0.833 |" in md
+    assert NO_IMAGE_NOTE[1:] in md
+    html = render_html(recs)
+    assert "<th>no image</th><th>refused</th>" in html and html.count('<td class="n">0.833</td>') >= 3
+    store = ResultsStore()
+    for r in recs:
+        store.add(SampleResult.from_dict({k: v for k, v in r.items() if k != "extra"}))
+    text = "\n".join(format_summary(store))
+    assert "0.833" in text and "0.000" not in text.split("all")[0].split("v1", 1)[1]
+    assert "6 (4 no image) (1 refused)" in text and NO_IMAGE_NOTE in text
+    # the gate's value of the same samples is the tables' mean
+    base = build_baseline([record(i, value=0.0) for i in range(6)], suite="violin", profile="violin",
+                          seed=0, adapter="a")
+    now = build_baseline(recs, suite="violin", profile="violin", seed=0, adapter="b")
+    (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
+    assert group.new == pytest.approx(expected_mean)
+
+
+def test_a_k_selection_is_described_as_a_selection_not_as_a_changed_suite():
+    from pytest_violin.report.terminal import comparison_lines
+
+    full = [dict(record(i), extra={"definition": f"d{i}"}) for i in range(8)]
+    base = build_baseline(full, suite="violin", profile="violin", seed=0, adapter="a")
+    now = build_baseline(full[:3], suite="violin", profile="violin", seed=0, adapter="a")
+    cmp = compare(base, now)
+    assert cmp.fingerprint_changed and cmp.selection
+    assert cmp.to_dict()["selection"] == {"selected": 3, "of": 8}
+    text = "\n".join(t for t, _ in comparison_lines(cmp))
+    assert "3 of 8 baseline samples selected" in text
+    assert "fingerprint changed" not in text and "missing from this run" not in text
+    md, html = render_markdown(now["samples"], comparison=cmp), render_html(now["samples"], comparison=cmp)
+    for page in (md, html):
+        assert "3 of 8 baseline samples selected" in page
+        assert "definition changed" not in page and "Missing from this run" not in page
+    # a redefined sample is a changed suite, not a selection
+    redefined = [dict(r, extra={"definition": "new"}) if i == 0 else r for i, r in enumerate(full[:3])]
+    cmp2 = compare(base, build_baseline(redefined, suite="violin", profile="violin", seed=0, adapter="a"))
+    assert cmp2.fingerprint_changed and not cmp2.selection
+    assert any("fingerprint changed" in t for t, _ in comparison_lines(cmp2))
+
+
+def _legend_boxes(svg_text):
+    from pytest_violin.report.svg import LEGEND_CHAR_PX
+
+    boxes = []
+    for x, y, text in re.findall(r'<g class="lg">.*?<text x="([\d.]+)" y="([\d.]+)" class="ax">([^<]*)</text>',
+                                 svg_text):
+        boxes.append((float(x), float(y), float(x) + LEGEND_CHAR_PX * len(text), text))
+    return boxes
+
+
+def test_chart_legends_wrap_and_never_overlap_long_labels():
+    names = ["openai:gpt-image-1 (api.openai.com/v1)", "oracle", "python:acme.models.release_candidate:generate",
+             "W" * 300, "gemini:gemini-2.5-flash-image-preview", "bfl:flux-pro-1.1-ultra"]
+    series = [(n, {"a": 0.1 * (i + 1), "b": 0.2}) for i, n in enumerate(names)]
+    svg_text = bar_chart(["a", "b"], series, title="t", width=420, height=230)
+    width = int(re.search(r'width="(\d+)"', svg_text).group(1))
+    height = int(re.search(r'height="(\d+)"', svg_text).group(1))
+    boxes = _legend_boxes(svg_text)
+    assert len(boxes) == len(names)
+    for x0, y, x1, _ in boxes:
+        assert x1 <= width and y <= height - 4
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert a[1] != b[1] or a[2] + 4 <= b[0] or b[2] + 4 <= a[0], (a, b)
+    assert "\u2026" in boxes[3][3]  # cut to the row, the full name in its tooltip
+    assert f"<title>{'W' * 300}</title>" in svg_text

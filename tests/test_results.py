@@ -78,7 +78,7 @@ def test_one_aggregation_for_the_summary_and_the_baseline():
         assert twin["n"] == row.count and twin["errors"] == row.errors
         assert twin["metrics"]["mean"] == row.means["mean"]
     v3 = next(r for r in rows if r.variation == "v3")
-    assert v3.means["mean"] is None  # null, never NaN, in both
+    assert v3.means == {"a": 1.0, "b": 1.0, "mean": 1.0} and v3.no_image == 1  # as the gate counts it
 
 
 @settings(max_examples=40, deadline=None)
@@ -91,3 +91,45 @@ def test_combine_repeats(values):
         assert worst[key] == max(col)
         assert spread[key] >= 0
         assert min(col) - 1e-12 <= mean[key] <= max(col) + 1e-12
+
+
+def _no_image(i, task="color", variation="v1", outcome="failed"):
+    return SampleResult(sample_id=f"{task}/{variation}/n{i}", suite="violin", task=task,
+                        variation=variation, outcome=outcome, error="no image", index=100 + i)
+
+
+def test_a_missing_image_counts_one_in_every_mean_as_in_the_gate():
+    """One rule: a judged sample without an image counts 1.0 on every metric and in the mean
+    (the issue: 'mean 0.000' at a 16.7% pass rate, while the gate counted 1.0); errors stay out."""
+    from pytest_violin.gating import compare, build_baseline
+
+    store = ResultsStore()
+    store.add(_result(0, a=0.0, b=0.0))                       # passed, perfect
+    for i in range(3):
+        store.add(_no_image(i))                               # the model gave no image
+    store.add(_no_image(7, outcome="refused"))                # the provider refused
+    store.add(SampleResult(sample_id="color/v1/e", suite="violin", task="color", variation="v1",
+                           outcome="error", error="no answer", index=200))  # not judged
+    (row,) = [r for r in store.aggregate() if r.variation == "v1"]
+    assert row.count == 6 and row.no_image == 3 and row.refused == 1 and row.errors == 1
+    assert row.means["a"] == row.means["b"] == row.means["mean"] == pytest.approx(4 / 5)
+    assert row.pass_rate == pytest.approx(1 / 6)
+    # the gate's group value over the same samples is the table's mean
+    base = build_baseline([_result(i, a=0.0, b=0.0) for i in range(1)] + [
+        SampleResult(sample_id=f"color/v1/n{i}", suite="violin", task="color", variation="v1",
+                     metrics={"a": 0.0, "b": 0.0, "mean": 0.0}, index=100 + i) for i in (0, 1, 2, 7)],
+        suite="violin", profile="violin", seed=0, adapter="oracle")
+    now = build_baseline(store.results, suite="violin", profile="violin", seed=0, adapter="m")
+    (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
+    assert group.new == pytest.approx(row.means["mean"]) and group.n == 5
+    assert group.metric_deltas["a"][1] == pytest.approx(row.means["a"])
+    assert now["aggregates"]["variations"][0]["metrics"]["mean"] == pytest.approx(row.means["mean"])
+
+
+def test_a_variation_without_any_image_gets_the_task_columns():
+    store = ResultsStore()
+    store.add(_result(0, variation="v1", a=0.2, b=0.4))
+    store.add(_no_image(0, variation="v2"))
+    rows = {r.variation: r for r in store.aggregate(totals=True)}
+    assert rows["v2"].metric_names == ("a", "b") and rows["v2"].means == {"a": 1.0, "b": 1.0, "mean": 1.0}
+    assert rows[None].means["a"] == pytest.approx(0.6) and rows[None].means["mean"] == pytest.approx(0.65)

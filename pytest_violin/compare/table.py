@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..gating.statistics import paired_bootstrap
-from ..results import aggregate
+from ..results import aggregate, sample_value
 from .model import ComparedRow, Comparison, PairDelta
 
 __all__ = ["MISMATCH_KEYS", "build"]
@@ -144,6 +144,13 @@ def _layout(rows) -> list:
 
 
 def _sample_mean(rec) -> float | None:
+    """A sample's value in a pairwise delta, by the rule of the tables and the gate
+    (:func:`pytest_violin.results.sample_value`): None for an error (not judged),
+    1.0 for a sample without an image (no metrics: failed without one, or refused)."""
+    if rec.get("outcome") == "error":
+        return None
+    if not rec.get("metrics"):
+        return sample_value({})
     m = (rec.get("metrics") or {}).get("mean")
     if m is None or not math.isfinite(float(m)):
         return None

@@ -11,10 +11,11 @@ import numpy as np
 from .policy import DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES
 from .baseline import _sample_entry
 from .records import _mean, _value, as_record
+from ..results import NO_IMAGE_VALUE
 from .statistics import _group_seed, paired_bootstrap
 from ..errors import InvalidArgumentError
 
-__all__ = ["Comparison", "GroupDelta", "compare"]
+__all__ = ["Comparison", "GroupDelta", "compare", "selection_text"]
 
 
 
@@ -127,6 +128,8 @@ class Comparison:
     metadata_changes : dict
         Metadata field -> ``(baseline, current)`` for suite, profile, seed,
         adapter and package version differences.
+    baseline_samples, current_samples : int
+        Samples in the baseline and in this run.
     """
 
     groups: tuple
@@ -141,7 +144,15 @@ class Comparison:
     new_fingerprint: str = ""
     metadata_changes: dict = field(default_factory=dict)
     baseline_path: str | None = None
+    baseline_samples: int = 0
+    current_samples: int = 0
 
+    @property
+    def selection(self) -> bool:
+        """True when this run holds part of the baseline's samples, none redefined and none
+        added: a ``-k`` / ``--deselect`` / ``--lf`` (or narrower) selection of an unchanged
+        suite, which is why the fingerprints differ; not a changed suite."""
+        return bool(self.missing) and not self.added and not self.changed
     @property
     def regressions(self) -> tuple:
         """Groups whose status is ``regressed``."""
@@ -184,6 +195,8 @@ class Comparison:
             "groups": [g.to_dict() for g in self.groups],
             "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
             "fingerprint_changed": self.fingerprint_changed,
+            "selection": ({"selected": self.baseline_samples - len(self.missing), "of": self.baseline_samples}
+                          if self.selection else None),
             "old_fingerprint": self.old_fingerprint, "new_fingerprint": self.new_fingerprint,
             "metadata_changes": {k: list(v) for k, v in self.metadata_changes.items()},
         }
@@ -197,6 +210,15 @@ def _verdict(delta: float, lo: float, hi: float, max_regression: float) -> str:
     if delta < -max_regression and hi < 0:
         return "improved"
     return "unchanged"
+
+
+def _metric(rec: Mapping, name: str):
+    """One metric of a sample record: 1.0 when it has no image, None when it lacks that metric."""
+    metrics = rec.get("metrics") or {}
+    if not metrics:
+        return NO_IMAGE_VALUE
+    value = metrics.get(name)
+    return None if value is None else float(value)
 
 
 def _samples_by_id(doc_or_records) -> dict:
@@ -295,15 +317,18 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
                         refused_delta=r_delta, refused_ci_low=r_lo, refused_ci_high=r_hi,
                         refused_status=_verdict(r_delta, r_lo, r_hi, max_regression),
                         newly_refused=tuple(i for i, a, b in zip(ids, o_ref, n_ref) if b and not a))
+        # the per-metric deltas follow the rule of the tables: a sample without an
+        # image counts 1.0 on every metric, like its mean in ``old``/``new`` above
         names = []
         for i in ids:
-            for k in (old[i].get("metrics") or {}):
-                if k != "mean" and k not in names and k in (new[i].get("metrics") or {}):
-                    names.append(k)
+            for side in (old, new):
+                for k in (side[i].get("metrics") or {}):
+                    if k != "mean" and k not in names:
+                        names.append(k)
         metric_deltas = {}
         for k in names:
-            pairs = [(old[i]["metrics"][k], new[i]["metrics"][k]) for i in ids
-                     if k in (old[i].get("metrics") or {}) and k in (new[i].get("metrics") or {})]
+            pairs = [(a, b) for a, b in ((_metric(old[i], k), _metric(new[i], k)) for i in ids)
+                     if a is not None and b is not None]
             a = _mean([p[0] for p in pairs])
             b = _mean([p[1] for p in pairs])
             metric_deltas[k] = (a, b, b - a)
@@ -335,4 +360,17 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         new_fingerprint=new_fp,
         metadata_changes=meta_changes,
         baseline_path=baseline_path,
+        baseline_samples=len(old),
+        current_samples=len(new),
     )
+
+
+def selection_text(comparison) -> str | None:
+    """The one sentence every report gives a selection (:attr:`Comparison.selection`), else None."""
+    if not getattr(comparison, "selection", False):
+        return None
+    total = comparison.baseline_samples
+    selected = total - len(comparison.missing)
+    return (f"{selected} of {total} baseline samples selected (a -k, --deselect, --lf or narrower "
+            f"selection; the suite is unchanged): the gate compared the selected samples only, "
+            f"{len(comparison.missing)} were not run")

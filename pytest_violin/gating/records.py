@@ -6,8 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..results import _jsonable, _sample_mean, aggregate
-from .policy import ERROR_VALUE
+from ..results import _jsonable, aggregate, sample_value
 from ..errors import InvalidArgumentError
 
 __all__ = ["aggregate_records", "as_record", "sample_digest", "suite_fingerprint"]
@@ -48,9 +47,9 @@ def as_record(result) -> dict:
 
 
 def _value(rec: Mapping) -> float:
-    """A record's mean metric, :data:`ERROR_VALUE` when it has no metrics (the model gave no image)."""
-    metrics = rec.get("metrics") or {}
-    return _sample_mean(metrics) if metrics else ERROR_VALUE
+    """A record's mean metric, :data:`~.policy.ERROR_VALUE` (1.0) when it has no metrics (the model
+    gave no image, or refused): :func:`pytest_violin.results.sample_value`, the rule of every table."""
+    return sample_value(rec.get("metrics") or {})
 
 
 def _canonical(obj) -> bytes:
@@ -122,9 +121,11 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
         ``{"tasks": [row, ...], "variations": [row, ...]}`` where a row has
         ``task``, ``variation`` (``None`` in task rows), ``n``, ``passed``,
         ``failed`` (not passed: refusals and errors included), ``errors``,
-        ``refused`` (the provider declined), ``pass_rate`` and ``metrics`` (name -> mean
-        over the samples that have it; ``mean`` is null where no sample was
-        scored). Rows are sorted by task then variation.
+        ``refused`` (the provider declined), ``no_image`` (failed without an
+        image), ``pass_rate`` and ``metrics`` (name -> mean over the judged
+        samples, a sample without an image counting 1.0 as in the gate;
+        ``mean`` is null where no sample was judged). Rows are sorted by task
+        then variation.
     """
     tasks, variations = [], []
     for row in aggregate(records):
@@ -136,6 +137,7 @@ def aggregate_records(records: Iterable[Mapping]) -> dict:
             "failed": row.count - row.passed,
             "errors": row.errors,
             "refused": row.refused,
+            "no_image": row.no_image,
             "pass_rate": row.pass_rate,
             "metrics": {k: v for k, v in row.means.items() if k == "mean" or v is not None},
         }

@@ -159,7 +159,10 @@ def pytest_violin_sample_scored(config, sample, images, result):
             # sample's difference is near black, and rendering costs more
             # than everything else the report does (see docs/reports.md).
             expected = sample.expected() if result.outcome != "passed" else None
-            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None)
+            # the mask task's source image and mask beside expected and generated
+            inputs = getattr(sample, "inputs", ()) if expected is not None else ()
+            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
+                                                         inputs=inputs)
         except Exception as exc:  # a thumbnail must never fail a test
             result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
 

@@ -66,6 +66,9 @@ def pytest_configure(config):
         config.pluginmanager.register(_ResultsCollector(state.store), "violin-results-collector")
     if not state.settings.model:
         return
+    from .attachments import register as register_attachments
+
+    register_attachments(config)  # failing items' images in pytest-html / Allure, when active
     from ..errors import ThresholdError
     from ..thresholds import build_limits, parse_thresholds
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..gating import aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
-from .svg import bar_chart
+from .svg import bar_chart, color_scale
 from .text import is_image_data_uri
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
@@ -51,6 +51,7 @@ tr.reg td{background:#fde2e1}tr.imp td{background:#e3f6e6}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 svg.chart{background:#fff;border:1px solid #eee}svg .grid{stroke:#e5e5e5}svg .ax{font-size:10px;fill:#555}
 svg .ct{font-size:12px;font-weight:600;fill:#222}
+.scalebox{display:flex;align-items:center;gap:10px;margin:4px 0 8px;font-size:12px;color:#555}
 #filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid #ddd;z-index:1}
 #filters label{margin-right:14px}
 table.samples td.th img{width:72px;height:auto;image-rendering:pixelated;margin-right:2px;border:1px solid #ccc}
@@ -122,7 +123,12 @@ def _gate_html(comparison) -> str:
     if not regs and not refs:
         out.append(f'<div class="banner good">No regression against baseline{base} '
                    f'(max regression {comparison.max_regression:g}).</div>')
-    if comparison.fingerprint_changed:
+    from ..gating.comparison import selection_text
+
+    selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
+    if selection:
+        out.append(f'<div class="banner">{_e(selection[0].upper() + selection[1:])}.</div>')
+    elif comparison.fingerprint_changed:
         out.append(f'<div class="banner warn">The suite definition changed since the baseline: '
                    f'{len(comparison.changed)} redefined sample(s) were not compared.</div>')
     for key, (a, b) in comparison.metadata_changes.items():
@@ -158,7 +164,7 @@ def _gate_html(comparison) -> str:
                        f'<td class="n">[{fmt_pct(g.refused_ci_low, True)}, {fmt_pct(g.refused_ci_high, True)}]</td>'
                        f"<td>{nr or '-'}</td></tr>")
         out.append("</table>")
-    for title, ids in (("Missing from this run", comparison.missing),
+    for title, ids in (("Missing from this run", () if selection else comparison.missing),
                        ("Not in the baseline", comparison.added),
                        ("Redefined since the baseline (not compared)", comparison.changed)):
         if ids:
@@ -178,7 +184,8 @@ def _summary_html(agg, groups) -> str:
         head = "".join(f"<th>{_e(n)}</th>" for n in names)
         delta_head = "<th>&Delta; mean</th><th>95% CI</th>" if groups else ""
         with_refused = any(r.get("refused") for r in agg.get("tasks", []))
-        refused_head = "<th>refused</th>" if with_refused else ""
+        with_no_image = any(r.get("no_image") for r in agg.get("tasks", []))
+        refused_head = ("<th>no image</th>" if with_no_image else "") + ("<th>refused</th>" if with_refused else "")
         out.append(f"<h3>{_e(task)}</h3><table><tr><th>variation</th><th>n</th><th>pass rate</th>"
                    f"{refused_head}{head}{delta_head}</tr>")
         for row, label, cls in [*((r, r["variation"] or "-", "") for r in rows), (task_row, "all", "total")]:
@@ -192,10 +199,16 @@ def _summary_html(agg, groups) -> str:
                 else:
                     cells += (f'<td class="n">{fmt_signed(g.delta)}</td>'
                               f'<td class="n">[{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}]</td>')
-            refused_cell = f'<td class="n">{int(row.get("refused") or 0)}</td>' if with_refused else ""
+            refused_cell = (f'<td class="n">{int(row.get("no_image") or 0)}</td>' if with_no_image else "") + (
+                f'<td class="n">{int(row.get("refused") or 0)}</td>' if with_refused else "")
             out.append(f'<tr class="{classes}"><td>{_e(label)}</td><td class="n">{row["n"]}</td>'
                        f'<td class="n">{100 * row["pass_rate"]:.1f}%</td>{refused_cell}{cells}</tr>')
         out.append("</table>")
+        without = sum(int(task_row.get(k) or 0) for k in ("errors", "no_image", "refused"))
+        if without >= task_row["n"]:  # no image to chart: say so instead of drawing empty bars
+            charts.append(f'<p class="muted nochart">{_e(task)}: no sample produced an image '
+                          f'({_e(_without_text(task_row))}), so there is no chart.</p>')
+            continue
         series = [(r["variation"] or "-", r["metrics"]) for r in rows] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in rows
                      if groups.get((task, r["variation"])) is not None
@@ -204,15 +217,41 @@ def _summary_html(agg, groups) -> str:
         charts.append(bar_chart(names, series, title=f"{task}: metric means (lower is better)",
                                 width=width, height=230 + 16 * ((len(series) + 3) // 4),
                                 highlight=regressed))
+    if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", [])):
+        from .terminal import NO_IMAGE_NOTE
+
+        out.append(f'<p class="muted">{_e(NO_IMAGE_NOTE[0].upper() + NO_IMAGE_NOTE[1:])}.</p>')
     out.append('<h2 id="charts">Metric means</h2><div class="charts">' + "".join(charts) + "</div>")
     return "\n".join(out)
+
+
+def _without_text(row) -> str:
+    parts = [f"{int(row.get(k) or 0)} {what}" for k, what in
+             (("no_image", "without an image"), ("refused", "refused"), ("errors", "errors")) if row.get(k)]
+    return ", ".join(parts) or f"{row['n']} samples"
+
+
+#: The thumbnails of a sample, in display order, and their captions.
+_THUMB_ORDER = (("source", "source"), ("mask", "mask"), ("expected", "expected"),
+                ("generated", "generated"), ("diff", "difference"))
+
+
+def _scale_html() -> str:
+    """The legend of the difference heat maps: the colour bar and its numeric range."""
+    from .thumbnails import HEATMAP_TICKS, heatmap_position, heatmap_scale
+
+    bar = color_scale(heatmap_scale(), [(heatmap_position(t), str(t)) for t in HEATMAP_TICKS],
+                      title="difference |generated - expected|, 0-255 (mean of R, G, B)", width=380)
+    return (f'<div class="scalebox" id="diff-scale">{bar}<span>difference heat map: black = identical, '
+            "yellow = a full-range difference of 255; square-root scale, so small differences "
+            "stay visible</span></div>")
 
 
 def _thumbs(rec, budget) -> tuple[str, int]:
     thumbs = (rec.get("extra") or {}).get("thumbnails") or {}
     if not isinstance(thumbs, dict) or not thumbs:
         return "", 0
-    uris = [(k, thumbs.get(k)) for k in ("expected", "generated", "diff")]
+    uris = [(caption, thumbs.get(k)) for k, caption in _THUMB_ORDER]
     uris = [(k, u) for k, u in uris if is_image_data_uri(u)]
     size = sum(len(u) for _, u in uris)
     if not uris or size > budget:
@@ -324,8 +363,9 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                  f'<label>task <select id="f-task"><option value="">all</option>{options}</select></label>'
                  '<label>search <input type="search" id="f-text" size="28"></label>'
                  '<span id="f-count" class="muted"></span></div>'
+                 + (_scale_html() if _any_diff(records) else "") +
                  '<table class="samples"><tr><th>outcome</th><th>sample</th><th>prompt</th>'
-                 '<th>expected / generated / difference</th><th>metric value / limit</th></tr>')
+                 '<th>(inputs /) expected / generated / difference</th><th>metric value / limit</th></tr>')
     budget = int(thumbnail_budget)
     skipped = 0
     rows = []
@@ -342,6 +382,11 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                      f"at most {thumbnail_budget:,} bytes of pictures, failures first.</p>")
     parts.append(f"<script>{_JS}</script></body></html>\n")
     return "\n".join(parts)
+
+
+def _any_diff(records) -> bool:
+    return any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
+               for r in records)
 
 
 def write_html(path, results, **kwargs) -> Path:

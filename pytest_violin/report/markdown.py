@@ -90,7 +90,9 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
         names = metric_names([task_row, *rows])
         # refusals get their own column wherever the run has any
         with_refused = any(r.get("refused") for r in agg.get("tasks", []))
-        head = ["Variation", "n", "pass rate", *(["refused"] if with_refused else []), *names]
+        with_no_image = any(r.get("no_image") for r in agg.get("tasks", []))
+        head = ["Variation", "n", "pass rate", *(["no image"] if with_no_image else []),
+                *(["refused"] if with_refused else []), *names]
         if groups:
             head.append("Δ mean vs baseline")
         lines += [f"### {md_escape(task)}", "", "| " + " | ".join(head) + " |",
@@ -98,6 +100,8 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
         for row, label in [*((r, r["variation"] or "-") for r in rows), (task_row, "**all**")]:
             cells = [md_escape(label) if label != "**all**" else label, str(row["n"]),
                      f"{100 * row['pass_rate']:.1f}%"]
+            if with_no_image:
+                cells.append(str(row.get("no_image", 0)))
             if with_refused:
                 cells.append(str(row.get("refused", 0)))
             cells += [fmt(row["metrics"].get(n)) for n in names]
@@ -110,6 +114,10 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                     cells.append(fmt_signed(g.delta) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", [])):
+        from .terminal import NO_IMAGE_NOTE
+
+        lines += [NO_IMAGE_NOTE[0].upper() + NO_IMAGE_NOTE[1:] + ".", ""]
     if runs_comparison is not None:
         from ..compare.formats import markdown_section
 
@@ -151,10 +159,15 @@ def _gate_section(comparison) -> list[str]:
                          f"{_pct(g.refused_delta, True)} | [{_pct(g.refused_ci_low, True)}, "
                          f"{_pct(g.refused_ci_high, True)}] | {_ids(g.newly_refused) or '-'} |")
         lines.append("")
-    if comparison.fingerprint_changed:
+    from ..gating.comparison import selection_text
+
+    selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
+    if selection:
+        lines += [md_escape(selection[0].upper() + selection[1:]) + ".", ""]
+    elif comparison.fingerprint_changed:
         lines += ["**The suite definition changed since the baseline** "
                   f"({len(comparison.changed)} sample(s) redefined and not compared).", ""]
-    for title, ids in (("Missing from this run", comparison.missing),
+    for title, ids in (("Missing from this run", () if selection else comparison.missing),
                        ("Not in the baseline", comparison.added),
                        ("Redefined since the baseline (not compared)", comparison.changed)):
         if ids:

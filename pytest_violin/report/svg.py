@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["PALETTE", "bar_chart"]
+__all__ = ["PALETTE", "bar_chart", "color_scale"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -57,9 +57,12 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
               if isinstance(v, (int, float)) and math.isfinite(v)]
     top = _nice_max(max(values, default=0.0))
     left, right, top_pad, bottom = 44, 8, 24 if title else 8, 40
-    legend_h = 16 * ((len(series) + 3) // 4) if len(series) > 1 else 0
+    legend_h = 16 * ((len(series) + 3) // 4) if len(series) > 1 else 0  # what callers size for
     plot_w = max(10, width - left - right)
     plot_h = max(10, height - top_pad - bottom - legend_h)
+    legend = _legend_layout([str(name) for name, _ in series], plot_w) if len(series) > 1 else []
+    rows = 1 + max((row for *_, row in legend), default=-1)
+    height = top_pad + plot_h + bottom + 16 * rows  # the legend grows the chart, never overlaps
     parts = [
         f'<svg class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
@@ -95,13 +98,81 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
             f'<text x="{left + (ci + 0.5) * group_w:.1f}" y="{top_pad + plot_h + 14:.1f}" '
             f'class="ax" text-anchor="middle">{escape(cat)}</text>'
         )
-    if len(series) > 1:
-        ly0 = top_pad + plot_h + 24
-        for si, (name, _) in enumerate(series):
-            lx = left + (si % 4) * (plot_w / 4)
-            ly = ly0 + 16 * (si // 4)
-            parts.append(f'<rect x="{lx:.1f}" y="{ly:.1f}" width="10" height="10" '
-                         f'fill="{PALETTE[si % len(PALETTE)]}"/>')
-            parts.append(f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(str(name))}</text>')
+    ly0 = top_pad + plot_h + 24
+    for si, (name, shown, x, row) in enumerate(legend):
+        lx, ly = left + x, ly0 + 16 * row
+        parts.append(f'<g class="lg"><title>{escape(name)}</title><rect x="{lx:.1f}" y="{ly:.1f}" '
+                     f'width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
+                     f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(shown)}</text></g>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+#: Width of one character of the legend's 10 px text, in pixels: an upper bound
+#: for the sans-serif fonts browsers pick (wide glyphs such as ``W``/``M`` are
+#: ~9 px, lower case ~5.5 px); legends are laid out with it so labels never meet.
+LEGEND_CHAR_PX = 6.6
+
+_SWATCH_PX, _GAP_PX = 14, 14
+
+
+def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
+    """``(name, shown text, x, row)`` per series: entries flow left to right and wrap to a new
+    row where the next would pass the plot's width; a label wider than a whole row is cut with
+    an ellipsis (the full name stays in the entry's tooltip)."""
+    max_chars = max(4, int((plot_w - _SWATCH_PX) / LEGEND_CHAR_PX))
+    out, x, row = [], 0.0, 0
+    for name in names:
+        shown = name if len(name) <= max_chars else name[:max_chars - 1] + "\u2026"
+        width = _SWATCH_PX + LEGEND_CHAR_PX * len(shown)
+        if x > 0 and x + width > plot_w:
+            x, row = 0.0, row + 1
+        out.append((name, shown, x, row))
+        x += width + _GAP_PX
+    return out
+
+
+def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float, str]], *,
+                title: str = "", width: int = 360, height: int = 46, gradient_id: str = "violin-scale") -> str:
+    """A horizontal colour-scale legend (a gradient bar with numeric ticks) as inline ``<svg>``.
+
+    Parameters
+    ----------
+    stops : sequence of (float, str)
+        ``(position in [0, 1], "#rrggbb")`` colour stops, left to right.
+    ticks : sequence of (float, str)
+        ``(position in [0, 1], label)`` marks under the bar.
+    title : str, optional
+        Drawn above the bar and used as the accessible label.
+    width, height : int, optional
+        Size in CSS pixels.
+    gradient_id : str, optional
+        The id of the gradient (unique within the page).
+
+    Returns
+    -------
+    str
+        Self-contained SVG markup; labels are HTML-escaped.
+    """
+    left, right = 8, 14
+    bar_y = 18 if title else 4
+    bar_h = 12
+    bar_w = max(10, width - left - right)
+    gid = escape(gradient_id)
+    parts = [f'<svg class="scale" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="{escape(title)}"><defs><linearGradient id="{gid}" x1="0" x2="1" y1="0" y2="0">']
+    for pos, color in stops:
+        parts.append(f'<stop offset="{min(max(float(pos), 0.0), 1.0):.4f}" stop-color="{escape(str(color))}"/>')
+    parts.append("</linearGradient></defs>")
+    if title:
+        parts.append(f'<text x="{left}" y="12" class="ax">{escape(title)}</text>')
+    parts.append(f'<rect x="{left}" y="{bar_y}" width="{bar_w}" height="{bar_h}" fill="url(#{gid})" '
+                 f'stroke="#999" stroke-width="0.5"/>')
+    for pos, label in ticks:
+        x = left + bar_w * min(max(float(pos), 0.0), 1.0)
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{bar_y + bar_h}" y2="{bar_y + bar_h + 4}" '
+                     f'stroke="#555"/>')
+        parts.append(f'<text x="{x:.1f}" y="{bar_y + bar_h + 14}" class="ax" text-anchor="middle">'
+                     f'{escape(str(label))}</text>')
     parts.append("</svg>")
     return "".join(parts)

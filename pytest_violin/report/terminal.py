@@ -10,7 +10,12 @@ import math
 
 from .text import printable
 
-__all__ = ["comparison_lines", "format_summary", "write_summary"]
+__all__ = ["NO_IMAGE_NOTE", "comparison_lines", "format_summary", "write_summary"]
+
+#: Said under the tables wherever a sample has no image: how the means count it
+#: (:data:`pytest_violin.results.NO_IMAGE_VALUE`), the same in every report.
+NO_IMAGE_NOTE = ("means: a sample without an image (no image, refused) counts 1.0 on every metric, "
+                 "as the regression gate counts it; errors are not judged and left out")
 
 
 def _fmt(value) -> str:
@@ -59,7 +64,8 @@ def format_summary(store, *, settings=None, price=None) -> list[str]:
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
-            errors = "".join(f" ({n} {what})" for n, what in ((row.refused, "refused"), (row.errors, "err")) if n)
+            errors = "".join(f" ({n} {what})" for n, what in (
+                (getattr(row, "no_image", 0), "no image"), (row.refused, "refused"), (row.errors, "err")) if n)
             body.append([label, *(_fmt(row.means.get(n)) for n in names),
                          _fmt(row.means.get("mean")), f"{100 * row.pass_rate:.1f}%",
                          f"{row.count}{errors}"])
@@ -75,6 +81,9 @@ def format_summary(store, *, settings=None, price=None) -> list[str]:
         lines.extend(line(r) for r in body)
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
+    if any(getattr(row, "no_image", 0) or row.refused for row in rows):
+        lines.append("")
+        lines.append(NO_IMAGE_NOTE)
     lines.append("")
     errors = sum(1 for r in store.results if r.outcome == "error")
     refused = sum(1 for r in store.results if r.outcome == "refused")
@@ -175,11 +184,16 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
                     f"{_pct(g.refused_ci_high, True)}]  n={g.n}", "bad"))
         if g.newly_refused:
             out.append((f"            newly refused ({len(g.newly_refused)}): {ids(g.newly_refused)}", "bad"))
-    if comparison.fingerprint_changed:
+    from ..gating.comparison import selection_text
+
+    selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
+    if selection:
+        out.append((selection, "info"))
+    elif comparison.fingerprint_changed:
         out.append((f"suite fingerprint changed: {comparison.old_fingerprint} -> "
                     f"{comparison.new_fingerprint}", "warn"))
     for title, items in (("ended in an error in the baseline, not compared", comparison.errored_in_baseline),
-                         ("missing from this run", comparison.missing),
+                         ("missing from this run", () if selection else comparison.missing),
                          ("not in the baseline", comparison.added),
                          ("redefined since the baseline, not compared", comparison.changed)):
         if items:

@@ -17,7 +17,8 @@ import numpy as np
 from ..imaging import as_rgb8, resize_rgb8
 from ..errors import InternalError, InvalidArgumentError
 
-__all__ = ["THUMBNAIL_SIZE", "thumbnail", "diff_heatmap", "data_uri", "make_thumbnails"]
+__all__ = ["HEATMAP_TICKS", "THUMBNAIL_SIZE", "thumbnail", "diff_heatmap", "data_uri", "heatmap_position",
+           "heatmap_scale", "encode_image", "make_thumbnails"]
 
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_SIZE = 96
@@ -101,6 +102,37 @@ def diff_heatmap(image, expected, size: int = THUMBNAIL_SIZE) -> np.ndarray:
     return np.ascontiguousarray(colored[:, :, ::-1])
 
 
+#: Differences (levels of 255, mean of the channels) marked on the heat map's scale.
+HEATMAP_TICKS = (0, 4, 16, 64, 128, 255)
+
+
+def heatmap_scale(stops: int = 16) -> list[tuple[float, str]]:
+    """The colour scale of :func:`diff_heatmap`, for a legend bar.
+
+    Parameters
+    ----------
+    stops : int, optional
+        Colour stops along the bar (at least 2).
+
+    Returns
+    -------
+    list of (float, str)
+        ``(position, "#rrggbb")`` from 0 (left, identical) to 1 (right, a
+        full-range difference of 255). A difference ``d`` sits at
+        ``sqrt(d / 255)``, as the heat map's square-root scale puts it.
+    """
+    n = max(2, int(stops))
+    positions = np.linspace(0.0, 1.0, n)
+    levels = np.rint(positions * 255.0).astype(np.uint8).reshape(1, n)
+    bgr = cv2.applyColorMap(levels, cv2.COLORMAP_INFERNO)[0]
+    return [(float(p), "#%02x%02x%02x" % (int(c[2]), int(c[1]), int(c[0]))) for p, c in zip(positions, bgr)]
+
+
+def heatmap_position(difference: float) -> float:
+    """Where a difference of ``difference`` levels (0-255) sits on the scale (0-1)."""
+    return float(np.sqrt(min(max(float(difference), 0.0), 255.0) / 255.0))
+
+
 def _flat(rgb: np.ndarray, limit: float = 0.08) -> bool:
     """True for images made of flat areas: at most ``limit`` of the
     horizontally adjacent pixel pairs differ (synthetic ground truths and
@@ -131,6 +163,13 @@ def data_uri(image, *, quality: int = 80) -> str:
     str
         ``data:image/png;base64,...`` or ``data:image/jpeg;base64,...``.
     """
+    data, mime = encode_image(image, quality=quality)
+    return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
+
+
+def encode_image(image, *, quality: int = 80) -> tuple[bytes, str]:
+    """``(bytes, mime type)``: PNG for images of flat areas, JPEG (``quality``) for the rest,
+    as :func:`data_uri` chooses (also used for the images attached to pytest-html and Allure)."""
     rgb = as_rgb8(image)
     bgr = np.ascontiguousarray(rgb[:, :, ::-1])
     if _flat(rgb):
@@ -140,11 +179,11 @@ def data_uri(image, *, quality: int = 80) -> str:
         ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
         mime = "image/jpeg"
     if not ok:  # pragma: no cover - OpenCV fails only on invalid input
-        raise InternalError("thumbnail could not be encoded")
-    return f"data:{mime};base64," + base64.b64encode(buf.tobytes()).decode("ascii")
+        raise InternalError("image could not be encoded")
+    return buf.tobytes(), mime
 
 
-def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE) -> dict:
+def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE, inputs=()) -> dict:
     """The thumbnails of one sample as data URIs.
 
     Parameters
@@ -158,13 +197,19 @@ def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE) -> dict:
         The model's image (first repeat); ``None`` when generation failed.
     size : int, optional
         Longest side in pixels.
+    inputs : sequence of image-like, optional
+        The sample's input images (the mask task: the source image and the
+        mask), shown before the expected image as ``source`` and ``mask``.
 
     Returns
     -------
     dict
-        A subset of ``{"expected": uri, "generated": uri, "diff": uri}``.
+        A subset of ``{"source": uri, "mask": uri, "expected": uri,
+        "generated": uri, "diff": uri}``.
     """
     out = {}
+    for name, image in zip(("source", "mask"), inputs or ()):
+        out[name] = data_uri(_shrink(as_rgb8(image), size))
     exp = None if expected is None else as_rgb8(expected)
     if exp is not None:
         out["expected"] = data_uri(_shrink(exp, size))
