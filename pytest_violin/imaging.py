@@ -42,6 +42,9 @@ __all__ = [
     "decode_image",
     "resize_rgb8",
     "check_same_size",
+    "READERS",
+    "set_reader",
+    "current_reader",
 ]
 
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels).
@@ -519,7 +522,8 @@ def probe_image_file(path, *, max_pixels: int = MAX_PIXELS,
     return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
 
 
-def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
+def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES,
+            reader: str | None = None) -> np.ndarray:
     """Turn an image-like object into an ``(H, W, 3)`` uint8 RGB array.
 
     Parameters
@@ -534,7 +538,7 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
           FIFOs, devices and ``/proc`` files are refused).
 
         RGBA inputs are composited over black: a transparent pixel is a
-        black pixel.
+        black pixel (``reader="pillow"``; see ``reader``).
     max_pixels : int, optional
         Largest accepted ``width * height`` (default :data:`MAX_PIXELS`).
     max_bytes : int, optional
@@ -542,6 +546,19 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
         header (default :data:`MAX_DECODED_BYTES`; see
         :func:`decoded_size`). Arrays are already in memory and are bounded
         by ``max_pixels`` only.
+    reader : {"pillow", "opencv"}, optional
+        How pixels are read (default: :func:`current_reader`, ``"pillow"``
+        unless a run of profile ``violin`` set ``"opencv"``). ``"pillow"``:
+        alpha composited over black, 16-bit values rounded
+        (``v * 255 / 65535``), EXIF orientation applied. ``"opencv"``: as
+        the Violin reference scripts read files, ``cv2.imread(path)``:
+        encoded data is decoded by ``cv2.imdecode(..., IMREAD_COLOR)`` (alpha
+        dropped, 16 bits truncated to the high byte, CMYK and palettes
+        converted by OpenCV's codecs, EXIF orientation applied); an array
+        has its alpha dropped and 16-bit values truncated (what saving it
+        as PNG and reading it back with ``cv2.imread`` gives); a PIL image
+        of a mode PNG can hold is read as that PNG. The same header checks
+        (``max_pixels``, ``max_bytes``) come first in both.
 
     Returns
     -------
@@ -568,6 +585,9 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
     >>> as_rgb8(np.zeros((2, 3), dtype=np.uint8)).shape
     (2, 3, 3)
     """
+    if (reader or _READER[0]) != "pillow":
+        _check_reader(reader or _READER[0])
+        return _as_rgb8_opencv(obj, max_pixels, max_bytes)
     if isinstance(obj, np.ndarray):
         return _array_to_rgb8(obj, obj, max_pixels)
     if isinstance(obj, Image.Image):
@@ -578,6 +598,118 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
         return _decode_stream(io.BytesIO(obj), obj, max_pixels, max_bytes)
     if isinstance(obj, (str, os.PathLike)):
         return _open_path(Path(obj), obj, max_pixels, max_bytes)
+    raise _fail(obj, "unsupported input type")
+
+
+# --------------------------------------------------------------------------- the reference's reading
+
+#: How :func:`as_rgb8` reads pixels: ``"pillow"`` (this package's own
+#: choices) or ``"opencv"`` (``cv2.imread``, as the Violin reference scripts
+#: read answer and ground-truth files).
+READERS = ("pillow", "opencv")
+_READER = ["pillow"]
+_READER_LOCK = threading.Lock()
+
+
+def _check_reader(reader) -> str:
+    if reader not in READERS:
+        raise InvalidImageError(f"unknown image reader {reader!r}; accepted: {', '.join(READERS)}")
+    return reader
+
+
+def current_reader() -> str:
+    """The process-wide default reader of :func:`as_rgb8` (``"pillow"`` or ``"opencv"``)."""
+    return _READER[0]
+
+
+def set_reader(reader: str) -> str:
+    """Set the process-wide default reader of :func:`as_rgb8`; return the previous one.
+
+    The pytest plugin sets ``"opencv"`` for a run of profile ``violin``
+    (every adapter's answer, replayed files and ground-truth files are then
+    read as the reference reads them) and restores the previous reader
+    when the run ends. Process-wide on purpose: adapters decode in the
+    runner's threads.
+    """
+    _check_reader(reader)
+    with _READER_LOCK:
+        previous, _READER[0] = _READER[0], reader
+    return previous
+
+
+def _cv_array(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
+    """An array as ``cv2.imread`` would read it back from a PNG: alpha dropped, 16 bits truncated."""
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise _fail(original, f"unsupported array shape {arr.shape}")
+    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    if arr.ndim == 3 and arr.shape[2] == 4:
+        arr = arr[:, :, :3]
+    if arr.dtype == np.uint16:
+        height, width = arr.shape[:2]
+        return _convert_blocks(height, width, lambda r0, r1: (arr[r0:r1] >> 8).astype(np.uint8),
+                               np.dtype(np.uint8), original)
+    return _array_to_rgb8(arr, original, max_pixels)
+
+
+#: PIL modes a PNG holds as they are: such an image is read as its PNG.
+_PNG_MODES = ("1", "L", "LA", "P", "RGB", "RGBA", "I;16", "I;16B", "I;16L", "I")
+
+
+def _cv_decode(data, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """Decode encoded bytes with ``cv2.imdecode(IMREAD_COLOR)`` after Pillow's header checks."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                width, height = img.size
+                _check_pixels(original, height, width, max_pixels)
+                _check_bytes(original, img, max_bytes)
+    except InvalidImageError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
+    except UnidentifiedImageError:
+        raise _fail(original, "bytes are not a recognised image format") from None
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    with _DECODE_BUDGET.hold(width * height * 7):
+        try:
+            bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        except cv2.error:
+            bgr = None
+        if bgr is None or bgr.ndim != 3 or bgr.shape[2] != 3:
+            raise _fail(original, "OpenCV cannot decode this image (cv2.imread, which the "
+                                  "reference scripts read files with, returns None for it)")
+        return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def _as_rgb8_opencv(obj, max_pixels: int, max_bytes: int) -> np.ndarray:
+    if isinstance(obj, np.ndarray):
+        return _cv_array(obj, obj, max_pixels)
+    if isinstance(obj, Image.Image):
+        width, height = obj.size
+        _check_pixels(obj, height, width, max_pixels)
+        _check_bytes(obj, obj, max_bytes)
+        if obj.mode not in _PNG_MODES:
+            return _pil_to_rgb8(obj, obj, max_pixels, max_bytes)
+        buf = io.BytesIO()
+        try:
+            obj.save(buf, format="PNG", compress_level=1)
+        except _DECODE_ERRORS as exc:
+            raise _fail(obj, f"image could not be encoded as PNG ({_reason(exc)})") from None
+        return _cv_decode(buf.getvalue(), obj, max_pixels, max_bytes)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        if len(obj) == 0:
+            raise _fail(obj, "zero bytes of image data")
+        return _cv_decode(bytes(obj), obj, max_pixels, max_bytes)
+    if isinstance(obj, (str, os.PathLike)):
+        with _open_regular(Path(obj), obj) as fh:
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise _fail(obj, f"file is larger than {max_bytes} bytes, the decoded-size limit")
+        return _cv_decode(data, obj, max_pixels, max_bytes)
     raise _fail(obj, "unsupported input type")
 
 

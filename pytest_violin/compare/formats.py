@@ -76,7 +76,10 @@ def _var(variation) -> str:
 
 def _notes(comparison) -> list:
     """Plain-text lines shown above a table: mismatches, dropped samples."""
+    from .paper import comparability_notes
+
     lines = [f"warning: {printable(m)}" for m in comparison.mismatches]
+    lines += [printable(n) for n in comparability_notes(comparison)]
     if comparison.all_samples:
         lines.append("all samples of every run compared (--all-samples): runs may differ in "
                      "the samples behind each mean")
@@ -239,9 +242,15 @@ def _latex(comparison) -> str:
     out = ["% Violin comparison (pytest-violin); needs \\usepackage{booktabs}",
            "% rows marked $^\\dagger$ are published values of the paper"]
     out.extend("% " + _tex(n) for n in _notes(comparison))
+    from .paper import comparability_notes
+
+    said = comparability_notes(comparison)
     for task in _tasks(comparison):
         out.append("")
-        out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task]))
+        block = _latex_task(task, [r for r in comparison.rows if r.task == task])
+        if said:  # printed under the table, not only in a comment
+            block[-1:-1] = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."]
+        out.extend(block)
     pairs = _pair_lines(comparison, _tex)
     if pairs:
         out.append("")

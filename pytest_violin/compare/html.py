@@ -219,6 +219,10 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     out = [f'<section id="violin-compare"><h2>{_e(heading)}</h2>']
     for m in comparison.mismatches or ():
         out.append(f'<div class="banner warn">{_e(m)}</div>')
+    from .paper import comparability_notes
+
+    for m in comparability_notes(comparison):  # where the paper's rows and each run were measured
+        out.append(f'<div class="banner{" warn" if "did not use" in m else ""}">{_e(m)}</div>')
     labels = [getattr(r, "label", str(r)) for r in comparison.runs or ()]
     facts = [("runs", ", ".join(labels) or "-")]
     if comparison.all_samples:

@@ -32,7 +32,43 @@ from ..errors import InternalError, InvalidArgumentError
 from ..metrics import COLOR_METRICS, MASK_METRICS, SHAPE_METRICS
 from .model import PublishedRow
 
-__all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_data"]
+__all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_data",
+           "comparability_notes", "PAPER_SAMPLES"]
+
+#: Where the paper's rows were measured (its Appendix D.1 and the authors' README).
+PAPER_SAMPLES = ("the official Violin samples (Hugging Face dataset Perkzi/VIOLIN: 7,745 "
+                 "samples at 512x512, the mask task on 1,800 BrushNet photographs)")
+
+
+def _on_official_data(run) -> bool:
+    data = (getattr(run, "metadata", None) or {}).get("dataset")
+    return isinstance(data, dict) and bool(data.get("revision") or data.get("sha256")
+                                           or data.get("key"))
+
+
+def comparability_notes(comparison) -> list:
+    """Lines saying where the paper's rows and each run were measured (empty without paper rows).
+
+    The paper's rows come from :data:`PAPER_SAMPLES`; a run on any other
+    suite (the built-in ``violin`` suite generates its own photos, masks,
+    prompts, colour pairs and shape placements) is said not to have used
+    them, so its numbers beside the paper's are read as indicative only.
+    """
+    if not any(getattr(r, "published", False) for r in getattr(comparison, "rows", ()) or ()):
+        return []
+    lines = [f"paper rows: published values, measured on {PAPER_SAMPLES}"]
+    for run in getattr(comparison, "runs", ()) or ():
+        meta = getattr(run, "metadata", None) or {}
+        if _on_official_data(run):
+            data = meta["dataset"]
+            ident = data.get("revision") or data.get("sha256") or data.get("key")
+            lines.append(f"run {run.label}: on the official data ({data.get('repo') or data.get('source')}, "
+                         f"{str(ident)[:12]}, {data.get('samples', '?')} samples)")
+        else:
+            lines.append(f"run {run.label} did not use the paper's samples (suite "
+                         f"{meta.get('suite') or '?'!r}: other photos, masks, prompts, colour pairs "
+                         f"and shape placements); its numbers beside the paper's are indicative only")
+    return lines
 
 #: The package data file, relative to the ``pytest_violin`` package.
 DATA_FILE = "data/paper_tables.json"

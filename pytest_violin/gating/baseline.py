@@ -14,8 +14,8 @@ from ..results import _jsonable
 from .policy import OUTCOMES
 from .records import _value, aggregate_records, as_record, suite_fingerprint
 
-__all__ = ["BASELINE_FORMAT", "SCHEMA_VERSION", "build_baseline", "dumps_baseline", "read_baseline",
-           "validate_baseline", "write_baseline"]
+__all__ = ["BASELINE_FORMAT", "SCHEMA_VERSION", "build_baseline", "dataset_change",
+           "dumps_baseline", "read_baseline", "validate_baseline", "write_baseline"]
 
 BASELINE_FORMAT = "pytest-violin-baseline"
 SCHEMA_VERSION = 1
@@ -120,6 +120,38 @@ def build_baseline(results: Iterable, *, suite: str, profile: str, seed: int, ad
         "aggregates": aggregate_records(samples),
         "samples": samples,
     }
+
+
+def _dataset_identity(meta: Mapping):
+    """``(kind, value)`` naming the data of a run: the official data's revision or sha256."""
+    data = meta.get("dataset")
+    if not isinstance(data, Mapping):
+        return None
+    for key in ("revision", "sha256", "key"):
+        if data.get(key):
+            return key, str(data[key]), data.get("rows")
+    return None
+
+
+def dataset_change(old_meta: Mapping, new_meta: Mapping) -> str | None:
+    """One line when two runs' metadata name different data (official data), else None.
+
+    A baseline of the built-in suite against a run on the official data (or
+    the other way round), or two official runs on other revisions / files,
+    are named, never compared silently.
+    """
+    old, new = _dataset_identity(old_meta), _dataset_identity(new_meta)
+    if old == new:
+        return None
+
+    def name(ident, meta):
+        if ident is None:
+            return f"suite {meta.get('suite', '?')!r} (not the official data)"
+        kind, value, rows = ident
+        return f"official data {kind} {value[:16]} ({rows} rows)"
+
+    return (f"baseline and run are on different data: baseline {name(old, old_meta)}, run "
+            f"{name(new, new_meta)}; their per-sample comparison covers only the ids both hold")
 
 
 def dumps_baseline(baseline: Mapping) -> str:

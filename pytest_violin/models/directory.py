@@ -3,6 +3,12 @@
 Sample ``color/v1/pink/t03`` is read from ``PATH/color/v1/pink/t03.png``
 (repeat ``k > 0``: ``t03.r<k>.png``), the layout ``--violin-save-outputs``
 writes. Record once on a GPU machine, gate in CPU-only CI.
+
+A sample of the official data (``official/color/v1/id_123``) is also found
+where the authors' generation scripts save it: ``PATH/id_000123.png`` or
+``PATH/id_123.png`` (``PATH`` is one task's folder), or the same names in
+``PATH/<model>_color_var1/`` (``_color_var2``, ``_geometric``,
+``_image_mask_<mask type>``) when ``PATH`` holds those folders.
 """
 
 from __future__ import annotations
@@ -25,6 +31,24 @@ def output_path(root, sample_id: str, repeat: int = 0) -> Path:
 
 
 
+#: The authors' answer folder suffix of each official group.
+_AUTHOR_FOLDERS = {"color/v1": "_color_var1", "color/v2": "_color_var2", "shape": "_geometric"}
+
+
+def _official_candidates(root: Path, sample_id: str) -> list:
+    """Where the authors' scripts would have saved an official sample's answer."""
+    from ..suite.official.schema import group_of_sample
+
+    found = group_of_sample(sample_id)
+    if found is None:
+        return []
+    group, number = found
+    names = (f"id_{number:06d}.png", f"id_{number}.png")
+    suffix = _AUTHOR_FOLDERS.get(group) or "_image_mask_" + group.split("/", 1)[-1]
+    folders = [root] + sorted(p for p in root.glob(f"*{suffix}") if p.is_dir())
+    return [folder / name for folder in folders for name in names]
+
+
 class ReplayAdapter:
     """Read ``<root>/<sample id>.png``.
 
@@ -42,7 +66,16 @@ class ReplayAdapter:
 
     def generate(self, request):
         """Return the bytes of the saved image of the request's sample."""
-        path = output_path(self.root, request.sample_id, getattr(request, "repeat", 0))
+        repeat = getattr(request, "repeat", 0)
+        path = output_path(self.root, request.sample_id, repeat)
+        if not path.is_file() and repeat == 0:
+            hits = [p for p in _official_candidates(self.root, request.sample_id) if p.is_file()]
+            if len({p.parent for p in hits}) > 1:
+                raise GenerationError(
+                    f"sample {request.sample_id!r}: answers in more than one folder "
+                    f"({', '.join(sorted(str(p) for p in hits)[:3])}); point dir: at one model's "
+                    f"folders") from None
+            path = hits[0] if hits else path
         try:
             return path.read_bytes()
         except FileNotFoundError:

@@ -204,7 +204,11 @@ def _run_metadata(config, store, s: GateState) -> dict:
         identity = redact(settings.model)
     from .. import __version__
 
+    from .state import official_dataset
+
+    dataset = official_dataset(state)
     return {
+        **({"dataset": dataset} if dataset else {}),
         "suite": str(settings.suite),
         "profile": str(settings.profile),
         "seed": int(settings.seed),
@@ -227,6 +231,8 @@ def pytest_violin_session_results(config, store):
     results = records_of(store.results)  # plain dicts, converted once for every writer
     meta = _run_metadata(config, store, s)
     extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
+    if "dataset" in meta:  # the official data's identity, kept in the baseline too
+        extra["dataset"] = meta.pop("dataset")
     current = build_baseline(results, extra_metadata=extra, **meta)
     if (s.compare_runs or s.compare_paper) and results:
         _build_runs_comparison(s, results, current)
@@ -237,6 +243,11 @@ def pytest_violin_session_results(config, store):
     elif s.baseline_doc is not None:
         s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
                                baseline_path=s.baseline_label or str(s.baseline))
+        from ..gating.baseline import dataset_change
+
+        changed = dataset_change(s.baseline_doc.get("metadata", {}), current["metadata"])
+        if changed:
+            s.messages.append(changed)
         _fail_on_regressions(s)
     if s.save_baseline is not None:
         if s.interrupted:

@@ -273,6 +273,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("suite", nonempty, "violin",
            "suite name (violin, violin-absolute, violin-extra, violin-probes) or manifest path "
            "(default: violin)", metavar="NAME_OR_PATH"),
+    Option("metadata", _path_text, None,
+           "the official Violin data's folder of metadata CSVs (prompts by id; default: "
+           "metadata/ beside the parquet or the converted folder)", path=True, metavar="DIR"),
     Option("tasks", task_list, None,
            "comma-separated tasks to run (default: all); in pyproject.toml also a list",
            ini_type="args", metavar="LIST"),

@@ -19,7 +19,7 @@ import pytest
 
 from ..report.text import printable
 from ..results import SampleResult
-from .state import STATE_KEY, get_state, redact
+from .state import STATE_KEY, dataset_lines, get_state, redact
 
 # Hooks and options only: the parsed options live in settings.py, the run
 # state (adapter, runner, samples, results) in state.py.
@@ -69,6 +69,7 @@ def pytest_configure(config):
     from .attachments import register as register_attachments
 
     register_attachments(config)  # failing items' images in pytest-html / Allure, when active
+    state.use_profile_reader()  # profile violin reads every image file as cv2.imread does
     from ..errors import ThresholdError
     from ..thresholds import build_limits, parse_thresholds
 
@@ -213,9 +214,10 @@ def pytest_report_header(config):
     n = len(state.samples or ())
     line = (f"violin: model={redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
             f"seed={s.seed} repeats={s.repeats}")
+    lines = [line, *dataset_lines(state)]  # the official data: rows per task, skipped and why
     if state.scope is not None and not state.scope.collect:
-        return [line, f"violin: built-in samples not collected: {state.scope.reason}"]
-    return line
+        return lines + [f"violin: built-in samples not collected: {state.scope.reason}"]
+    return lines
 
 
 # --------------------------------------------------------------------------- collection

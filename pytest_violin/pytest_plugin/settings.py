@@ -46,6 +46,7 @@ class ViolinSettings:
     headers: tuple = ()
     suite_from_ini: bool = False
     model_from_ini: bool = False
+    metadata: Path | None = None
     max_calls: int | None = None
     max_calls_given: bool = False
     max_answer_mb: int = DEFAULT_MAX_ANSWER_MB
@@ -87,7 +88,7 @@ def parse_settings(config) -> ViolinSettings:
     for name in ("model", "suite", "tasks", "limit", "seed", "profile", "repeats", "pass_rule",
                  "save_outputs", "concurrency", "timeout", "retries", "request_template",
                  "response_path", "cache_dir", "no_cache", "max_calls", "max_answer_mb", "threshold",
-                 "header", "price", "max_cost"):
+                 "header", "price", "max_cost", "metadata"):
         values[name], from_ini[name] = read_option(config, name)
     save_outputs = values["save_outputs"]
     if save_outputs is not None and save_outputs.exists() and not save_outputs.is_dir():
@@ -101,6 +102,10 @@ def parse_settings(config) -> ViolinSettings:
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
         raise _usage(config, "cache_dir", f"{str(cache_dir)!r} is not a directory",
                      "a directory path (created if missing)")
+    metadata = values["metadata"]
+    if metadata is not None and not metadata.is_dir():
+        raise _usage(config, "metadata", f"{str(metadata)!r} is not a directory",
+                     "the folder of the official data's *metadata*.csv files")
     max_calls = values["max_calls"]  # None: the adapter's default; inf: 'none', no limit
     if values["max_cost"] is not None and values["price"] is None:
         # a cap with no estimate to hold it against would look like a cap and never trip
@@ -120,6 +125,7 @@ def parse_settings(config) -> ViolinSettings:
         max_calls_given=max_calls is not None, max_answer_mb=values["max_answer_mb"],
         price=None if values["price"] is None else float(values["price"]),
         max_cost=None if values["max_cost"] is None else float(values["max_cost"]),
+        metadata=metadata,
     )
 
 

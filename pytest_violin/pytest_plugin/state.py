@@ -39,6 +39,8 @@ class ViolinState:
     bills: bool = False
     cacheable: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)
+    #: the image reader in use before this run set its profile's (restored by close)
+    previous_reader: str | None = None
 
     @property
     def is_worker(self) -> bool:
@@ -135,8 +137,22 @@ class ViolinState:
             table.setdefault(s.task, tuple(s.metric_names))
         return table
 
+    def use_profile_reader(self) -> None:
+        """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``)."""
+        from ..imaging import set_reader
+
+        reader = "opencv" if self.settings.profile == "violin" else "pillow"
+        previous = set_reader(reader)
+        if self.previous_reader is None:
+            self.previous_reader = previous
+
     def close(self, *, wait: bool = True):
         """Stop the runner (abandoning generations in flight unless ``wait``) and close the adapter."""
+        if self.previous_reader is not None:
+            from ..imaging import set_reader
+
+            set_reader(self.previous_reader)
+            self.previous_reader = None
         if not wait:
             self.cancel.set()
         if self.runner is not None:
@@ -196,7 +212,8 @@ def _load_suite(settings, tasks, limit, config):
     if name not in SUITES and candidate.exists():
         target = str(candidate)
     try:
-        return load_suite(target, tasks=tasks, limit=limit, seed=settings.seed)
+        return load_suite(target, tasks=tasks, limit=limit, seed=settings.seed,
+                          metadata=settings.metadata)
     except (SuiteError, ValueError, OSError) as exc:
         opt = f"--violin-suite={name!r}"
         if tasks:
@@ -205,3 +222,28 @@ def _load_suite(settings, tasks, limit, config):
             opt += f" --violin-limit={limit}"
         raise pytest.UsageError(f"{opt}: {exc}") from None
 
+
+def official_dataset(state) -> dict | None:
+    """What the run's official data is (``load_suite(...).dataset``), or None for other suites.
+
+    Read from the loaded samples, else (the xdist controller collects
+    nothing) from a load of the whole suite, which reads its cached index.
+    """
+    from ..suite import SUITES
+
+    if state is None or state.settings.suite in SUITES:
+        return None
+    found = getattr(state.samples, "dataset", None)
+    if found:
+        return found
+    try:
+        return getattr(state.load(None, None), "dataset", None) or None
+    except pytest.UsageError:
+        return None
+
+
+def dataset_lines(state) -> list:
+    """``violin: official data ...`` lines: what the official data loaded (none for other suites)."""
+    from ..suite.official import describe_dataset
+
+    return [f"violin: {text}" for text in describe_dataset(official_dataset(state) or {})]

@@ -10,7 +10,10 @@ photos_dir=None)`` returns a list of :class:`Sample`. Suites:
 * ``violin-probes`` (235): negation, semantic gravity, aesthetic inertia,
   each probe naming its control.
 
-A path to a ``manifest.jsonl`` (or its folder) loads an exported suite.
+A path to a ``manifest.jsonl`` (or its folder) loads an exported suite; the
+published dataset loads from ``violin-test.parquet``, the authors' converted
+folder or ``hf:Perkzi/VIOLIN[@REVISION]`` (:mod:`.official`; the result then
+carries ``.dataset``, what was loaded from what).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .builders import block_sample, color_sample, mask_sample, ratio_sample, sha
 from .colors import ISCC_NBS_COLORS, format_color, parse_color
 from .ids import validate_sample_id
 from .manifest import export_samples, load_manifest
+from .official import OfficialSamples, is_official_source, load_official
 from .photos import photos_dir_from_env
 from .sample import Sample
 from .select import filter_tasks, select_stratified
@@ -71,7 +75,7 @@ def _built(name: str, photos_dir) -> tuple:
 
 
 def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
-               photos_dir=None) -> list:
+               photos_dir=None, metadata=None) -> list:
     """Load a built-in suite or an exported manifest.
 
     Parameters
@@ -92,6 +96,9 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
         Folder of the user's own base photographs for the mask task of
         ``violin`` (default: ``$VIOLIN_PHOTOS_DIR``, else scikit-image's
         bundled photos).
+    metadata : path, optional
+        The official data's folder of metadata CSVs (default: ``metadata/``
+        beside the parquet or the converted folder).
 
     Returns
     -------
@@ -111,11 +118,19 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
             folder = None
         samples = list(_built(name_or_path, folder))
         label = f"suite {name_or_path!r}"
+    elif is_official_source(name_or_path):
+        official = load_official(name_or_path, metadata=metadata)
+        picked = OfficialSamples(select_stratified(
+            filter_tasks(official, tasks, f"official data {str(name_or_path)!r}"), limit, seed))
+        picked.dataset = official.dataset
+        return picked
     else:
         path = Path(name_or_path)
         if not path.exists():
             raise SuiteError(f"unknown suite {str(name_or_path)!r}: not a built-in suite "
-                             f"({', '.join(SUITES)}) and no such manifest file or folder")
+                             f"({', '.join(SUITES)}), no such manifest file or folder, and no "
+                             f"official data (a .parquet, a converted data/Task_* folder or "
+                             f"hf:OWNER/NAME)")
         samples = load_manifest(path)
         label = f"manifest {str(path)!r}"
     samples = filter_tasks(samples, tasks, label)

@@ -1,0 +1,267 @@
+"""The published Violin dataset (Hugging Face ``Perkzi/VIOLIN``) as a suite.
+
+Three forms load (:func:`load_official`), each with its ``metadata/``
+folder of prompt CSVs (beside the data, or given as ``metadata=``):
+
+* ``violin-test.parquet`` (or a folder holding ``*.parquet``, such as a
+  ``git clone`` of the dataset): streamed with pyarrow, its images
+  written once into the official-data cache in the authors' converted
+  layout;
+* the converted folder (``data/Task_*`` + ``metadata/``) that the authors'
+  ``parquet_to_violin_data.py`` writes;
+* ``hf:OWNER/NAME[@REVISION]``: downloaded once through huggingface_hub
+  into its normal cache (``HF_HUB_OFFLINE=1`` honoured).
+
+Samples are ``official/color/v1/id_N``, ``official/color/v2/id_N``,
+``official/shape/id_N`` and ``official/mask/<mask_type>/id_N``; their
+ground truth is read as the reference reads it (``cv2.imread``). What no
+column states (the var-2 split, the shape class, the mask polarity) is read
+from the ground truth (:mod:`.infer`); every such reading that is not clear
+is counted and reported in :attr:`OfficialSamples.dataset`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..._fs import atomic_write
+from ...errors import ManifestError, SuiteError
+from ..sample import Sample
+from .loader import INDEX_VERSION, build_index, cache_root, write_json
+from .metadata import read_metadata
+from .schema import sample_id
+from .sources import data_dir_of, folder_rows, parquet_rows
+
+__all__ = ["OfficialSamples", "is_official_source", "load_official", "describe_dataset",
+           "SUITE_NAME"]
+
+SUITE_NAME = "official"
+
+
+class OfficialSamples(list):
+    """A list of samples that also carries ``dataset``: what was loaded, from what."""
+
+    dataset: dict = {}
+
+
+def _parquets(folder: Path) -> list:
+    found = sorted(p for p in folder.rglob("*.parquet") if p.is_file() and ".cache" not in p.parts)
+    preferred = [p for p in found if p.name == "violin-test.parquet"]
+    return preferred or found
+
+
+def is_official_source(name_or_path) -> bool:
+    """Whether ``--violin-suite`` names official data (``hf:``, a parquet, a converted folder)."""
+    text = str(name_or_path)
+    if text.startswith("hf:"):
+        return True
+    path = Path(text)
+    if path.is_file():
+        return path.suffix.lower() == ".parquet"
+    if path.is_dir() and not (path / "manifest.jsonl").exists():
+        return data_dir_of(path) is not None or bool(_parquets(path))
+    return False
+
+
+def _metadata_dir(explicit, *candidates):
+    if explicit is not None:
+        return Path(explicit)
+    for cand in candidates:
+        if cand is not None and (cand / "metadata").is_dir():
+            return cand / "metadata"
+    return None
+
+
+def _sha_memo(path: Path) -> str:
+    """SHA-256 of a (large) file, remembered by path, size and mtime in the cache."""
+    from .parquet import sha256_file
+
+    info = path.stat()
+    key = hashlib.blake2b(f"{path.resolve()}|{info.st_size}|{info.st_mtime_ns}".encode(),
+                          digest_size=12).hexdigest()
+    memo = cache_root() / "sha256" / key
+    try:
+        return memo.read_text().strip()
+    except OSError:
+        digest = sha256_file(path)
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(memo, digest.encode())
+        except OSError:
+            pass
+        return digest
+
+
+def _load_index(index: Path):
+    try:
+        doc = json.loads(index.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if doc.get("version") == INDEX_VERSION else None
+
+
+def _progress(total):
+    from ..progress import ProgressBar
+
+    return ProgressBar(total, label="official data")
+
+
+def _from_parquets(files, meta, identity: dict):
+    from .parquet import require_pyarrow
+
+    pq = require_pyarrow()
+    shas = [_sha_memo(p) for p in files]
+    key = hashlib.sha256("".join(shas).encode()).hexdigest()[:16]
+    root = cache_root() / key
+    index = root / f"index-v{INDEX_VERSION}-{meta.digest[:16] or 'none'}.json"
+    identity["files"] = [{"name": p.name, "sha256": s} for p, s in zip(files, shas)]
+    identity["sha256"] = shas[0] if len(shas) == 1 else key
+    doc = _load_index(index)
+    if doc is None:
+        skipped = {}
+        total = sum(pq.ParquetFile(str(p)).metadata.num_rows for p in files)
+        bar = _progress(total)
+
+        def rows():
+            for p in files:
+                yield from parquet_rows(p, root / "data", skipped)
+
+        records, notes = build_index(rows(), meta, root / "masks-normalized", skipped, bar)
+        bar.close()
+        doc = {"version": INDEX_VERSION, "rows": total, "records": records, "skipped": skipped,
+               "notes": notes}
+        write_json(index, doc)
+    return doc
+
+
+def _folder_key(root: Path, data: Path, meta) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(str(root.resolve()).encode() + meta.digest.encode())
+    for dirpath, dirnames, filenames in os.walk(data):
+        dirnames.sort()
+        for name in sorted(filenames):
+            st = os.stat(os.path.join(dirpath, name))
+            digest.update(f"{dirpath}/{name}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _from_folder(root: Path, data: Path, meta):
+    key = _folder_key(root, data, meta)
+    cache = cache_root() / "folders" / key[:16]
+    index = cache / f"index-v{INDEX_VERSION}.json"
+    doc = _load_index(index)
+    if doc is None:
+        skipped = {}
+        records, notes = build_index(folder_rows(root, data, meta, skipped), meta,
+                                     cache / "masks-normalized", skipped, None)
+        doc = {"version": INDEX_VERSION, "rows": len(records) + sum(skipped.values()),
+               "records": records, "skipped": skipped, "notes": notes}
+        write_json(index, doc)
+    return doc, key
+
+
+def _samples(doc, identity: dict) -> OfficialSamples:
+    out = OfficialSamples()
+    short = identity.get("revision") or identity.get("sha256", "")[:16] or identity.get("key", "")
+    for r in doc["records"]:
+        spec = {"kind": "official", "group": r["group"], "number": r["number"],
+                "sha256": r["sha"], "reader": "opencv", "dataset": short}
+        if r.get("polarity"):
+            spec["mask_polarity"] = r["polarity"]
+        files = {"expected": r["expected"]}
+        if r["inputs"]:
+            files["inputs"] = list(r["inputs"])
+        out.append(Sample(sample_id(r["group"], r["number"]), SUITE_NAME, r["task"],
+                          r["variation"], r["prompt"], r["w"], r["h"], layout=r["layout"],
+                          spec=spec, files=files))
+    order = {"color/v1": 0, "color/v2": 1, "shape": 2}
+    out.sort(key=lambda s: (order.get(s.spec["group"], 3), s.spec["group"], s.spec["number"]))
+    per = {}
+    for s in out:
+        per[s.spec["group"]] = per.get(s.spec["group"], 0) + 1
+    info = dict(identity)
+    info.update(rows=int(doc["rows"]), samples=len(out), per_task=per,
+                skipped=dict(doc["skipped"]), notes=dict(doc["notes"]))
+    out.dataset = info
+    return out
+
+
+def load_official(source, *, metadata=None) -> OfficialSamples:
+    """Load the official Violin data from a parquet, a converted folder or ``hf:REPO[@REV]``.
+
+    Parameters
+    ----------
+    source : str or path
+        ``violin-test.parquet``, a folder holding it (a clone of the hub
+        repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``.
+    metadata : path, optional
+        The folder of metadata CSVs (default: ``metadata/`` beside the data).
+
+    Returns
+    -------
+    OfficialSamples
+        The samples, with ``.dataset``: ``form``, ``source``, ``sha256`` or
+        ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped``
+        (reason -> rows), ``notes`` (reading -> rows), ``metadata``.
+
+    Raises
+    ------
+    SuiteError
+        A missing extra (naming ``pip install 'pytest-violin[hub]'``), a hub
+        dataset offline and not cached.
+    ManifestError
+        One line naming the file, the row or id and what was expected.
+    """
+    text = str(source)
+    identity = {"source": text}
+    if text.startswith("hf:"):
+        from .hub import download
+
+        folder, repo, commit = download(text)
+        identity.update(form="hub", repo=repo, revision=commit)
+        files = _parquets(folder)
+        if not files:
+            raise ManifestError("the hub snapshot holds no .parquet file; expected "
+                                "violin-test.parquet", path=folder)
+        meta = read_metadata(_metadata_dir(metadata, folder, files[0].parent))
+        identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+        return _samples(_from_parquets(files, meta, identity), identity)
+    path = Path(text)
+    if not path.exists():
+        raise SuiteError(f"official data {text!r} does not exist")
+    if path.is_file():
+        files, base = [path], path.parent
+    else:
+        data = data_dir_of(path)
+        if data is not None:
+            meta = read_metadata(_metadata_dir(metadata, path, data.parent))
+            identity.update(form="folder", metadata={g: p.name for g, p in meta.files.items()})
+            doc, key = _from_folder(path, data, meta)
+            identity["key"] = key[:16]
+            return _samples(doc, identity)
+        files, base = _parquets(path), path
+    identity["form"] = "parquet"
+    meta = read_metadata(_metadata_dir(metadata, base, files[0].parent))
+    identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+    return _samples(_from_parquets(files, meta, identity), identity)
+
+
+def describe_dataset(info: dict) -> list:
+    """The lines a run prints about what it loaded: rows per task, rows skipped and why."""
+    if not info:
+        return []
+    what = info.get("repo") or info.get("source")
+    ident = (f"revision {info['revision'][:12]}" if info.get("revision")
+             else f"sha256 {info.get('sha256', '')[:12]}" if info.get("sha256")
+             else f"folder key {info.get('key', '')}")
+    per = ", ".join(f"{g} {n}" for g, n in info.get("per_task", {}).items()) or "none"
+    lines = [f"official data {what} ({info.get('form')}, {ident}): {info.get('rows', 0)} rows, "
+             f"{info.get('samples', 0)} samples loaded: {per}"]
+    for reason, n in sorted(info.get("skipped", {}).items()):
+        lines.append(f"  skipped {n}: {reason}")
+    for note, n in sorted(info.get("notes", {}).items()):
+        lines.append(f"  noted {n}: {note}")
+    return lines

@@ -1,0 +1,139 @@
+"""The official metadata CSVs: prompts (and the mask task's image paths) by id.
+
+The authors' generation scripts read ``metadata/Task_Color_Var1_metadata.csv``,
+``Task_Color_Var2_metadata.csv``, ``Task_Geometric_metadata.csv`` and
+``Task_Image_Mask_<mask_type>_metadata.csv`` with the columns ``id, prompt``
+(the mask files add ``image1_path, image2_path``); ``Variation_1`` /
+``Variation_2`` / ``Variation_3`` spellings and any ``*Geometric*metadata*.csv``
+are accepted too. Ids are ``123``, ``id_123`` or ``id_000123``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import ManifestError
+from .schema import MASK_TYPES, parse_number
+
+__all__ = ["Metadata", "classify", "read_metadata", "MAX_CSV_BYTES"]
+
+#: Largest metadata CSV read, in bytes (16 MiB; the official files are < 2 MiB).
+MAX_CSV_BYTES = 16 * 1024 * 1024
+
+
+def classify(name: str) -> str | None:
+    """The group a metadata file name belongs to, or None."""
+    low = name.lower()
+    if not low.endswith(".csv") or "metadata" not in low:
+        return None
+    m = re.search(r"image_?mask_?(" + "|".join(MASK_TYPES) + ")", low)
+    if m:
+        return f"mask/{m.group(1)}"
+    if re.search(r"var(?:iation)?_?1(?!\d)", low):
+        return "color/v1"
+    if re.search(r"var(?:iation)?_?2(?!\d)", low):
+        return "color/v2"
+    if "geometric" in low or re.search(r"variation_?3(?!\d)", low):
+        return "shape"
+    return None
+
+
+@dataclass
+class Metadata:
+    """What the metadata folder says, by group and id number."""
+
+    folder: Path | None = None
+    files: dict = field(default_factory=dict)        # group -> Path
+    rows: dict = field(default_factory=dict)         # group -> {number: {"prompt", "image1_path", ...}}
+    ignored: list = field(default_factory=list)      # csv files of no known group
+    digest: str = ""
+
+    def lookup(self, group: str, number: int):
+        """The row of ``group`` and id ``number`` or None."""
+        return self.rows.get(group, {}).get(number)
+
+    def file_of(self, group: str) -> str:
+        f = self.files.get(group)
+        return str(f) if f is not None else f"(no metadata CSV for {group} in {self.folder})"
+
+
+def _read_one(path: Path, group: str) -> dict:
+    size = path.stat().st_size
+    if size > MAX_CSV_BYTES:
+        raise ManifestError(f"metadata file is {size} bytes, over the limit of {MAX_CSV_BYTES}",
+                            path=path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"not UTF-8 text ({exc.reason} at byte {exc.start + 1}); expected a "
+                            f"UTF-8 CSV with the columns id, prompt", path=path) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    columns = [c.strip() for c in (reader.fieldnames or [])]
+    need = ["id", "prompt"] + (["image1_path", "image2_path"] if group.startswith("mask/") else [])
+    missing = [c for c in need[:2] if c not in columns]
+    if missing:
+        raise ManifestError(f"column {missing[0]!r} is missing; expected the columns "
+                            f"{', '.join(need)} (found: {', '.join(columns) or 'none'})", path=path,
+                            line=1)
+    out = {}
+    try:
+        for line_no, raw_row in enumerate(reader, 2):
+            row = {(k or "").strip(): (v or "") for k, v in raw_row.items() if k is not None}
+            number = parse_number(row.get("id"))
+            if number is None:
+                raise ManifestError(f"id {row.get('id')!r} is not an official id; expected N or "
+                                    f"id_N", path=path, line=line_no, field="id")
+            if number in out:
+                raise ManifestError(f"id {number} is listed twice (first on line "
+                                    f"{out[number]['line']})", path=path, line=line_no, field="id")
+            prompt = row.get("prompt", "").strip()
+            if not prompt:
+                raise ManifestError(f"id {number}: empty prompt; expected the instruction text",
+                                    path=path, line=line_no, field="prompt")
+            out[number] = {"prompt": prompt, "line": line_no,
+                           "image1_path": row.get("image1_path", "").strip() or None,
+                           "image2_path": row.get("image2_path", "").strip() or None}
+    except csv.Error as exc:
+        raise ManifestError(f"malformed CSV ({exc})", path=path, line=reader.line_num) from None
+    return out
+
+
+def read_metadata(folder) -> Metadata:
+    """Read every recognised ``*metadata*.csv`` of ``folder`` (None: no metadata).
+
+    Raises
+    ------
+    ManifestError
+        One line naming the file, the line and what was expected: a missing
+        column, an id that is no official id, an id listed twice, an empty
+        prompt, two files for one group, a file that is not UTF-8 CSV.
+    """
+    meta = Metadata(folder=None if folder is None else Path(folder))
+    if folder is None:
+        return meta
+    base = Path(folder)
+    if not base.is_dir():
+        raise ManifestError("metadata folder does not exist; expected a folder of *metadata*.csv "
+                            "files (--violin-metadata=DIR)", path=base)
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(base.iterdir()):
+        if not path.is_file() or path.suffix.lower() != ".csv":
+            continue
+        group = classify(path.name)
+        if group is None:
+            meta.ignored.append(path.name)
+            continue
+        if group in meta.files:
+            raise ManifestError(f"a second metadata file for {group} (the first is "
+                                f"{meta.files[group].name}); expected one file per task", path=path)
+        meta.files[group] = path
+        meta.rows[group] = _read_one(path, group)
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    meta.digest = digest.hexdigest()
+    return meta

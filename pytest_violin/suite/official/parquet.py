@@ -1,0 +1,119 @@
+"""Stream the rows of ``violin-test.parquet`` with pyarrow, one record batch at a time.
+
+Only the columns the suite needs are read, in batches of
+:data:`BATCH_ROWS` rows (``ParquetFile.iter_batches``), so memory holds one
+batch of images whatever the file's size. pyarrow comes with the ``hub``
+extra: ``pip install 'pytest-violin[hub]'``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ...errors import ManifestError, SuiteError
+from .schema import IMAGE_COLUMNS, MAX_CELL_BYTES
+
+__all__ = ["require_pyarrow", "iter_rows", "sha256_file", "EXTRA_HINT", "BATCH_ROWS"]
+
+EXTRA_HINT = "pip install 'pytest-violin[hub]'"
+#: Rows per record batch read from the parquet.
+BATCH_ROWS = 64
+_WANTED = ("task", "variation", "id", "mask_type", "image_id", "prompt", *IMAGE_COLUMNS)
+
+
+def require_pyarrow():
+    """``pyarrow.parquet``, or a SuiteError naming the extra to install."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise SuiteError(f"reading the official Violin parquet needs pyarrow: {EXTRA_HINT}") from None
+    return pq
+
+
+def sha256_file(path) -> str:
+    """The SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cell_bytes(value, column: str, where: dict, base: Path):
+    """The encoded image of one cell: ``{"bytes": b, "path": p}`` struct, bytes or a path."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        data = value.get("bytes")
+        if data:
+            return bytes(data)
+        value = value.get("path")
+        if not value:
+            return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        # a path, relative to the parquet's folder, that must stay inside it
+        real = (base / value).resolve()
+        if base.resolve() not in real.parents:
+            raise ManifestError(f"{column} path {value!r} leaves the parquet's folder; expected "
+                                f"image bytes or a path inside {str(base)!r}", **where)
+        if not real.is_file() or real.stat().st_size > MAX_CELL_BYTES:
+            raise ManifestError(f"{column} path {value!r} is no file of at most {MAX_CELL_BYTES} "
+                                f"bytes inside {str(base)!r}", **where)
+        return real
+    raise ManifestError(f"{column} is a {type(value).__name__}; expected an image struct "
+                        f"{{'bytes': ...}}, bytes or a path", **where)
+
+
+def iter_rows(path):
+    """Yield ``(row_number, record)`` for every row (0-based), streaming.
+
+    ``record`` holds the scalar columns and, for each image column, the
+    encoded bytes (or a resolved path) or None.
+
+    Raises
+    ------
+    SuiteError
+        pyarrow is missing.
+    ManifestError
+        Not a parquet file, no ``task``/``variation`` or ``id`` or
+        ``ground_truth`` column, an image cell over :data:`MAX_CELL_BYTES`.
+    """
+    pq = require_pyarrow()
+    path = Path(path)
+    try:
+        pf = pq.ParquetFile(str(path))
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+        raise ManifestError(f"not a readable parquet file ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:160] if str(exc) else ''})",
+                            path=path) from None
+    names = set(pf.schema_arrow.names)
+    if "task" not in names and "variation" not in names:
+        raise ManifestError(f"column 'task' (or 'variation') is missing; expected the official "
+                            f"columns task, id, mask_type, image_id, ground_truth, image1_path, "
+                            f"image2_path (found: {', '.join(sorted(names))})", path=path)
+    for need in ("id", "ground_truth"):
+        if need not in names:
+            raise ManifestError(f"column {need!r} is missing; expected the official columns "
+                                f"(found: {', '.join(sorted(names))})", path=path)
+    columns = [c for c in _WANTED if c in names]
+    base = path.parent
+    row = 0
+    for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        data = {c: batch.column(c).to_pylist() for c in columns}
+        for i in range(batch.num_rows):
+            record = {}
+            for c in columns:
+                value = data[c][i]
+                if c in IMAGE_COLUMNS:
+                    value = _cell_bytes(value, c, {"path": f"{path} row {row}", "field": c}, base)
+                    if isinstance(value, bytes) and len(value) > MAX_CELL_BYTES:
+                        raise ManifestError(f"image of {len(value)} bytes is over the limit of "
+                                            f"{MAX_CELL_BYTES} bytes", path=f"{path} row {row}",
+                                            field=c)
+                record[c] = value
+            yield row, record
+            row += 1
+        del data, batch
