@@ -26,7 +26,7 @@ import base64
 import logging
 import re
 import threading
-from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
     "MASK",
@@ -39,6 +39,7 @@ __all__ = [
     "redact_url",
     "redact_userinfo",
     "is_registered",
+    "contains_secret",
 ]
 
 #: What a secret is replaced with.
@@ -116,6 +117,28 @@ def is_registered(value: str) -> bool:
     """Whether ``value`` (exactly) is a registered secret."""
     with _lock:
         return isinstance(value, str) and value.strip() in _secrets
+
+
+def contains_secret(text) -> bool:
+    """Whether ``text`` (a URL, a header value, a body) holds a registered secret in any form.
+
+    Read-only. The registered forms (plain, percent-encoded, ``+``-encoded,
+    base64) are looked for in ``text`` and in its percent-decoded and
+    ``+``-decoded forms (``%2f`` and ``%2F`` alike); ``bytes`` are searched
+    as UTF-8. Cut secrets (prefixes) do not count: this decides whether a
+    request may leave, not what a message shows.
+    """
+    secrets = _ordered
+    if not secrets or text is None:
+        return False
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        data = bytes(text)
+        return any(secret.encode("utf-8") in data for secret in secrets)
+    text = str(text)
+    forms = {text}
+    if "%" in text or "+" in text:
+        forms |= {unquote(text), unquote_plus(text)}
+    return any(secret in form for form in forms for secret in secrets)
 
 
 def redact(text) -> str:

@@ -371,3 +371,138 @@ def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
     text = str(info.value)
     assert "s3cr3t" not in text and "typo-5e4d" not in text
     assert "no ':'" in text and "Name: value" in text
+
+
+# ------------------------------ empty variables, unsendable headers, escaping ids (issues 21, 22.4)
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_a_header_variable_set_but_empty_is_a_usage_error_naming_it(value):
+    from pytest_violin.errors import ModelSpecError
+    from pytest_violin.models.transport.credentials import parse_headers
+
+    with pytest.raises(ModelSpecError) as info:
+        parse_headers(["Authorization: Bearer ${VIOLIN_FORK_TOKEN}"], environ={"VIOLIN_FORK_TOKEN": value})
+    assert "'VIOLIN_FORK_TOKEN'" in str(info.value) and "empty" in str(info.value)
+    assert "'Authorization'" in str(info.value)
+
+
+PROVIDER_KEYS = [("openai:gpt-image-1", ("OPENAI_API_KEY",)), ("bfl:flux-dev", ("BFL_API_KEY",)),
+                 ("fal:fal-ai/flux/dev", ("FAL_KEY",)), ("replicate:owner/name", ("REPLICATE_API_TOKEN",)),
+                 ("gemini:gemini-2.5-flash-image", ("GEMINI_API_KEY", "GOOGLE_API_KEY")),
+                 ("ark:seedream-4-5-251128", ("ARK_API_KEY",))]
+
+
+@pytest.mark.parametrize("spec,names", PROVIDER_KEYS, ids=[s.split(":")[0] for s, _ in PROVIDER_KEYS])
+def test_an_empty_provider_key_variable_is_a_usage_error_naming_it(spec, names, tmp_path, monkeypatch):
+    from pytest_violin.errors import ModelSpecError
+
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelSpecError) as unset:
+        resolve_model(spec, AdapterOptions(rootdir=tmp_path))
+    assert "not set" in str(unset.value)
+    monkeypatch.setenv(names[0], "")
+    with pytest.raises(ModelSpecError) as empty:
+        resolve_model(spec, AdapterOptions(rootdir=tmp_path))
+    assert names[0] in str(empty.value) and "set but empty" in str(empty.value)
+    if len(names) > 1:  # a later variable with a value still wins
+        monkeypatch.setenv(names[1], "fallback-key-5e6f7a8b")
+        resolve_model(spec, AdapterOptions(rootdir=tmp_path)).close()
+
+
+@pytest.mark.parametrize("header,where", [("X-Name: \u2603 snowman", "its value"),
+                                          ("X-Name: ${VIOLIN_SNOW}", "expansion")])
+def test_a_header_http_cannot_send_is_refused_when_configured(header, where, monkeypatch):
+    from pytest_violin.errors import ModelSpecError
+    from pytest_violin.models.transport.credentials import parse_headers
+
+    monkeypatch.setenv("VIOLIN_SNOW", "\u2603")
+    with pytest.raises(ModelSpecError) as info:
+        parse_headers([header])
+    assert "'X-Name'" in str(info.value) and "latin-1" in str(info.value) and where in str(info.value)
+    assert parse_headers(["X-Name: caf\u00e9"]) == {"X-Name": "caf\u00e9"}  # latin-1 is fine
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--violin-header=Authorization: Bearer ${VIOLIN_FORK_TOKEN}"], "VIOLIN_FORK_TOKEN"),
+    (["--violin-header=X-Team: \u00e9quipe \u2603"], "X-Team"),
+])
+def test_bad_header_values_end_the_run_as_usage_errors_before_any_sample(pytester, monkeypatch, args, needle):
+    monkeypatch.setenv("VIOLIN_FORK_TOKEN", "")
+    with FaultServer(default=Reply.png(solid(4, 4))) as server:
+        result = pytester.runpytest(f"--violin-model={server.url}/gen", "--violin-limit=2", *args)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    assert needle in result.stderr.str()
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("spec", ["fal:../../etc", "fal:fal-ai/../../etc", "fal:fal-ai/./flux", "fal:/etc/passwd",
+                                  "fal:%2e%2e/%2e%2e/etc", "fal:fal-ai\\..\\x/y", "bfl:..", "bfl:%2e%2e",
+                                  "bfl:.hidden"])
+def test_a_model_id_that_would_leave_the_base_path_is_a_usage_error(spec, tmp_path, monkeypatch):
+    from pytest_violin.errors import ModelSpecError
+
+    monkeypatch.setenv("FAL_KEY", "kit-fal-key-1234")
+    monkeypatch.setenv("BFL_API_KEY", "kit-bfl-key-1234")
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model(spec, AdapterOptions(rootdir=tmp_path))
+    assert "accepted" in str(info.value)
+
+
+@pytest.mark.parametrize("url,why", [("http://evil.test\\@127.0.0.1:9/gen", "backslash"),
+                                     ("http://%31%32%37.0.0.1:9/gen", "percent-encoded"),
+                                     ("http://127.0.0.1:9/ge n", "whitespace")])
+def test_an_endpoint_url_the_parsers_would_read_differently_is_a_usage_error(url, why, tmp_path):
+    from pytest_violin.errors import ModelSpecError
+
+    with pytest.raises(ModelSpecError, match=why):
+        resolve_model(url, AdapterOptions(rootdir=tmp_path))
+
+
+# ------------------------------------------------------ deeply nested JSON is not an error (issue 21)
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+
+
+def test_depth_bound_reads_strings_as_strings():
+    from pytest_violin.models.transport.decode import JsonTooDeep, json_depth_over, load_json
+
+    assert load_json(b'{"a": [1, {"b": "[[[[[[[[[[[[[[[["}]}') == {"a": [1, {"b": "[" * 16}]}
+    assert not json_depth_over(b'["' + b"[" * 500 + b'"]', 10)
+    assert not json_depth_over(b'["\\"' + b"[" * 500 + b'"]', 10)  # an escaped quote does not end it
+    assert json_depth_over(b"[" * 11 + b"]" * 11, 10) and not json_depth_over(b"[" * 10 + b"]" * 10, 10)
+    with pytest.raises(JsonTooDeep):
+        load_json(DEEP)
+    assert isinstance(JsonTooDeep("x"), ValueError)
+
+
+def test_deeply_nested_json_is_the_models_failure_and_a_503_with_it_is_retried(tmp_path):
+    from pytest_violin.errors import GenerationError
+
+    deep = Reply(200, DEEP, content_type="application/json")
+    with FaultServer([Reply(503, DEEP, content_type="application/json"), deep,
+                      Reply(503, {"error": "busy"}), deep]) as server:
+        adapter = resolve_model(server.url + "/gen", AdapterOptions(
+            rootdir=tmp_path, retries=1, extra={"backoff_base": 0.001}))
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(_req())
+        assert len(server.requests) == 2  # the 503 was retried
+        assert "nested deeper" in str(info.value) and "not an image" in str(info.value)
+        assert info.value.status == 200 and not info.value.transport
+        with pytest.raises(GenerationError):
+            adapter.generate(_req())
+        adapter.close()
+
+
+def test_deeply_nested_job_status_is_the_models_failure(tmp_path):
+    from pytest_violin.errors import GenerationError
+
+    with FaultServer(routes={"/status": Reply(200, DEEP, content_type="application/json")}) as server:
+        server.push(Reply.json({"status": "queued", "status_url": "/status"}, headers={"Retry-After": "0"}))
+        adapter = resolve_model(server.url + "/gen", AdapterOptions(
+            rootdir=tmp_path, retries=0, extra={"poll_url_path": "status_url"}))
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(_req())
+        adapter.close()
+    assert "not JSON" in str(info.value) or "nested" in str(info.value)

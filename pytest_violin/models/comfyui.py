@@ -48,7 +48,7 @@ from .replicate import first_wait
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import check_url
-from .transport.decode import image_from_response
+from .transport.decode import image_from_response, load_json
 from .transport.jobs import JobStates, poll_job
 
 __all__ = ["PLACEHOLDERS", "ComfyUIAdapter", "Workflow", "create"]
@@ -126,7 +126,7 @@ class Workflow:
         if len(data) > MAX_WORKFLOW_BYTES:
             raise ModelSpecError(f"{shown} is larger than {MAX_WORKFLOW_BYTES} bytes; accepted: a workflow file")
         try:
-            body = json.loads(data.decode("utf-8"))
+            body = load_json(data)  # nesting bounded
         except UnicodeDecodeError:
             raise ModelSpecError(f"{shown} is not UTF-8 text") from None
         except json.JSONDecodeError as exc:
@@ -328,7 +328,7 @@ def _running_ids(queue) -> set:
 
 def _json_object(content: bytes, what: str) -> dict:
     try:
-        value = json.loads(content.decode("utf-8"))
+        value = load_json(content)  # nesting bounded
     except (UnicodeDecodeError, ValueError):
         raise GenerationError(f"comfyui: {what} is not JSON") from None
     if not isinstance(value, dict):
@@ -361,5 +361,5 @@ def create(target: str, options) -> ComfyUIAdapter:
     if not path.is_absolute():
         path = Path(options.rootdir) / path
     workflow = Workflow.from_file(path)
-    client = client_from_options(options, auth=auth)
+    client = client_from_options(options, auth=auth, origins=(base,))
     return ComfyUIAdapter(base, client, workflow)

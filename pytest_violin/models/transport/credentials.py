@@ -1,13 +1,17 @@
 """Credentials in the configuration: headers, ``${ENV}`` expansion, URL passwords.
 
 * :func:`expand_env`: ``${NAME}`` references in configured values; an unset
-  variable is a usage error that names it, never a value.
+  variable, or one set to nothing (a fork's CI without the secret), is a
+  usage error that names it, never a value.
 * :func:`parse_headers`: ``--violin-header`` values (``"Name: value"`` or
   pairs) with ``${ENV}`` expansion; every credential-like value is
   registered as a secret.
-* :func:`check_url`: validates an endpoint URL and takes ``user:password@``
-  out of it for HTTP Basic auth; passwords and credential-like query values
-  are registered as secrets.
+* :func:`check_url`: validates an endpoint URL (by the one rule of
+  :mod:`~pytest_violin.models.transport.origins`) and takes
+  ``user:password@`` out of it for HTTP Basic auth; passwords and
+  credential-like query values are registered as secrets.
+* :func:`provider_endpoint`: a provider's key and base URL from the
+  environment; a key variable set to nothing is a usage error naming it.
 
 Everything registered here is masked by :func:`pytest_violin.redaction.redact`.
 """
@@ -21,6 +25,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ...errors import ModelSpecError
 from ...redaction import redact, redact_url, register_secret
+from .origins import refusal, shown
 
 __all__ = [
     "provider_endpoint","PUBLIC_HEADERS", "check_url", "expand_env", "parse_headers"]
@@ -55,8 +60,9 @@ def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | 
     Raises
     ------
     ModelSpecError
-        When a referenced variable is not set; the message names the
-        variable, never a value.
+        When a referenced variable is not set, or is set to nothing but
+        whitespace (``Bearer ${TOKEN}`` would go out as ``Bearer ``); the
+        message names the variable, never a value.
     """
     env = os.environ if environ is None else environ
 
@@ -66,6 +72,12 @@ def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | 
             raise ModelSpecError(
                 f"{what} references environment variable {name!r}, which is not set; "
                 f"export it or remove the ${{{name}}} reference"
+            )
+        if not env[name].strip():
+            raise ModelSpecError(
+                f"{what} references environment variable {name!r}, which is set but empty "
+                f"(a CI job without access to the secret?); give it a value or remove the "
+                f"${{{name}}} reference"
             )
         register_secret(env[name])
         return env[name]
@@ -130,7 +142,8 @@ def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None
     Raises
     ------
     ModelSpecError
-        For a malformed header or an unset environment variable.
+        For a malformed header, an unset or empty environment variable, or a
+        value HTTP cannot carry (a line break, a character outside latin-1).
     """
     out: dict[str, str] = {}
     for item in headers or ():
@@ -140,6 +153,14 @@ def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None
         value = expand_env(raw, what=f"header {name!r}", environ=environ)
         if "\n" in value or "\r" in value:
             raise ModelSpecError(f"header {name!r} has a line break in its value")
+        try:  # what http.client sends: a value it cannot encode would fail every sample later
+            value.encode("latin-1")
+        except UnicodeEncodeError as exc:
+            where = "its ${...} expansion" if value != raw else "its value"
+            raise ModelSpecError(
+                f"header {name!r}: {where} has a character outside latin-1 at position {exc.start} "
+                f"(U+{ord(value[exc.start]):04X}); accepted: ASCII or latin-1 text "
+                "(percent- or base64-encode anything else)") from None
         if name.lower() not in PUBLIC_HEADERS or value != raw:
             scheme, _, credential = value.partition(" ")
             if credential.strip() and scheme.isalpha():
@@ -184,10 +205,18 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
     Raises
     ------
     ModelSpecError
-        For a URL that is not http(s) or has no host.
+        For a URL that is not http(s) or has no host, or one the rule of
+        :mod:`~pytest_violin.models.transport.origins` refuses (a backslash,
+        whitespace or a control character, a percent-encoded host, a host
+        the URL parsers read differently).
     """
     text = (url or "").strip()
     _register_userinfo(text)
+    for char in ("\\", "\t", "\n", "\r", " "):
+        if char in text:
+            raise ModelSpecError(f"{what} {shown(text)!r} is not accepted: it has "
+                                 f"{'a backslash' if char == chr(92) else 'whitespace'} (percent-encode it); "
+                                 "example: http://127.0.0.1:8000/generate")
     try:
         parts = urlsplit(text)
         host = parts.hostname
@@ -208,6 +237,10 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
         auth = (user, password)
         netloc = parts.netloc.rsplit("@", 1)[1]
         text = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    why = refusal(text)
+    if why:
+        raise ModelSpecError(f"{what} {shown(text)!r} is not accepted: {why}; "
+                             "example: http://127.0.0.1:8000/generate")
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
         if _SECRET_QUERY.search(name):
             register_secret(value)
@@ -246,14 +279,28 @@ def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *
     ------
     ModelSpecError
         When no key variable is set (naming the variables, never a value),
-        or for a malformed base URL.
+        when the ones set are empty (naming them: a fork's CI without the
+        secret), or for a malformed base URL.
     """
     key = ""
+    empty = []
     for name in key_vars:
         value = (os.environ.get(name) or "").strip()
         register_secret(value or None)
         if value and not key:
+            try:  # it goes in a header: a key HTTP cannot carry would fail every sample later
+                value.encode("latin-1")
+            except UnicodeEncodeError:
+                raise ModelSpecError(f"{scheme}: environment variable {name} has a character outside "
+                                     "latin-1; accepted: the key as the provider gave it (ASCII)") from None
             key = value
+        elif name in os.environ and not value:
+            empty.append(name)
+    if not key and empty:
+        names = " and ".join(empty)
+        raise ModelSpecError(f"{scheme}: environment variable {names} {'is' if len(empty) == 1 else 'are'} "
+                             f"set but empty (a CI job without access to the secret?); export your {what} "
+                             f"(any non-empty value for a local server that needs none)")
     if not key:
         names = " (or ".join(key_vars) + ")" * (len(key_vars) - 1)
         raise ModelSpecError(f"{scheme}: environment variable {names} is not set; export your {what} "

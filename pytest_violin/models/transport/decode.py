@@ -19,20 +19,24 @@ import binascii
 import json
 import re
 from typing import TYPE_CHECKING, Any, Callable
-from urllib.parse import unquote_to_bytes, urljoin
+from urllib.parse import unquote_to_bytes
 
 import numpy as np
 
 from ...errors import GenerationError, InvalidImageError, ModelSpecError
 from ...imaging import MAX_PIXELS, decode_image
 from ...redaction import redact, redact_url
+from .origins import UrlRefused, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import HttpResult
 
 __all__ = [
     "DEFAULT_IMAGE_PATHS",
+    "MAX_JSON_DEPTH",
     "MESSAGE_LIMIT",
+    "JsonTooDeep",
+    "load_json",
     "image_from_response",
     "parse_response_path",
     "server_message",
@@ -41,6 +45,11 @@ __all__ = [
 
 #: Server messages in failure reasons are cut to this many characters.
 MESSAGE_LIMIT = 200
+
+#: Deepest nesting of arrays and objects read from an answer; real image APIs
+#: nest a handful of levels, and Python's parser raises RecursionError (not a
+#: ValueError) somewhere past a thousand.
+MAX_JSON_DEPTH = 64
 
 #: Where a JSON answer is searched for an image when no response path is set.
 DEFAULT_IMAGE_PATHS = (
@@ -75,6 +84,63 @@ def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
         text = text[: max(limit - 3, 0)].rstrip() + "..."
     return text
 
+
+
+# ------------------------------------------------------------------------ JSON
+
+class JsonTooDeep(ValueError):
+    """An answer's JSON nests deeper than :data:`MAX_JSON_DEPTH` (a ``ValueError``, like bad JSON)."""
+
+
+# a JSON string, escapes included: brackets inside strings do not nest
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_DEPTH_CHUNK = 1 << 20
+
+
+def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``data`` (JSON text) nests arrays and objects deeper than ``limit``.
+
+    Linear and bounded in memory: answers whose brackets cannot reach the
+    limit (base64 images have none) are let through after a count; others
+    are scanned, strings blanked, a chunk at a time.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    if b'"' in data:
+        data = _JSON_STRING.sub(b'""', data)
+    view = np.frombuffer(data, dtype=np.uint8)
+    depth = 0
+    for start in range(0, len(view), _DEPTH_CHUNK):
+        chunk = view[start:start + _DEPTH_CHUNK]
+        step = ((chunk == 0x5B) | (chunk == 0x7B)).astype(np.int32) - ((chunk == 0x5D) | (chunk == 0x7D))
+        running = np.cumsum(step) + depth
+        if running.size and int(running.max()) > limit:
+            return True
+        depth = int(running[-1]) if running.size else depth
+    return False
+
+
+def load_json(data, *, limit: int = MAX_JSON_DEPTH):
+    """``json.loads`` for answers: nesting bounded by ``limit``.
+
+    Raises
+    ------
+    JsonTooDeep
+        When the text nests deeper (a ``ValueError``: callers that treat bad
+        JSON as "not an image" treat this one the same).
+    ValueError
+        For text that is not JSON (``UnicodeDecodeError`` included).
+    """
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+    if json_depth_over(data, limit):
+        raise JsonTooDeep(f"JSON nested deeper than {limit} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:  # a limit set above what this interpreter's parser can take
+        raise JsonTooDeep(f"JSON nested deeper than this interpreter's parser can read") from None
 
 
 # ------------------------------------------------------------------ server messages
@@ -134,7 +200,9 @@ def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            obj = json.loads(stripped)
+            obj = load_json(stripped)
+        except JsonTooDeep as exc:
+            return truncate(f"{exc} (not shown)", limit)
         except ValueError:
             obj = None
         if obj is not None:
@@ -241,7 +309,10 @@ def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
     if text.startswith(("http://", "https://")) or relative:
         if fetch is None:
             raise _ValueFail(f"{where} is a URL but URLs cannot be fetched here")
-        url = urljoin(base_url, text) if base_url else text
+        try:  # judged as the server wrote it (transport/origins.py), surrounding whitespace included
+            url = resolve(value, base_url or None, what="image URL")
+        except UrlRefused as exc:
+            raise _ValueFail(f"{where}: {exc.reason}") from None
         return _decode(fetch(url), f"image downloaded from {redact_url(url)}", max_pixels)
     if _B64_CHARS.match(text[:4096]):
         return _decode(_b64(text, where), where, max_pixels)
@@ -365,7 +436,9 @@ def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -
     obj = None
     if body[:256].lstrip()[:1] in (b"{", b"[", b'"'):
         try:
-            obj = json.loads(body)
+            obj = load_json(body)
+        except JsonTooDeep as exc:  # the model's failure: an answer that is not an image
+            raise _ValueFail(f"{origin} is {exc}, not an image ({len(body)} bytes)") from None
         except ValueError:
             obj = None
     if obj is None:

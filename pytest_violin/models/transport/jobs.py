@@ -13,7 +13,6 @@ where the provider allows it.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -21,6 +20,7 @@ from typing import Any, Callable, Mapping
 from ...errors import GenerationCancelled, GenerationError, GenerationRefused
 from ...redaction import redact, redact_url
 from .client import HttpClient, parse_retry_after
+from .decode import load_json
 
 __all__ = ["JobStates", "poll_job"]
 
@@ -118,7 +118,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             _cancel_quietly(cancel_job)
             raise
         try:
-            status = json.loads(answer.content.decode("utf-8"))
+            status = load_json(answer.content)  # nesting bounded
         except (UnicodeDecodeError, ValueError):
             raise GenerationError(f"{what} status at {shown} is not JSON") from None
         if not isinstance(status, dict):
