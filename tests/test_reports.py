@@ -355,12 +355,12 @@ def test_a_k_selection_is_described_as_a_selection_not_as_a_changed_suite():
 
 
 def _legend_boxes(svg_text):
-    from pytest_violin.report.svg import LEGEND_CHAR_PX
+    from pytest_violin.report.svg import text_width
 
     boxes = []
     for x, y, text in re.findall(r'<g class="lg">.*?<text x="([\d.]+)" y="([\d.]+)" class="ax">([^<]*)</text>',
                                  svg_text):
-        boxes.append((float(x), float(y), float(x) + LEGEND_CHAR_PX * len(text), text))
+        boxes.append((float(x), float(y), float(x) + text_width(text), text))
     return boxes
 
 
@@ -380,3 +380,36 @@ def test_chart_legends_wrap_and_never_overlap_long_labels():
             assert a[1] != b[1] or a[2] + 4 <= b[0] or b[2] + 4 <= a[0], (a, b)
     assert "\u2026" in boxes[3][3]  # cut to the row, the full name in its tooltip
     assert f"<title>{'W' * 300}</title>" in svg_text
+
+
+CHROMIUM = next((p for p in map(__import__("shutil").which, ("chromium", "chromium-browser")) if p), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)")
+def test_legend_labels_do_not_overlap_as_a_browser_draws_them(tmp_path):
+    """The legend's width estimate holds in a real browser: every label box ends before the next
+    one on its row starts, and inside the chart (measured with getBBox in headless Chromium)."""
+    import subprocess
+
+    names = ["openai:gpt-image-1 (api.openai.com/v1)", "WWWWWWWWWWWWWWWWWWWWWWWW", "oracle",
+             "python:acme.models.release_candidate_2026_12:generate", "MMMM" * 40, "gemini:gemini-2.5"]
+    svg_text = bar_chart(["a", "b"], [(n, {"a": 0.1, "b": 0.2}) for n in names], title="t",
+                         width=520, height=230)
+    page = tmp_path / "legend.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><style>body{font:14px system-ui,sans-serif}"
+        "svg .ax{font-size:10px}</style></head><body>" + svg_text + """
+<pre id="out"></pre><script>
+var svg=document.querySelector('svg'),w=svg.getAttribute('width')*1,boxes=[],bad=[];
+document.querySelectorAll('g.lg text').forEach(function(t){var b=t.getBBox();boxes.push([b.x,b.y,b.x+b.width,t.textContent]);});
+boxes.forEach(function(a,i){if(a[2]>w)bad.push('outside:'+a[3]);
+ boxes.slice(i+1).forEach(function(b){if(a[1]===b[1]&&a[2]>b[0]-14&&b[2]>a[0]-14)bad.push(a[3]+' / '+b[3]);});});
+document.getElementById('out').textContent='RESULT '+boxes.length+' '+JSON.stringify(bad);
+</script></body></html>""", encoding="utf-8")
+    proc = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = re.search(r"RESULT (\d+) (\[.*?\])", proc.stdout)
+    assert found, proc.stdout[-2000:]
+    assert int(found.group(1)) == len(names) and json.loads(found.group(2).replace("&quot;", '"')) == []

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["PALETTE", "bar_chart", "color_scale"]
+__all__ = ["PALETTE", "bar_chart", "color_scale", "text_width"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -108,10 +108,29 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
     return "".join(parts)
 
 
-#: Width of one character of the legend's 10 px text, in pixels: an upper bound
-#: for the sans-serif fonts browsers pick (wide glyphs such as ``W``/``M`` are
-#: ~9 px, lower case ~5.5 px); legends are laid out with it so labels never meet.
-LEGEND_CHAR_PX = 6.6
+#: Upper bounds of the advance width of characters of the legend's 10 px text,
+#: in pixels, from DejaVu Sans (the widest of the common sans-serif fonts browsers
+#: fall back to; its W is 9.9 px, m 9.7 px, M 8.6 px at 10 px): labels laid out
+#: with them never meet, whatever the font.
+_WIDE_PX = {"W": 10.0, "m": 9.8, "M": 8.8, "w": 8.4, "@": 10.0, "%": 9.6, "&": 7.9, "+": 8.4, "=": 8.4,
+            "<": 8.4, ">": 8.4, "~": 8.4, "^": 8.4, "#": 8.4}
+_NARROW = set(".,:;'|!()[]/-\"` ")
+
+
+def _char_px(ch: str) -> float:
+    if ch in _WIDE_PX:
+        return _WIDE_PX[ch]
+    if ch in _NARROW:
+        return 4.0
+    if not ch.isascii():
+        return 10.0  # a full em: CJK and other wide scripts
+    return 8.0 if ch.isupper() else 6.5
+
+
+def text_width(text: str) -> float:
+    """An upper bound of the width of ``text`` at the legend's 10 px, in pixels."""
+    return sum(_char_px(ch) for ch in text)
+
 
 _SWATCH_PX, _GAP_PX = 14, 14
 
@@ -120,11 +139,15 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
     """``(name, shown text, x, row)`` per series: entries flow left to right and wrap to a new
     row where the next would pass the plot's width; a label wider than a whole row is cut with
     an ellipsis (the full name stays in the entry's tooltip)."""
-    max_chars = max(4, int((plot_w - _SWATCH_PX) / LEGEND_CHAR_PX))
+    room = max(40.0, plot_w - _SWATCH_PX)
     out, x, row = [], 0.0, 0
     for name in names:
-        shown = name if len(name) <= max_chars else name[:max_chars - 1] + "\u2026"
-        width = _SWATCH_PX + LEGEND_CHAR_PX * len(shown)
+        shown = name
+        if text_width(shown) > room:
+            while shown and text_width(shown) + 10.0 > room:
+                shown = shown[:-1]
+            shown += "\u2026"
+        width = _SWATCH_PX + text_width(shown)
         if x > 0 and x + width > plot_w:
             x, row = 0.0, row + 1
         out.append((name, shown, x, row))
