@@ -117,3 +117,15 @@ def test_example_suite_fails_readably_with_a_noisy_model(project):
     # and the gate refused the run
     assert "regression" in out and "FAILED" in out
     assert "Traceback (most recent call last)" not in out
+
+
+@pytest.mark.slow
+def test_a_k_selection_is_reported_as_a_selection_not_a_changed_suite(project):
+    """Issue 22: `-k` made the gate say 'suite fingerprint changed'; it is a selection."""
+    result = run(project, "-q", "--violin-baseline=baseline.json", "-k", "violin and color")
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-2000:]
+    total = len(json.loads((project / "baseline.json").read_text())["samples"])
+    match = re.search(r"(\d+) of (\d+) baseline samples selected", out)
+    assert match and int(match.group(2)) == total and 0 < int(match.group(1)) < total, out[-3000:]
+    assert "fingerprint changed" not in out and "missing from this run" not in out
