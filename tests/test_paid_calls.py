@@ -21,7 +21,9 @@ def _closed_port() -> int:
 
 
 def test_network_adapter_refuses_the_full_suite_by_default(pytester):
-    url = f"http://127.0.0.1:{_closed_port()}/generate"
+    # a remote endpoint bills (a loopback one is self-hosted: no default limit);
+    # the usage error comes before any request, so the host is never looked up
+    url = "http://violin-endpoint.example.invalid/generate"
     result = pytester.runpytest(f"--violin-model={url}", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()

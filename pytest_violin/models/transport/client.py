@@ -89,6 +89,7 @@ __all__ = [
     "is_transient_status",
     "make_session",
     "parse_retry_after",
+    "thread_requests",
 ]
 
 log = logging.getLogger("pytest_violin.http")
@@ -371,6 +372,15 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 _local = threading.local()
+
+def thread_requests() -> int:
+    """Requests every :class:`HttpClient` has sent from the calling thread so far.
+
+    A caller that reads it before and after an adapter's ``generate`` learns
+    whether that call sent anything (the run's call count gives back a call
+    cancelled before its first request).
+    """
+    return getattr(_local, "sent", 0)
 
 
 def _watch(conn) -> None:
@@ -928,6 +938,7 @@ class HttpClient:
         self._closed = False
         self._lock = threading.Lock()
         self.requests_sent = 0
+        self.retries_sent = 0  # requests that repeat a failed attempt (the run's totals count them apart)
         self.rate_limiter = RateLimiter(parse_rate(rate)) if rate is not None else None
         self.limit = AdaptiveLimit(concurrency) if adaptive else None
 
@@ -1123,6 +1134,9 @@ class HttpClient:
             attempt = _Attempt(start + allowed, self.cancel)
             with self._lock:
                 self.requests_sent += 1
+                if attempts > 1:
+                    self.retries_sent += 1
+            _local.sent = getattr(_local, "sent", 0) + 1
             _local.attempt = attempt
             _WATCHDOG.add(attempt)
             try:
