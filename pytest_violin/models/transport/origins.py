@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from typing import Iterable, NamedTuple
-from urllib.parse import unquote, unquote_plus, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
@@ -81,12 +81,10 @@ def shown(url) -> str:
     """``url`` for a message: a user-info password and secrets (in any encoding) masked,
     escapes visible, cut to a line."""
     text = _PASSWORD.sub(r"\1:***@", str(url))
-    # a secret percent- or +-encoded in an unusual way is masked in the decoded text
+    if contains_secret(text):  # in any encoding: masking one form can leave the rest of another
+        origin = origin_or_none(text)
+        return f"{origin or 'a URL'}/... (the rest hidden: it carries a credential)"
     text = redact(text)
-    for decode in (unquote, unquote_plus):
-        if not contains_secret(text):
-            break
-        text = redact(decode(text))
     text = ascii(text)[1:-1] if not text.isprintable() or not text.isascii() else text
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
