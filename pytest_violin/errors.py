@@ -23,6 +23,8 @@ __all__ = [
     "GenerationError",
     "GenerationCancelled",
     "GenerationRefused",
+    "GenerationUnjudged",
+    "SetupError",
     "BaselineError",
     "ViolinFailure",
 ]
@@ -128,6 +130,14 @@ class GenerationError(ViolinError, RuntimeError):
             text = f"{reason} (after {attempts} attempt{'s' if attempts != 1 else ''})"
         super().__init__(text)
 
+    @property
+    def unjudged(self) -> bool:
+        """Whether the sample cannot be judged from this error: no answer at all
+        (:attr:`transport`), a :class:`SetupError` or a time-out
+        (:class:`GenerationUnjudged`). Such a sample ends as an *error*, never as a
+        score; other generation errors are the model's failure."""
+        return self.transport
+
 
 class GenerationCancelled(GenerationError):
     """A generation stopped because the run was interrupted (Ctrl-C, ``-x``).
@@ -144,6 +154,32 @@ class GenerationRefused(GenerationError):
 
     A refusal is its own outcome (``"refused"``): it fails obedience, is
     counted apart in the summary, reports and baseline, and is never retried.
+    """
+
+
+class GenerationUnjudged(GenerationError):
+    """The sample could not be judged, through no fault of the model's obedience:
+    a time-out (the sample's budget spent after its job started running, or the
+    overall wait limit spent in the server's queue) or a job the server lost
+    (deleted from its queue, server restarted).
+
+    Ends as outcome ``"error"`` (pytest's ``ERROR at setup``): never scored,
+    never the model's failure (:attr:`GenerationError.unjudged`).
+    """
+
+    @property
+    def unjudged(self) -> bool:  # noqa: D102 - documented on the base class
+        return True
+
+
+class SetupError(GenerationUnjudged):
+    """The request itself is invalid, whatever the sample: a ComfyUI workflow
+    that fails validation (a checkpoint that is not there, a wrong input type),
+    an HTTP 400/401/403/404/422 that is not a refusal of this sample's prompt.
+
+    The message carries the server's reason in full. An *error* outcome, never
+    a score; when the first samples of a run all end in the same setup error,
+    the runner stops the run (see :data:`pytest_violin.execution.runner.SETUP_AFTER`).
     """
 
 

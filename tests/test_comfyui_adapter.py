@@ -1,33 +1,26 @@
-"""``comfyui:URL`` with ``--violin-workflow`` against a local server that follows ComfyUI's routes.
+"""``comfyui:URL`` with ``--violin-workflow`` against a fake that answers like ComfyUI 0.3.64.
 
-The fake follows the documented server routes (see
-/work/notes/issue-15-replicate-comfyui.md): ``POST /upload/image``
-(multipart ``image``, ``type``, ``overwrite``; answers ``name``,
-``subfolder``, ``type``), ``POST /prompt`` (``{"prompt": workflow,
-"client_id"}``; answers ``prompt_id``, ``number``, ``node_errors``, or 400
-with ``error`` and ``node_errors``), ``GET /history/{prompt_id}`` (``{}``
-until the prompt ends, then ``outputs`` and ``status`` with ``status_str``
-and ``messages``), ``GET /view?filename&subfolder&type``, ``POST /queue``
-(``delete``) and ``POST /interrupt``.
+The fake (tests/_comfyui_fake.py) answers with bodies recorded from a real
+ComfyUI server (see its docstring): validation errors with ``node_errors``,
+``/queue``, ``/history/<id>``, one prompt running at a time.
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
+import io
 import json
+import re
 import threading
-import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
+import numpy as np
 import pytest
 import requests  # noqa: F401  same reason
 
-from _servers import png_bytes
-from pytest_violin.errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
+from _comfyui_fake import FakeComfyUI
+from pytest_violin.errors import (GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged,
+                                  ModelSpecError, SetupError)
 from pytest_violin.models.comfyui import Workflow
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
@@ -44,7 +37,8 @@ TEXT_WORKFLOW = {
     "3": {"class_type": "KSampler", "inputs": {"seed": "{seed}", "steps": 4, "cfg": 1.0, "model": ["4", 0],
                                                "positive": ["6", 0], "latent_image": ["5", 0]}},
     "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-    "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "violin_{sample_id}"}},
+    "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "violin_{sample_id}"},
+          "_meta": {"title": "Save Image"}},
 }
 
 EDIT_WORKFLOW = {
@@ -53,157 +47,8 @@ EDIT_WORKFLOW = {
     "11": {"class_type": "LoadImage", "inputs": {"image": "{mask}"}},
 }
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
-class FakeComfyUI:
-    """ComfyUI's HTTP routes; ``plan`` maps a sample id to ``refuse`` (no
-    image output), ``fail`` (execution error), ``slow``, ``rate`` (one 429
-    from a gateway first), ``hang`` (runs until interrupted) or ``queued``
-    (waits in the queue: never listed as running)."""
-
-    def __init__(self, samples: dict, plan: dict | None = None, auth: str | None = None):
-        self.samples = samples
-        self.plan = dict(plan or {})
-        self.auth = auth
-        self.uploads: dict[str, bytes] = {}
-        self.prompts: dict[str, dict] = {}
-        self.queued: list[dict] = []
-        self.rated: set = set()
-        self.deleted: list = []
-        self.interrupted: list = []
-        self.polled = threading.Event()
-        self.interrupt_seen = threading.Event()
-        self.lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-    def _handler(self):
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def send(self, status, obj=None, body=None, ctype="application/json", headers=()):
-                data = json.dumps(obj).encode() if body is None else body
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def body(self) -> bytes:
-                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-
-            def do_GET(self):
-                owner.route(self, "GET")
-
-            def do_POST(self):
-                owner.route(self, "POST")
-
-        return Handler
-
-    def entry(self, pid: str) -> dict:
-        p = self.prompts[pid]
-        messages = [["execution_start", {"prompt_id": pid}]]
-        if p["kind"] == "fail":
-            messages.append(["execution_error", {"prompt_id": pid, "node_id": "3", "node_type": "KSampler",
-                                                 "exception_message": "CUDA error: out of memory",
-                                                 "exception_type": "torch.OutOfMemoryError"}])
-            return {"prompt": [0, pid, p["workflow"], {}, ["9"]], "outputs": {},
-                    "status": {"status_str": "error", "completed": False, "messages": messages}}
-        outputs = {} if p["kind"] == "refuse" else {"9": {"images": [
-            {"filename": f"violin_{pid}_00001_.png", "subfolder": "", "type": "output"}]}}
-        messages.append(["execution_success", {"prompt_id": pid}])
-        return {"prompt": [0, pid, p["workflow"], {}, ["9"]], "outputs": outputs,
-                "status": {"status_str": "success", "completed": True, "messages": messages}}
-
-    def route(self, h, method):
-        if self.auth and h.headers.get("Authorization") != self.auth:
-            return h.send(401, body=b"401: Unauthorized", ctype="text/plain")
-        url = urlsplit(h.path)
-        path = url.path
-        if method == "POST" and path == "/upload/image":
-            msg = email.parser.BytesParser(policy=email.policy.default).parsebytes(
-                b"Content-Type: " + h.headers["Content-Type"].encode() + b"\r\n\r\n" + h.body())
-            fields = {part.get_param("name", header="content-disposition"): part for part in msg.iter_parts()}
-            image = fields["image"]
-            name = image.get_filename()
-            with self.lock:
-                self.uploads[name] = image.get_payload(decode=True)
-            kind = fields["type"].get_content().strip() if "type" in fields else "input"
-            return h.send(200, {"name": name, "subfolder": "", "type": kind})
-        if method == "POST" and path == "/prompt":
-            payload = json.loads(h.body())
-            workflow = payload["prompt"]
-            sid = workflow["9"]["inputs"]["filename_prefix"].removeprefix("violin_")
-            kind = self.plan.get(sid, "ok")
-            with self.lock:
-                self.queued.append(payload)
-                if kind == "rate" and sid not in self.rated:
-                    self.rated.add(sid)
-                    return h.send(429, {"error": "too many requests"}, headers=[("Retry-After", "0")])
-                missing = {nid: node for nid, node in workflow.items() if node["class_type"] == "LoadImage"
-                           and node["inputs"]["image"] not in self.uploads}
-                if missing or not isinstance(workflow["3"]["inputs"]["seed"], int):
-                    return h.send(400, {"error": {"type": "prompt_outputs_failed_validation",
-                                                  "message": "Prompt outputs failed validation", "details": ""},
-                                        "node_errors": {nid: {"errors": [{"message": "Invalid image file"}]}
-                                                        for nid in missing}})
-                pid = str(uuid.uuid4())
-                self.prompts[pid] = {"workflow": workflow, "kind": kind, "sid": sid,
-                                     "polls": {"slow": 4, "hang": 10**9, "queued": 10**9}.get(kind, 1)}
-            return h.send(200, {"prompt_id": pid, "number": len(self.queued), "node_errors": {}},
-                          headers=[("Retry-After", "0.01")])
-        if method == "GET" and path.startswith("/history/"):
-            pid = path.rsplit("/", 1)[1]
-            with self.lock:
-                p = self.prompts.get(pid)
-                done = False
-                if p is not None and not p.get("cancelled"):
-                    p["polls"] -= 1
-                    done = p["polls"] <= 0
-                body = {pid: self.entry(pid)} if done else {}
-            self.polled.set()
-            return h.send(200, body, headers=[("Retry-After", "0.01")])
-        if method == "GET" and path == "/view":
-            query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-            pid = query["filename"].split("_")[1]
-            assert query["type"] == "output" and query["subfolder"] == ""
-            sample = self.samples[self.prompts[pid]["sid"]]
-            return h.send(200, body=png_bytes(sample.expected()), ctype="image/png")
-        if method == "GET" and path == "/queue":
-            with self.lock:
-                running = [[i, pid, {}, {}, ["9"]] for i, (pid, p) in enumerate(self.prompts.items())
-                           if p["kind"] == "hang" and not p.get("cancelled")]
-            return h.send(200, {"queue_running": running, "queue_pending": []})
-        if method == "POST" and path == "/queue":
-            with self.lock:
-                self.deleted.extend(json.loads(h.body()).get("delete", []))
-            return h.send(200, body=b"", ctype="text/plain")
-        if method == "POST" and path == "/interrupt":
-            pid = json.loads(h.body() or b"{}").get("prompt_id")
-            with self.lock:
-                self.interrupted.append(pid)
-                if pid in self.prompts:
-                    self.prompts[pid]["cancelled"] = True
-            self.interrupt_seen.set()
-            return h.send(200, body=b"", ctype="text/plain")
-        return h.send(404, body=b"404: Not Found", ctype="text/plain")
+TWO_OUTPUTS = {**TEXT_WORKFLOW, "12": {"class_type": "PreviewImage", "inputs": {"images": ["8", 0]},
+                                       "_meta": {"title": "Preview"}}}
 
 
 @pytest.fixture(scope="module")
@@ -211,23 +56,27 @@ def samples():
     return {s.id: s for s in load_suite("violin", tasks=TASKS.split(","), limit=LIMIT)}
 
 
-def _adapter(tmp_path, fake, workflow=TEXT_WORKFLOW, **kw):
+def _adapter(tmp_path, fake, workflow=TEXT_WORKFLOW, query="", **kw):
     path = tmp_path / "workflow.json"
     path.write_text(json.dumps(workflow))
-    opts = AdapterOptions(rootdir=tmp_path, timeout=10.0, extra={"workflow": str(path)}, **kw)
-    return resolve_model(f"comfyui:{fake.url}", opts)
+    kw.setdefault("timeout", 10.0)
+    opts = AdapterOptions(rootdir=tmp_path, extra={"workflow": str(path)}, **kw)
+    return resolve_model(f"comfyui:{fake.url}{query}", opts)
 
 
 def _pick(samples, task, n=0):
     return [s for s in samples.values() if s.task == task][n]
 
 
-def test_edit_workflow_uploads_inputs_queues_polls_and_views(tmp_path, samples):
-    fake = FakeComfyUI(samples)
-    try:
+def _run(adapter, sample):
+    return adapter.generate(GenerationRequest.from_sample(sample))
+
+
+def test_edit_workflow_uploads_inputs_queues_polls_views_and_forgets(tmp_path, samples):
+    with FakeComfyUI(samples) as fake:
         adapter = _adapter(tmp_path, fake, EDIT_WORKFLOW)
         sample = _pick(samples, "mask")
-        image = adapter.generate(GenerationRequest.from_sample(sample))
+        image = _run(adapter, sample)
         assert image.shape == sample.expected().shape
         assert len(fake.uploads) == 2 and all(data.startswith(b"\x89PNG") for data in fake.uploads.values())
         sent = fake.queued[0]["prompt"]
@@ -235,72 +84,219 @@ def test_edit_workflow_uploads_inputs_queues_polls_and_views(tmp_path, samples):
         assert isinstance(sent["3"]["inputs"]["seed"], int) and sent["5"]["inputs"]["width"] == sample.width
         assert {sent["10"]["inputs"]["image"], sent["11"]["inputs"]["image"]} == set(fake.uploads)
         assert fake.queued[0]["client_id"] == adapter.client_id
-    finally:
-        fake.stop()
+        assert fake.history_deleted == list(fake.prompts) and fake.history == {}
+
+
+def test_alpha_mask_upload_carries_the_mask_in_alpha(tmp_path, samples):
+    from PIL import Image
+
+    with FakeComfyUI(samples) as fake:
+        adapter = _adapter(tmp_path, fake, EDIT_WORKFLOW, query="?mask=alpha")
+        sample = _pick(samples, "mask")
+        _run(adapter, sample)
+        name = fake.queued[0]["prompt"]["11"]["inputs"]["image"]
+        rgba = np.asarray(Image.open(io.BytesIO(fake.uploads[name])))
+        mask = GenerationRequest.from_sample(sample).images[1]
+        assert rgba.shape[2] == 4
+        # white = keep = opaque: LoadImage's MASK (1 - alpha) is 1 where the sample asks for a change
+        np.testing.assert_array_equal(rgba[..., 3], mask.mean(axis=2).round().astype(np.uint8))
+        assert "mask=alpha" in adapter.identity
+
+
+def test_text_workflow_on_mask_samples_is_a_setup_error_naming_the_placeholders(tmp_path, samples):
+    with FakeComfyUI(samples) as fake:
+        adapter = _adapter(tmp_path, fake, TEXT_WORKFLOW)
+        with pytest.raises(SetupError, match=r"2 input image.*no \{image\} and no \{mask\} placeholder"):
+            _run(adapter, _pick(samples, "mask"))
+        assert fake.queued == [] and fake.uploads == {}
 
 
 def test_edit_workflow_on_a_sample_without_inputs_says_why(tmp_path, samples):
-    fake = FakeComfyUI(samples)
-    try:
+    with FakeComfyUI(samples) as fake:
         adapter = _adapter(tmp_path, fake, EDIT_WORKFLOW)
-        with pytest.raises(ModelSpecError, match=r"\{image\}.*text-to-image workflow"):
-            adapter.generate(GenerationRequest.from_sample(_pick(samples, "color")))
+        with pytest.raises(SetupError, match=r"\{image\}.*text-to-image workflow"):
+            _run(adapter, _pick(samples, "color"))
         assert fake.queued == []
-    finally:
-        fake.stop()
 
 
-def test_execution_error_fails_and_no_image_output_is_a_refusal(tmp_path, samples):
-    fail, refuse = _pick(samples, "shape", 0), _pick(samples, "shape", 1)
-    fake = FakeComfyUI(samples, {fail.id: "fail", refuse.id: "refuse"})
-    try:
+def test_execution_error_is_a_failure_with_the_servers_message(tmp_path, samples):
+    fail = _pick(samples, "shape", 0)
+    with FakeComfyUI(samples, {fail.id: "fail"}) as fake:
         adapter = _adapter(tmp_path, fake)
         with pytest.raises(GenerationError, match="KSampler: CUDA error: out of memory") as info:
-            adapter.generate(GenerationRequest.from_sample(fail))
-        assert not isinstance(info.value, GenerationRefused)
-        with pytest.raises(GenerationRefused, match="no image"):
-            adapter.generate(GenerationRequest.from_sample(refuse))
-        assert len(fake.queued) == 2
-    finally:
-        fake.stop()
+            _run(adapter, fail)
+        assert not info.value.unjudged and not isinstance(info.value, GenerationRefused)
 
 
-def test_validation_error_is_a_failure_with_the_servers_message(tmp_path, samples):
-    fake = FakeComfyUI(samples)
-    try:
-        adapter = _adapter(tmp_path, fake, {**TEXT_WORKFLOW, "12": {"class_type": "LoadImage",
-                                                                      "inputs": {"image": "absent.png"}}})
-        with pytest.raises(GenerationError, match="400.*Prompt outputs failed validation"):
-            adapter.generate(GenerationRequest.from_sample(_pick(samples, "color")))
-    finally:
-        fake.stop()
+CKPT = "v1-5-pruned-emaonly.safetensors"
+
+
+@pytest.mark.parametrize("change, needles", [
+    ({"4": {"ckpt_name": CKPT}}, ["node 4 (CheckpointLoaderSimple) input ckpt_name", "Value not in list",
+                                  f"'{CKPT}' not in ['model.safetensors']"]),
+    ({"3": {"seed": "abc"}}, ["node 3 (KSampler) input seed", "Failed to convert an input value to a INT value"]),
+    ({"5": {"width": None}}, ["node 5 (EmptyLatentImage) input width", "Required input is missing"]),
+    ({"5": {"width": 10**6}}, ["node 5 (EmptyLatentImage) input width", "Value 1000000 bigger than max of 16384"]),
+    ({"12": "LoadImage"}, ["node 12 (LoadImage) input image", "Invalid image file: absent.png"]),
+])
+def test_validation_errors_are_setup_errors_with_every_node_error(tmp_path, samples, change, needles):
+    workflow = json.loads(json.dumps(TEXT_WORKFLOW))
+    for node, inputs in change.items():
+        if inputs == "LoadImage":
+            workflow[node] = {"class_type": "LoadImage", "inputs": {"image": "absent.png"}}
+            continue
+        for name, value in inputs.items():
+            if value is None:
+                del workflow[node]["inputs"][name]
+            else:
+                workflow[node]["inputs"][name] = value
+    with FakeComfyUI(samples) as fake:
+        adapter = _adapter(tmp_path, fake, workflow)
+        with pytest.raises(SetupError) as info:
+            _run(adapter, _pick(samples, "color"))
+    text = str(info.value)
+    assert info.value.status == 400 and info.value.unjudged
+    assert "Prompt outputs failed validation" in text and all(n in text for n in needles), text
+
+
+def test_several_validation_errors_are_all_named(tmp_path, samples):
+    workflow = json.loads(json.dumps(TEXT_WORKFLOW))
+    workflow["4"]["inputs"]["ckpt_name"] = CKPT
+    workflow["3"]["inputs"]["seed"] = "abc"
+    with FakeComfyUI(samples) as fake:
+        with pytest.raises(SetupError) as info:
+            _run(_adapter(tmp_path, fake, workflow), _pick(samples, "color"))
+    assert re.search(r"node 4 .*ckpt_name.*; node 3 .*seed", str(info.value))
+
+
+def test_two_outputs_without_a_choice_is_a_usage_error_listing_them(tmp_path, samples, pytester):
+    with FakeComfyUI(samples) as fake:
+        with pytest.raises(ModelSpecError, match=r"2 image outputs: 9 \(SaveImage, title 'Save Image'\), "
+                                                 r"12 \(PreviewImage, title 'Preview'\).*\?output=NODE_ID"):
+            _adapter(tmp_path, fake, TWO_OUTPUTS)
+        for query, node in (("?output=12", "12"), ("?output=Save%20Image", "9")):
+            adapter = _adapter(tmp_path, fake, TWO_OUTPUTS, query=query)
+            sample = _pick(samples, "color")
+            assert _run(adapter, sample).shape == sample.expected().shape
+            assert adapter.workflow.output == node and f"output={node}" in adapter.identity
+        with pytest.raises(ModelSpecError, match="no node id or title.*9 \\(SaveImage"):
+            _adapter(tmp_path, fake, TWO_OUTPUTS, query="?output=99")
+    pytester.makefile(".json", workflow=json.dumps(TWO_OUTPUTS))
+    result = pytester.runpytest("--violin-model=comfyui:http://127.0.0.1:9", "--violin-limit=1",
+                                "--violin-workflow=workflow.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "2 image outputs" in result.stderr.str()
+
+
+def test_images_from_several_or_no_nodes_at_run_time_are_setup_errors(tmp_path, samples):
+    with FakeComfyUI(samples) as fake:
+        adapter = _adapter(tmp_path, fake)
+        image = {"filename": "a.png", "subfolder": "", "type": "output"}
+        with pytest.raises(SetupError, match=r"images in 2 output nodes \(20, 9\).*\?output=NODE_ID"):
+            adapter.pick_output({"outputs": {"9": {"images": [image]}, "20": {"images": [image]}}})
+        with pytest.raises(SetupError, match="without an image output"):
+            adapter.pick_output({"outputs": {"9": {"text": ["hello"]}}})
+        no_output = {k: v for k, v in TEXT_WORKFLOW.items() if k != "9"}
+        no_output["6"]["inputs"]["text"] = "{prompt}"
+        with pytest.raises(SetupError, match="Prompt has no outputs"):
+            _run(_adapter(tmp_path, fake, no_output), _pick(samples, "color"))
+
+
+def test_a_slow_queue_does_not_spend_the_samples_budget(tmp_path, samples):
+    # one prompt at a time, 0.5 s each, 4 at once: the last waits 1.5 s in the
+    # queue, longer than the budget of 2 x 0.45 s, and still passes
+    picked = [s for s in samples.values() if s.task == "color"][:4]
+    with FakeComfyUI(samples, job_seconds=0.5) as fake:
+        adapter = _adapter(tmp_path, fake, timeout=0.45, concurrency=4)
+        results, threads = {}, []
+        for sample in picked:
+            def work(sample=sample):
+                try:
+                    results[sample.id] = _run(adapter, sample)
+                except GenerationError as exc:
+                    results[sample.id] = exc
+            threads.append(threading.Thread(target=work))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert all(isinstance(r, np.ndarray) for r in results.values()), [str(r) for r in results.values() if not isinstance(r, np.ndarray)]
+    assert len(results) == 4 and max(p["number"] for p in fake.prompts.values()) == 4
+
+
+def test_a_prompt_running_past_its_budget_is_an_error_and_is_interrupted(tmp_path, samples):
+    sample = _pick(samples, "color")
+    with FakeComfyUI(samples, {sample.id: "hang"}) as fake:
+        adapter = _adapter(tmp_path, fake, timeout=0.3)
+        with pytest.raises(GenerationUnjudged, match=r"timed out: it did not finish within 0.6 s of running"):
+            _run(adapter, sample)
+        assert fake.interrupt_seen.wait(5)
+        assert fake.deleted == list(fake.prompts)
+
+
+def test_a_prompt_that_never_leaves_the_queue_hits_the_overall_wait_limit(tmp_path, samples):
+    sample = _pick(samples, "color")
+    with FakeComfyUI(samples, {sample.id: "queued"}) as fake:
+        adapter = _adapter(tmp_path, fake, timeout=0.15)
+        with pytest.raises(GenerationUnjudged, match=r"overall wait limit of 1\.5 s, after \d s in the server's queue"):
+            _run(adapter, sample)
+        assert fake.deleted == list(fake.prompts) and fake.interrupted == []
+
+
+@pytest.mark.parametrize("kind, needle", [("vanish", "vanished: the server no longer knows it"),
+                                          ("interrupt", "interrupted at SaveImage")])
+def test_a_prompt_lost_or_stopped_by_someone_else_is_an_error(tmp_path, samples, kind, needle):
+    sample = _pick(samples, "color")
+    with FakeComfyUI(samples, {sample.id: kind}) as fake:
+        adapter = _adapter(tmp_path, fake)
+        with pytest.raises(GenerationUnjudged, match=needle) as info:
+            _run(adapter, sample)
+        polls = sum(1 for method, path in fake.requests if path.startswith("/history/"))
+    assert info.value.unjudged and (kind != "vanish" or polls <= 4)
 
 
 @pytest.mark.parametrize("kind", ["hang", "queued"])
 def test_interrupt_deletes_the_prompt_and_interrupts_it_only_while_it_runs(tmp_path, samples, kind):
     sample = _pick(samples, "color")
-    fake = FakeComfyUI(samples, {sample.id: kind})
     cancel = threading.Event()
-    try:
+    with FakeComfyUI(samples, {sample.id: kind}) as fake:
         adapter = _adapter(tmp_path, fake, cancel=cancel)
         raised = []
 
         def run():
             try:
-                adapter.generate(GenerationRequest.from_sample(sample))
+                _run(adapter, sample)
             except BaseException as exc:  # noqa: BLE001 - handed to the test thread
                 raised.append(exc)
 
         worker = threading.Thread(target=run)
         worker.start()
         assert fake.polled.wait(10)
+        if kind == "hang":  # wait until the server runs it
+            for _ in range(200):
+                if fake.running:
+                    break
+                threading.Event().wait(0.02)
         cancel.set()
         worker.join(10)
         assert not worker.is_alive() and isinstance(raised[0], GenerationCancelled)
         pid = next(iter(fake.prompts))  # the cancel requests are made before generate() raises
         assert fake.deleted == [pid] and fake.interrupted == ([pid] if kind == "hang" else [])
-    finally:
-        fake.stop()
+
+
+def test_cache_identity_follows_the_servers_models_and_version(tmp_path, samples):
+    with FakeComfyUI(samples) as fake:
+        first = _adapter(tmp_path, fake).cache_identity()
+        assert first.startswith(_adapter(tmp_path, fake).identity + " server=")
+        assert _adapter(tmp_path, fake).cache_identity() == first  # stable
+        # the same file name, swapped (another size and time): a cache miss
+        fake.models["checkpoints"]["model.safetensors"] = (6938078334, 1764633600.0)
+        swapped = _adapter(tmp_path, fake).cache_identity()
+        # another checkpoint beside it changes nothing: the workflow does not load it
+        fake.models["checkpoints"]["other.safetensors"] = (1, 1.0)
+        assert _adapter(tmp_path, fake).cache_identity() == swapped != first
+        url = fake.url
+    dead = _adapter(tmp_path, type("Gone", (), {"url": url})(), timeout=0.5, retries=0)
+    assert dead.cache_identity() is None  # no cache rather than a stale one
 
 
 @pytest.mark.parametrize("body, needle", [
@@ -328,39 +324,61 @@ def test_spec_errors(tmp_path):
         resolve_model("comfyui:127.0.0.1:8188", AdapterOptions(rootdir=tmp_path, extra={"workflow": "no.json"}))
     with pytest.raises(ModelSpecError, match="URL"):
         resolve_model("comfyui:", AdapterOptions(rootdir=tmp_path))
+    (tmp_path / "w.json").write_text(json.dumps(TEXT_WORKFLOW))
+    opts = AdapterOptions(rootdir=tmp_path, extra={"workflow": "w.json"})
+    with pytest.raises(ModelSpecError, match="mask='luma'.*mask=rgb, mask=alpha"):
+        resolve_model("comfyui:http://127.0.0.1:8188?mask=luma", opts)
+    with pytest.raises(ModelSpecError, match="unknown parameter 'steps'"):
+        resolve_model("comfyui:http://127.0.0.1:8188?steps=4", opts)
 
 
 def test_end_to_end_twenty_samples(pytester, samples):
     ids = sorted(samples)
     by_task = {t: [i for i in ids if samples[i].task == t] for t in ("color", "shape", "mask")}
-    plan = {by_task["shape"][0]: "refuse", by_task["color"][0]: "fail",
-            by_task["mask"][0]: "slow", by_task["color"][1]: "rate"}
-    fake = FakeComfyUI(samples, plan, auth="Basic dmlvbGluOmNmeS1lMmUtcGxhbnQtOGUyMWI3ZDRjOQ==")
-    try:
-        pytester.makefile(".json", workflow=json.dumps(TEXT_WORKFLOW))
+    plan = {by_task["shape"][0]: "interrupt", by_task["color"][0]: "fail", by_task["color"][1]: "rate"}
+    with FakeComfyUI(samples, plan, auth="Basic dmlvbGluOmNmeS1lMmUtcGxhbnQtOGUyMWI3ZDRjOQ==",
+                     job_seconds=0.01) as fake:
+        pytester.makefile(".json", workflow=json.dumps(EDIT_WORKFLOW))
+        pytester.makefile(".json", text=json.dumps(TEXT_WORKFLOW))
         url = fake.url.replace("://", f"://violin:{PASSWORD}@")
+        # a text workflow on mask samples: those end in errors, the others are judged
         result = pytester.runpytest(
             f"--violin-model=comfyui:{url}", f"--violin-tasks={TASKS}", f"--violin-limit={LIMIT}",
-            "--violin-workflow=workflow.json", "--violin-report=rep", "--junitxml=j.xml",
+            "--violin-workflow=text.json", "--violin-report=rep", "--junitxml=j.xml",
             "--violin-no-cache", "-p", "no:randomly", "-rA")
         results = json.loads((pytester.path / "rep" / "results.json").read_text())
         outcome = {r["sample_id"]: r["outcome"] for r in results["samples"]}
         assert len(outcome) == LIMIT and set(outcome) == set(ids)
         kinds = {kind: sid for sid, kind in plan.items()}
-        assert outcome[kinds["refuse"]] == "refused" and outcome[kinds["fail"]] == "failed"
-        assert outcome[kinds["slow"]] == "passed" and outcome[kinds["rate"]] == "passed"
-        assert sum(v == "passed" for v in outcome.values()) == LIMIT - 2
-        assert len(fake.rated) == 1
+        assert outcome[kinds["fail"]] == "failed" and outcome[kinds["interrupt"]] == "error"
+        assert outcome[kinds["rate"]] == "passed" and len(fake.rated) == 1
+        assert all(outcome[sid] == "error" for sid in by_task["mask"])
+        assert sum(v == "passed" for v in outcome.values()) == LIMIT - 2 - len(by_task["mask"])
+        assert "self-hosted: no call limit by default" in result.stdout.str()
         texts = [result.stdout.str(), result.stderr.str(), (pytester.path / "j.xml").read_text()]
         texts += [p.read_text(errors="replace") for p in Path(pytester.path / "rep").rglob("*") if p.is_file()]
         assert all(PASSWORD not in text for text in texts)
-    finally:
-        fake.stop()
 
 
-def test_bad_workflow_is_a_usage_error(pytester):
-    pytester.makefile(".json", workflow=json.dumps({"nodes": [], "links": []}))
-    result = pytester.runpytest("--violin-model=comfyui:http://127.0.0.1:9", "--violin-limit=1",
-                                "--violin-workflow=workflow.json")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "API format" in result.stderr.str() + result.stdout.str()
+def test_a_missing_checkpoint_stops_the_full_suite_early(pytester, samples):
+    # a fake server with no checkpoint at all, ComfyUI's own example workflow shape
+    with FakeComfyUI(samples, models={"checkpoints": {}}) as fake:
+        workflow = json.loads(json.dumps(TEXT_WORKFLOW))
+        workflow["4"]["inputs"]["ckpt_name"] = CKPT
+        pytester.makefile(".json", workflow=json.dumps(workflow))
+        result = pytester.runpytest(f"--violin-model=comfyui:{fake.url}", "--violin-workflow=workflow.json",
+                                    "--violin-no-cache", "-p", "no:cacheprovider", "--violin-report=rep")
+        prompts = sum(1 for method, path in fake.requests if path == "/prompt")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    # one's own server: the full suite is not refused by the default --violin-max-calls
+    result.stdout.fnmatch_lines(["violin plan: adapter comfyui:* (self-hosted: no call limit by default), "
+                                 "suite violin, 7745 samples *"])
+    assert re.search(r"Interrupted: violin: setup error after 5 samples: comfyui: the server refused the "
+                     rf"workflow \(HTTP 400\): .*ckpt_name: '{re.escape(CKPT)}' not in \[\]", out), out[-2000:]
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and "failed" not in outcomes and outcomes["errors"] <= 8
+    assert prompts < 20
+    meta = json.loads((pytester.path / "rep" / "results.json").read_text())
+    assert "setup error after 5 samples" in meta["metadata"]["stop_reason"]
+    assert all(r["outcome"] == "error" and not r.get("metrics") for r in meta["samples"])

@@ -25,6 +25,17 @@ A dead endpoint: after ``dead_after`` consecutive samples whose generation
 failed in transport (no answer at all: connection refused, DNS, TLS,
 time-out) with no image in between, the runner stops calling the adapter and
 fails the remaining samples at once.
+
+A setup error: when the first ``setup_after`` samples of a run all end in the
+same :class:`~pytest_violin.errors.SetupError` (the request itself is invalid:
+a missing checkpoint, a 401) before any image, the runner stops calling the
+adapter the same way (:attr:`Runner.setup_stop`). Setup errors and time-outs
+(:attr:`~pytest_violin.errors.GenerationError.unjudged`) are *errors*, never
+the model's failure.
+
+The cache key uses the adapter's ``cache_identity()`` where it has one
+(:func:`cache_identity`): what a server reports of its models and version, so a
+swapped checkpoint is a cache miss.
 """
 
 from __future__ import annotations
@@ -38,10 +49,12 @@ from pathlib import Path
 
 from .._fs import atomic_write
 from ..errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
+from ..errors import SetupError
 from ..models.directory import output_path
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "Generation", "Runner", "exception_line", "output_path"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "cache_identity",
+           "exception_line", "output_path"]
 
 #: Consecutive transport failures (no answer at all) after which the runner
 #: stops calling the adapter for the rest of the run ...
@@ -50,6 +63,28 @@ DEAD_AFTER = 10
 #: generations in flight during a short restart of a server arrive together
 #: and are no dead endpoint.
 DEAD_WINDOW = 10.0
+#: Samples in a row ending in the same setup error, before any image, after
+#: which the runner stops calling the adapter.
+SETUP_AFTER = 5
+
+
+def cache_identity(adapter, identity: str) -> str | None:
+    """The identity cache keys are formed with for ``adapter``.
+
+    An adapter may define ``cache_identity()``: a string that adds what its
+    server reports of the models it runs and its version (ComfyUI: the files
+    its loader nodes read, ``/system_stats``), or None when that cannot be
+    learnt (then nothing is looked up in or written to the cache). Without it:
+    ``identity``.
+    """
+    method = getattr(adapter, "cache_identity", None)
+    if not callable(method):
+        return identity
+    try:
+        value = method()
+    except Exception:  # an adapter that cannot tell: no cache rather than a stale one
+        return None
+    return None if value is None else str(value)
 
 
 def exception_line(exc: BaseException, limit: int = 300) -> str:
@@ -167,13 +202,11 @@ class Runner:
     dead_window : float, optional
         ... when they span at least this many seconds (default
         :data:`DEAD_WINDOW`).
-    usage : CallCounter, optional
-        Counts the images served from the cache (:mod:`.usage`).
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
                  repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
-                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW, usage=None):
+                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW):
         if int(concurrency) < 1:
             raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
@@ -203,6 +236,12 @@ class Runner:
         self._transport_failures = 0
         self._first_failure = 0.0
         self._dead: str | None = None
+        self.setup_after = SETUP_AFTER
+        self._setup_streak = 0
+        self._setup_reason: str | None = None
+        self._setup_stop: str | None = None
+        self._answered = False
+        self._cache_identity: list = []  # [value] once asked (cache_identity may call the server)
         self._pool: _DaemonPool | None = None
         self._warm: set = set()
         self._lock = threading.Lock()
@@ -212,7 +251,6 @@ class Runner:
         self._futures: dict[str, tuple[int, Future]] = {}
         self._closed = False
         self.generated = 0  # generations started (for tests and benchmarks)
-        self.usage = usage  # the run's CallCounter: cache hits counted here (calls: CountingAdapter)
 
     # -- planning -------------------------------------------------------
     def plan(self, samples) -> None:
@@ -310,6 +348,12 @@ class Runner:
         """Why the endpoint counts as dead, or None while it is not."""
         return self._dead
 
+    @property
+    def setup_stop(self) -> str | None:
+        """``setup error after N samples: <reason>`` once the first samples all
+        ended in the same setup error (see the module docstring), else None."""
+        return self._setup_stop
+
     def close(self, *, wait: bool = True) -> None:
         """Cancel pending prefetches and stop the threads.
 
@@ -347,6 +391,29 @@ class Runner:
     def _note_answer(self) -> None:
         with self._lock:
             self._transport_failures = 0
+            self._answered = True
+            self._setup_streak = 0
+
+    def _note_setup(self, error: GenerationError) -> None:
+        """Count setup errors in a row before any image; other errors break the row."""
+        with self._lock:
+            if self._answered or self._setup_stop is not None:
+                return
+            if not isinstance(error, SetupError):
+                if not error.transport:  # no answer says nothing about the request
+                    self._setup_streak = 0
+                return
+            if error.reason != self._setup_reason:
+                self._setup_reason, self._setup_streak = error.reason, 0
+            self._setup_streak += 1
+            if self._setup_streak >= self.setup_after:
+                self._setup_stop = f"setup error after {self._setup_streak} samples: {_redact(error.reason)}"
+
+    def _key_identity(self, identity: str) -> str | None:
+        with self._lock:
+            if not self._cache_identity:
+                self._cache_identity.append(cache_identity(self.adapter, identity))
+            return self._cache_identity[0]
 
     def _generate(self, sample) -> Generation:
         from ..imaging import as_rgb8, resize_rgb8
@@ -377,23 +444,26 @@ class Runner:
                 image = None
                 if self.cache is not None:
                     try:
-                        key = self.cache.key(identity, request)
-                        image = self.cache.get(key)
+                        keyed = self._key_identity(identity)
+                        if keyed is not None:
+                            key = self.cache.key(keyed, request)
+                            image = self.cache.get(key)
                     except Exception:  # a broken cache never fails a sample
                         key, image = None, None
-                    if image is not None and self.usage is not None:
-                        self.usage.hit()
                 if image is None:
                     if self.cancel.is_set():
                         raise GenerationCancelled("cancelled: the run was interrupted")
                     if self._dead is not None:
                         raise GenerationError(self._dead, transport=True)
+                    if self._setup_stop is not None:
+                        raise SetupError(self._setup_stop)
                     cached = False
                     attempts += 1
                     try:
                         output = self.adapter.generate(request)
                     except GenerationError as exc:
                         self._note_transport(exc)
+                        self._note_setup(exc)
                         raise
                     self._note_answer()
                     try:

@@ -48,8 +48,10 @@ class A1111Adapter:
     """
 
     cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    #: calls a network service ...
     network = True
+    #: ... that is one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    bills = False
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,
                  send_mask: bool = True):
@@ -114,5 +116,5 @@ def create(target: str, options) -> A1111Adapter:
     url, params = split_params(target, what="a1111")
     url, auth = check_url(url, what="a1111 URL")
     send_mask = parse_switch(params.pop("mask", True), name="mask", what="a1111", allowed=())
-    client = client_from_options(options, auth=auth, origins=(url,))
+    client = client_from_options(options, auth=auth)
     return A1111Adapter(url, client, params=params, send_mask=send_mask)

@@ -40,7 +40,7 @@ from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json, server_message, truncate
+from .transport.decode import image_from_response, server_message, truncate
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -136,6 +136,8 @@ class ArkAdapter:
     cacheable = True
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
+    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
                  *, send_seed: bool = True):
@@ -189,7 +191,7 @@ class ArkAdapter:
 
     def _check_item_error(self, result) -> None:
         try:
-            obj = load_json(result.content) if result.content[:64].lstrip()[:1] == b"{" else None
+            obj = json.loads(result.content) if result.content[:64].lstrip()[:1] == b"{" else None
         except ValueError:
             return
         data = obj.get("data") if isinstance(obj, dict) else None
@@ -253,6 +255,5 @@ def create(target: str, options) -> ArkAdapter:
     params = _check_params(params)
     key, base, auth = provider_endpoint("ark", ("ARK_API_KEY",), "ARK_BASE_URL", DEFAULT_BASE_URL,
                                         what="ModelArk API key")
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"},
-                                 origins=(base,))
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
     return ArkAdapter(model, base, client, params, send_seed=send_seed)

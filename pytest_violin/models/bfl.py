@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
@@ -38,9 +38,8 @@ from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
 from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
+from .transport.decode import image_from_response
 from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]
@@ -53,7 +52,9 @@ EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
 #: How ``get_result`` answers are read (https://docs.bfl.ai/api_integration/errors).
 STATES = JobStates(
     done=frozenset({"Ready"}),
-    failed=frozenset({"Error", "Task not found"}),
+    failed=frozenset({"Error"}),
+    # a job the API no longer knows: an error after a few polls (transport/jobs.py), not a failure
+    vanished=frozenset({"Task not found"}),
     refused=frozenset({"Request Moderated", "Content Moderated"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: _message(body),
@@ -74,7 +75,7 @@ def _message(body) -> str:
 def json_answer(result: HttpResult, *, what: str) -> dict:
     """The JSON object of a 2xx answer, or a :class:`GenerationError` saying what it was."""
     try:
-        body = load_json(result.content)  # nesting bounded
+        body = json.loads(result.content.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise GenerationError(f"{what} answer is not JSON", attempts=result.attempts,
                               status=result.status) from None
@@ -93,13 +94,21 @@ def first_wait_of(result: HttpResult, default: float = 0.5, cap: float = 5.0) ->
 
 
 def same_origin(url: str, base: str) -> bool:
-    """Whether ``url`` has the scheme, host and port of ``base`` (:func:`.transport.origins.same_origin`:
-    a URL the parsers read differently, with user info or a backslash, is on no origin)."""
-    return _same_origin(url, base)
+    """Whether ``url`` has the scheme, host and port of ``base``."""
+    try:
+        a, b = urlsplit(url), urlsplit(base)
+        return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
+    except ValueError:
+        return False
 
 
 def _on_host(url: str, domain: str) -> bool:
-    return url in Origins(domains=(domain,))
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "https" and (host == domain or host.endswith("." + domain))
 
 
 def _multiple(value: int, step: int, low: int) -> int:
@@ -131,6 +140,8 @@ class BflAdapter:
     cacheable = True
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
+    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
                  params: dict | None = None):
@@ -211,10 +222,7 @@ def create(target: str, options) -> BflAdapter:
     if not model or "/" in model:
         raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "
                              "bfl:flux-2-pro, bfl:flux-dev or bfl:flux-kontext-pro")
-    check_path_id(model, what="bfl: model name", segments=False,
-                  accepted="bfl:MODEL such as bfl:flux-2-pro, letters, digits, '.', '_', '-'")
     edit = parse_switch(params.pop("edit", "auto"), name="edit", what="bfl")
     key, base, auth = provider_endpoint("bfl", ("BFL_API_KEY",), "BFL_BASE_URL", DEFAULT_BASE_URL)
-    client = client_from_options(options, auth=auth, headers={"x-key": key}, origins=(base,),
-                                 domains=("bfl.ai",))
+    client = client_from_options(options, auth=auth, headers={"x-key": key})
     return BflAdapter(model, base, client, edit=edit, params=params)

@@ -27,19 +27,18 @@ rebuilt from the base, the app's ``owner/name`` and the request id.
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from ._params import format_params, split_params
-from .bfl import first_wait_of, json_answer
+from .bfl import first_wait_of, json_answer, same_origin
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 
@@ -49,6 +48,8 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 STATES = JobStates(
     done=frozenset({"COMPLETED"}),
     failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
+    # waiting for a runner: the sample's budget starts when it leaves the queue (transport/jobs.py)
+    queued=frozenset({"IN_QUEUE"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: str(body.get("error") or body.get("detail") or ""),
 )
@@ -63,8 +64,16 @@ _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety
 
 
 def _trusted(url, base: str) -> bool:
-    # one rule (transport/origins.py): the base's origin or an https host under fal.run
-    return isinstance(url, str) and url in Origins((base,), domains=("fal.run",))
+    if not isinstance(url, str):
+        return False
+    if same_origin(url, base):
+        return True
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return False
+    return parts.scheme.lower() == "https" and (host == "fal.run" or host.endswith(".fal.run"))
 
 
 def _refusal_of(body: dict) -> str | None:
@@ -102,6 +111,8 @@ class FalAdapter:
     cacheable = True
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
+    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills = True
 
     def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
                  params: dict | None = None):
@@ -189,17 +200,14 @@ def create(target: str, options) -> FalAdapter:
         variable, never a value), a bad ``FAL_BASE_URL`` or malformed
         parameters.
     """
-    app, params = split_params((target or "").strip().rstrip("/"), what="fal")
+    app, params = split_params((target or "").strip().strip("/"), what="fal")
     if not _APP.match(app or ""):
         raise ModelSpecError(f"fal: bad app id {app!r}; accepted: fal:OWNER/APP[/PATH] such as "
                              "fal:fal-ai/flux/dev or fal:fal-ai/flux-2/edit")
-    check_path_id(app, what="fal: app id", accepted="fal:OWNER/APP[/PATH] such as fal:fal-ai/flux/dev, "
-                  "segments of letters, digits, '.', '_', '-', none of them '.' or '..'")
     image_field = params.pop("image_field", None)
     if image_field is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", str(image_field)):
         raise ModelSpecError(f"fal: image_field must be a JSON field name, got {image_field!r}")
     key, base, auth = provider_endpoint("fal", ("FAL_KEY",), "FAL_BASE_URL", DEFAULT_BASE_URL)
     register_secret(key.partition(":")[2])  # fal keys are KEY_ID:KEY_SECRET; the secret alone too
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"},
-                                 origins=(base,), domains=("fal.run",))
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"})
     return FalAdapter(app, base, client, image_field=image_field, params=params)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 from urllib.parse import quote
@@ -41,7 +42,7 @@ from ._params import format_params, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
-from .transport.decode import load_json, truncate
+from .transport.decode import truncate
 
 __all__ = [
     "ASPECT_RATIOS",
@@ -200,6 +201,8 @@ class GeminiAdapter:
     cacheable = True
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
+    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
         self.model = model
@@ -231,7 +234,7 @@ class GeminiAdapter:
         with self.client.sample():
             result = self.client.post_json(self.url, self.body(request), what="POST")
             try:
-                obj = load_json(result.content)  # nesting bounded
+                obj = json.loads(result.content)
             except ValueError:
                 raise GenerationError(
                     f"gemini answer from {redact_url(result.url)} is not JSON "
@@ -283,5 +286,5 @@ def create(target: str, options) -> GeminiAdapter:
     params = _check_params(params)
     key, base, auth = provider_endpoint("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL",
                                         DEFAULT_BASE_URL, what="Gemini API key")
-    client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key}, origins=(base,))
+    client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key})
     return GeminiAdapter(model, base, client, params)

@@ -28,8 +28,9 @@ from urllib.parse import urlsplit
 from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.client import HttpClient, client_from_options
-from ..errors import ModelSpecError
+from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
+from .transport.outcomes import refusal_or
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
@@ -37,6 +38,14 @@ from .request import GenerationRequest
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+#: Error codes of the safety system's answers (HTTP 400): a refusal of that prompt.
+REFUSAL_CODES = ("moderation_blocked", "content_policy_violation")
+
+
+def is_refusal(exc: GenerationError) -> bool:
+    """Whether an error answer is the safety system refusing this sample's prompt."""
+    return exc.status == 400 and any(code in str(exc) for code in REFUSAL_CODES)
 
 _GPT_IMAGE = ((1024, 1024), (1536, 1024), (1024, 1536))
 
@@ -95,6 +104,8 @@ class OpenAIAdapter:
     cacheable = True
     #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
     network = True
+    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
                  params: dict | None = None):
@@ -119,7 +130,21 @@ class OpenAIAdapter:
         return body
 
     def generate(self, request: GenerationRequest):
-        """Generate (or edit, when the request has input images) one image."""
+        """Generate (or edit, when the request has input images) one image.
+
+        A 400 of the safety system (``moderation_blocked``,
+        ``content_policy_violation``) is this sample's refusal; other 4xx
+        answers are setup errors (see transport/outcomes.py).
+        """
+        try:
+            return self._generate(request)
+        except GenerationError as exc:
+            refused = refusal_or(exc, is_refusal)
+            if refused is exc:
+                raise
+            raise refused from None
+
+    def _generate(self, request: GenerationRequest):
         with self.client.sample():
             if request.images:
                 fields = {k: str(v).lower() if isinstance(v, bool) else str(v)
@@ -168,6 +193,5 @@ def create(target: str, options) -> OpenAIAdapter:
         send_seed = host != "api.openai.com"
     else:
         send_seed = bool(seed_mode)
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key.strip()}"},
-                                 origins=(base,))
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key.strip()}"})
     return OpenAIAdapter(model, base, client, send_seed=send_seed, params=params)

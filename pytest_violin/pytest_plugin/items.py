@@ -60,10 +60,12 @@ class ViolinItem(pytest.Item):
         sample = self.violin_sample
         runner = state.get_runner()
         generation = runner.get(sample)
-        if runner.unreachable is not None and not self.session.shouldstop:
+        stop = runner.unreachable or runner.setup_stop
+        if stop is not None and not self.session.shouldstop:
             # pytest stops after this item; thousands of identical failures would
-            # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint")
-            self.session.shouldstop = f"violin: {printable(runner.unreachable)}; the run stops here"
+            # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint";
+            # the same for the first samples all ending in one setup error)
+            self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
         if generation.fault is not None:
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                           reason=f"error while generating: {generation.fault}"), []
@@ -72,6 +74,10 @@ class ViolinItem(pytest.Item):
             # endpoint's host failed, not the model's obedience; never a score
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                           reason=f"no answer from the model endpoint: {generation.error}"), []
+        elif generation.error is not None and generation.error.unjudged:
+            # the request itself is invalid (SetupError) or a time-out: not the model's obedience
+            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
+                                          reason=str(generation.error)), []
         else:
             try:
                 result, images = score_generation(sample, generation, state.settings, state.limits,
@@ -87,12 +93,6 @@ class ViolinItem(pytest.Item):
             config=self.config, sample=sample, images=images, result=result)
         del images
         message = result.extra.pop("_message", None) or f"violin sample {sample.id} {result.outcome}"
-        rerun = int(getattr(self, "execution_count", 1) or 1) - 1  # set by pytest-rerunfailures
-        if rerun > 0 and result.cached:
-            # a rerun reuses the image (no model call) and so scores the same image again
-            result.extra["rerun_from_cache"] = rerun
-            message += (f"\n\nnote: rerun {rerun}: the image came from the cache, no model call was made; "
-                        f"the rerun scores the same image (--violin-no-cache makes a rerun call the model again)")
         for name, value in result.metrics.items():
             self.user_properties.append((f"violin.{name}", round(float(value), 6)))
         if result.error is not None:

@@ -7,6 +7,12 @@ would make more uncached generations than the team allows. With
 ``--violin-price=USD`` (per image) the plan states the estimated cost of the
 uncached generations, and ``--violin-max-cost=USD`` refuses a run whose
 estimate exceeds it.
+
+The default ``--violin-max-calls`` applies to adapters that bill
+(:func:`adapter_bills`: an adapter's ``bills`` attribute, else ``network``; a
+run with ``--violin-price`` always); a self-hosted server (``comfyui``,
+``a1111``, ``http`` to a loopback address) and local adapters have no default
+limit. The plan line says which applies.
 """
 
 from __future__ import annotations
@@ -16,8 +22,8 @@ from dataclasses import dataclass, replace
 
 from ..report.text import format_usd
 
-__all__ = ["Plan", "call_cap", "cost_limit_message", "estimated_cost", "format_usd", "plan_generations",
-           "reruns_note"]
+__all__ = ["Plan", "adapter_bills", "calls_note", "cost_limit_message", "estimated_cost", "format_usd",
+           "plan_generations"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
 _TOLERANCE = 1e-9
@@ -49,8 +55,8 @@ class Plan:
     repeats: int
     cached: int
     price: float | None = None
-    #: how reruns (pytest-rerunfailures) are counted, when they may happen (see :func:`reruns_note`)
-    reruns: str = ""
+    #: which ``--violin-max-calls`` applies, e.g. ``bills: at most 2000 calls`` (see :func:`calls_note`)
+    calls: str = ""
 
     @property
     def generations(self) -> int:
@@ -69,69 +75,40 @@ class Plan:
 
     def describe(self) -> str:
         """One line for the terminal."""
-        line = (f"adapter {self.adapter}, suite {self.suite}, {self.samples} samples x "
+        calls = f" ({self.calls})" if self.calls else ""
+        line = (f"adapter {self.adapter}{calls}, suite {self.suite}, {self.samples} samples x "
                 f"{self.repeats} repeat{'s' if self.repeats != 1 else ''} = {self.generations} "
                 f"generations, {self.cached} in the cache, {self.uncached} to make")
         if self.price is not None:
             line += (f", estimated cost {format_usd(self.estimated_cost)} "
                      f"at {format_usd(self.price)} per image")
-        if self.reruns:
-            line += f"; {self.reruns}"
         return line
 
 
-def call_cap(state) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so.
+def adapter_bills(adapter, *, price: float | None = None) -> bool:
+    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies.
 
-    ``--violin-max-calls`` (or its default where the adapter bills,
-    :func:`adapter_bills`), and the calls ``--violin-max-cost`` affords at
-    ``--violin-price`` when that is fewer. Every call counts: reruns, repeats,
-    prefetched samples, the ``violin_generate`` fixture and direct
-    ``violin_model.generate`` calls (:mod:`pytest_violin.execution.usage`).
-
-    Returns
-    -------
-    tuple of (int or None, str)
-        The cap (None: none) and its words for messages, e.g.
-        ``"--violin-max-calls=20"``.
+    An adapter says so with a ``bills`` attribute (True for the providers'
+    APIs, False for self-hosted servers); without one, an adapter that calls
+    a network service (``network = True``) is taken to bill. A run with a
+    ``--violin-price`` bills whatever the adapter says.
     """
-    s = state.settings
-    limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
-    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
-    if not s.max_calls_given and (bills or s.price is not None):
-        from .options import DEFAULT_NETWORK_MAX_CALLS
-
-        limit = DEFAULT_NETWORK_MAX_CALLS
-        text = f"the default --violin-max-calls={limit} of an adapter that bills"
-    if s.max_cost is not None and s.price:
-        affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
-        if limit is None or affordable < limit:
-            limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(s.price)} "
-                    f"per image)")
-    return limit, text
+    if price is not None:
+        return True
+    declared = getattr(adapter, "bills", None)
+    if declared is not None:
+        return bool(declared)
+    return bool(getattr(adapter, "network", False))
 
 
-def reruns_note(config, *, cached: bool) -> str:
-    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``.
-
-    Parameters
-    ----------
-    config : pytest.Config
-    cached : bool
-        Whether the generation cache is on.
-    """
-    if not config.pluginmanager.hasplugin("rerunfailures"):
-        return ""
-    reruns = config.getoption("reruns", None) or 0
-    if not isinstance(reruns, int) or reruns <= 0:  # @pytest.mark.flaky reruns are counted alike
-        return ""
-    what = f"--reruns={reruns}"
-    if cached:
-        return (f"reruns ({what}): a rerun of a violin:: item scores its cached image again, no call "
-                f"(a generation that failed is made again and counted); calls are capped, not items")
-    return (f"reruns ({what}): each rerun of a failing item calls the model again and is counted and "
-            f"capped as a call")
+def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) -> str:
+    """The plan line's words for the ``--violin-max-calls`` that applies."""
+    if given:
+        return "no call limit (--violin-max-calls=none)" if limit is None else \
+            f"at most {limit} calls (--violin-max-calls)"
+    if bills:
+        return f"bills: at most {limit} calls by default"
+    return "self-hosted: no call limit by default" if network else "local: no call limit"
 
 
 def estimated_cost(generations: int, price: float | None) -> float | None:
@@ -194,14 +171,18 @@ def plan_generations(state, samples, *, price: float | None = None) -> Plan:
     # a key needs the request's input images (rendered for mask samples, ~1 ms
     # each): look them up only when the cache holds anything at all
     if cache is not None and not cache.is_empty():
+        from ..execution.runner import cache_identity
+
         identity = state.identity or s.model
+        if state.adapter is not None:  # what the server reports of its models (see cache_identity)
+            identity = cache_identity(state.adapter, identity)
         for sample in unique:
             request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
             for repeat in range(s.repeats):
                 if repeat:
                     request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
                 try:
-                    if cache.contains(cache.key(identity, request)):
+                    if identity is not None and cache.contains(cache.key(identity, request)):
                         cached += 1
                 except Exception:  # an unreadable cache entry counts as a generation to make
                     pass

@@ -76,7 +76,9 @@ def pytest_configure(config):
     adapter = state.resolve_adapter(state.settings.model)
     state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
     state.network = bool(getattr(adapter, "network", False))
-    _cap_calls(config, state)
+    from .planning import adapter_bills
+
+    state.bills = adapter_bills(adapter, price=state.settings.price)
     state.cacheable = bool(getattr(adapter, "cacheable", True))
     if state.is_xdist_controller:
         # the controller does not collect: it learns the plan from the first worker
@@ -86,7 +88,7 @@ def pytest_configure(config):
         if callable(close):
             close()
     else:
-        state.adapter = state.counted(adapter)  # every call counted and capped where it is made
+        state.adapter = adapter
     state.scope = builtin_scope(config)
     named = state.scope.ids - {""} if state.scope.ids is not None else set()
     if named:
@@ -117,23 +119,6 @@ def pytest_configure(config):
         except ThresholdError as exc:
             raise pytest.UsageError(f"--violin-threshold: {exc}") from None
     state.limits = build_limits(overrides)
-
-
-def _cap_calls(config, state) -> None:
-    """Cap the calls this process makes (``--violin-max-calls``, ``--violin-max-cost``).
-
-    An xdist worker shares the cap with the other workers through the claim
-    folder the controller named in ``workerinput`` (see
-    :class:`pytest_violin.execution.usage.SharedCalls`).
-    """
-    from .planning import call_cap
-
-    state.usage.set_limit(*call_cap(state))
-    folder = (getattr(config, "workerinput", None) or {}).get("violin_calls_dir")
-    if folder and state.usage.limit is not None:
-        from ..execution.usage import SharedCalls
-
-        state.usage.shared = SharedCalls(folder)
 
 
 class BuiltinScope(NamedTuple):
@@ -269,24 +254,6 @@ class _XdistControllerHooks:
     def __init__(self, state):
         self.state = state
         self.announced = False
-        self.calls_dir = None
-
-    def pytest_configure_node(self, node):
-        # the workers share the run's call cap through one folder of claims
-        if self.state.usage.limit is None:
-            return
-        if self.calls_dir is None:
-            import shutil
-            import tempfile
-
-            self.calls_dir = tempfile.mkdtemp(prefix="violin-calls-")
-            self.state.config.add_cleanup(lambda: shutil.rmtree(self.calls_dir, ignore_errors=True))
-        node.workerinput["violin_calls_dir"] = self.calls_dir
-
-    def pytest_testnodedown(self, node, error):
-        # what the worker counted (config.workeroutput, sent when it finished)
-        self.state.usage.add_worker((getattr(node, "workeroutput", None) or {}).get("violin_usage"))
-
 
     def pytest_xdist_node_collection_finished(self, node, ids):
         if self.announced or self.state.config.option.collectonly:
@@ -318,20 +285,20 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
         When the uncached generations exceed the limit, or their estimated
         cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
     """
-    from .planning import cost_limit_message, plan_generations
+    from .planning import calls_note, cost_limit_message, plan_generations
 
     price, max_cost = state.settings.price, state.settings.max_cost
     plan = plan_generations(state, samples, price=price)
     limit = state.settings.max_calls
-    if not state.settings.max_calls_given and state.network:
+    bills = state.bills or price is not None
+    if not state.settings.max_calls_given and bills:
         from .options import DEFAULT_NETWORK_MAX_CALLS
 
         limit = DEFAULT_NETWORK_MAX_CALLS
     from dataclasses import replace
 
-    from .planning import reruns_note
-
-    plan = replace(plan, reruns=reruns_note(config, cached=state.make_cache() is not None))
+    plan = replace(plan, calls=calls_note(limit, given=state.settings.max_calls_given, bills=bills,
+                                          network=state.network))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")
@@ -424,11 +391,6 @@ def pytest_runtest_makereport(item, call):
     if entry is not None and entry[0] == call.when:
         del item.stash[RESULT_KEY]
         outcome.get_result().violin_result = entry[1]
-    state = item.config.stash.get(STATE_KEY, None)
-    capped = state.usage.capped if state is not None else None
-    if capped is not None and not item.session.shouldstop:
-        # a call past --violin-max-calls / --violin-max-cost was refused: stop here
-        item.session.shouldstop = f"violin: {capped}; the run stops here"
 
 
 class _ResultsCollector:
@@ -443,11 +405,6 @@ class _ResultsCollector:
             self.store.add(SampleResult.from_json(text))
 
 
-#: Seconds the end of a stopped run (``-x``, a cap) waits for calls in flight to end,
-#: so the totals count what the server received; none after Ctrl-C.
-_SETTLE_SECONDS = 5.0
-
-
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     state = config.stash.get(STATE_KEY, None)
@@ -460,11 +417,6 @@ def pytest_sessionfinish(session, exitstatus):
         state.runner.close(wait=not stopped)
         if stopped:
             state.cancel.set()
-    if int(exitstatus) != int(pytest.ExitCode.INTERRUPTED):
-        # the calls abandoned after -x end at once (cancelled): count them as they end
-        state.usage.settle(_SETTLE_SECONDS)
-    if hasattr(config, "workerinput") and hasattr(config, "workeroutput"):
-        config.workeroutput["violin_usage"] = state.usage.snapshot(local=True)
     if hasattr(config, "workerinput"):
         return
     if len(state.store) or state.settings.model:
@@ -479,5 +431,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from ..report.terminal import write_summary
 
-    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price,
-                  usage=state.usage.snapshot() if state.settings.model else None)
+    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price)

@@ -9,20 +9,38 @@ stays inside the sample's time budget (``--violin-timeout``, see
 :meth:`~pytest_violin.models.transport.client.HttpClient.sample`), and stops
 at once when the run is cancelled (Ctrl-C), after cancelling the remote job
 where the provider allows it.
+
+Queue time is not generation time: while a status answer says the job waits
+in the server's queue (:attr:`JobStates.queued`: fal's ``IN_QUEUE``,
+Replicate's ``starting``, ComfyUI's ``queue_pending``), the sample's budget
+(``2 x --violin-timeout``) is held back; it starts when the job starts
+running (first seen out of the queue). The whole wait is bounded by an overall limit (``wait_limit``,
+default :data:`QUEUE_WAIT_FACTOR` x the budget), reported as such. A job the
+server no longer knows (:attr:`JobStates.vanished`: deleted from its queue by
+another client, a server restarted) ends after :data:`VANISHED_POLLS` polls
+in a row. Both, and a job over its budget, end as
+:class:`~pytest_violin.errors.GenerationUnjudged`: an *error*, not the
+model's failure.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ...errors import GenerationCancelled, GenerationError, GenerationRefused
+from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged
 from ...redaction import redact, redact_url
 from .client import HttpClient, parse_retry_after
-from .decode import load_json
 
-__all__ = ["JobStates", "poll_job"]
+__all__ = ["QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "JobStates", "poll_job"]
+
+#: The overall wait limit of a job (queue and run) in sample budgets.
+QUEUE_WAIT_FACTOR = 5.0
+
+#: Polls in a row in a :attr:`JobStates.vanished` state after which the job is lost.
+VANISHED_POLLS = 3
 
 
 @dataclass(frozen=True)
@@ -40,6 +58,11 @@ class JobStates:
         ``message_of(body) -> str``: the provider's reason, for failures.
     interval_of : callable, optional
         ``interval_of(body) -> float | None``: a suggested wait in seconds.
+    queued : frozenset of str
+        States of a job still waiting in the server's queue: the sample's
+        budget starts when the job leaves them.
+    vanished : frozenset of str
+        States that say the server does not know the job (any more).
     """
 
     done: frozenset
@@ -48,6 +71,8 @@ class JobStates:
     state_of: Callable[[Mapping], str] = lambda body: str(body.get("status", ""))
     message_of: Callable[[Mapping], str] | None = None
     interval_of: Callable[[Mapping], float | None] | None = None
+    queued: frozenset = frozenset()
+    vanished: frozenset = frozenset()
 
 
 def _lower(values) -> frozenset:
@@ -57,7 +82,8 @@ def _lower(values) -> frozenset:
 def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "job",
              first_wait: float = 0.5, max_wait: float = 5.0, method: str = "GET",
              body: Any = None, cancel_job: Callable[[], None] | None = None,
-             request_kwargs: Mapping[str, Any] | None = None, with_answer: bool = False):
+             request_kwargs: Mapping[str, Any] | None = None, with_answer: bool = False,
+             fetch: Callable[[], tuple] | None = None, wait_limit: float | None = None):
     """Poll ``url`` until the job reaches a terminal state; return the last status answer.
 
     Parameters
@@ -86,50 +112,91 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
     with_answer : bool
         Return ``(status, HttpResult)``: the last answer too (its URL and
         headers), e.g. to read the image from it.
+    fetch : callable, optional
+        ``fetch() -> (status dict, HttpResult)`` instead of one request to
+        ``url``: for servers whose state takes more than one request
+        (ComfyUI: its history, then its queue).
+    wait_limit : float, optional
+        Seconds the whole job (queue and run) may take; default
+        :data:`QUEUE_WAIT_FACTOR` x the sample's budget.
 
     Raises
     ------
     GenerationRefused
         A refused state (moderation).
     GenerationError
-        A failed state, an answer that is not a JSON object, or the
-        sample's time budget spent.
+        A failed state, or an answer that is not a JSON object.
+    GenerationUnjudged
+        The budget spent after the job started running, the overall wait
+        limit spent, or the job vanished (an *error*, not a failure).
     GenerationCancelled
         The run was interrupted (after ``cancel_job``).
     """
     done, failed, refused = _lower(states.done), _lower(states.failed), _lower(states.refused)
+    queued, vanished = _lower(states.queued), _lower(states.vanished)
     wait = first_wait
-    deadline = time.monotonic() + client.sample_budget
+    budget = client.sample_budget
+    started = time.monotonic()
+    limit = float(wait_limit) if wait_limit is not None else QUEUE_WAIT_FACTOR * budget
+    run_deadline = started + max(0.0, client.budget_left())  # the sample's budget, as the client counts it
+    in_queue = 0.0  # seconds the job was seen waiting in the server's queue
+    gone = 0
+    was_queued = False
     shown = redact_url(url)
     while True:
+        deadline = min(run_deadline, started + limit)
         if client.cancel.wait(max(0.0, min(wait, deadline - time.monotonic()))) or client.cancel.is_set():
             _cancel_quietly(cancel_job)
             raise GenerationCancelled(f"{what} at {shown} cancelled: the run was interrupted")
-        if time.monotonic() >= deadline:
-            _cancel_quietly(cancel_job)
-            raise GenerationError(f"{what} at {shown} did not finish within {client.sample_budget:g} s "
-                                  f"(2 x --violin-timeout)")
+        if time.monotonic() >= deadline - 0.05:
+            # one last look (and the image download, if it finished) before the time-out
+            client.renew_budget()
         try:
-            if method == "GET":
+            if fetch is not None:
+                status, answer = fetch()
+            elif method == "GET":
                 answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
             else:
                 answer = client.post_json(url, body, what=f"{what} status")
         except GenerationCancelled:  # interrupted during a poll: the remote job is cancelled too
             _cancel_quietly(cancel_job)
             raise
-        try:
-            status = load_json(answer.content)  # nesting bounded
-        except (UnicodeDecodeError, ValueError):
-            raise GenerationError(f"{what} status at {shown} is not JSON") from None
+        if fetch is None:
+            try:
+                status = json.loads(answer.content.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError):
+                raise GenerationError(f"{what} status at {shown} is not JSON") from None
         if not isinstance(status, dict):
             raise GenerationError(f"{what} status at {shown} is not a JSON object")
         state = str(states.state_of(status) or "").lower()
+        now = time.monotonic()
+        if state in queued or was_queued:
+            # queue time is not generation time: the budget starts when the job is
+            # first seen out of the queue (up to one poll interval late: in its favour)
+            in_queue = now - started
+            run_deadline = now + budget
+            client.renew_budget()
+        was_queued = state in queued
+        gone = gone + 1 if state in vanished else 0
+        if gone >= VANISHED_POLLS:
+            raise GenerationUnjudged(
+                f"{what} at {shown} vanished: the server no longer knows it ({state!r} in {gone} polls in a row: "
+                f"deleted from its queue by another client, or the server restarted)")
         if state in done:
             return (status, answer) if with_answer else status
         if state in refused or state in failed:
             message = states.message_of(status) if states.message_of else ""
             text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
             raise (GenerationRefused if state in refused else GenerationError)(text)
+        if time.monotonic() >= min(run_deadline, started + limit):
+            _cancel_quietly(cancel_job)
+            queue_note = f", after {in_queue:.0f} s in the server's queue" if in_queue >= 0.5 else ""
+            if run_deadline <= started + limit:
+                raise GenerationUnjudged(f"{what} at {shown} timed out: it did not finish within {budget:g} s "
+                                         f"of running (2 x --violin-timeout){queue_note}")
+            raise GenerationUnjudged(f"{what} at {shown} timed out: it did not finish within the overall wait "
+                                     f"limit of {limit:g} s{queue_note} (lower --violin-concurrency or raise "
+                                     f"--violin-timeout)")
         hint = parse_retry_after(answer.headers.get("Retry-After"))
         if hint is None and states.interval_of is not None:
             try:

@@ -1,0 +1,335 @@
+"""The ``comfyui:`` adapter: upload, queue, poll, download (see the package docstring)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import numpy as np
+
+from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
+from ...imaging import as_rgb8, encode_png
+from ...redaction import redact, redact_url
+from ..replicate import first_wait
+from ..request import GenerationRequest
+from ..transport.client import HttpClient
+from ..transport.decode import image_from_response
+from ..transport.jobs import JobStates, poll_job
+from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
+                      validation_reason, workflow_files)
+from .workflow import LOADER_FOLDERS, Workflow
+
+__all__ = ["CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
+
+#: Seconds before the first poll of the history (a ``Retry-After`` on the
+#: ``/prompt`` answer wins) and the cap of the backoff between polls.
+FIRST_WAIT, MAX_WAIT = 0.2, 2.0
+
+#: Seconds a cancel request may take while the run stops.
+CANCEL_TIMEOUT = 3.0
+
+#: Bytes of the ``GET /queue`` answer read while cancelling.
+QUEUE_BYTES = 2**20
+
+#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep);
+#: ``alpha`` as an RGBA image whose alpha is the mask, so ``LoadImage``'s MASK
+#: output is 1 where the sample asks for a change (1 - alpha).
+MASK_MODES = ("rgb", "alpha")
+
+STATES = JobStates(done=frozenset({"success", "interrupted"}), failed=frozenset({"error"}),
+                   queued=frozenset({"pending"}), vanished=frozenset({"vanished"}),
+                   state_of=history_state, message_of=execution_message)
+
+
+def _json_object(content: bytes, what: str) -> dict:
+    try:
+        value = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise GenerationError(f"comfyui: {what} is not JSON") from None
+    if not isinstance(value, dict):
+        raise GenerationError(f"comfyui: {what} is not a JSON object")
+    return value
+
+
+def _rgba_png(mask) -> bytes:
+    """An RGBA PNG of ``mask`` whose alpha is the mask's gray level (white = opaque = keep)."""
+    import cv2
+
+    rgb = as_rgb8(mask)
+    gray = rgb.mean(axis=2).round().astype(np.uint8)
+    ok, buf = cv2.imencode(".png", np.dstack([rgb[:, :, ::-1], gray]), [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    if not ok:  # pragma: no cover - OpenCV only fails on invalid input
+        raise GenerationError("comfyui: the mask could not be encoded as PNG")
+    return buf.tobytes()
+
+
+class ComfyUIAdapter:
+    """Adapter for a ComfyUI server (see the package docstring).
+
+    Parameters
+    ----------
+    base_url : str
+        The server, without trailing slash and credentials.
+    client : HttpClient
+    workflow : Workflow
+    mask : str
+        ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
+    keep_history : bool
+        Leave each prompt in the server's history (default: delete it after
+        its image is read).
+    """
+
+    cacheable = True
+    #: calls a network service ...
+    network = True
+    #: ... that is one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    bills = False
+
+    def __init__(self, base_url: str, client: HttpClient, workflow: Workflow, *, mask: str = "rgb",
+                 keep_history: bool = False):
+        self.base_url = base_url.rstrip("/")
+        self.client = client
+        self.workflow = workflow
+        self.mask = mask
+        self.keep_history = bool(keep_history)
+        self.client_id = uuid.uuid4().hex
+        identity = f"comfyui:{redact_url(self.base_url)} workflow={workflow.digest}"
+        if workflow.output is not None:
+            identity += f" output={workflow.output}"
+        if mask != "rgb":
+            identity += f" mask={mask}"
+        self.identity = identity
+        self._server: list = []
+        self._server_lock = threading.Lock()
+
+    # -- what the server runs (the cache key) -------------------------------------------
+    def cache_identity(self) -> str | None:
+        """The identity plus a digest of what the server reports of its models and version.
+
+        ``GET /system_stats`` (``comfyui_version``, ``pytorch_version``) and,
+        for each model file the workflow's loaders name, its entry in ``GET
+        /experiment/models/{folder}`` (name, size, modification time; a
+        loader of unknown folder: ``GET /object_info/{class}``). A swapped
+        checkpoint under the same name is a cache miss. None (no cache for
+        this run) when the server cannot tell.
+        """
+        with self._server_lock:
+            if not self._server:
+                try:
+                    self._server.append(f"{self.identity} server={self._server_digest()}")
+                except (GenerationError, ValueError, TypeError, KeyError):
+                    self._server.append(None)
+            return self._server[0]
+
+    def _get_json(self, path: str, what: str):
+        answer = self.client.request("GET", f"{self.base_url}{path}", what=what)
+        try:
+            return json.loads(answer.content.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise GenerationError(f"comfyui: the {what} answer is not JSON") from None
+
+    def _server_digest(self) -> str:
+        stats = self._get_json("/system_stats", "GET /system_stats")
+        system = stats.get("system") if isinstance(stats, dict) else None
+        if not isinstance(system, dict):
+            raise GenerationError("comfyui: the /system_stats answer has no 'system'")
+        facts: dict[str, Any] = {k: system.get(k) for k in ("comfyui_version", "pytorch_version")}
+        names = workflow_files(self.workflow.body)
+        for loader in self.workflow.loaders:
+            folder = LOADER_FOLDERS.get(loader)
+            if folder is None:
+                facts[loader] = digest(
+                    self._get_json(f"/object_info/{quote(loader, safe='')}", "GET /object_info"))
+                continue
+            if f"folder:{folder}" in facts:
+                continue
+            files = self._get_json(f"/experiment/models/{quote(folder, safe='')}", "GET /experiment/models")
+            facts[f"folder:{folder}"] = sorted(
+                [str(f.get("name")), f.get("size"), f.get("modified")] for f in files or ()
+                if isinstance(f, dict) and f.get("name") in names)
+        return digest(facts)
+
+    # -- one sample ----------------------------------------------------------------------
+    def upload(self, request: GenerationRequest) -> list:
+        """Upload the input images the workflow uses; their names on the server.
+
+        Raises
+        ------
+        SetupError
+            A sample with input images the workflow has no placeholder for
+            (a text-to-image workflow on mask samples would ignore them), or a
+            workflow that needs more input images than the sample has.
+        """
+        images = request.images
+        missing = self.workflow.missing_placeholders(len(images))
+        if missing:
+            raise SetupError(
+                f"comfyui: sample {request.sample_id!r} ({request.task}) has {len(images)} input image(s) but "
+                f"{self.workflow.source} has no " + " and no ".join(f"{{{m}}}" for m in missing)
+                + " placeholder: its answer would ignore them; use a workflow whose LoadImage nodes read "
+                "{image} and {mask} for the mask task, or narrow the run (--violin-tasks=color,shape)")
+        names: list = [None] * (max(self.workflow.slots) + 1 if self.workflow.slots else 0)
+        too_few = [slot for slot in self.workflow.slots if slot >= len(images)]
+        if too_few:
+            raise SetupError(
+                f"comfyui: {self.workflow.source} uses {{{'image' if 0 in too_few else 'mask'}}} but sample "
+                f"{request.sample_id!r} has {len(images)} input image(s); use a text-to-image workflow for "
+                "tasks without input images (color, shape) and one with {image} and {mask} for the mask task")
+        key = request.inputs_digest()[:20]
+        for slot in self.workflow.slots:
+            alpha = slot == 1 and self.mask == "alpha"
+            data = _rgba_png(images[slot]) if alpha else encode_png(images[slot])
+            files = {"image": (f"violin-{key}-{slot}{'a' if alpha else ''}.png", data, "image/png")}
+            answer = self.client.request("POST", f"{self.base_url}/upload/image", what="image upload",
+                                         data={"type": "input", "overwrite": "true"}, files=files)
+            info = _json_object(answer.content, "the /upload/image answer")
+            name = info.get("name")
+            if not isinstance(name, str) or not name:
+                raise GenerationError("comfyui: the /upload/image answer has no 'name'", status=answer.status)
+            subfolder = info.get("subfolder") if isinstance(info.get("subfolder"), str) else ""
+            names[slot] = f"{subfolder}/{name}" if subfolder else name
+        return names
+
+    def queue(self, workflow: Any) -> tuple[str, float]:
+        """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll.
+
+        Raises
+        ------
+        SetupError
+            The server refused the workflow (400): every node error in the message.
+        """
+        try:
+            answer = self.client.post_json(f"{self.base_url}/prompt",
+                                           {"prompt": workflow, "client_id": self.client_id}, what="POST /prompt")
+        except SetupError as exc:
+            try:
+                body = json.loads(getattr(exc, "body", b"") or b"null")
+            except (UnicodeDecodeError, ValueError):
+                body = None
+            reason = validation_reason(body)
+            if reason is None:
+                raise
+            raise SetupError(f"comfyui: the server refused the workflow (HTTP {exc.status}): {reason}",
+                             attempts=exc.attempts, status=exc.status) from None
+        info = _json_object(answer.content, "the /prompt answer")
+        prompt_id = info.get("prompt_id")
+        if not isinstance(prompt_id, str) or not prompt_id:
+            reason = validation_reason(info)
+            raise SetupError(f"comfyui: the prompt was not queued: {reason}" if reason
+                             else "comfyui: the /prompt answer has no prompt_id", status=answer.status)
+        return prompt_id, first_wait(answer, FIRST_WAIT, MAX_WAIT)
+
+    def _fetch(self, prompt_id: str):
+        """One poll: the history entry, else where the prompt is in the queue."""
+        history = f"{self.base_url}/history/{quote(prompt_id, safe='')}"
+
+        def fetch():
+            answer = self.client.request("GET", history, what="ComfyUI history")
+            body = _json_object(answer.content, "the /history answer")
+            if isinstance(body.get(prompt_id), dict):
+                return {"history": body[prompt_id]}, answer
+            queue = self.client.request("GET", f"{self.base_url}/queue", what="ComfyUI queue")
+            return {"queue": queue_position(_json_object(queue.content, "the /queue answer"),
+                                                    prompt_id)}, answer
+
+        return history, fetch
+
+    def _canceller(self, prompt_id: str):
+        done = threading.Event()
+
+        def cancel() -> None:
+            # the client refuses requests once the run is cancelled: these go
+            # through the session, bounded by CANCEL_TIMEOUT, once
+            if done.is_set():
+                return
+            done.set()
+            limit = (CANCEL_TIMEOUT, CANCEL_TIMEOUT)
+            session = self.client.session
+            session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit)
+            # /interrupt stops whatever runs now on servers that ignore the
+            # prompt_id: send it only while this prompt is the running one
+            answer = session.get(f"{self.base_url}/queue", timeout=limit, stream=True)
+            try:
+                queue = json.loads(answer.raw.read(QUEUE_BYTES, decode_content=True)) if answer.ok else {}
+            finally:
+                answer.close()
+            if queue_position(queue, prompt_id) == "running":
+                session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit)
+
+        return cancel
+
+    def pick_output(self, entry: dict) -> dict:
+        """The scored image of a history entry (``?output=`` or the one image output).
+
+        Raises
+        ------
+        SetupError
+            No image at all, none from the chosen node, or images from
+            several nodes and no ``?output=`` (listing them).
+        """
+        found = image_outputs(entry)
+        chosen = self.workflow.output
+        if chosen is not None:
+            if chosen not in found:
+                raise SetupError(
+                    f"comfyui: output node {chosen} produced no image; nodes with images: "
+                    + (", ".join(sorted(found)) or "none") + " (choose with ?output=NODE_ID)")
+            images = found[chosen]
+        elif len(found) > 1:
+            raise SetupError(
+                f"comfyui: the workflow produced images in {len(found)} output nodes ("
+                + ", ".join(sorted(found)) + "): which is scored would depend on the server's execution "
+                "order; choose one with comfyui:URL?output=NODE_ID")
+        elif not found:
+            raise SetupError("comfyui: the prompt finished without an image output: the workflow needs a "
+                             "SaveImage or PreviewImage node fed by the generated image")
+        else:
+            images = next(iter(found.values()))
+        return sorted(images, key=lambda image: image.get("type") != "output")[0]
+
+    def generate(self, request: GenerationRequest):
+        """Upload, queue, poll the history (and queue), download the scored output image."""
+        with self.client.sample():
+            names = self.upload(request)
+            prompt_id, wait = self.queue(self.workflow.render(request, names))
+            cancel = self._canceller(prompt_id)
+            url, fetch = self._fetch(prompt_id)
+            try:
+                status = poll_job(self.client, url, STATES, what="ComfyUI prompt", first_wait=wait,
+                                  max_wait=MAX_WAIT, cancel_job=cancel, fetch=fetch)
+            except GenerationCancelled:
+                try:
+                    cancel()
+                except Exception:  # best effort: the run is stopping anyway
+                    pass
+                raise
+            entry = status.get("history") or {}
+            if history_state(status) == "interrupted":
+                self._forget(prompt_id)
+                raise GenerationUnjudged(redact(f"comfyui: the prompt was {execution_message(status)}"))
+            image = self.pick_output(entry)
+            query = urlencode({"filename": image["filename"], "subfolder": str(image.get("subfolder") or ""),
+                               "type": str(image.get("type") or "output")})
+            result = self.client.request("GET", f"{self.base_url}/view?{query}", what="GET /view")
+            self._forget(prompt_id)
+            return image_from_response(result)
+
+    def _forget(self, prompt_id: str) -> None:
+        """Delete the prompt's history entry (best effort; ComfyUI cannot delete files over HTTP)."""
+        if self.keep_history:
+            return
+        try:
+            self.client.request("POST", f"{self.base_url}/history", what="POST /history",
+                                json={"delete": [prompt_id]})
+        except GenerationError:
+            pass
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"ComfyUIAdapter({self.identity!r})"

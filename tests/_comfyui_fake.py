@@ -1,0 +1,387 @@
+"""A ComfyUI server on 127.0.0.1 that answers like the real one, for adapter tests and benchmarks.
+
+Every answer shape below was recorded from a real ComfyUI 0.3.64 server
+(CPU only, core nodes, ``python main.py --cpu``) on 2026-12-01 and copied
+here (values shortened where marked): the 400 body of a workflow that fails
+validation (``node_errors`` with ``type``, ``message``, ``details``,
+``extra_info.input_name``, ``dependent_outputs``, ``class_type``),
+``/queue`` (``queue_running`` / ``queue_pending`` items ``[number,
+prompt_id, workflow, extra_data, outputs]``), ``/history/<id>`` (``{}`` while
+the prompt waits or runs), ``/prompt``, ``/upload/image``, ``/system_stats``,
+``/object_info/<class>``, ``/experiment/models/<folder>``, ``POST /history``
+(``delete``), ``POST /queue`` (``delete``) and ``/interrupt`` (empty 200
+answers). Like the real server it runs one prompt at a time, in order.
+
+``plan`` maps a sample id to a behaviour: ``fail`` (an execution error),
+``rate`` (one 429 from a gateway first), ``hang`` (runs until interrupted),
+``queued`` (never leaves the queue), ``vanish`` (deleted from the queue by
+another client right after it was queued) and ``interrupt`` (interrupted by
+another client while it runs).
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import json
+import random
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from _servers import png_bytes
+
+__all__ = ["FakeComfyUI", "SYSTEM_STATS"]
+
+#: ``GET /system_stats`` (recorded; ram figures and argv as they were).
+SYSTEM_STATS = {
+    "system": {"os": "posix", "ram_total": 25324732416, "ram_free": 24201289728, "comfyui_version": "0.3.64",
+               "required_frontend_version": "1.27.10", "installed_templates_version": "0.1.95",
+               "required_templates_version": "0.1.95", "python_version": "3.11.7 (main) [GCC 12.2.0]",
+               "pytorch_version": "2.13.0+cpu", "embedded_python": False,
+               "argv": ["main.py", "--cpu", "--listen", "127.0.0.1", "--port", "8188"]},
+    "devices": [{"name": "cpu", "type": "cpu", "index": None, "vram_total": 25324732416,
+                 "vram_free": 23766679552, "torch_vram_total": 25324732416, "torch_vram_free": 23766679552}],
+}
+
+#: Loader class -> (model folder, input naming the file).
+LOADERS = {"CheckpointLoaderSimple": ("checkpoints", "ckpt_name"), "VAELoader": ("vae", "vae_name"),
+           "LoraLoader": ("loras", "lora_name")}
+
+_TOOLTIP = {"tooltip": "The name of the checkpoint (model) to load."}
+
+
+def _validation_400(node_errors: dict) -> dict:
+    """The recorded 400 body of ``POST /prompt`` for a workflow that fails validation."""
+    return {"error": {"type": "prompt_outputs_failed_validation", "message": "Prompt outputs failed validation",
+                      "details": "", "extra_info": {}},
+            "node_errors": node_errors}
+
+
+def _node_error(class_type: str, outputs: list, *errors) -> dict:
+    return {"errors": list(errors), "dependent_outputs": outputs, "class_type": class_type}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class FakeComfyUI:
+    """See the module docstring.
+
+    Parameters
+    ----------
+    samples : dict
+        Sample id -> sample: a finished prompt's image is the sample's
+        expected image (the sample id is read from a ``violin_<id>`` input).
+    plan : dict, optional
+        Sample id -> behaviour.
+    auth : str, optional
+        The ``Authorization`` header every request must carry.
+    models : dict, optional
+        Folder -> {file name: (size, modified)}; the checkpoints a
+        ``CheckpointLoaderSimple`` may name (default one, ``model.safetensors``).
+    job_seconds : float
+        How long each prompt runs (one at a time).
+    """
+
+    def __init__(self, samples: dict, plan: dict | None = None, auth: str | None = None,
+                 models: dict | None = None, job_seconds: float = 0.0):
+        self.samples = samples
+        self.plan = dict(plan or {})
+        self.auth = auth
+        self.models = models if models is not None else {
+            "checkpoints": {"model.safetensors": (2132625894, 1764547200.0)}}
+        self.job_seconds = float(job_seconds)
+        self.uploads: dict[str, bytes] = {}
+        self.prompts: dict[str, dict] = {}
+        self.pending: list[str] = []
+        self.running: str | None = None
+        self.history: dict[str, dict] = {}
+        self.queued: list[dict] = []
+        self.rated: set = set()
+        self.deleted: list = []
+        self.history_deleted: list = []
+        self.interrupted: list = []
+        self.requests: list[tuple[str, str]] = []
+        self.number = 0
+        self.polled = threading.Event()
+        self.interrupt_seen = threading.Event()
+        self._wake = threading.Condition()
+        self._stop = False
+        self.lock = threading.RLock()
+        self.server = _Server(("127.0.0.1", 0), self._handler())
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(target=self._worker, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        with self._wake:
+            self._stop = True
+            self._wake.notify_all()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- the execution thread: one prompt at a time, in order ----------------------------
+    def _worker(self) -> None:
+        while True:
+            with self._wake:
+                while not self._stop and not any(self.prompts[p]["kind"] != "queued" for p in self.pending):
+                    self._wake.wait(0.5)
+                if self._stop:
+                    return
+                pid = next(p for p in self.pending if self.prompts[p]["kind"] != "queued")
+                self.pending.remove(pid)
+                self.running = pid
+            p = self.prompts[pid]
+            seconds = 10**6 if p["kind"] in ("hang", "interrupt") else self.job_seconds
+            with self._wake:
+                end = time.monotonic() + seconds
+                while not self._stop and not p.get("cancelled") and time.monotonic() < end:
+                    self._wake.wait(min(0.05, max(0.0, end - time.monotonic())))
+                self.running = None
+                if self._stop:
+                    return
+                self.history[pid] = self.entry(pid, interrupted=bool(p.get("cancelled")))
+
+    def entry(self, pid: str, interrupted: bool = False) -> dict:
+        """A history entry as the real server writes it when a prompt ends."""
+        p = self.prompts[pid]
+        ts = int(time.time() * 1000)
+        messages = [["execution_start", {"prompt_id": pid, "timestamp": ts}],
+                    ["execution_cached", {"nodes": [], "prompt_id": pid, "timestamp": ts}]]
+        head = [p["number"], pid, p["workflow"], {"client_id": p["client_id"]}, p["outputs"]]
+        if interrupted:
+            messages.append(["execution_interrupted", {"prompt_id": pid, "node_id": p["outputs"][0],
+                                                       "node_type": "SaveImage", "executed": [], "timestamp": ts}])
+            return {"prompt": head, "outputs": {}, "status": {"status_str": "error", "completed": False,
+                                                              "messages": messages}, "meta": {}}
+        if p["kind"] == "fail":
+            messages.append(["execution_error", {"prompt_id": pid, "node_id": "3", "node_type": "KSampler",
+                                                 "executed": [], "exception_message": "CUDA error: out of memory",
+                                                 "exception_type": "torch.OutOfMemoryError", "traceback": [],
+                                                 "current_inputs": {}, "current_outputs": {}, "timestamp": ts}])
+            return {"prompt": head, "outputs": {}, "status": {"status_str": "error", "completed": False,
+                                                              "messages": messages}, "meta": {}}
+        outputs = {}
+        order = list(p["outputs"])
+        random.shuffle(order)  # the real order follows the server's per-process hash seed
+        for node_id in order:
+            kind = "temp" if p["workflow"][node_id]["class_type"] == "PreviewImage" else "output"
+            name = f"violin_{pid}_{node_id}_00001_.png" if kind == "output" else f"ComfyUI_temp_{pid}_{node_id}_.png"
+            outputs[node_id] = {"images": [{"filename": name, "subfolder": "", "type": kind}]}
+        messages.append(["execution_success", {"prompt_id": pid, "timestamp": ts}])
+        return {"prompt": head, "outputs": outputs,
+                "status": {"status_str": "success", "completed": True, "messages": messages},
+                "meta": {n: {"node_id": n, "display_node": n, "parent_node": None, "real_node_id": n}
+                         for n in outputs}}
+
+    # -- validation as the real server does it -------------------------------------------
+    def validate(self, workflow: dict) -> dict:
+        """``node_errors`` for ``workflow`` (empty when it is valid)."""
+        outputs = [n for n, node in workflow.items() if node["class_type"] in ("SaveImage", "PreviewImage")]
+        errors = {}
+        for nid, node in workflow.items():
+            cls, inputs = node["class_type"], node.get("inputs", {})
+            if cls in LOADERS:
+                folder, name = LOADERS[cls]
+                choices = sorted(self.models.get(folder, {}))
+                value = inputs.get(name)
+                if value not in choices:
+                    errors[nid] = _node_error(cls, outputs, {
+                        "type": "value_not_in_list", "message": "Value not in list",
+                        "details": f"{name}: '{value}' not in {choices}",
+                        "extra_info": {"input_name": name, "input_config": [choices, _TOOLTIP],
+                                       "received_value": value}})
+            elif cls == "LoadImage" and inputs.get("image") not in self.uploads:
+                errors[nid] = _node_error(cls, outputs, {
+                    "type": "custom_validation_failed", "message": "Custom validation failed for node",
+                    "details": f"image - Invalid image file: {inputs.get('image')}",
+                    "extra_info": {"input_name": "image"}})
+            elif cls == "KSampler" and not isinstance(inputs.get("seed"), int):
+                errors[nid] = _node_error(cls, outputs, {
+                    "type": "invalid_input_type", "message": "Failed to convert an input value to a INT value",
+                    "details": f"seed, {inputs.get('seed')}, invalid literal for int() with base 10: "
+                               f"'{inputs.get('seed')}'",
+                    "extra_info": {"input_name": "seed", "input_config": ["INT", {"default": 0, "min": 0}],
+                                   "received_value": inputs.get("seed"),
+                                   "exception_message": "invalid literal for int() with base 10"}})
+            elif cls == "EmptyLatentImage":
+                width = inputs.get("width")
+                if width is None:
+                    errors[nid] = _node_error(cls, outputs, {
+                        "type": "required_input_missing", "message": "Required input is missing",
+                        "details": "width", "extra_info": {"input_name": "width"}})
+                elif isinstance(width, int) and width > 16384:
+                    errors[nid] = _node_error(cls, outputs, {
+                        "type": "value_bigger_than_max", "message": f"Value {width} bigger than max of 16384",
+                        "details": "width", "extra_info": {"input_name": "width", "input_config": [
+                            "INT", {"default": 512, "min": 16, "max": 16384, "step": 8}], "received_value": width}})
+        return errors
+
+    def _sid(self, workflow: dict) -> str | None:
+        for node in workflow.values():
+            for value in node.get("inputs", {}).values():
+                if isinstance(value, str) and value.startswith("violin_"):
+                    return value.removeprefix("violin_")
+        return None
+
+    # -- HTTP ------------------------------------------------------------------------------
+    def _handler(self):
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def send(self, status, obj=None, body=None, ctype="application/json; charset=utf-8", headers=()):
+                data = json.dumps(obj).encode() if body is None else body
+                self.send_response(status)
+                if ctype is not None:
+                    self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def body(self) -> bytes:
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+            def do_GET(self):
+                owner.route(self, "GET")
+
+            def do_POST(self):
+                owner.route(self, "POST")
+
+        return Handler
+
+    def route(self, h, method):
+        path = urlsplit(h.path).path
+        with self.lock:
+            self.requests.append((method, path))
+        if self.auth and h.headers.get("Authorization") != self.auth:
+            return h.send(401, body=b"401: Unauthorized", ctype="text/plain; charset=utf-8")
+        if method == "GET" and path == "/system_stats":
+            return h.send(200, SYSTEM_STATS)
+        if method == "GET" and path.startswith("/object_info/"):
+            cls = unquote(path.rsplit("/", 1)[1])
+            if cls not in LOADERS:
+                return h.send(200, {})
+            folder, name = LOADERS[cls]
+            return h.send(200, {cls: {"input": {"required": {name: [sorted(self.models.get(folder, {})), _TOOLTIP]}},
+                                      "input_order": {"required": [name]}, "output": ["MODEL", "CLIP", "VAE"],
+                                      "name": cls, "display_name": cls, "output_node": False}})
+        if method == "GET" and path.startswith("/experiment/models/"):
+            folder = unquote(path.rsplit("/", 1)[1])
+            if folder not in ("checkpoints", "vae", "loras", "diffusion_models", "text_encoders"):
+                return h.send(404, body=b"", ctype=None)
+            return h.send(200, [{"name": n, "pathIndex": 0, "modified": m, "created": m, "size": s}
+                                for n, (s, m) in sorted(self.models.get(folder, {}).items())])
+        if method == "POST" and path == "/upload/image":
+            msg = email.parser.BytesParser(policy=email.policy.default).parsebytes(
+                b"Content-Type: " + h.headers["Content-Type"].encode() + b"\r\n\r\n" + h.body())
+            fields = {part.get_param("name", header="content-disposition"): part for part in msg.iter_parts()}
+            if "image" not in fields:
+                return h.send(400, body=b"", ctype=None)
+            image = fields["image"]
+            name = image.get_filename()
+            with self.lock:
+                self.uploads[name] = image.get_payload(decode=True)
+            kind = fields["type"].get_content().strip() if "type" in fields else "input"
+            return h.send(200, {"name": name, "subfolder": "", "type": kind})
+        if method == "POST" and path == "/prompt":
+            return self._post_prompt(h)
+        if method == "GET" and path.startswith("/history/"):
+            pid = path.rsplit("/", 1)[1]
+            with self.lock:
+                body = {pid: self.history[pid]} if pid in self.history else {}
+            self.polled.set()
+            return h.send(200, body)
+        if method == "POST" and path == "/history":
+            with self.lock:
+                for pid in json.loads(h.body()).get("delete", []):
+                    self.history_deleted.append(pid)
+                    self.history.pop(pid, None)
+            return h.send(200, body=b"", ctype=None)
+        if method == "GET" and path == "/view":
+            query = {k: v[0] for k, v in parse_qs(urlsplit(h.path).query, keep_blank_values=True).items()}
+            pid = next((p for p in self.prompts if p in query.get("filename", "")), None)
+            if pid is None or query.get("subfolder") != "":
+                return h.send(404, body=b"", ctype=None)
+            sample = self.samples[self.prompts[pid]["sid"]]
+            return h.send(200, body=png_bytes(sample.expected()), ctype="image/png")
+        if method == "GET" and path == "/queue":
+            with self.lock:
+                item = lambda p: [self.prompts[p]["number"], p, self.prompts[p]["workflow"],  # noqa: E731
+                                  {"client_id": self.prompts[p]["client_id"]}, self.prompts[p]["outputs"]]
+                body = {"queue_running": [item(self.running)] if self.running else [],
+                        "queue_pending": [item(p) for p in self.pending]}
+            return h.send(200, body)
+        if method == "POST" and path == "/queue":
+            with self._wake:
+                for pid in json.loads(h.body()).get("delete", []):
+                    self.deleted.append(pid)
+                    if pid in self.pending:
+                        self.pending.remove(pid)
+            return h.send(200, body=b"", ctype=None)
+        if method == "POST" and path == "/interrupt":
+            pid = json.loads(h.body() or b"{}").get("prompt_id")
+            with self._wake:
+                self.interrupted.append(pid)
+                if self.running and pid in (None, self.running):
+                    self.prompts[self.running]["cancelled"] = True
+                self._wake.notify_all()
+            self.interrupt_seen.set()
+            return h.send(200, body=b"", ctype=None)
+        return h.send(404, body=b"404: Not Found", ctype="text/plain; charset=utf-8")
+
+    def _post_prompt(self, h):
+        payload = json.loads(h.body())
+        if "prompt" not in payload:
+            return h.send(400, {"error": {"type": "no_prompt", "message": "No prompt provided",
+                                          "details": "No prompt provided", "extra_info": {}}, "node_errors": {}})
+        workflow = payload["prompt"]
+        sid = self._sid(workflow)
+        kind = self.plan.get(sid, "ok")
+        with self._wake:
+            self.queued.append(payload)
+            if kind == "rate" and sid not in self.rated:
+                self.rated.add(sid)
+                return h.send(429, {"error": "too many requests"}, headers=[("Retry-After", "0")])
+            errors = self.validate(workflow)
+            if errors:
+                return h.send(400, _validation_400(errors))
+            outputs = [n for n, node in workflow.items() if node["class_type"] in ("SaveImage", "PreviewImage")]
+            if not outputs:
+                return h.send(400, {"error": {"type": "prompt_no_outputs", "message": "Prompt has no outputs",
+                                              "details": "", "extra_info": {}}, "node_errors": {}})
+            pid = str(uuid.uuid4())
+            self.number += 1
+            self.prompts[pid] = {"workflow": workflow, "kind": kind, "sid": sid, "number": self.number,
+                                 "client_id": payload.get("client_id"), "outputs": outputs}
+            if kind != "vanish":  # 'vanish': another client deleted it from the queue at once
+                self.pending.append(pid)
+            self._wake.notify_all()
+        if kind == "interrupt":
+            threading.Thread(target=self._interrupt_when_running, args=(pid,), daemon=True).start()
+        return h.send(200, {"prompt_id": pid, "number": self.number, "node_errors": {}})
+
+    def _interrupt_when_running(self, pid: str) -> None:
+        with self._wake:  # another client presses "cancel" in the web UI once it runs
+            while self.running != pid and not self._stop:
+                self._wake.wait(0.05)
+            self.prompts[pid]["cancelled"] = True
+            self._wake.notify_all()

@@ -1,0 +1,238 @@
+"""Red means the model: setup errors, time-outs and queues are not disobedience (issue 20).
+
+For every network adapter: an answer that says the request itself is
+invalid (a 401 here) is a :class:`SetupError` with the server's reason, and a
+server that does not answer in time is an error (``unjudged``), never a
+failure. The runner stops a run whose first samples all end in the same
+setup error; job polling holds the budget back while a job is queued and
+notices a job that vanished; the default ``--violin-max-calls`` applies to
+adapters that bill.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
+import numpy as np
+import pytest
+
+import pytest_violin.models.http  # noqa: F401  (see tests/conftest.py)
+from _servers import FaultServer, Reply
+from pytest_violin.errors import GenerationError, GenerationRefused, GenerationUnjudged, SetupError
+from pytest_violin.execution.runner import SETUP_AFTER, Runner
+from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
+from pytest_violin.models.transport.client import HttpClient
+from pytest_violin.models.transport.jobs import VANISHED_POLLS, JobStates, poll_job
+from pytest_violin.models.transport.outcomes import is_loopback
+from pytest_violin.pytest_plugin.planning import adapter_bills
+from pytest_violin.suite import load_suite
+
+KEY = "sk-setup-test-3f9a1c"
+
+WORKFLOW = {"6": {"class_type": "CLIPTextEncode", "inputs": {"text": "{prompt}"}},
+            "9": {"class_type": "SaveImage", "inputs": {"filename_prefix": "violin"}}}
+
+#: adapter -> (spec, environment variable of the base URL, path suffix, key variable)
+ADAPTERS = {
+    "http": ("{url}/generate", None, "", None),
+    "openai": ("openai:gpt-image-1", "OPENAI_BASE_URL", "/v1", "OPENAI_API_KEY"),
+    "gemini": ("gemini:gemini-2.5-flash-image", "GEMINI_BASE_URL", "/v1beta", "GEMINI_API_KEY"),
+    "ark": ("ark:seedream-4-0-250828", "ARK_BASE_URL", "/api/v3", "ARK_API_KEY"),
+    "bfl": ("bfl:flux-2-pro", "BFL_BASE_URL", "/v1", "BFL_API_KEY"),
+    "fal": ("fal:fal-ai/flux/dev", "FAL_BASE_URL", "", "FAL_KEY"),
+    "replicate": ("replicate:black-forest-labs/flux-schnell", "REPLICATE_BASE_URL", "/v1", "REPLICATE_API_TOKEN"),
+    "a1111": ("a1111:{url}", None, "", None),
+    "comfyui": ("comfyui:{url}", None, "", None),
+}
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_suite("violin", tasks=["color"], limit=1)[0]
+
+
+def _adapter(name, server, monkeypatch, tmp_path, **kw):
+    spec, env, suffix, key = ADAPTERS[name]
+    if env:
+        monkeypatch.setenv(env, server.url + suffix)
+    if key:
+        monkeypatch.setenv(key, KEY)
+    extra = {}
+    if name == "comfyui":
+        (tmp_path / "workflow.json").write_text(json.dumps(WORKFLOW))
+        extra["workflow"] = str(tmp_path / "workflow.json")
+    opts = AdapterOptions(rootdir=tmp_path, retries=2, extra=extra, **kw)
+    return resolve_model(spec.format(url=server.url), opts)
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_a_rejected_key_is_a_setup_error_with_the_servers_reason(name, sample, monkeypatch, tmp_path):
+    answer = {"error": {"message": "Incorrect API key provided: sk-****", "type": "invalid_request_error",
+                        "code": "invalid_api_key"}}
+    with FaultServer(default=Reply.json(answer, status=401)) as server:
+        adapter = _adapter(name, server, monkeypatch, tmp_path)
+        with pytest.raises(SetupError) as info:
+            adapter.generate(GenerationRequest.from_sample(sample))
+        adapter.close()
+    assert info.value.status == 401 and info.value.unjudged
+    assert "Incorrect API key provided" in str(info.value) and KEY not in str(info.value)
+    assert len(server.requests) == 1  # the request itself is invalid: never retried
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_a_server_that_does_not_answer_in_time_is_an_error(name, sample, monkeypatch, tmp_path):
+    with FaultServer(default=Reply.json({}, delay=5)) as server:
+        adapter = _adapter(name, server, monkeypatch, tmp_path, timeout=0.2)
+        with pytest.raises(GenerationError) as info:
+            adapter.generate(GenerationRequest.from_sample(sample))
+        adapter.close()
+    assert info.value.unjudged and "timed out" in str(info.value)
+    assert not isinstance(info.value, (SetupError, GenerationRefused))
+
+
+def test_a_safety_400_stays_the_samples_refusal(sample, monkeypatch, tmp_path):
+    refusal = {"error": {"message": "Your request was rejected by the safety system.",
+                         "type": "image_generation_user_error", "code": "moderation_blocked"}}
+    with FaultServer(default=Reply.json(refusal, status=400)) as server:
+        adapter = _adapter("openai", server, monkeypatch, tmp_path)
+        with pytest.raises(GenerationRefused) as info:
+            adapter.generate(GenerationRequest.from_sample(sample))
+    assert not info.value.unjudged and not isinstance(info.value, SetupError)
+
+
+# -- the runner: setup errors stop the run, and are errors -------------------------------
+class _Model:
+    cacheable = False
+
+    def __init__(self, plan):
+        self.plan = plan  # sample id -> exception to raise (else the expected image)
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def generate(self, request):
+        with self.lock:
+            self.calls += 1
+        error = self.plan(request.sample_id)
+        if error is not None:
+            raise error
+        return np.zeros((request.height, request.width, 3), np.uint8)
+
+
+@pytest.fixture(scope="module")
+def many():
+    return load_suite("violin", tasks=["color"], limit=40)
+
+
+def _consume(runner, samples):
+    runner.plan(samples)
+    out = []
+    for s in samples:
+        out.append(runner.get(s))
+        if runner.setup_stop:
+            break
+    runner.close()
+    return out
+
+
+def test_the_same_setup_error_in_the_first_samples_stops_the_runner(many):
+    model = _Model(lambda sid: SetupError("comfyui: the server refused the workflow: node 4 ckpt_name", status=400))
+    runner = Runner(model, concurrency=1)
+    results = _consume(runner, many)
+    assert runner.setup_stop == (f"setup error after {SETUP_AFTER} samples: comfyui: the server refused the "
+                                 "workflow: node 4 ckpt_name")
+    assert all(isinstance(g.error, SetupError) and g.error.unjudged for g in results)
+    assert model.calls <= SETUP_AFTER + runner.window
+
+
+@pytest.mark.parametrize("kind", ["image first", "reasons differ", "failure between"])
+def test_setup_errors_after_an_image_or_unlike_each_other_stop_nothing(many, kind):
+    first = many[0].id
+
+    def plan(sid):
+        if kind == "image first" and sid == first:
+            return None
+        if kind == "reasons differ":
+            return SetupError(f"HTTP 400: prompt of {sid} too long", status=400)
+        if kind == "failure between" and many.index(next(s for s in many if s.id == sid)) % 3 == 0:
+            return GenerationError("HTTP 500: the model crashed", status=500)
+        return SetupError("HTTP 400: bad request", status=400)
+
+    runner = Runner(_Model(plan), concurrency=1)
+    results = _consume(runner, many)
+    assert runner.setup_stop is None and len(results) == len(many)
+
+
+# -- job polling: queue time is not generation time ----------------------------------------
+def _job_server(states):
+    """A status URL answering ``{"status": s}`` for each of ``states`` in turn (the last one after)."""
+    answers = list(states)
+    lock = threading.Lock()
+
+    def handle(rec):
+        with lock:
+            state = answers.pop(0) if len(answers) > 1 else answers[0]
+        return Reply.json({"status": state}, headers={"Retry-After": "0.05"})
+
+    return FaultServer(handler=handle)
+
+
+QUEUED = JobStates(done=frozenset({"COMPLETED"}), queued=frozenset({"IN_QUEUE"}),
+                   vanished=frozenset({"NOT_FOUND"}))
+
+
+def test_a_queued_job_keeps_its_budget_until_it_runs():
+    # budget 2 x 0.15 s; 12 polls at 0.05 s in the queue (0.6 s), then 2 running: done
+    with _job_server(["IN_QUEUE"] * 12 + ["IN_PROGRESS"] * 2 + ["COMPLETED"]) as server:
+        client = HttpClient(timeout=0.15)
+        with client.sample():
+            status = poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05)
+    assert status == {"status": "COMPLETED"}
+
+
+def test_a_running_job_over_its_budget_and_a_job_queued_forever_are_errors():
+    with _job_server(["IN_PROGRESS"]) as server:
+        client = HttpClient(timeout=0.15)
+        with client.sample(), pytest.raises(GenerationUnjudged, match=r"within 0.3 s of running"):
+            poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05)
+    with _job_server(["IN_QUEUE"]) as server:
+        client = HttpClient(timeout=0.15)
+        with client.sample(), pytest.raises(GenerationUnjudged, match=r"overall wait limit of 0.8 s"):
+            poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05, wait_limit=0.8)
+
+
+def test_a_vanished_job_is_an_error_within_a_few_polls():
+    with _job_server(["IN_QUEUE", "NOT_FOUND"]) as server:
+        client = HttpClient(timeout=5)
+        with client.sample(), pytest.raises(GenerationUnjudged, match=r"vanished.*'not_found' in 3 polls"):
+            poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05)
+        assert len(server.requests) == 1 + VANISHED_POLLS
+
+
+# -- who bills -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name, bills", [("openai", True), ("gemini", True), ("ark", True), ("bfl", True),
+                                         ("fal", True), ("replicate", True), ("a1111", False),
+                                         ("comfyui", False), ("http", False)])
+def test_only_adapters_that_bill_get_the_default_call_limit(name, bills, monkeypatch, tmp_path):
+    server = type("Local", (), {"url": "http://127.0.0.1:9"})()
+    adapter = _adapter(name, server, monkeypatch, tmp_path)
+    assert adapter_bills(adapter) is bills and adapter_bills(adapter, price=0.01) is True
+    adapter.close()
+
+
+@pytest.mark.parametrize("url, loopback", [("http://127.0.0.1:8188", True), ("http://localhost/x", True),
+                                           ("http://[::1]:80/", True), ("https://api.example.com", False),
+                                           ("http://10.0.0.5:8188", False), ("http://127.example.com", False)])
+def test_loopback_urls(url, loopback):
+    assert is_loopback(url) is loopback
+
+
+def test_the_plan_line_says_which_call_limit_applies(pytester):
+    # the self-hosted line: tests/test_comfyui_adapter.py (the full suite against one's own server)
+    paid = pytester.runpytest("--violin-model=http://gen.example.invalid/generate", "-p", "no:cacheprovider")
+    assert paid.ret == pytest.ExitCode.USAGE_ERROR
+    paid.stdout.fnmatch_lines(["violin plan: adapter http://gen.example.invalid/generate "
+                               "(bills: at most 2000 calls by default), suite *"])
+    given = pytester.runpytest("--violin-model=oracle", "--violin-limit=2", "--violin-max-calls=5")
+    given.stdout.fnmatch_lines(["violin plan: adapter oracle (at most 5 calls (--violin-max-calls)), suite *"])
