@@ -540,3 +540,28 @@ def test_path_ids_stay_under_the_base(value):
     with pytest.raises(ModelSpecError):
         check_path_id(value, what="app id", accepted="OWNER/APP")
     assert check_path_id("fal-ai/flux/dev", what="app id", accepted="x") == "fal-ai/flux/dev"
+
+
+def test_the_session_enforces_the_rule_even_when_an_adapter_forgets(monkeypatch):
+    """Defence in depth: a request sent straight through the session (as cancel calls are), or
+    through the client without ``anonymous()``, gets no credential on a foreign origin."""
+    from pytest_violin.models.transport.client import HttpClient, RetryPolicy
+    from pytest_violin.redaction import register_secret
+
+    register_secret(KEY)
+    with FaultServer(default=Reply(200, PNG, content_type="image/png")) as other, \
+            FaultServer(default=Reply(200, PNG, content_type="image/png")) as api:
+        client = HttpClient(headers={"X-Kit-Key": KEY, "Authorization": f"Bearer {KEY}"},
+                            policy=RetryPolicy(retries=0), origins=[api.url], auth=("kit", "pw-1234abcd"))
+        client.request("GET", api.url + "/own")
+        client.request("GET", other.url + "/forgot")  # no anonymous(): still anonymous
+        client.session.request("PUT", other.url + "/cancel", timeout=5)
+        with pytest.raises(UrlRefused):
+            client.session.request("PUT", f"{other.url}/cancel?k={quote(KEY, safe='')}", timeout=5)
+        with pytest.raises(UrlRefused):
+            client.session.post(other.url + "/cancel", data=f"key={KEY}".encode(), timeout=5)
+        client.close()
+    assert api.requests[0].headers["X-Kit-Key"] == KEY and "Authorization" in api.requests[0].headers
+    assert [r.path for r in other.requests] == ["/forgot", "/cancel"]
+    assert not _leaks(other.requests)
+    assert not any("authorization" in {h.lower() for h in r.headers} for r in other.requests)
