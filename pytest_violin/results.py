@@ -248,13 +248,14 @@ class AggregateRow:
 
 
 def _view(record) -> tuple:
-    """``(suite, task, variation, metrics, outcome, error)`` of a SampleResult or a record dict."""
+    """``(suite, task, variation, metrics, outcome, error, limits)`` of a SampleResult or a record dict."""
     if isinstance(record, Mapping):
         var = record.get("variation")
         return (str(record.get("suite") or ""), str(record.get("task")), "" if var is None else str(var),
-                record.get("metrics") or {}, record.get("outcome"), record.get("error"))
+                record.get("metrics") or {}, record.get("outcome"), record.get("error"),
+                record.get("limits") or {})
     return (record.suite, record.task, record.variation or "", record.metrics or {}, record.outcome,
-            record.error)
+            record.error, record.limits or {})
 
 
 def aggregate(records) -> list[AggregateRow]:
@@ -332,9 +333,11 @@ class ResultsStore:
 
 
 def _metric_names(members) -> list:
+    """The metrics of a group, in order of first appearance; a sample without an image names its
+    task's metrics by its limits, so a task where no sample had an image still has its columns."""
     names: list[str] = []
     for m in members:
-        for key in m[3]:
+        for key in m[3] or (m[6] if m[4] != "error" else ()):
             if key != "mean" and key not in names:
                 names.append(key)
     return names
@@ -443,9 +446,14 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
         The result (a failure message in ``result.extra["_message"]`` when
         it failed) and the images.
     """
-    if generation.error is not None or not generation.images:
-        return generation_failure_result(sample, generation, settings, index=index), []
     from .thresholds import limits_for_task
+
+    if generation.error is not None or not generation.images:
+        result = generation_failure_result(sample, generation, settings, index=index)
+        names = tuple(getattr(sample, "metric_names", ()) or ())
+        if names:  # the limits it failed to meet; they also name its metrics in the tables
+            result.limits = limits_for_task(limits, sample.task, names)
+        return result, []
     from .verdict import judge
 
     result = _base_result(sample, settings, index=index)

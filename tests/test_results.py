@@ -133,3 +133,17 @@ def test_a_variation_without_any_image_gets_the_task_columns():
     rows = {r.variation: r for r in store.aggregate(totals=True)}
     assert rows["v2"].metric_names == ("a", "b") and rows["v2"].means == {"a": 1.0, "b": 1.0, "mean": 1.0}
     assert rows[None].means["a"] == pytest.approx(0.6) and rows[None].means["mean"] == pytest.approx(0.65)
+
+
+def test_a_task_without_any_image_still_has_its_metric_columns_at_one():
+    """No sample of the task had an image: its limits name its metrics, each counting 1.0."""
+    store = ResultsStore()
+    for i in range(2):
+        r = _no_image(i, task="shape", variation="circle")
+        r.limits = {"iou": 0.1, "dist": 0.02, "mean": 0.05}
+        store.add(r)
+    store.add(SampleResult(sample_id="shape/circle/e", suite="violin", task="shape", variation="circle",
+                           outcome="error", error="no answer", limits={"bogus": 1.0}, index=300))
+    (row,) = [r for r in store.aggregate() if r.task == "shape"]
+    assert row.metric_names == ("iou", "dist")  # an error names nothing
+    assert row.means == {"iou": 1.0, "dist": 1.0, "mean": 1.0}
