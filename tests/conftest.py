@@ -7,6 +7,9 @@ example database, no deadline (the CI machine is shared) and at most
 :data:`CI_MAX_EXAMPLES` examples (tests that set ``max_examples`` themselves
 keep theirs). Locally the default profile draws fresh examples; choose the CI
 one with ``pytest --hypothesis-profile=violin-ci``.
+
+Every run ends with a list of its 10 slowest tests (``tests/_slowest.py``),
+so a test that makes the default run longer is seen the day it lands.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ from hypothesis import settings
 
 from pytest_violin.imaging import as_rgb8, resize_rgb8
 from pytest_violin.metrics import Metrics
+
+# every run of these tests ends with its 10 slowest (tests/_slowest.py), so growth is seen
+from _slowest import pytest_configure  # noqa: E402,F401
 
 #: Name of this suite's derandomized hypothesis profile.
 CI_PROFILE = "violin-ci"

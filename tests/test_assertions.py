@@ -330,7 +330,7 @@ def test_the_biased_model_obeys_for_common_colors(pytester):
 
 def test_aesthetic_inertia_shrinks_to_a_split_near_one_half():
     """A model that always splits 50/50 fails; the shrunk ratio is the nearest one it misses."""
-    from hypothesis import find, settings
+    from hypothesis import Phase, find, settings
 
     from pytest_violin.strategies import ratio_samples
     from pytest_violin.suite.render import render_ratio
@@ -349,7 +349,8 @@ def test_aesthetic_inertia_shrinks_to_a_split_near_one_half():
         return False
 
     found = find(ratio_samples(width=200, height=200), fails,
-                 settings=settings(database=None, max_examples=200, derandomize=True))
+                 settings=settings(database=None, max_examples=200, derandomize=True,
+                                   phases=(Phase.generate, Phase.shrink)))  # no explain: reporting only
     ratio = found.spec["ratio"]
     # ratio error = |0.5 - r| / max(r, 1 - r) against the 0.02 limit: 0.51 still
     # passes (0.0196), 0.515 is the first failing grid point; never an extreme split.

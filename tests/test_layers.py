@@ -10,6 +10,7 @@ module of the package is over :data:`MAX_LINES` lines.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 from pathlib import Path
 
@@ -68,6 +69,16 @@ def _module_name(path: Path) -> str:
 
 
 def _imports(path: Path, module: str):
+    """``(line, imported name)`` of every import in ``path``; each file is parsed once per run."""
+    return _parsed_imports(path, module)
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed_imports(path: Path, module: str) -> tuple:
+    return tuple(_walk_imports(path, module))
+
+
+def _walk_imports(path: Path, module: str):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):

@@ -290,7 +290,8 @@ def test_a_secret_inside_a_bad_expected_file_never_reaches_output_or_junit(pytes
     _copy_export(exported, folder)
     (folder / EXPECTED).write_bytes(f"TOKEN={SECRET}\nHOME=/root\nPATH=/bin\n".encode())
     pytester.makepyfile(violin_models=MODELS)
-    result = pytester.runpytest_subprocess(
+    # in process: the secret is in the file, not in the environment
+    result = pytester.runpytest(
         f"--violin-suite={folder}", "--violin-model=python:violin_models:black",
         "--junitxml=j.xml", "-p", "no:randomly", "-p", "no:cacheprovider", "-rA", "-l")
     _expect_usage_error(pytester, result, "manifest.jsonl:1", "is not a usable image")
@@ -304,7 +305,7 @@ def test_a_corrupt_expected_body_fails_its_sample_without_its_bytes(pytester, ex
     data = _png(512, 512, text=f"TOKEN={SECRET}")
     (folder / EXPECTED).write_bytes(data[: len(data) - 40])
     pytester.makepyfile(violin_models=MODELS)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         f"--violin-suite={folder}", f"--violin-model={model}", "--junitxml=j.xml",
         "-p", "no:randomly", "-p", "no:cacheprovider", "-rA", "-l")
     text = _artifacts(pytester, result)

@@ -95,6 +95,7 @@ def measure(kinds: list[str], concurrency: int = 16, *, src: Path | None = None,
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh process, a server and gigabytes offered: seconds
 def test_worst_answers_at_concurrency_16_stay_under_1_gb():
     kinds = ["text", "json", "png", "gzip"] * 4
     report = measure(kinds)
@@ -110,6 +111,7 @@ def test_worst_answers_at_concurrency_16_stay_under_1_gb():
     assert report["peak_rss"] < LIMIT, f"peak RSS {report['peak_rss'] / MIB:.0f} MiB"
 
 
+@pytest.mark.slow  # a fresh process decoding 16 bombs: seconds
 def test_16_bit_rgba_bomb_inside_the_pixel_limit_stays_under_1_gb():
     """The decoded-bytes bound is pytest_violin.imaging's; measured here end to end."""
     report = measure(["rgba16"] * 16)

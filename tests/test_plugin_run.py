@@ -1,6 +1,7 @@
 """End-to-end runs of the plugin with pytester: oracle, python: models, replay, fixtures."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
@@ -102,14 +103,24 @@ def test_limit_50_passes_stratified_sample_with_one_summary(pytester):
 
 
 def test_xdist_same_outcomes_and_one_summary(pytester):
+    """The default run's one xdist smoke test: outcomes, summary, results and baseline as without it.
+
+    (The other multi-process runs are ``slow``: tests/test_gate_plugin.py and
+    tests/test_scope.py under xdist.)
+    """
     pytester.makepyfile(violin_models=MODELS)
     pytester.makeconftest(DUMP_CONFTEST)
     args = ["--violin-model=python:violin_models:shifted_shape", "--violin-tasks=shape,color",
             "--violin-limit=12", "-p", "no:randomly"]
-    single = pytester.runpytest(*args, "--junitxml=single.xml")
+    single = pytester.runpytest(*args, "--junitxml=single.xml", "--violin-save-baseline=single.json")
     single_results = json.loads((pytester.path / "violin-results.json").read_text())
-    dist = pytester.runpytest_subprocess(*args, "-n", "2", "--junitxml=dist.xml")
+    dist = pytester.runpytest_subprocess(*args, "-n", "2", "--junitxml=dist.xml",
+                                         "--violin-save-baseline=dist.json")
     dist_results = json.loads((pytester.path / "violin-results.json").read_text())
+    created = re.compile(r'"created": "[^"]*"')
+    baselines = [created.sub("", (pytester.path / name).read_text()) for name in ("single.json", "dist.json")]
+    assert baselines[0] == baselines[1]
+    assert len(json.loads((pytester.path / "dist.json").read_text())["samples"]) == 12
     a, b = _junit(pytester.path / "single.xml"), _junit(pytester.path / "dist.xml")
     assert {k: v[0] for k, v in a.items()} == {k: v[0] for k, v in b.items()}
     assert any(v[0] == "failed" for v in a.values()) and any(v[0] == "passed" for v in a.values())

@@ -14,8 +14,13 @@ from skimage.measure import label
 
 
 def find(strategy, condition):
-    """``hypothesis.find``, derandomized: a shrink result must not depend on the run's seed."""
-    return _find(strategy, condition, settings=settings(derandomize=True, database=None))
+    """``hypothesis.find``, derandomized: a shrink result must not depend on the run's seed.
+
+    Without the explain phase, which runs after shrinking only to report which
+    parts of the minimal example may vary (most of the time a find spends).
+    """
+    return _find(strategy, condition, settings=settings(derandomize=True, database=None,
+                                                         phases=(Phase.generate, Phase.shrink)))
 
 from pytest_violin import strategies as S
 from pytest_violin.hypothesis_profiles import PROFILE_NAME, VIOLIN_MAX_EXAMPLES, register_profiles

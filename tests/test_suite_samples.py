@@ -93,27 +93,30 @@ def test_probes_name_controls_in_the_same_suite():
     assert {s.spec["ratio"] for s in inertia} == {0.5, 0.315, 0.13, 0.7}
 
 
-def test_ids_and_specs_identical_across_processes():
+@pytest.fixture(scope="module")
+def other_process():
+    """One fresh process (another hash seed): its digest of every suite and its pixel hashes."""
     code = ("import hashlib; from pytest_violin.suite import load_suite, SUITES;"
             "from pytest_violin.suite.frozen import canonical_json;"
             "h = hashlib.sha256()\n"
             "for n in SUITES:\n"
             "    for s in load_suite(n): h.update(canonical_json(s.to_manifest()).encode())\n"
-            "print(h.hexdigest())")
-    env = dict(os.environ, PYTHONHASHSEED="12345")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         check=True).stdout.strip()
-    assert out == _digest(SUITES)
-
-
-def test_expected_pixels_identical_across_processes():
-    subset = load_suite("violin", limit=9, seed=3)
-    code = ("import hashlib; from pytest_violin.suite import load_suite\n"
+            "print(h.hexdigest())\n"
             "for s in load_suite('violin', limit=9, seed=3):\n"
             "    print(hashlib.sha256(s.expected().tobytes()).hexdigest())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == [hashlib.sha256(s.expected().tobytes()).hexdigest() for s in subset]
+    env = dict(os.environ, PYTHONHASHSEED="12345")
+    lines = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                           check=True, timeout=300).stdout.split()
+    return {"digest": lines[0], "pixels": lines[1:]}
+
+
+def test_ids_and_specs_identical_across_processes(other_process):
+    assert other_process["digest"] == _digest(SUITES)
+
+
+def test_expected_pixels_identical_across_processes(other_process):
+    subset = load_suite("violin", limit=9, seed=3)
+    assert other_process["pixels"] == [hashlib.sha256(s.expected().tobytes()).hexdigest() for s in subset]
 
 
 def test_samples_are_frozen_hashable_and_equal_by_value():

@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 CONFTEST = '''
 import ast, threading
 
@@ -40,6 +42,7 @@ def noisy(request):
 '''
 
 
+@pytest.mark.slow  # a fresh pytest process over 12 samples: seconds
 def test_generation_threads_parse_no_source(tmp_path):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "noisy_model.py").write_text(MODEL)
