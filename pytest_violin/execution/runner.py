@@ -202,11 +202,13 @@ class Runner:
     dead_window : float, optional
         ... when they span at least this many seconds (default
         :data:`DEAD_WINDOW`).
+    usage : CallCounter, optional
+        Counts the images served from the cache (:mod:`.usage`).
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
                  repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
-                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW):
+                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW, usage=None):
         if int(concurrency) < 1:
             raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
@@ -251,6 +253,7 @@ class Runner:
         self._futures: dict[str, tuple[int, Future]] = {}
         self._closed = False
         self.generated = 0  # generations started (for tests and benchmarks)
+        self.usage = usage  # the run's CallCounter: cache hits counted here (calls: CountingAdapter)
 
     # -- planning -------------------------------------------------------
     def plan(self, samples) -> None:
@@ -450,6 +453,8 @@ class Runner:
                             image = self.cache.get(key)
                     except Exception:  # a broken cache never fails a sample
                         key, image = None, None
+                    if image is not None and self.usage is not None:
+                        self.usage.hit()
                 if image is None:
                     if self.cancel.is_set():
                         raise GenerationCancelled("cancelled: the run was interrupted")

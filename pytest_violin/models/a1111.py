@@ -116,5 +116,5 @@ def create(target: str, options) -> A1111Adapter:
     url, params = split_params(target, what="a1111")
     url, auth = check_url(url, what="a1111 URL")
     send_mask = parse_switch(params.pop("mask", True), name="mask", what="a1111", allowed=())
-    client = client_from_options(options, auth=auth)
+    client = client_from_options(options, auth=auth, origins=(url,))
     return A1111Adapter(url, client, params=params, send_mask=send_mask)

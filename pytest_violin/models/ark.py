@@ -40,7 +40,7 @@ from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, server_message, truncate
+from .transport.decode import image_from_response, load_json, server_message, truncate
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -191,7 +191,7 @@ class ArkAdapter:
 
     def _check_item_error(self, result) -> None:
         try:
-            obj = json.loads(result.content) if result.content[:64].lstrip()[:1] == b"{" else None
+            obj = load_json(result.content) if result.content[:64].lstrip()[:1] == b"{" else None
         except ValueError:
             return
         data = obj.get("data") if isinstance(obj, dict) else None
@@ -255,5 +255,6 @@ def create(target: str, options) -> ArkAdapter:
     params = _check_params(params)
     key, base, auth = provider_endpoint("ark", ("ARK_API_KEY",), "ARK_BASE_URL", DEFAULT_BASE_URL,
                                         what="ModelArk API key")
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"},
+                                 origins=(base,))
     return ArkAdapter(model, base, client, params, send_seed=send_seed)

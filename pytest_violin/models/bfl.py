@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
@@ -38,8 +38,9 @@ from ._params import format_params, parse_switch, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
 from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
+from .transport.decode import image_from_response, load_json
 from .transport.jobs import JobStates, poll_job
+from .transport.origins import Origins, check_path_id, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]
@@ -75,7 +76,7 @@ def _message(body) -> str:
 def json_answer(result: HttpResult, *, what: str) -> dict:
     """The JSON object of a 2xx answer, or a :class:`GenerationError` saying what it was."""
     try:
-        body = json.loads(result.content.decode("utf-8"))
+        body = load_json(result.content)  # nesting bounded
     except (UnicodeDecodeError, ValueError):
         raise GenerationError(f"{what} answer is not JSON", attempts=result.attempts,
                               status=result.status) from None
@@ -94,21 +95,13 @@ def first_wait_of(result: HttpResult, default: float = 0.5, cap: float = 5.0) ->
 
 
 def same_origin(url: str, base: str) -> bool:
-    """Whether ``url`` has the scheme, host and port of ``base``."""
-    try:
-        a, b = urlsplit(url), urlsplit(base)
-        return (a.scheme.lower(), a.hostname, a.port) == (b.scheme.lower(), b.hostname, b.port)
-    except ValueError:
-        return False
+    """Whether ``url`` has the scheme, host and port of ``base`` (:func:`.transport.origins.same_origin`:
+    a URL the parsers read differently, with user info or a backslash, is on no origin)."""
+    return _same_origin(url, base)
 
 
 def _on_host(url: str, domain: str) -> bool:
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return False
-    return parts.scheme.lower() == "https" and (host == domain or host.endswith("." + domain))
+    return url in Origins(domains=(domain,))
 
 
 def _multiple(value: int, step: int, low: int) -> int:
@@ -222,7 +215,10 @@ def create(target: str, options) -> BflAdapter:
     if not model or "/" in model:
         raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "
                              "bfl:flux-2-pro, bfl:flux-dev or bfl:flux-kontext-pro")
+    check_path_id(model, what="bfl: model name", segments=False,
+                  accepted="bfl:MODEL such as bfl:flux-2-pro, letters, digits, '.', '_', '-'")
     edit = parse_switch(params.pop("edit", "auto"), name="edit", what="bfl")
     key, base, auth = provider_endpoint("bfl", ("BFL_API_KEY",), "BFL_BASE_URL", DEFAULT_BASE_URL)
-    client = client_from_options(options, auth=auth, headers={"x-key": key})
+    client = client_from_options(options, auth=auth, headers={"x-key": key}, origins=(base,),
+                                 domains=("bfl.ai",))
     return BflAdapter(model, base, client, edit=edit, params=params)

@@ -27,18 +27,19 @@ rebuilt from the base, the app's ``owner/name`` and the request id.
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from ._params import format_params, split_params
-from .bfl import first_wait_of, json_answer, same_origin
+from .bfl import first_wait_of, json_answer
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response
 from .transport.jobs import JobStates, poll_job
+from .transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 
@@ -64,16 +65,8 @@ _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety
 
 
 def _trusted(url, base: str) -> bool:
-    if not isinstance(url, str):
-        return False
-    if same_origin(url, base):
-        return True
-    try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return False
-    return parts.scheme.lower() == "https" and (host == "fal.run" or host.endswith(".fal.run"))
+    # one rule (transport/origins.py): the base's origin or an https host under fal.run
+    return isinstance(url, str) and url in Origins((base,), domains=("fal.run",))
 
 
 def _refusal_of(body: dict) -> str | None:
@@ -200,14 +193,17 @@ def create(target: str, options) -> FalAdapter:
         variable, never a value), a bad ``FAL_BASE_URL`` or malformed
         parameters.
     """
-    app, params = split_params((target or "").strip().strip("/"), what="fal")
+    app, params = split_params((target or "").strip().rstrip("/"), what="fal")
     if not _APP.match(app or ""):
         raise ModelSpecError(f"fal: bad app id {app!r}; accepted: fal:OWNER/APP[/PATH] such as "
                              "fal:fal-ai/flux/dev or fal:fal-ai/flux-2/edit")
+    check_path_id(app, what="fal: app id", accepted="fal:OWNER/APP[/PATH] such as fal:fal-ai/flux/dev, "
+                  "segments of letters, digits, '.', '_', '-', none of them '.' or '..'")
     image_field = params.pop("image_field", None)
     if image_field is not None and not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", str(image_field)):
         raise ModelSpecError(f"fal: image_field must be a JSON field name, got {image_field!r}")
     key, base, auth = provider_endpoint("fal", ("FAL_KEY",), "FAL_BASE_URL", DEFAULT_BASE_URL)
     register_secret(key.partition(":")[2])  # fal keys are KEY_ID:KEY_SECRET; the secret alone too
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"})
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Key {key}"},
+                                 origins=(base,), domains=("fal.run",))
     return FalAdapter(app, base, client, image_field=image_field, params=params)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import re
 from urllib.parse import quote
@@ -42,7 +41,7 @@ from ._params import format_params, split_params
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
-from .transport.decode import truncate
+from .transport.decode import load_json, truncate
 
 __all__ = [
     "ASPECT_RATIOS",
@@ -234,7 +233,7 @@ class GeminiAdapter:
         with self.client.sample():
             result = self.client.post_json(self.url, self.body(request), what="POST")
             try:
-                obj = json.loads(result.content)
+                obj = load_json(result.content)  # nesting bounded
             except ValueError:
                 raise GenerationError(
                     f"gemini answer from {redact_url(result.url)} is not JSON "
@@ -286,5 +285,5 @@ def create(target: str, options) -> GeminiAdapter:
     params = _check_params(params)
     key, base, auth = provider_endpoint("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL",
                                         DEFAULT_BASE_URL, what="Gemini API key")
-    client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key})
+    client = client_from_options(options, auth=auth, headers={"x-goog-api-key": key}, origins=(base,))
     return GeminiAdapter(model, base, client, params)

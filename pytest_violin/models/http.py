@@ -33,11 +33,11 @@ import json
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
 
 from .transport.credentials import check_url
-from .transport.decode import _walk, image_from_response, parse_response_path
+from .transport.decode import _walk, image_from_response, load_json, parse_response_path
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
+from .transport.origins import UrlRefused, resolve
 from .transport.jobs import JobStates, poll_job
 from .transport.outcomes import is_loopback
 from ..errors import GenerationError, ModelSpecError
@@ -263,11 +263,10 @@ class JobSpec:
             keys = ", ".join(sorted(map(str, submit))[:8]) if isinstance(submit, dict) else type(submit).__name__
             raise GenerationError(f"submit answer has no status URL at {stop!r} (--violin-poll-url-path; "
                                   f"keys: {keys})")
-        url = urljoin(base, value.strip())
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-            raise GenerationError(f"status URL {redact_url(url)[:120]!r} in the submit answer is not an "
-                                  "http(s) URL")
-        return url
+        try:  # one rule (transport/origins.py): judged as written, never fetched when refused
+            return resolve(value, base, what="status URL in the submit answer")
+        except UrlRefused as exc:
+            raise GenerationError(exc.reason) from None
 
 
 def _message_of(body) -> str:
@@ -336,7 +335,7 @@ class HttpAdapter:
     def _await_job(self, submitted: HttpResult) -> HttpResult:
         """Poll the job ``submitted`` started; return its final status answer."""
         try:
-            answer = json.loads(submitted.content.decode("utf-8"))
+            answer = load_json(submitted.content)  # nesting bounded
         except (UnicodeDecodeError, ValueError):
             raise GenerationError(f"submit answer from {redact_url(self.url)} is not JSON "
                                   f"({len(submitted.content)} bytes)", status=submitted.status) from None
@@ -398,5 +397,5 @@ def create(target: str, options) -> HttpAdapter:
         if stray:
             raise ModelSpecError(f"--violin-{stray[0].replace('_', '-')} needs --violin-poll-url-path "
                                  "(where the status URL is in the submit answer)")
-    client = client_from_options(options, auth=auth)
+    client = client_from_options(options, auth=auth, origins=(url,))
     return HttpAdapter(url, client, template=template, response_path=response_path, job=job)

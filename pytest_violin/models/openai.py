@@ -193,5 +193,6 @@ def create(target: str, options) -> OpenAIAdapter:
         send_seed = host != "api.openai.com"
     else:
         send_seed = bool(seed_mode)
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key.strip()}"})
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key.strip()}"},
+                                 origins=(base,))
     return OpenAIAdapter(model, base, client, send_seed=send_seed, params=params)

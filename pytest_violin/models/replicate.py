@@ -43,8 +43,9 @@ from ._params import format_params, split_params
 from .http import RequestTemplate
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, _origin, client_from_options
+from .transport.origins import shown
 from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
+from .transport.decode import image_from_response, load_json
 from .transport.client import parse_retry_after
 from .transport.jobs import JobStates, poll_job
 
@@ -175,7 +176,7 @@ class ReplicateAdapter:
         answer = self.client.request("POST", self.create_url(), what="prediction create",
                                      data=data, headers=headers)
         try:
-            prediction = json.loads(answer.content.decode("utf-8"))
+            prediction = load_json(answer.content)  # nesting bounded
         except (UnicodeDecodeError, ValueError):
             raise GenerationError("replicate: the create answer is not JSON",
                                   status=answer.status, attempts=answer.attempts) from None
@@ -194,9 +195,9 @@ class ReplicateAdapter:
         url = urls.get(name) if isinstance(urls, dict) else None
         if not isinstance(url, str) or not url:
             return None
-        if _origin(url) != _origin(self.base_url):
+        if _origin(url) is None or _origin(url) != _origin(self.base_url):
             raise GenerationError(
-                f"replicate: urls.{name} {redact_url(url)!r} is not on the API's host "
+                f"replicate: urls.{name} '{shown(url)}' is not on the API's host "
                 f"{redact_url(self.base_url)!r}; the token is sent only there")
         return url
 
@@ -310,5 +311,6 @@ def create(target: str, options) -> ReplicateAdapter:
         template = RequestTemplate(DEFAULT_INPUT, source="replicate default input")
     key, base, auth = provider_endpoint("replicate", ("REPLICATE_API_TOKEN",), "REPLICATE_BASE_URL",
                                         DEFAULT_BASE_URL, what="API token")
-    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"})
+    client = client_from_options(options, auth=auth, headers={"Authorization": f"Bearer {key}"},
+                                 origins=(base,))
     return ReplicateAdapter(model, version, base, client, template=template, wait=wait)

@@ -7,7 +7,10 @@
     one of the test's ``@pytest.mark.violin(tasks=..., limit=...)`` marker.
 ``violin_generate``
     ``sample -> RGB uint8 image`` through the session's runner, cache and
-    concurrency (raises :class:`~pytest_violin.errors.GenerationError`).
+    concurrency (raises :class:`~pytest_violin.errors.GenerationError`). Every
+    call it makes is counted in the run's totals and capped by
+    ``--violin-max-calls`` / ``--violin-max-cost``, like the built-in items'
+    (and so is every ``violin_model.generate`` call).
 ``violin_limits``
     Session scoped: the run's limits (defaults, ini, command line), keyed
     ``"task.metric"``; usable in hypothesis tests.
@@ -87,9 +90,14 @@ def violin_generate(request):
     state = _state(request)
 
     def generate(sample):
+        __tracebackhide__ = True
         generation = state.get_runner().get(sample)
         if generation.error is not None:
             raise generation.error
+        if generation.fault is not None:
+            # not the model's failure: a call refused at --violin-max-calls, a bug, a full disk
+            pytest.fail(f"violin_generate({sample.id}): error while generating: {generation.fault}",
+                        pytrace=False)
         return generation.images[0]
 
     return generate

@@ -260,13 +260,19 @@ def pytest_violin_session_results(config, store):
                 write_baseline(s.save_baseline, current)
                 s.messages.append(f"baseline of {len(results)} samples written to {s.save_baseline}")
             except BaselineError as exc:
-                s.messages.append(f"baseline NOT written: {exc}")
+                from pathlib import Path
+
+                kept = (f"; the file at {s.save_baseline} is an EARLIER run's baseline (not replaced)"
+                        if Path(s.save_baseline).is_file() else "")
+                s.messages.append(f"baseline NOT written: {exc}{kept}; the session fails")
+                _fail_unwritten(s)
     if s.report is not None:
         state = config.stash.get(STATE_KEY, None)
-        _write_reports(s, results, current, price=state.settings.price if state is not None else None)
+        _write_reports(s, results, current, price=state.settings.price if state is not None else None,
+                       counted=state.usage.snapshot() if state is not None and state.settings.model else None)
 
 
-def _write_reports(s: GateState, results, current, *, price: float | None = None) -> None:
+def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None) -> None:
     from ..report.html import write_html
     from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
     from ..report.markdown import write_summary
@@ -283,18 +289,63 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     # from the cache costs nothing and must give the same baseline)
     from ..report.json_report import run_usage
 
-    meta.update(run_usage(results, price=price))
+    # counted: the calls made, where they were made (reruns, -x, repeats, fixtures)
+    meta.update(run_usage(results, price=price, counted=counted))
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
+    written: list = []
     try:
         s.report.mkdir(parents=True, exist_ok=True)
         write_results_json(s.report / "results.json", results, **kwargs)
+        written.append("results.json")
         write_thumbnails_json(s.report / THUMBNAILS_FILE, results)
+        written.append(THUMBNAILS_FILE)
         write_summary(s.report / "summary.md", results, runs_comparison=s.runs_comparison, **kwargs)
+        written.append("summary.md")
         write_html(s.report / "report.html", results, runs_comparison=s.runs_comparison, **kwargs)
         s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md, "
                           f"{THUMBNAILS_FILE})")
     except OSError as exc:
-        s.messages.append(f"reports NOT written to {s.report}: {exc}")
+        s.messages.append(f"reports NOT written to {s.report}: {exc}; "
+                          + _drop_stale_reports(s.report, written, THUMBNAILS_FILE)
+                          + "; the session fails")
+        _fail_unwritten(s)
+
+
+def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
+    """Remove the earlier run's report files this run did not replace; say what happened.
+
+    Every file is written atomically, so each is whole, but a folder holding
+    this run's results.json beside the last run's report.html (or only the last
+    run's files) would pass for this run's reports.
+    """
+    names = ("results.json", thumbnails_file, "summary.md", "report.html")
+    missing = [n for n in names if n not in written]
+    removed, kept = [], []
+    for name in missing:
+        path = folder / name
+        try:
+            if path.is_file():
+                path.unlink()
+                removed.append(name)
+        except OSError:
+            kept.append(name)
+    parts = ["not written: " + ", ".join(missing)]
+    if written:
+        parts.append("written: " + ", ".join(written))
+    if removed:
+        parts.append("the earlier run's " + ", ".join(removed) + " removed (not this run's)")
+    if kept:
+        parts.append("the earlier run's " + ", ".join(kept) + " could NOT be removed: they are "
+                     "not this run's")
+    return "; ".join(parts)
+
+
+def _fail_unwritten(s: GateState) -> None:
+    """A report or baseline that could not be written fails an otherwise green session (exit 1):
+    a gate whose evidence is missing must not pass."""
+    session = s.session
+    if session is not None and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def _fail_on_regressions(s: GateState) -> None:

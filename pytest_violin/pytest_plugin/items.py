@@ -93,6 +93,12 @@ class ViolinItem(pytest.Item):
             config=self.config, sample=sample, images=images, result=result)
         del images
         message = result.extra.pop("_message", None) or f"violin sample {sample.id} {result.outcome}"
+        rerun = int(getattr(self, "execution_count", 1) or 1) - 1  # set by pytest-rerunfailures
+        if rerun > 0 and result.cached:
+            # a rerun reuses the image (no model call) and so scores the same image again
+            result.extra["rerun_from_cache"] = rerun
+            message += (f"\n\nnote: rerun {rerun}: the image came from the cache, no model call was made; "
+                        f"the rerun scores the same image (--violin-no-cache makes a rerun call the model again)")
         for name, value in result.metrics.items():
             self.user_properties.append((f"violin.{name}", round(float(value), 6)))
         if result.error is not None:

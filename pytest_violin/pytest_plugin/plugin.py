@@ -79,6 +79,7 @@ def pytest_configure(config):
     from .planning import adapter_bills
 
     state.bills = adapter_bills(adapter, price=state.settings.price)
+    _cap_calls(config, state)
     state.cacheable = bool(getattr(adapter, "cacheable", True))
     if state.is_xdist_controller:
         # the controller does not collect: it learns the plan from the first worker
@@ -88,7 +89,7 @@ def pytest_configure(config):
         if callable(close):
             close()
     else:
-        state.adapter = adapter
+        state.adapter = state.counted(adapter)  # every call counted and capped where it is made
     state.scope = builtin_scope(config)
     named = state.scope.ids - {""} if state.scope.ids is not None else set()
     if named:
@@ -119,6 +120,23 @@ def pytest_configure(config):
         except ThresholdError as exc:
             raise pytest.UsageError(f"--violin-threshold: {exc}") from None
     state.limits = build_limits(overrides)
+
+
+def _cap_calls(config, state) -> None:
+    """Cap the calls this process makes (``--violin-max-calls``, ``--violin-max-cost``).
+
+    An xdist worker shares the cap with the other workers through the claim
+    folder the controller named in ``workerinput`` (see
+    :class:`pytest_violin.execution.usage.SharedCalls`).
+    """
+    from .planning import call_cap
+
+    state.usage.set_limit(*call_cap(state))
+    folder = (getattr(config, "workerinput", None) or {}).get("violin_calls_dir")
+    if folder and state.usage.limit is not None:
+        from ..execution.usage import SharedCalls
+
+        state.usage.shared = SharedCalls(folder)
 
 
 class BuiltinScope(NamedTuple):
@@ -254,6 +272,24 @@ class _XdistControllerHooks:
     def __init__(self, state):
         self.state = state
         self.announced = False
+        self.calls_dir = None
+
+    def pytest_configure_node(self, node):
+        # the workers share the run's call cap through one folder of claims
+        if self.state.usage.limit is None:
+            return
+        if self.calls_dir is None:
+            import shutil
+            import tempfile
+
+            self.calls_dir = tempfile.mkdtemp(prefix="violin-calls-")
+            self.state.config.add_cleanup(lambda: shutil.rmtree(self.calls_dir, ignore_errors=True))
+        node.workerinput["violin_calls_dir"] = self.calls_dir
+
+    def pytest_testnodedown(self, node, error):
+        # what the worker counted (config.workeroutput, sent when it finished)
+        self.state.usage.add_worker((getattr(node, "workeroutput", None) or {}).get("violin_usage"))
+
 
     def pytest_xdist_node_collection_finished(self, node, ids):
         if self.announced or self.state.config.option.collectonly:
@@ -297,6 +333,9 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
         limit = DEFAULT_NETWORK_MAX_CALLS
     from dataclasses import replace
 
+    from .planning import reruns_note
+
+    plan = replace(plan, reruns=reruns_note(config, cached=state.make_cache() is not None))
     plan = replace(plan, calls=calls_note(limit, given=state.settings.max_calls_given, bills=bills,
                                           network=state.network))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -391,6 +430,11 @@ def pytest_runtest_makereport(item, call):
     if entry is not None and entry[0] == call.when:
         del item.stash[RESULT_KEY]
         outcome.get_result().violin_result = entry[1]
+    state = item.config.stash.get(STATE_KEY, None)
+    capped = state.usage.capped if state is not None else None
+    if capped is not None and not item.session.shouldstop:
+        # a call past --violin-max-calls / --violin-max-cost was refused: stop here
+        item.session.shouldstop = f"violin: {capped}; the run stops here"
 
 
 class _ResultsCollector:
@@ -405,6 +449,11 @@ class _ResultsCollector:
             self.store.add(SampleResult.from_json(text))
 
 
+#: Seconds the end of a stopped run (``-x``, a cap) waits for calls in flight to end,
+#: so the totals count what the server received; none after Ctrl-C.
+_SETTLE_SECONDS = 5.0
+
+
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     state = config.stash.get(STATE_KEY, None)
@@ -417,6 +466,11 @@ def pytest_sessionfinish(session, exitstatus):
         state.runner.close(wait=not stopped)
         if stopped:
             state.cancel.set()
+    if int(exitstatus) != int(pytest.ExitCode.INTERRUPTED):
+        # the calls abandoned after -x end at once (cancelled): count them as they end
+        state.usage.settle(_SETTLE_SECONDS)
+    if hasattr(config, "workerinput") and hasattr(config, "workeroutput"):
+        config.workeroutput["violin_usage"] = state.usage.snapshot(local=True)
     if hasattr(config, "workerinput"):
         return
     if len(state.store) or state.settings.model:
@@ -431,4 +485,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from ..report.terminal import write_summary
 
-    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price)
+    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price,
+                  usage=state.usage.snapshot() if state.settings.model else None)

@@ -41,6 +41,15 @@ class ViolinState:
     cancel: threading.Event = field(default_factory=threading.Event)
     #: the image reader in use before this run set its profile's (restored by close)
     previous_reader: str | None = None
+    #: every model call of this process, counted and capped where it is made
+    #: (pytest_violin.execution.usage); see counted() and the plan's call cap
+    usage: object = field(default_factory=lambda: _call_counter())
+
+    def counted(self, adapter):
+        """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
+        from ..execution.usage import CountingAdapter
+
+        return adapter if isinstance(adapter, CountingAdapter) else CountingAdapter(adapter, self.usage)
 
     @property
     def is_worker(self) -> bool:
@@ -90,7 +99,7 @@ class ViolinState:
 
     def get_adapter(self):
         if self.adapter is None:
-            self.adapter = self.resolve_adapter(self.settings.model or "oracle")
+            self.adapter = self.counted(self.resolve_adapter(self.settings.model or "oracle"))
             self.identity = redact(str(getattr(self.adapter, "identity", self.settings.model or "oracle")))
         return self.adapter
 
@@ -101,7 +110,7 @@ class ViolinState:
             s = self.settings
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
-                                 cancel=self.cancel)
+                                 cancel=self.cancel, usage=self.usage)
         return self.runner
 
     def make_cache(self):
@@ -166,6 +175,12 @@ class ViolinState:
                     close()
                 except Exception:
                     pass
+
+
+def _call_counter():
+    from ..execution.usage import CallCounter
+
+    return CallCounter()
 
 
 class _ConfigHolder:

@@ -111,7 +111,7 @@ def failures_first(records) -> list[dict]:
     return [rec for _, rec in sorted(enumerate(records), key=key)]
 
 
-def run_usage(records, *, price=None) -> dict:
+def run_usage(records, *, price=None, counted=None) -> dict:
     """Generations made, cache hits and the estimated cost of a run's records.
 
     Parameters
@@ -121,22 +121,36 @@ def run_usage(records, *, price=None) -> dict:
         before these fields existed count 0).
     price : float, optional
         ``--violin-price``: USD per generated image.
+    counted : Mapping, optional
+        The calls counted where they were made
+        (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`:
+        ``calls``, ``cache_hits``, ``retries``, ``refused``): reruns, samples
+        prefetched before ``-x`` stopped the run, repeats and fixture calls
+        included. When given, the totals are these, not the records' sums
+        (a record holds only the last run of its sample).
 
     Returns
     -------
     dict
-        ``generations`` (images asked of the model, retries inside an
-        adapter not counted apart), ``cache_hits`` (images served from the
-        cache, free), ``price`` and ``estimated_cost`` (``generations *
-        price``; both None without a price).
+        ``generations`` (model calls made; retries of a failed HTTP attempt
+        not among them), ``cache_hits`` (images served from the cache, free),
+        ``price`` and ``estimated_cost`` (``generations * price``; both None
+        without a price); with ``counted`` also ``retries`` (HTTP requests
+        that repeated a failed attempt) and ``calls_refused`` (calls refused
+        at the cap).
     """
-    made = hits = 0
-    for rec in records:
-        made += _count(rec.get("generations"))
-        hits += _count(rec.get("cache_hits"))
+    extra = {}
+    if counted is not None:
+        made, hits = _count(counted.get("calls")), _count(counted.get("cache_hits"))
+        extra = {"retries": _count(counted.get("retries")), "calls_refused": _count(counted.get("refused"))}
+    else:
+        made = hits = 0
+        for rec in records:
+            made += _count(rec.get("generations"))
+            hits += _count(rec.get("cache_hits"))
     cost = None if price is None else float(made) * float(price)
     return {"generations": made, "cache_hits": hits,
-            "price": None if price is None else float(price), "estimated_cost": cost}
+            "price": None if price is None else float(price), "estimated_cost": cost, **extra}
 
 
 def _count(value) -> int:
@@ -155,6 +169,10 @@ def usage_text(meta) -> str | None:
     if not isinstance(meta.get("generations"), int):
         return None
     text = f"{meta['generations']} generations made, {meta.get('cache_hits', 0)} from the cache"
+    if isinstance(meta.get("retries"), int) and meta["retries"]:
+        text += f", {meta['retries']} retries (counted apart)"
+    if isinstance(meta.get("calls_refused"), int) and meta["calls_refused"]:
+        text += f", {meta['calls_refused']} calls refused at the call limit"
     if meta.get("price") is not None:
         text += (f", estimated cost {format_usd(meta.get('estimated_cost'))} at "
                  f"{format_usd(meta['price'])} per image")

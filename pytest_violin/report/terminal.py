@@ -24,7 +24,7 @@ def _fmt(value) -> str:
     return f"{value:.3f}"
 
 
-def format_summary(store, *, settings=None, price=None) -> list[str]:
+def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]:
     """Render the aggregate tables of ``store`` as lines of text.
 
     Parameters
@@ -35,6 +35,10 @@ def format_summary(store, *, settings=None, price=None) -> list[str]:
         Adds model, profile and seed to the heading.
     price : float, optional
         ``--violin-price``: adds the estimated cost of the generations made.
+    usage : dict, optional
+        The run's call counts (``calls``, ``cache_hits``, ``retries``,
+        ``refused``; :meth:`pytest_violin.execution.usage.CallCounter.snapshot`):
+        what the totals and the cost are computed from when given.
 
     Returns
     -------
@@ -94,16 +98,18 @@ def format_summary(store, *, settings=None, price=None) -> list[str]:
     if total:
         from .json_report import run_usage, usage_text
 
-        usage = run_usage([r.to_dict() for r in store.results], price=price)
+        # usage: the calls counted where they were made (reruns, -x, repeats,
+        # fixtures; pytest_violin.execution.usage), else the records' own counts
+        usage = run_usage([r.to_dict() for r in store.results], price=price, counted=usage)
         if usage["generations"] or usage["cache_hits"] or price is not None:
             lines.append(usage_text(usage))
     return lines
 
 
-def write_summary(terminalreporter, store, *, settings=None, price=None) -> None:
+def write_summary(terminalreporter, store, *, settings=None, price=None, usage=None) -> None:
     """Write the Violin section of the terminal summary."""
     terminalreporter.write_sep("=", "violin summary")
-    for text in format_summary(store, settings=settings, price=price):
+    for text in format_summary(store, settings=settings, price=price, usage=usage):
         terminalreporter.write_line(printable(text))
 
 

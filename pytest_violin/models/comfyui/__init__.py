@@ -97,5 +97,5 @@ def create(target: str, options) -> ComfyUIAdapter:
     if not path.is_absolute():
         path = Path(options.rootdir) / path
     workflow = Workflow.from_file(path, output=None if output is None else str(output))
-    client = client_from_options(options, auth=auth)
+    client = client_from_options(options, auth=auth, origins=(base,))
     return ComfyUIAdapter(base, client, workflow, mask=mask, keep_history=history == "keep")

@@ -16,7 +16,7 @@ from ...redaction import redact, redact_url
 from ..replicate import first_wait
 from ..request import GenerationRequest
 from ..transport.client import HttpClient
-from ..transport.decode import image_from_response
+from ..transport.decode import image_from_response, load_json
 from ..transport.jobs import JobStates, poll_job
 from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
@@ -46,7 +46,7 @@ STATES = JobStates(done=frozenset({"success", "interrupted"}), failed=frozenset(
 
 def _json_object(content: bytes, what: str) -> dict:
     try:
-        value = json.loads(content.decode("utf-8"))
+        value = load_json(content)  # nesting bounded
     except (UnicodeDecodeError, ValueError):
         raise GenerationError(f"comfyui: {what} is not JSON") from None
     if not isinstance(value, dict):
@@ -127,7 +127,7 @@ class ComfyUIAdapter:
     def _get_json(self, path: str, what: str):
         answer = self.client.request("GET", f"{self.base_url}{path}", what=what)
         try:
-            return json.loads(answer.content.decode("utf-8"))
+            return load_json(answer.content)  # nesting bounded
         except (UnicodeDecodeError, ValueError):
             raise GenerationError(f"comfyui: the {what} answer is not JSON") from None
 
@@ -206,7 +206,7 @@ class ComfyUIAdapter:
                                            {"prompt": workflow, "client_id": self.client_id}, what="POST /prompt")
         except SetupError as exc:
             try:
-                body = json.loads(getattr(exc, "body", b"") or b"null")
+                body = load_json(getattr(exc, "body", b"") or b"null")
             except (UnicodeDecodeError, ValueError):
                 body = None
             reason = validation_reason(body)

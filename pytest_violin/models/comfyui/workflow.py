@@ -24,6 +24,7 @@ from typing import Any
 from ...errors import ModelSpecError
 from ..http import RequestTemplate
 from ..request import GenerationRequest
+from ..transport.decode import load_json
 
 __all__ = ["IMAGE_OUTPUTS", "LOADER_FOLDERS", "MAX_WORKFLOW_BYTES", "PLACEHOLDERS", "Workflow"]
 
@@ -140,7 +141,7 @@ class Workflow:
         if len(data) > MAX_WORKFLOW_BYTES:
             raise ModelSpecError(f"{shown} is larger than {MAX_WORKFLOW_BYTES} bytes; accepted: a workflow file")
         try:
-            body = json.loads(data.decode("utf-8"))
+            body = load_json(data)  # nesting bounded
         except UnicodeDecodeError:
             raise ModelSpecError(f"{shown} is not UTF-8 text") from None
         except json.JSONDecodeError as exc:

@@ -70,6 +70,7 @@ from ... import __version__
 from .credentials import PUBLIC_HEADERS, parse_headers
 from .decode import MESSAGE_LIMIT, server_message, truncate
 from .limits import AdaptiveLimit, RateLimiter, parse_rate
+from .origins import Origins, UrlRefused, guard, origin_or_none, resolve
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, ModelSpecError
 from .outcomes import error_class
 from ...redaction import install_log_redaction, redact, redact_url, register_secret
@@ -89,6 +90,7 @@ __all__ = [
     "is_transient_status",
     "make_session",
     "parse_retry_after",
+    "thread_requests",
 ]
 
 log = logging.getLogger("pytest_violin.http")
@@ -372,6 +374,15 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 _local = threading.local()
 
+def thread_requests() -> int:
+    """Requests every :class:`HttpClient` has sent from the calling thread so far.
+
+    A caller that reads it before and after an adapter's ``generate`` learns
+    whether that call sent anything (the run's call count gives back a call
+    cancelled before its first request).
+    """
+    return getattr(_local, "sent", 0)
+
 
 def _watch(conn) -> None:
     attempt = getattr(_local, "attempt", None)
@@ -431,15 +442,9 @@ class _WatchedAdapter(HTTPAdapter):
 # ---------------------------------------------------------------------- session
 
 
-def _origin(url: str) -> tuple:
-    """``(scheme, host, port)`` of ``url``, default ports filled in."""
-    try:
-        parts = urlsplit(str(url))
-        scheme = parts.scheme.lower()
-        port = parts.port or {"http": 80, "https": 443}.get(scheme)
-        return (scheme, (parts.hostname or "").lower(), port)
-    except ValueError:
-        return ("", str(url), None)
+def _origin(url: str):
+    """``(scheme, host, port)`` of ``url`` by :mod:`.origins`' rule; ``None`` for a refused URL."""
+    return origin_or_none(url)
 
 
 class _Session(requests.Session):
@@ -451,12 +456,15 @@ class _Session(requests.Session):
       credential header (``Authorization``, ``Proxy-Authorization``,
       ``Cookie`` and each configured header but ``Accept``,
       ``Content-Type`` and the like) and Basic auth are dropped.
+    * Every request it sends, redirect hops included, passes
+      :func:`.origins.guard` with the prepared URL (see :meth:`send`).
     """
 
     def __init__(self, env: EnvironmentSettings):
         super().__init__()
         self.trust_env = False
         self.env = env
+        self.origins = Origins()  # the HttpClient names (or learns) them
         self.credential_headers: set[str] = {"Authorization", "Proxy-Authorization", "Cookie"}
         if env.ca_bundle:
             self.verify = env.ca_bundle
@@ -470,9 +478,43 @@ class _Session(requests.Session):
                 kwargs["auth"] = netrc_auth
         return super().request(method, url, *args, **kwargs)
 
+    def send(self, request, **kwargs):  # noqa: D102 - requests API
+        # the one place every request passes, redirect hops included, with the
+        # URL requests connects with: refused URLs never leave, and an origin
+        # not named gets no credential of ours
+        origin = guard(request.url, self.origins, body=None)
+        if self.origins and origin not in self.origins:
+            self._drop_credentials(request)
+            guard(request.url, self.origins, body=request.body)
+        return super().send(request, **kwargs)
+
+    def get_redirect_target(self, resp):  # noqa: D102 - requests API
+        target = super().get_redirect_target(resp)
+        if target is not None:
+            try:  # as the server wrote it: requests decodes %31 in a host and drops tabs later
+                resolve(target, resp.url, what="redirect to")
+            except UrlRefused:
+                resp.close()
+                raise
+        return target
+
+    def _drop_credentials(self, request) -> None:
+        from requests.auth import _basic_auth_str
+        from ...redaction import contains_secret
+
+        netrc_auth = self.env.netrc_auth(request.url)
+        netrc_header = _basic_auth_str(*netrc_auth) if netrc_auth else None
+        drop = {name.lower() for name in self.credential_headers}
+        for name in list(request.headers):
+            value = request.headers[name]
+            if value == netrc_header and name.lower() == "authorization":
+                continue  # the user's own ~/.netrc entry for this very host
+            if name.lower() in drop or contains_secret(str(value)):
+                del request.headers[name]
+
     def rebuild_auth(self, prepared_request, response):  # noqa: D102 - requests API
         original = response.request.url
-        if _origin(original) != _origin(prepared_request.url):
+        if _origin(original) is None or _origin(original) != _origin(prepared_request.url):
             drop = {name.lower() for name in self.credential_headers}
             for name in [n for n in prepared_request.headers if n.lower() in drop]:
                 del prepared_request.headers[name]
@@ -846,6 +888,12 @@ class HttpClient:
     adaptive : bool
         Samples in flight follow an :class:`~.limits.AdaptiveLimit`
         (lowered on 429, grown back on success, at most ``concurrency``).
+    origins, domains : iterable of str
+        The URLs (and a provider's own ``https`` domains) the user named:
+        only they get credentials, and a URL that carries a registered
+        secret goes nowhere else (:mod:`.origins`). Without them the
+        client learns the origins of the requests it sends with
+        credentials.
 
     Notes
     -----
@@ -871,6 +919,8 @@ class HttpClient:
         env: EnvironmentSettings | None = None,
         rate: float | None = None,
         adaptive: bool = True,
+        origins=(),
+        domains=(),
     ):
         if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0 < timeout < 1e9):
             raise ModelSpecError(f"timeout must be a number of seconds > 0 and < 1e9, got {timeout!r}")
@@ -884,10 +934,12 @@ class HttpClient:
         if auth is not None:
             self.session.auth = auth
         self._credential_headers = set(self.session.credential_headers)
-        self._origins: set[tuple] = set()
+        self._origins = self.session.origins
+        self._origins.name(origins, domains)
         self._closed = False
         self._lock = threading.Lock()
         self.requests_sent = 0
+        self.retries_sent = 0  # requests that repeat a failed attempt (the run's totals count them apart)
         self.rate_limiter = RateLimiter(parse_rate(rate)) if rate is not None else None
         self.limit = AdaptiveLimit(concurrency) if adaptive else None
 
@@ -1051,6 +1103,10 @@ class HttpClient:
         shown_url = redact_url(url)
         if self._closed:
             raise GenerationError(f"{what} {shown_url}: the HTTP client is closed", attempts=0)
+        try:
+            guard(url, self._origins)  # refused URLs never leave (sent again by the session's send)
+        except UrlRefused as exc:
+            raise UrlRefused(f"{what}: {exc.reason}") from None
         if (method.upper() != "GET" or what != "image download") and kwargs.get("auth") is not _no_auth:
             self._origins.add(_origin(url))
         # --violin-rate counts requests to the provider, not downloads from another host (a CDN)
@@ -1095,6 +1151,9 @@ class HttpClient:
             attempt = _Attempt(start + allowed, self.cancel)
             with self._lock:
                 self.requests_sent += 1
+                if attempts > 1:
+                    self.retries_sent += 1
+            _local.sent = getattr(_local, "sent", 0) + 1
             _local.attempt = attempt
             _WATCHDOG.add(attempt)
             try:
@@ -1156,6 +1215,9 @@ class HttpClient:
                 transient = False
             elif isinstance(failure, _BadEncoding):
                 reason, transient = failure.args
+            elif isinstance(failure, UrlRefused):  # a redirect to a refused URL (the session's send)
+                raise UrlRefused(f"{what} {shown_url}: {failure.reason}", attempts=attempts,
+                                 status=status) from None
             elif isinstance(failure, requests.exceptions.ContentDecodingError):
                 reason = f"answer could not be decompressed ({_describe_exception(failure)})"
             elif isinstance(failure, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
@@ -1253,7 +1315,7 @@ class HttpClient:
 
 
 def client_from_options(options, *, auth: tuple[str, str] | None = None,
-                        headers: Mapping[str, str] | None = None) -> HttpClient:
+                        headers: Mapping[str, str] | None = None, origins=(), domains=()) -> HttpClient:
     """Build an :class:`HttpClient` from :class:`~pytest_violin.models.AdapterOptions`.
 
     ``options.headers`` are expanded (``${ENV}``) and registered as secrets;
@@ -1263,7 +1325,8 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
     (``--violin-rate``: ``"N/s"``, ``"N/min"`` or requests per second) for
     the process's request starts. The
     environment's proxy, CA bundle and netrc settings are read here, once
-    (call it in the main thread).
+    (call it in the main thread). ``origins`` and ``domains``: what the user
+    named (see :class:`HttpClient`).
 
     Raises
     ------
@@ -1300,4 +1363,6 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
         auth=auth,
         max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
         cancel=getattr(options, "cancel", None),
+        origins=origins,
+        domains=domains,
     )

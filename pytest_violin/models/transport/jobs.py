@@ -25,7 +25,6 @@ model's failure.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -33,6 +32,7 @@ from typing import Any, Callable, Mapping
 from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged
 from ...redaction import redact, redact_url
 from .client import HttpClient, parse_retry_after
+from .decode import load_json
 
 __all__ = ["QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "JobStates", "poll_job"]
 
@@ -163,7 +163,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             raise
         if fetch is None:
             try:
-                status = json.loads(answer.content.decode("utf-8"))
+                status = load_json(answer.content)  # nesting bounded
             except (UnicodeDecodeError, ValueError):
                 raise GenerationError(f"{what} status at {shown} is not JSON") from None
         if not isinstance(status, dict):

@@ -1,0 +1,214 @@
+"""Count every call made to the model, where it is made, and refuse calls past the cap.
+
+What a paid API bills is the calls it receives, whatever pytest does around
+them: a rerun (pytest-rerunfailures), a prefetched sample that ``-x`` never
+reached, a repeat, the ``violin_generate`` fixture, a hypothesis test calling
+``violin_model.generate`` directly. So the count is kept at the adapter's
+door: :class:`CountingAdapter` wraps the session's adapter and every
+``generate`` goes through :meth:`CallCounter.reserve` first. The runner adds
+the images it served from the cache (:meth:`CallCounter.hit`).
+
+The cap (``--violin-max-calls``, its default for adapters that bill, and the
+calls ``--violin-max-cost`` affords at ``--violin-price``) holds at run time:
+a call past it is refused with :class:`CallLimitReached` before anything is
+sent. Under pytest-xdist every worker counts its own calls (the controller
+sums what the workers report at their end, ``config.workeroutput``), and the
+cap is shared through a folder of claim files (:class:`SharedCalls`): claiming
+a call is creating file ``N`` with ``O_CREAT | O_EXCL``, atomic across
+processes, so N workers together make at most the cap's calls.
+
+A call that the adapter abandoned before sending anything (the run was
+interrupted: :class:`~pytest_violin.errors.GenerationCancelled` with zero
+attempts) is given back, so the count is the calls the server received.
+Retries of an HTTP attempt (a 5xx, a 429, a time-out) are requests too; they
+are counted apart (``retries``): the adapter's HTTP client counts them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from ..errors import GenerationCancelled, ViolinError
+
+__all__ = ["CallCounter", "CallLimitReached", "CountingAdapter", "SharedCalls"]
+
+
+class CallLimitReached(ViolinError, RuntimeError):
+    """A model call was refused: the run has made as many calls as its cap allows.
+
+    Not the model's failure: the sample ends as an error and the session stops.
+    """
+
+
+class SharedCalls:
+    """Claims of calls shared by the processes of one run (an xdist run's workers).
+
+    Parameters
+    ----------
+    root : path-like
+        An existing folder all processes see (the controller creates it).
+    """
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self._next = 0  # claims below this one are taken (by us or another process)
+
+    def claim(self, limit: int) -> bool:
+        """Claim one call; False when ``limit`` calls are claimed already."""
+        k = self._next
+        while k < limit:
+            try:
+                fd = os.open(self.root / str(k), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                k += 1
+                continue
+            os.close(fd)
+            self._next = k + 1
+            return True
+        self._next = k
+        return False
+
+
+class CallCounter:
+    """The calls of one process: made, served from the cache, refused; the cap.
+
+    Thread-safe: the runner's threads and the test thread count at once.
+    """
+
+    def __init__(self):
+        self._lock = threading.Condition()
+        self.calls = 0
+        self.cache_hits = 0
+        self.refused = 0
+        self.limit: int | None = None
+        self.limit_text = ""
+        self.shared: SharedCalls | None = None
+        self.capped: str | None = None
+        self._in_flight = 0
+        self._adapters: list = []
+        self._workers: list[dict] = []
+
+    def set_limit(self, limit: int | None, text: str = "") -> None:
+        """Cap this run at ``limit`` calls (None: no cap); ``text`` names the option, for messages."""
+        with self._lock:
+            self.limit = None if limit is None else max(0, int(limit))
+            self.limit_text = text
+
+    def reserve(self) -> None:
+        """Count one call about to be made; raise :class:`CallLimitReached` past the cap."""
+        with self._lock:
+            if self.limit is not None:
+                allowed = self.calls < self.limit
+                if allowed and self.shared is not None:
+                    allowed = self.shared.claim(self.limit)
+                if not allowed:
+                    self.refused += 1
+                    if self.capped is None:
+                        self.capped = (f"{self.limit_text or 'the call limit'} reached: {self.limit} "
+                                       f"calls made, no further call is made")
+                    raise CallLimitReached(self.capped)
+            self.calls += 1
+            self._in_flight += 1
+
+    def done(self, *, sent: bool = True) -> None:
+        """A reserved call ended; ``sent=False``: it sent nothing and is not counted."""
+        with self._lock:
+            self._in_flight -= 1
+            if not sent:
+                self.calls -= 1
+            self._lock.notify_all()
+
+    def hit(self, n: int = 1) -> None:
+        """Count ``n`` images served from the cache (no call)."""
+        with self._lock:
+            self.cache_hits += int(n)
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the calls in flight to end; True when none is left."""
+        deadline = time.monotonic() + max(0.0, float(timeout))
+        with self._lock:
+            while self._in_flight > 0:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    def watch(self, adapter) -> None:
+        """Read ``adapter``'s HTTP retries (``adapter.client.retries_sent``) in :meth:`snapshot`."""
+        with self._lock:
+            self._adapters.append(adapter)
+
+    def add_worker(self, snapshot) -> None:
+        """Add what a pytest-xdist worker counted (its :meth:`snapshot`)."""
+        if isinstance(snapshot, dict):
+            with self._lock:
+                self._workers.append(dict(snapshot))
+
+    def snapshot(self, *, local: bool = False) -> dict:
+        """``calls``, ``cache_hits``, ``retries``, ``refused``: this process's, plus its workers' unless ``local``."""
+        with self._lock:
+            retries = 0
+            for adapter in self._adapters:
+                client = getattr(adapter, "client", None)
+                value = getattr(client, "retries_sent", 0)
+                retries += value if isinstance(value, int) and not isinstance(value, bool) else 0
+            out = {"calls": self.calls, "cache_hits": self.cache_hits, "retries": retries,
+                   "refused": self.refused}
+            if not local:
+                for worker in self._workers:
+                    for key in out:
+                        value = worker.get(key, 0)
+                        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                            out[key] += value
+            return out
+
+
+class CountingAdapter:
+    """``adapter`` with every ``generate`` counted (and capped) by ``counter``.
+
+    Every other attribute is the adapter's own (``identity``, ``cacheable``,
+    ``network``, ``close`` ...).
+    """
+
+    def __init__(self, adapter, counter: CallCounter):
+        self.__dict__["_violin_adapter"] = adapter
+        self.__dict__["_violin_counter"] = counter
+        counter.watch(adapter)
+
+    @property
+    def wrapped(self):
+        """The adapter itself."""
+        return self._violin_adapter
+
+    def generate(self, request):
+        counter = self._violin_counter
+        adapter = self._violin_adapter
+        http = hasattr(getattr(adapter, "client", None), "requests_sent")
+        if http:
+            from ..models.transport.client import thread_requests
+
+            before = thread_requests()
+        counter.reserve()
+        sent = True
+        try:
+            return adapter.generate(request)
+        except GenerationCancelled as exc:
+            # abandoned before its first request: nothing reached the server (an
+            # HTTP adapter's requests are counted in this thread by its client)
+            sent = thread_requests() > before if http else exc.attempts != 0
+            raise
+        finally:
+            counter.done(sent=sent)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_violin_adapter"], name)
+
+    def __setattr__(self, name, value):
+        setattr(self._violin_adapter, name, value)
+
+    def __repr__(self) -> str:
+        return f"CountingAdapter({self._violin_adapter!r})"
