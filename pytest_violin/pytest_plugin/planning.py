@@ -59,8 +59,6 @@ class Plan:
     reruns: str = ""
     #: which ``--violin-max-calls`` applies, e.g. ``bills: at most 2000 calls`` (see :func:`calls_note`)
     calls: str = ""
-    #: how reruns (pytest-rerunfailures) are counted, when they may happen (see :func:`reruns_note`)
-    reruns: str = ""
 
     @property
     def generations(self) -> int:
@@ -169,60 +167,6 @@ def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) ->
     if bills:
         return f"bills: at most {limit} calls by default"
     return "self-hosted: no call limit by default" if network else "local: no call limit"
-
-
-def call_cap(state) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so.
-
-    ``--violin-max-calls`` (or its default where the adapter bills,
-    :func:`adapter_bills`), and the calls ``--violin-max-cost`` affords at
-    ``--violin-price`` when that is fewer. Every call counts: reruns, repeats,
-    prefetched samples, the ``violin_generate`` fixture and direct
-    ``violin_model.generate`` calls (:mod:`pytest_violin.execution.usage`).
-
-    Returns
-    -------
-    tuple of (int or None, str)
-        The cap (None: none) and its words for messages, e.g.
-        ``"--violin-max-calls=20"``.
-    """
-    s = state.settings
-    limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
-    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
-    if not s.max_calls_given and (bills or s.price is not None):
-        from .options import DEFAULT_NETWORK_MAX_CALLS
-
-        limit = DEFAULT_NETWORK_MAX_CALLS
-        text = f"the default --violin-max-calls={limit} of an adapter that bills"
-    if s.max_cost is not None and s.price:
-        affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
-        if limit is None or affordable < limit:
-            limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(s.price)} "
-                    f"per image)")
-    return limit, text
-
-
-def reruns_note(config, *, cached: bool) -> str:
-    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``.
-
-    Parameters
-    ----------
-    config : pytest.Config
-    cached : bool
-        Whether the generation cache is on.
-    """
-    if not config.pluginmanager.hasplugin("rerunfailures"):
-        return ""
-    reruns = config.getoption("reruns", None) or 0
-    if not isinstance(reruns, int) or reruns <= 0:  # @pytest.mark.flaky reruns are counted alike
-        return ""
-    what = f"--reruns={reruns}"
-    if cached:
-        return (f"reruns ({what}): a rerun of a violin:: item scores its cached image again, no call "
-                f"(a generation that failed is made again and counted); calls are capped, not items")
-    return (f"reruns ({what}): each rerun of a failing item calls the model again and is counted and "
-            f"capped as a call")
 
 
 def estimated_cost(generations: int, price: float | None) -> float | None:

@@ -338,9 +338,6 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     plan = replace(plan, reruns=reruns_note(config, cached=state.make_cache() is not None))
     plan = replace(plan, calls=calls_note(limit, given=state.settings.max_calls_given, bills=bills,
                                           network=state.network))
-    from .planning import reruns_note
-
-    plan = replace(plan, reruns=reruns_note(config, cached=state.make_cache() is not None))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")

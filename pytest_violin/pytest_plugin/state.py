@@ -39,15 +39,6 @@ class ViolinState:
     bills: bool = False
     cacheable: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)
-    #: every model call of this process, counted and capped where it is made
-    #: (pytest_violin.execution.usage); see counted() and the plan's call cap
-    usage: object = field(default_factory=lambda: _call_counter())
-
-    def counted(self, adapter):
-        """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
-        from ..execution.usage import CountingAdapter
-
-        return adapter if isinstance(adapter, CountingAdapter) else CountingAdapter(adapter, self.usage)
     #: the image reader in use before this run set its profile's (restored by close)
     previous_reader: str | None = None
     #: every model call of this process, counted and capped where it is made
