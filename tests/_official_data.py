@@ -54,14 +54,17 @@ def two_blocks(a, b, vertical: bool, size=SIZE):
 
 
 def shape_image(kind: str, x0: int, y0: int, side: int, size=SIZE):
-    img = np.zeros((size, size, 3), np.uint8)
+    """A white shape on black, drawn with integer arithmetic (OpenCV's rasterizers differ by release)."""
+    y, x = np.mgrid[0:size, 0:size]
+    inside_box = (x >= x0) & (x < x0 + side) & (y >= y0) & (y < y0 + side)
     if kind == "square":
-        img[y0:y0 + side, x0:x0 + side] = 255
+        inside = inside_box
     elif kind == "circle":
-        cv2.circle(img, (x0 + side // 2, y0 + side // 2), side // 2, (255, 255, 255), -1)
-    else:
-        pts = np.array([[x0, y0 + side], [x0 + side, y0 + side], [x0 + side // 2, y0]], np.int32)
-        cv2.fillPoly(img, [pts], (255, 255, 255))
+        inside = (2 * x - 2 * x0 - side + 1) ** 2 + (2 * y - 2 * y0 - side + 1) ** 2 <= side * side
+    else:  # apex at the top centre, base along the bottom of the box
+        inside = inside_box & (np.abs(2 * (x - x0) - (side - 1)) <= y - y0 + 1)
+    img = np.zeros((size, size, 3), np.uint8)
+    img[inside] = 255
     return img
 
 
@@ -86,8 +89,9 @@ def keep_mask(kind: str, k: int, size=SIZE):
         keep[:, 3 * size // 5 + k % 4:] = 0
         keep[4 * size // 5 - k % 3:, :] = 0
     else:
-        cv2.circle(keep, (size // 2 + k % 7, size // 2), size // 5, 0, -1)
-        cv2.rectangle(keep, (5, 5), (20 + k % 6, 25), 0, -1)
+        y, x = np.mgrid[0:size, 0:size]
+        keep[(x - size // 2 - k % 7) ** 2 + (y - size // 2) ** 2 <= (size // 5) ** 2] = 0
+        keep[5:26, 5:21 + k % 6] = 0
     return keep
 
 

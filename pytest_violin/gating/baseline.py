@@ -127,7 +127,7 @@ def _dataset_identity(meta: Mapping):
     data = meta.get("dataset")
     if not isinstance(data, Mapping):
         return None
-    for key in ("revision", "sha256", "key"):
+    for key in ("sha256", "revision", "key"):  # a hub snapshot has its parquet's sha256 too
         if data.get(key):
             return key, str(data[key]), data.get("rows")
     return None

@@ -251,6 +251,12 @@ def official_dataset(state) -> dict | None:
     found = getattr(state.samples, "dataset", None)
     if found:
         return found
+    from ..suite.official import is_official_source
+
+    name = state.settings.suite
+    if not (name.startswith("hf:") or is_official_source(
+            resolve_path(state.config, name, from_ini=state.settings.suite_from_ini))):
+        return None  # a manifest: not loaded again just to learn it is none
     try:
         return getattr(state.load(None, None), "dataset", None) or None
     except pytest.UsageError:
