@@ -382,3 +382,15 @@ def test_a_missing_checkpoint_stops_the_full_suite_early(pytester, samples):
     meta = json.loads((pytester.path / "rep" / "results.json").read_text())
     assert "setup error after 5 samples" in meta["metadata"]["stop_reason"]
     assert all(r["outcome"] == "error" and not r.get("metrics") for r in meta["samples"])
+
+
+def test_a_text_workflow_on_the_mask_task_stops_early_without_queueing(pytester, samples):
+    with FakeComfyUI(samples) as fake:
+        pytester.makefile(".json", workflow=json.dumps(TEXT_WORKFLOW))
+        result = pytester.runpytest(f"--violin-model=comfyui:{fake.url}", "--violin-workflow=workflow.json",
+                                    "--violin-tasks=mask", "--violin-no-cache", "-p", "no:cacheprovider")
+        assert fake.queued == [] and fake.uploads == {}
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert re.search(r"Interrupted: violin: setup error after 5 samples: comfyui: mask samples have 2 input "
+                     r"image\(s\) but .* has no \{image\} and no \{mask\} placeholder", result.stdout.str())
+    assert "passed" not in result.parseoutcomes() and "failed" not in result.parseoutcomes()

@@ -54,7 +54,7 @@ MAX_ANSWER_MB = 1024
 MAX_PRICE = 1000.0
 #: Largest ``--violin-max-cost``: USD.
 MAX_COST = 1_000_000.0
-#: Default ``--violin-max-calls`` of adapters that call a network service.
+#: Default ``--violin-max-calls`` of adapters that bill (pytest_plugin.planning.adapter_bills).
 DEFAULT_NETWORK_MAX_CALLS = 2000
 
 
@@ -305,7 +305,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("no_cache", boolean, False, "do not read or write the image cache", kind="flag"),
     Option("max_calls", calls_limit, None,
            "refuse to start when the run plans more uncached generations than N ('none': no limit; "
-           f"default {DEFAULT_NETWORK_MAX_CALLS} for network adapters, no limit for local ones)",
+           f"default {DEFAULT_NETWORK_MAX_CALLS} for adapters that bill, no limit for self-hosted and local ones)",
            metavar="N"),
     Option("max_answer_mb", integer(1, MAX_ANSWER_MB), DEFAULT_MAX_ANSWER_MB,
            f"largest model answer read, in MiB (default {DEFAULT_MAX_ANSWER_MB})", metavar="MB"),

@@ -159,7 +159,8 @@ class ComfyUIAdapter:
         Raises
         ------
         SetupError
-            A sample with input images the workflow has no placeholder for
+            (the same message for every sample of the task, so a run of them
+            stops early) A sample with input images the workflow has no placeholder for
             (a text-to-image workflow on mask samples would ignore them), or a
             workflow that needs more input images than the sample has.
         """
@@ -167,7 +168,7 @@ class ComfyUIAdapter:
         missing = self.workflow.missing_placeholders(len(images))
         if missing:
             raise SetupError(
-                f"comfyui: sample {request.sample_id!r} ({request.task}) has {len(images)} input image(s) but "
+                f"comfyui: {request.task} samples have {len(images)} input image(s) but "
                 f"{self.workflow.source} has no " + " and no ".join(f"{{{m}}}" for m in missing)
                 + " placeholder: its answer would ignore them; use a workflow whose LoadImage nodes read "
                 "{image} and {mask} for the mask task, or narrow the run (--violin-tasks=color,shape)")
@@ -175,8 +176,8 @@ class ComfyUIAdapter:
         too_few = [slot for slot in self.workflow.slots if slot >= len(images)]
         if too_few:
             raise SetupError(
-                f"comfyui: {self.workflow.source} uses {{{'image' if 0 in too_few else 'mask'}}} but sample "
-                f"{request.sample_id!r} has {len(images)} input image(s); use a text-to-image workflow for "
+                f"comfyui: {self.workflow.source} uses {{{'image' if 0 in too_few else 'mask'}}} but "
+                f"{request.task} samples have {len(images)} input image(s); use a text-to-image workflow for "
                 "tasks without input images (color, shape) and one with {image} and {mask} for the mask task")
         key = request.inputs_digest()[:20]
         for slot in self.workflow.slots:
