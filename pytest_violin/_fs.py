@@ -1,11 +1,153 @@
-"""Atomic file writes shared by the cache, the runner, baselines and reports."""
+"""Atomic file writes shared by the cache, the runner, baselines and reports, and the one
+bounded reader of files named by options (templates, workflows, baselines).
+
+:func:`read_option_file` is how every file a user names in an option is read:
+it opens without blocking (a FIFO never hangs the session), refuses anything
+that is not a regular file (``/dev/zero``, a directory, a socket), refuses a
+file larger than its limit by its size before reading it (a 2 GB file is never
+read), and reads at most ``limit + 1`` bytes (a file that grows meanwhile).
+:func:`load_json_text` parses JSON after checking its nesting depth, so a
+100,000-deep document is refused with one line instead of a RecursionError.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import stat
 from pathlib import Path
 
-__all__ = ["atomic_write"]
+from .errors import InvalidArgumentError
+
+__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "json_depth", "load_json_text",
+           "read_option_bytes", "read_option_file", "read_option_json"]
+
+#: Deepest JSON nesting accepted from an option file (a ComfyUI workflow is ~4 deep).
+DEFAULT_JSON_DEPTH = 64
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them, or ``error``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file an option names.
+    what : str
+        The option, e.g. ``"--violin-workflow"``: every message starts with it.
+    limit : int
+        Largest size accepted, in bytes.
+    error : type, optional
+        The :class:`~pytest_violin.errors.ViolinError` subclass raised (callers
+        turn it into their usage error), default :class:`InvalidArgumentError`.
+
+    Raises
+    ------
+    error
+        A missing or unreadable path, something that is not a regular file
+        (never opened for reading in a way that blocks), a file over ``limit``
+        bytes (refused by its size, not read); the message names ``what``,
+        the path and the limit.
+    """
+    shown = f"{what}: {str(path)!r}"
+    accepted = f"accepted: a regular file of at most {int(limit):,} bytes"
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(os.fspath(path), flags)
+    except FileNotFoundError:
+        raise error(f"{shown} does not exist; {accepted}") from None
+    except OSError as exc:
+        raise error(f"{shown} cannot be opened ({exc.strerror or exc}); {accepted}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{shown} is {_kind(info.st_mode)}; {accepted}")
+        if info.st_size > limit:
+            raise error(f"{shown} is {info.st_size:,} bytes, larger than the limit of "
+                        f"{int(limit):,} bytes; {accepted}")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise error(f"{shown} cannot be read ({exc.strerror or exc}); {accepted}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise error(f"{shown} grew over the limit of {int(limit):,} bytes while read; {accepted}")
+    return b"".join(chunks)
+
+
+def read_option_file(path, *, what: str, limit: int, error=InvalidArgumentError) -> str:
+    """:func:`read_option_bytes` decoded as UTF-8 (a BOM is dropped), or ``error``."""
+    data = read_option_bytes(path, what=what, limit=limit, error=error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what}: {str(path)!r} is not UTF-8 text (byte {exc.start}); accepted: "
+                    f"a UTF-8 text file") from None
+
+
+# A JSON string: quote, then runs of ordinary characters and escapes (linear, no backtracking blow-up).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(text: str) -> int:
+    """Deepest nesting of ``[`` / ``{`` in JSON ``text`` (brackets inside strings do not count).
+
+    Linear in the text, without recursion: it can measure what :func:`json.loads`
+    cannot parse.
+    """
+    brackets = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass").translate(
+        None, _NOT_BRACKETS)
+    depth = deepest = 0
+    # runs of openers and closers: one comparison per run, not per character
+    for run in re.finditer(rb"[\[{]+|[\]}]+", brackets):
+        n = run.end() - run.start()
+        if brackets[run.start()] in b"[{":
+            depth += n
+            deepest = max(deepest, depth)
+        else:
+            depth -= n
+    return deepest
+
+
+def load_json_text(text: str, *, what: str, path, max_depth: int = DEFAULT_JSON_DEPTH,
+                   error=InvalidArgumentError):
+    """Parse ``text`` (read from ``path`` for ``what``) refusing nesting deeper than ``max_depth``."""
+    shown = f"{what}: {str(path)!r}"
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise error(f"{shown} nests JSON {depth:,} levels deep, over the limit of {max_depth}; "
+                    f"accepted: JSON nested at most {max_depth} levels")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{shown}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                    f"{exc.msg})") from None
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise error(f"{shown} nests JSON too deeply; accepted: at most {max_depth} levels") from None
+
+
+def read_option_json(path, *, what: str, limit: int, max_depth: int = DEFAULT_JSON_DEPTH,
+                     error=InvalidArgumentError):
+    """The JSON document in the option file ``path``: bounded in bytes and depth, or ``error``."""
+    text = read_option_file(path, what=what, limit=limit, error=error)
+    return load_json_text(text, what=what, path=path, max_depth=max_depth, error=error)
 
 
 #: Attempts at a fresh temporary name before giving up (each is 64 random bits).

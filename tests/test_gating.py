@@ -161,7 +161,7 @@ def test_read_baseline_missing_and_not_json(tmp_path):
         read_baseline(tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(BaselineError, match=r"bad\.json: not valid JSON \(line 1"):
+    with pytest.raises(BaselineError, match=r"bad\.json'?: not valid JSON \(line 1"):
         read_baseline(bad)
 
 

@@ -1,8 +1,11 @@
 """Render a :class:`~pytest_violin.compare.model.Comparison`: terminal, Markdown, LaTeX, CSV.
 
 Every metric is an error (lower is better), as in the paper; the LaTeX table
-sets the best (smallest) value of each column in bold. Labels and run facts
-come from outside and are escaped for each format (and made printable).
+sets the best (smallest) value of each column in bold. Labels, tasks,
+variations, metric names and run facts come from outside (a results.json, a
+manifest): each format passes every one of them through its one escape
+(``_line`` for the terminal, ``_md``, ``_tex``, ``_csv_text``), each built on
+:func:`~pytest_violin.report.text.printable`.
 """
 
 from __future__ import annotations
@@ -74,11 +77,18 @@ def _var(variation) -> str:
     return "(all)" if variation is None else (variation or "-")
 
 
+def _line(text) -> str:
+    """Outside text as one printable terminal line: control characters escaped
+    (:func:`~pytest_violin.report.text.printable`), line breaks and tabs as spaces.
+    Every label, task, variation and metric name of the terminal table goes through it."""
+    return printable(text).replace("\n", " ").replace("\t", " ")
+
+
 def _notes(comparison) -> list:
     """Plain-text lines shown above a table: mismatches, dropped samples."""
     from .paper import comparability_notes
 
-    lines = [f"warning: {printable(m)}" for m in comparison.mismatches]
+    lines = [f"warning: {_line(m)}" for m in comparison.mismatches]
     lines += [printable(n) for n in comparability_notes(comparison)]
     if comparison.all_samples:
         lines.append("all samples of every run compared (--all-samples): runs may differ in "
@@ -89,11 +99,11 @@ def _notes(comparison) -> list:
         for label, n in comparison.dropped.items():
             if n:
                 why = reasons.get(label) or "not held by every other run"
-                lines.append(f"{printable(label)}: {n} samples dropped ({printable(why)})")
+                lines.append(f"{_line(label)}: {n} samples dropped ({_line(why)})")
     return lines
 
 
-def _pair_lines(comparison, esc=printable) -> list:
+def _pair_lines(comparison, esc=_line) -> list:
     """``"B - A on shape mean: -0.012 [-0.020, -0.004] (...), B better"`` (lower is better).
 
     ``esc`` escapes the labels and task for the output format.
@@ -125,12 +135,12 @@ def _terminal(comparison) -> str:
     for task in _tasks(comparison):
         rows = [r for r in comparison.rows if r.task == task]
         metrics = task_metrics(rows)
-        header = ["variation", "run", *metrics, "mean", "pass", "n"]
-        body = [[_var(r.variation), printable(r.label) + (" (paper)" if r.published else ""),
+        header = ["variation", "run", *map(_line, metrics), "mean", "pass", "n"]
+        body = [[_line(_var(r.variation)), _line(r.label) + (" (paper)" if r.published else ""),
                  *_cells(r, metrics)] for r in rows]
         widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
         out.append("")
-        out.append(f"{task}:")
+        out.append(f"{_line(task)}:")
         for line in [header, *body]:
             out.append("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                                         for i, (c, w) in enumerate(zip(line, widths))))
@@ -269,7 +279,9 @@ def _csv(comparison) -> str:
                 metrics.append(m)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["label", "published", "task", "variation", *metrics, "mean", "pass_rate", "n"])
+    # header cells too: a metric name is outside text (``=HYPERLINK(...)`` must stay text)
+    writer.writerow(["label", "published", "task", "variation", *map(_csv_text, metrics), "mean",
+                     "pass_rate", "n"])
     for r in comparison.rows:
         writer.writerow([_csv_text(r.label), int(r.published), _csv_text(r.task),
                          "" if r.variation is None else _csv_text(r.variation),
@@ -282,9 +294,16 @@ def _csv(comparison) -> str:
 
 
 def _csv_text(text) -> str:
-    """Printable, and never a spreadsheet formula (``=``, ``+``, ``-``, ``@`` prefixed by ``'``)."""
+    """Printable, and never a spreadsheet formula (``=``, ``+``, ``-``, ``@`` prefixed by ``'``).
+
+    The one rule of every text cell of the CSV (header and data); a leading
+    tab or carriage return (OWASP's list of formula starts) is treated the same.
+    """
     s = printable(text)
-    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s
+    return "'" + s if s[:1] in _FORMULA_STARTS else s
+
+
+_FORMULA_STARTS = frozenset("=+-@\t\r")
 
 
 _RENDERERS = {"terminal": _terminal, "md": _markdown, "latex": _latex, "csv": _csv}

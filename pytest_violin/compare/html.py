@@ -110,12 +110,8 @@ def _num(value) -> float | None:
 
 
 def _order(values) -> list:
-    """Distinct values in first-seen order (None kept)."""
-    seen: list = []
-    for v in values:
-        if v not in seen:
-            seen.append(v)
-    return seen
+    """Distinct values in first-seen order (None kept); linear (a dict keeps the order)."""
+    return list(dict.fromkeys(values))
 
 
 # --------------------------------------------------------------------------- tables
@@ -223,7 +219,8 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
 
     for m in comparability_notes(comparison):  # where the paper's rows and each run were measured
         out.append(f'<div class="banner{" warn" if "did not use" in m else ""}">{_e(m)}</div>')
-    labels = [getattr(r, "label", str(r)) for r in comparison.runs or ()]
+    # (never ``getattr(r, "label", str(r))``: the default is built first, the repr of 1M records)
+    labels = [r.label if hasattr(r, "label") else str(r) for r in comparison.runs or ()]
     facts = [("runs", ", ".join(labels) or "-")]
     if comparison.all_samples:
         facts.append(("samples", "all samples of every run (--all-samples)"))
@@ -315,17 +312,24 @@ def _metrics_html(rec) -> str:
 
 
 def _sample_ids(runs, all_samples: bool) -> list:
-    ids = _order(sid for run in runs for sid in (run.records or {}))
     if all_samples or not runs:
-        return ids
-    return [sid for sid in ids if all(sid in (run.records or {}) for run in runs)]
+        return _order(sid for run in runs for sid in (run.records or {}))
+    # held by every run: in the first run's order (one pass, no list of every id first)
+    others = [run.records or {} for run in runs[1:]]
+    return [sid for sid in (runs[0].records or {}) if all(sid in o for o in others)]
 
 
 def _sample_state(sid, runs) -> tuple[bool, bool]:
     """(any run did not pass, runs disagree: one passed and another did not)."""
-    outcomes = {run.records[sid].get("outcome", "failed") for run in runs if sid in run.records}
-    failing = any(o != "passed" for o in outcomes)
-    return failing, failing and "passed" in outcomes
+    failing = passed = False
+    for run in runs:
+        rec = run.records.get(sid)
+        if rec is not None:
+            if rec.get("outcome", "failed") == "passed":
+                passed = True
+            else:
+                failing = True
+    return failing, failing and passed
 
 
 def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> tuple[str, int]:
@@ -367,15 +371,23 @@ def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> t
 
 def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> str:
     ids = _sample_ids(runs, bool(comparison.all_samples))
-    states = {sid: _sample_state(sid, runs) for sid in ids}
-    # failures first: disagreements, then samples every run fails, then passes
-    ids = sorted(ids, key=lambda s: (not states[s][1], not states[s][0]))
-    firsts = {sid: next(run.records[sid] for run in runs if sid in run.records) for sid in ids}
-    tasks = sorted({str(r.get("task", "")) for r in firsts.values()})
-    variations = sorted({str(r.get("variation") or "") for r in firsts.values()} - {""})
+    # failures first: disagreements, then samples a run fails, then passes (a stable
+    # partition in one pass: linear in the samples, which may be 1,000,000)
+    buckets: tuple = ([], [], [])
+    task_set, variation_set = set(), set()
+    for sid in ids:
+        failing, disagree = _sample_state(sid, runs)
+        buckets[0 if disagree else 1 if failing else 2].append(sid)
+        first = next(run.records[sid] for run in runs if sid in run.records)
+        task_set.add(str(first.get("task", "")))
+        variation_set.add(str(first.get("variation") or ""))
+    n_dis = len(buckets[0])
+    ids = [*buckets[0], *buckets[1], *buckets[2]]
+    del buckets
+    tasks = sorted(task_set)
+    variations = sorted(variation_set - {""})
     t_opts = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in tasks)
     v_opts = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in variations)
-    n_dis = sum(1 for s in ids if states[s][1])
     heads = "".join(f'<th><span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>'
                     f"{_e(run.label)}</th>" for i, run in enumerate(runs))
     out = [f'<h2 id="gallery">Samples ({len(ids)}, {n_dis} where the runs disagree)</h2>',

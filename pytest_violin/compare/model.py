@@ -22,16 +22,21 @@ class Run:
     metadata : dict
         ``suite``, ``fingerprint``, ``profile``, ``package_version``, ``adapter``, ... as recorded.
     records : dict
-        sample id -> record (a dict with at least ``task``, ``variation``,
-        ``outcome``, ``metrics``; results.json records also ``prompt``, ``extra``
-        with thumbnails, ``failed``, ``error``), in suite order.
+        sample id -> record (a dict with at least ``task``, ``suite``,
+        ``variation``, ``outcome``, ``metrics``; where the run holds them also
+        ``failed`` (a tuple of metric names, left out when empty), ``prompt``,
+        ``error`` and ``extra`` with thumbnails), in suite order. Records
+        loaded from files hold only these keys (cut to bounded lengths), not
+        the whole results.json record: a run may hold 1,000,000 of them.
     """
 
     label: str
     source: str
     kind: str
     metadata: dict = field(default_factory=dict)
-    records: dict = field(default_factory=dict)
+    # not in the repr: a run may hold 1,000,000 records (a message or a log line
+    # that shows a Run must not format them all)
+    records: dict = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)

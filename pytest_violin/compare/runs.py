@@ -8,6 +8,7 @@ for the suite's sample ids (never outside the folder).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -91,17 +92,19 @@ def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) 
 
 
 def _read_json(path: Path):
-    """Parse ``path`` after checking its size (a hostile file cannot exhaust memory)."""
+    """Parse ``path`` after checking its size (a hostile file cannot exhaust memory).
+
+    Read with :func:`pytest_violin._fs.read_option_bytes` (a regular file only,
+    refused by its size before it is read); the bytes are dropped once decoded,
+    so a 250 MB results.json is held once as text while it is parsed.
+    """
+    from .._fs import read_option_bytes
+
+    data = read_option_bytes(path, what="RUN", limit=MAX_JSON_BYTES)
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_JSON_BYTES + 1)
-    except OSError as exc:
-        raise InvalidArgumentError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_JSON_BYTES:
-        raise InvalidArgumentError(f"{path}: larger than {MAX_JSON_BYTES // (1024 * 1024)} MB; "
-                                   f"not a results.json or baseline of pytest-violin")
-    try:
-        return json.loads(data)
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+        del data
+        return json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
                  if isinstance(exc, json.JSONDecodeError) else "")
@@ -114,36 +117,106 @@ def _text(value, limit: int = 200) -> str | None:
     return str(value)[:limit]
 
 
+#: Metric values and names kept per record, at most.
+_MAX_METRICS = 64
+_METRIC_NAME_MAX = 40
+_PROMPT_MAX = 4000
+_ERROR_MAX = 500
+
+
 def _metrics(path, sid, raw) -> dict:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'metrics' must be an object, "
                                    f"got {type(raw).__name__}")
+    # fast path (every record pytest-violin writes): a small dict of finite floats under
+    # short names is kept as parsed; ``v - v == 0.0`` is False for inf and NaN
+    if type(raw) is dict and len(raw) <= _MAX_METRICS:
+        for k, v in raw.items():
+            if type(v) is not float or v - v != 0.0 or len(k) > _METRIC_NAME_MAX:
+                break
+        else:
+            return raw
     out = {}
-    for k, v in list(raw.items())[:64]:
+    for k, v in itertools.islice(raw.items(), _MAX_METRICS):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
             continue  # None/NaN: not scored
-        out[str(k)[:40]] = float(v)
+        out[str(k)[:_METRIC_NAME_MAX]] = float(v)
     return out
 
 
-def _record(path, raw, id_key: str, suite: str) -> tuple[str, dict]:
-    if not isinstance(raw, Mapping):
+def _failed(raw, interned: dict) -> tuple:
+    """The metric names over their limit, as a shared tuple (most records hold the same few)."""
+    if not raw or type(raw) is not list:
+        return ()
+    key = tuple(raw[:_MAX_METRICS])
+    try:
+        return interned[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable name (a list, an object): shown as text
+        key = tuple(str(k) for k in key)
+    names = tuple(str(k)[:_METRIC_NAME_MAX] for k in key)
+    return interned.setdefault(key, interned.setdefault(names, names))
+
+
+def _thumbnails(extra) -> dict | None:
+    thumbs = extra.get("thumbnails") if isinstance(extra, Mapping) else None
+    if not isinstance(thumbs, Mapping):
+        return None
+    clean = {k: v for k, v in thumbs.items()
+             if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
+    return {"thumbnails": clean} if clean else None
+
+
+def _short(value, limit: int, interned: dict) -> str:
+    """``value`` as text of at most ``limit`` characters, one shared object per distinct value."""
+    text = (value if type(value) is str else str(value))[:limit]
+    return interned.setdefault(text, text)
+
+
+def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, dict]:
+    """The fields a comparison uses, checked and cut (``interned`` shares repeated strings).
+
+    Only these are kept (a results.json record also holds limits, repeats,
+    timings...): 1,000,000 records must fit in memory. The common case (what
+    pytest-violin writes) takes the fast paths: type checks, no copies.
+    """
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: every sample must be an object, got "
                                    f"{type(raw).__name__}")
-    sid = raw.get(id_key, raw.get("id"))
+    get = raw.get
+    sid = get(id_key)
+    if sid is None:
+        sid = get("id")
     if not isinstance(sid, str) or not sid or len(sid) > 400:
         raise InvalidArgumentError(f"{path}: a sample has no usable {id_key!r} (got "
                                    f"{str(sid)[:60]!r}); expected a sample id string")
-    task = raw.get("task")
+    task = get("task")
     if not isinstance(task, str) or not task:
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'task' must be a string")
-    rec = dict(raw)
-    rec.update(id=sid, task=task[:40], suite=_text(raw.get("suite")) or suite,
-               variation=_text(raw.get("variation"), 60),
-               outcome=_text(raw.get("outcome"), 20) or ("failed" if raw.get("failed") else "passed"),
-               metrics=_metrics(path, sid, raw.get("metrics")))
+    own_suite, variation, outcome = get("suite"), get("variation"), get("outcome")
+    # five keys in the common case (a passed sample): the smallest dict CPython makes; the
+    # sample id is the key of Run.records, and an empty "failed" is left out
+    rec = {"task": _short(task, 40, interned),
+           "suite": suite if own_suite is None or own_suite == "" else _short(own_suite, 200, interned),
+           "variation": None if variation is None else _short(variation, 60, interned),
+           "outcome": _short(outcome, 20, interned) if outcome else
+                      ("failed" if get("failed") else "passed"),
+           "metrics": _metrics(path, sid, get("metrics"))}
+    failed = _failed(get("failed"), interned)
+    if failed:
+        rec["failed"] = failed
+    prompt, error, extra = get("prompt"), get("error"), get("extra")
+    if prompt is not None:
+        rec["prompt"] = str(prompt)[:_PROMPT_MAX]
+    if error is not None:
+        rec["error"] = str(error)[:_ERROR_MAX]
+    if extra:
+        extra = _thumbnails(extra)
+        if extra is not None:
+            rec["extra"] = extra
     return sid, rec
 
 
@@ -151,13 +224,16 @@ def _records(path, samples, id_key, suite) -> dict:
     if not isinstance(samples, list):
         raise InvalidArgumentError(f"{path}: 'samples' must be a list")
     if len(samples) > MAX_SAMPLES:
-        raise InvalidArgumentError(f"{path}: {len(samples)} samples; at most {MAX_SAMPLES} accepted")
+        raise InvalidArgumentError(f"{path}: {len(samples):,} samples; at most {MAX_SAMPLES:,} "
+                                   f"accepted")
+    interned: dict = {}
     out: dict = {}
-    for raw in samples:
-        sid, rec = _record(path, raw, id_key, suite)
+    for i, raw in enumerate(samples):
+        sid, rec = _record(path, raw, id_key, suite, interned)
         if sid in out:
             raise InvalidArgumentError(f"{path}: sample id {sid!r} occurs more than once")
         out[sid] = rec
+        samples[i] = None  # the parsed record is not needed any more: memory stays flat
     return out
 
 

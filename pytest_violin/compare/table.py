@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from statistics import NormalDist
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..gating.statistics import paired_bootstrap
+from ..report.text import printable
 from ..results import aggregate, sample_value
 from .model import ComparedRow, Comparison, PairDelta
 
@@ -66,15 +68,16 @@ def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = F
         if len(runs) > 1 and not shared_ids:
             raise InvalidArgumentError(
                 "the runs share no sample id ("
-                + ", ".join(f"{r.label}: {len(r.records)}" for r in runs)
+                + ", ".join(f"{_shown(r.label)}: {len(r.records)}" for r in runs)
                 + " samples); pass --all-samples to compare each on its own samples")
         for run in runs:
             extra = len(run.records) - len(shared_ids)
             dropped[run.label] = extra
             if extra:
                 missing = [o.label for o in runs
-                           if o is not run and len(set(run.records) - set(o.records))]
-                reasons[run.label] = ("not held by " + ", ".join(missing)) if missing else ""
+                           if o is not run and any(sid not in o.records for sid in run.records)]
+                reasons[run.label] = ("not held by " + ", ".join(map(_shown, missing))
+                                      if missing else "")
     rows: list = []
     selected = {}
     for run in runs:
@@ -105,15 +108,22 @@ def _unique_labels(runs) -> None:
 
 def _mismatches(runs) -> list:
     out = []
-    first = runs[0]
     for key in MISMATCH_KEYS:
         values = {r.label: r.metadata.get(key) for r in runs}
-        known = {v for v in values.values() if v is not None}
+        known = {str(v) for v in values.values() if v is not None}  # a list/dict from a file too
         if len(known) > 1:
-            shown = ", ".join(f"{label}: {str(v)[:40]}" for label, v in values.items())
+            shown = ", ".join(f"{_shown(label)}: {_shown(v, 40)}" for label, v in values.items())
             out.append(f"{key.replace('_', ' ')} differs ({shown})")
-    del first
     return out
+
+
+def _shown(text, limit: int = 80) -> str:
+    """Outside text (a label, a recorded value) in a message or note: cut, then made printable.
+
+    The one place this module formats text read from runs; the renderers
+    escape it again for their format.
+    """
+    return printable(str(text)[:limit])
 
 
 def _ordered(items) -> list:
@@ -152,31 +162,59 @@ def _sample_mean(rec) -> float | None:
     if not rec.get("metrics"):
         return sample_value({})
     m = (rec.get("metrics") or {}).get("mean")
-    if m is None or not math.isfinite(float(m)):
+    if m is None or isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m):
         return None
     return float(m)
+
+
+#: Pairs above which a task's interval is the normal approximation of the
+#: paired bootstrap (mean difference +- z * s / sqrt(n)) instead of the
+#: bootstrap itself, whose cost is resamples x n (2,000 x 333,333 pairs took
+#: 19 s per task on 2 shared cores). At this n the bootstrap distribution of a
+#: mean is normal to within its own Monte Carlo error at 2,000 resamples
+#: (the skewness term of the percentile interval is O(1/sqrt(n)): under a
+#: hundredth of the standard error here, against ~6% for the resampling).
+BOOTSTRAP_MAX_PAIRS = 100_000
+
+
+def _interval(old, new, *, resamples: int, seed) -> tuple[float, float, float]:
+    """(mean of new - old, 95% low, 95% high)."""
+    d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
+    delta = float(d.mean())
+    if d.size <= BOOTSTRAP_MAX_PAIRS:
+        lo, hi = paired_bootstrap(old, new, resamples=resamples, seed=seed)
+        return delta, lo, hi
+    half = _Z95 * float(d.std(ddof=1)) / math.sqrt(d.size)
+    return delta, delta - half, delta + half
+
+
+_Z95 = NormalDist().inv_cdf(0.975)
 
 
 def _pairs(runs, all_samples, shared_ids, resamples, seed) -> list:
     out = []
     for i, j in itertools.combinations(range(len(runs)), 2):
         a, b = runs[i], runs[j]
-        common = [sid for sid in a.records if sid in b.records]
-        tasks = _ordered(a.records[sid].get("task") for sid in common)
-        for t_index, task in enumerate(tasks):
-            old, new = [], []
-            for sid in common:
-                ra, rb = a.records[sid], b.records[sid]
-                if ra.get("task") != task:
-                    continue
-                va, vb = _sample_mean(ra), _sample_mean(rb)
-                if va is not None and vb is not None:
-                    old.append(va)
-                    new.append(vb)
+        # one pass over the samples both hold: per task (in first-seen order) the
+        # paired sample means, skipping samples without a mean in either run
+        by_task: dict = {}
+        b_records = b.records
+        for sid, ra in a.records.items():
+            rb = b_records.get(sid)
+            if rb is None:
+                continue
+            pair = by_task.get(ra.get("task"))
+            if pair is None:
+                pair = by_task[ra.get("task")] = ([], [])
+            va, vb = _sample_mean(ra), _sample_mean(rb)
+            if va is not None and vb is not None:
+                pair[0].append(va)
+                pair[1].append(vb)
+        for t_index, (task, (old, new)) in enumerate(by_task.items()):
             if not old:
                 continue
-            lo, hi = paired_bootstrap(old, new, resamples=resamples, seed=[int(seed), i, j, t_index])
-            delta = float(np.mean(np.asarray(new) - np.asarray(old)))
+            delta, lo, hi = _interval(old, new, resamples=resamples,
+                                      seed=[int(seed), i, j, t_index])
             out.append(PairDelta(a=a.label, b=b.label, task=task, n=len(old), delta=delta,
                                  ci_low=lo, ci_high=hi))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -19,6 +20,9 @@ __all__ = ["BASELINE_FORMAT", "SCHEMA_VERSION", "build_baseline", "dataset_chang
 
 BASELINE_FORMAT = "pytest-violin-baseline"
 SCHEMA_VERSION = 1
+
+#: Largest baseline file read, in bytes (one of the full 7,745-sample suite is ~4 MB).
+MAX_BASELINE_BYTES = 64 * 2**20
 
 _TOP_FIELDS = ("format", "schema_version", "metadata", "aggregates", "samples")
 _META_FIELDS = {
@@ -222,18 +226,15 @@ def read_baseline(path) -> dict:
         Missing file, invalid JSON, unknown format or schema version, or a
         field of the wrong type; the message names the file and the field.
     """
+    from .._fs import read_option_json
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise BaselineError(f"{path}: baseline file does not exist "
-                            "(write one with --violin-save-baseline=PATH)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"{path}: cannot read baseline ({exc})") from exc
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+                            "(write one with --violin-save-baseline=PATH)")
+    # a regular file of at most MAX_BASELINE_BYTES, nested at most 64 deep: a FIFO,
+    # /dev/zero or a 2 GB file is refused with one line, never read
+    doc = read_option_json(path, what="baseline", limit=MAX_BASELINE_BYTES, error=BaselineError)
     validate_baseline(doc, source=str(path))
     return doc
 

@@ -57,6 +57,9 @@ FIRST_POLL_WAIT = 0.5
 #: Longest wait between polls (the backoff's cap).
 MAX_POLL_WAIT = 5.0
 
+#: Largest request template (or --violin-replicate-input) file read, in bytes.
+MAX_TEMPLATE_BYTES = 4 * 2**20
+
 #: Placeholder names a request template may use (``{images[N]}`` too).
 PLACEHOLDERS = ("prompt", "width", "height", "seed", "sample_id", "task", "repeat", "size", "images")
 
@@ -110,23 +113,15 @@ class RequestTemplate:
         self.digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
 
     @classmethod
-    def from_file(cls, path: Path) -> "RequestTemplate":
-        """Load a template file (UTF-8 JSON)."""
+    def from_file(cls, path: Path, *, what: str = "--violin-request-template") -> "RequestTemplate":
+        """Load a template file (UTF-8 JSON, a regular file of at most
+        :data:`MAX_TEMPLATE_BYTES`, nested at most :data:`pytest_violin._fs.DEFAULT_JSON_DEPTH`
+        deep); ``what`` is the option that named it, for the messages."""
+        from .._fs import read_option_json
+
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ModelSpecError(f"request template {str(path)!r} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelSpecError(f"request template {str(path)!r} could not be read ({exc})") from None
-        try:
-            body = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ModelSpecError(
-                f"request template {str(path)!r} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}"
-            ) from None
-        return cls(body, source=f"request template {str(path)!r}")
+        body = read_option_json(path, what=what, limit=MAX_TEMPLATE_BYTES, error=ModelSpecError)
+        return cls(body, source=f"{what} {str(path)!r}")
 
     # -- validation ---------------------------------------------------------
     def _check(self, node: Any, where: str) -> None:

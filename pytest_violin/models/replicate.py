@@ -272,7 +272,7 @@ def _quietly(fn) -> None:
 
 
 def _load_template(path) -> RequestTemplate:
-    template = RequestTemplate.from_file(Path(path))
+    template = RequestTemplate.from_file(Path(path), what="--violin-replicate-input")
     if not isinstance(template.body, dict):
         raise ModelSpecError(
             f"{template.source}: the replicate input must be a JSON object, got {type(template.body).__name__}")

@@ -79,7 +79,10 @@ def _raw_text(config, name: str) -> str:
 
 def _usage(config, name: str, problem: str, accepted: str) -> pytest.UsageError:
     flag = f"--violin-{name.replace('_', '-')}"
-    return pytest.UsageError(f"{flag}={_raw_text(config, name)!r}: {problem}; accepted: {accepted}")
+    from .options import _cut  # the value echoed at most MAX_ECHOED characters, as by the converters
+
+    return pytest.UsageError(f"{flag}={_cut(repr(_raw_text(config, name)))}: {problem}; "
+                             f"accepted: {accepted}")
 
 
 def parse_settings(config) -> ViolinSettings:
@@ -96,8 +99,9 @@ def parse_settings(config) -> ViolinSettings:
                      "a directory path (created if missing)")
     template = values["request_template"]
     if template is not None and not template.is_file():
-        raise _usage(config, "request_template", f"file {str(template)!r} does not exist",
-                     "a JSON template file")
+        problem = (f"{str(template)!r} is not a regular file" if template.exists()
+                   else f"file {str(template)!r} does not exist")
+        raise _usage(config, "request_template", problem, "a JSON template file")
     cache_dir = values["cache_dir"]
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
         raise _usage(config, "cache_dir", f"{str(cache_dir)!r} is not a directory",

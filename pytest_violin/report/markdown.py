@@ -8,6 +8,7 @@ from pathlib import Path
 from ..gating import aggregate_records
 from .._fs import atomic_write
 from .json_report import fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
+from .text import printable
 
 _pct = fmt_pct
 
@@ -17,8 +18,10 @@ _MAX_LISTED = 10
 
 
 def md_escape(text) -> str:
-    """Make ``text`` safe inside a Markdown table cell (no HTML, no pipes, one line)."""
-    s = str(text)
+    """Make ``text`` safe inside a Markdown table cell (no HTML, no pipes, one line, and
+    printable: ESC, BEL, NUL... shown as ``\\xNN``). With :func:`_code`, the one
+    place this module formats text from outside (a variation or task name, an id)."""
+    s = printable(text)
     for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`"),
                  ("*", "\\*"), ("_", "\\_"), ("[", "\\["), ("]", "\\]")):
         s = s.replace(a, b)
@@ -26,8 +29,8 @@ def md_escape(text) -> str:
 
 
 def _code(text) -> str:
-    """``text`` as an inline code span (backticks replaced, one line)."""
-    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+    """``text`` as an inline code span (backticks replaced, one line, printable)."""
+    return "`" + " ".join(printable(text).replace("`", "'").split()) + "`"
 
 
 def _ids(ids) -> str:
@@ -95,7 +98,7 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                 *(["refused"] if with_refused else []), *names]
         if groups:
             head.append("Δ mean vs baseline")
-        lines += [f"### {md_escape(task)}", "", "| " + " | ".join(head) + " |",
+        lines += [f"### {md_escape(task)}", "", "| " + " | ".join(map(md_escape, head)) + " |",
                   "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
         for row, label in [*((r, r["variation"] or "-") for r in rows), (task_row, "**all**")]:
             cells = [md_escape(label) if label != "**all**" else label, str(row["n"]),

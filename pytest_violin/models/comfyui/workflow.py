@@ -24,7 +24,6 @@ from typing import Any
 from ...errors import ModelSpecError
 from ..http import RequestTemplate
 from ..request import GenerationRequest
-from ..transport.decode import load_json
 
 __all__ = ["IMAGE_OUTPUTS", "LOADER_FOLDERS", "MAX_WORKFLOW_BYTES", "PLACEHOLDERS", "Workflow"]
 
@@ -128,25 +127,14 @@ class Workflow:
 
     @classmethod
     def from_file(cls, path: Path, output: str | None = None) -> "Workflow":
-        """Load a workflow file (UTF-8 JSON, at most :data:`MAX_WORKFLOW_BYTES`)."""
+        """Load a workflow file (UTF-8 JSON, a regular file of at most :data:`MAX_WORKFLOW_BYTES`,
+        nested at most :data:`pytest_violin._fs.DEFAULT_JSON_DEPTH` deep)."""
+        from ..._fs import read_option_json
+
         path = Path(path)
         shown = f"workflow {str(path)!r}"
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read(MAX_WORKFLOW_BYTES + 1)
-        except FileNotFoundError:
-            raise ModelSpecError(f"{shown} does not exist") from None
-        except OSError as exc:
-            raise ModelSpecError(f"{shown} could not be read ({exc.strerror or exc})") from None
-        if len(data) > MAX_WORKFLOW_BYTES:
-            raise ModelSpecError(f"{shown} is larger than {MAX_WORKFLOW_BYTES} bytes; accepted: a workflow file")
-        try:
-            body = load_json(data)  # nesting bounded
-        except UnicodeDecodeError:
-            raise ModelSpecError(f"{shown} is not UTF-8 text") from None
-        except json.JSONDecodeError as exc:
-            raise ModelSpecError(
-                f"{shown} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        body = read_option_json(path, what="--violin-workflow", limit=MAX_WORKFLOW_BYTES,
+                                error=ModelSpecError)
         return cls(body, source=shown, output=output)
 
     def _translate(self, node: Any, where: str) -> Any:
