@@ -144,8 +144,13 @@ class GenerationCancelled(GenerationError):
 
     Raised by adapters and the HTTP client when the run's cancel event
     (:attr:`pytest_violin.models.AdapterOptions.cancel`) is set: no new
-    request or retry starts after that.
+    request or retry starts after that. Never the model's failure: the sample
+    ends as an *error* (:attr:`GenerationError.unjudged`), never a score.
     """
+
+    @property
+    def unjudged(self) -> bool:  # noqa: D102 - documented on the base class
+        return True
 
 
 class GenerationRefused(GenerationError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-import weakref
 from pathlib import Path
 from typing import NamedTuple
 
@@ -50,7 +49,10 @@ def pytest_configure(config):
         "violin_sample fixture is parametrized over, and the limits violin_check applies",
     )
     state = get_state(config)  # parses and validates every option (UsageError on bad values)
-    _LIVE_STATES.add(state)
+    # Ctrl-C, SIGTERM and xdist workers, per session (see signals.py)
+    from .signals import register as register_signals
+
+    register_signals(config, state)
     if (state.settings.model or "hypothesis" in sys.modules
             or config.getoption("hypothesis_profile", None) == "violin"):
         # the "violin" settings profile for model-backed property tests; hypothesis
@@ -201,18 +203,10 @@ def builtin_scope(config) -> BuiltinScope:
     return BuiltinScope(True, None, "no path on the command line")
 
 
-def pytest_keyboard_interrupt(excinfo):
-    # The first Ctrl-C: no new request, retry or poll starts (the adapters and
-    # the runner watch the cancel event) and the generations in flight are
-    # abandoned (daemon threads); the reports are still written for what
-    # finished. A second Ctrl-C interrupts that too: nothing here catches it,
-    # and no thread of ours holds the interpreter's exit.
-    for state in list(_LIVE_STATES):
-        state.cancel.set()
-
-
-#: States of the configs alive in this process (pytest_keyboard_interrupt has no config).
-_LIVE_STATES: "weakref.WeakSet" = weakref.WeakSet()
+# Ctrl-C and SIGTERM: signals.SessionSignals, one per config. The first one
+# sets that session's cancel event (no new request, retry or poll starts; the
+# generations in flight are abandoned, daemon threads) and the reports are still
+# written for what finished; a second one ends the process at once.
 
 
 def _restore_hypothesis_profile():
@@ -460,7 +454,7 @@ def pytest_sessionfinish(session, exitstatus):
     if state is None:
         return
     stopped = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED) or bool(session.shouldstop)
-               or bool(session.shouldfail))
+               or bool(session.shouldfail) or state.cancel.is_set())
     if state.runner is not None:
         # after Ctrl-C or -x nothing waits for the generations still in flight
         state.runner.close(wait=not stopped)

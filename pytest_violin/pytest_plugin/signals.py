@@ -1,0 +1,284 @@
+"""Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers.
+
+Each config gets a :class:`SessionSignals` (registered as a plugin of that
+config only, so pytest's ``config.hook.pytest_keyboard_interrupt`` reaches the
+session that was interrupted and no other: an in-process ``pytester`` session
+that is interrupted cancels itself, never the run around it).
+
+With a model configured, in the main thread:
+
+* the first SIGINT or SIGTERM sets the session's cancel event at once (no new
+  request, retry or poll starts; see :class:`~pytest_violin.models.AdapterOptions`),
+  sets ``session.shouldstop`` (so the reports say why the run stopped) and
+  raises :class:`KeyboardInterrupt` in the main thread, as Python's own SIGINT
+  handler does: pytest ends the session, the reports are written for what
+  finished, marked ``"interrupted"``, and it exits 2;
+* a second SIGINT or SIGTERM writes one line to stderr and ends the process at
+  once with exit code 2 (``os._exit``: no report writing, no thread join, no
+  ``atexit`` handler waits);
+* a SIGINT that the run was started to ignore (``nohup``, a background job of
+  a shell) stays ignored in the main process; a SIGTERM handler someone else
+  installed is left alone.
+
+pytest-xdist: the controller passes a private folder and its pid to every
+worker (``pytest_configure_node``, ``node.workerinput``). When the controller
+is interrupted it writes ``interrupted`` there; a daemon thread in each worker
+sees it within :data:`WATCH_INTERVAL` and interrupts its worker as the first
+Ctrl-C does (also when only the controller got the signal). The same thread
+ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
+changed), so no worker outlives its controller. A worker handles only its
+first interrupt; what follows is the controller's business.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register"]
+
+#: Seconds between two looks of a worker at its controller.
+WATCH_INTERVAL = 0.1
+#: ``workerinput`` keys (set by the controller, read by its workers).
+CONTROL_KEY, CONTROLLER_PID_KEY = "violin_control", "violin_controller_pid"
+_FLAG = "interrupted"
+_NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
+class SessionSignals:
+    """The interrupt handling of one config (see the module docstring)."""
+
+    def __init__(self, config, state):
+        self.config = config
+        self.state = state
+        self.session = None
+        self.count = 0                       # interrupts seen by this session
+        self.worker = hasattr(config, "workerinput")
+        self._previous: dict = {}            # signum -> handler before ours
+        self._ignore_external = False        # SIGINT was ignored in this worker
+        self._forwarding = False             # the watcher is interrupting its worker
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.control: Path | None = None     # controller: the folder its workers watch
+        self._owns_control = False
+        self._pidfile: Path | None = None    # worker: its worker-PID file in the control folder
+
+    # -- hooks of this config only ----------------------------------------
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter formats the traceback
+    def pytest_keyboard_interrupt(self, excinfo):
+        # pytest calls this on the config whose session was interrupted: a
+        # KeyboardInterrupt that did not come through our handler (raised by a
+        # test, an inner pytester session, a handler of someone else) counts as
+        # the first interrupt too
+        self._interrupted(signal.SIGINT if self.count == 0 else None)
+        if self.state.settings.model:
+            drop_lineless_frames(getattr(excinfo, "tb", None))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node):  # xdist controller, per worker
+        if self.control is not None:
+            node.workerinput[CONTROL_KEY] = str(self.control)
+            node.workerinput[CONTROLLER_PID_KEY] = os.getpid()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config):
+        self.close()
+        if self.worker and self.count and self._watcher is not None:
+            # an interrupted worker has sent what it had (workerfinished, in its
+            # sessionfinish): nothing is left for it to do, and its controller
+            # waits for the process to end; skip the interpreter's finalization
+            _say("", flush_only=True)
+            os._exit(int(pytest.ExitCode.INTERRUPTED))
+
+    # -- setup ------------------------------------------------------------
+    def start(self) -> None:
+        """Install the handlers (main thread only) and, under xdist, the control folder or watcher."""
+        if self.state.is_xdist_controller:
+            self.control = Path(tempfile.mkdtemp(prefix="violin-control-"))
+            self._owns_control = True
+        elif self.worker:
+            self._start_watcher()
+        if threading.current_thread() is not threading.main_thread():
+            return
+        current = signal.getsignal(signal.SIGINT)
+        ours = getattr(current, "__self__", None)
+        if current is signal.default_int_handler or isinstance(ours, SessionSignals):
+            self._install(signal.SIGINT)
+        elif self.worker and current == signal.SIG_IGN:
+            # the controller was started ignoring SIGINT: its workers ignore a
+            # terminal's SIGINT too, and still obey their controller
+            self._ignore_external = True
+            self._install(signal.SIGINT)
+        current = signal.getsignal(signal.SIGTERM)
+        if current == signal.SIG_DFL or isinstance(getattr(current, "__self__", None), SessionSignals):
+            self._install(signal.SIGTERM)
+
+    def _install(self, signum) -> None:
+        try:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        except (ValueError, OSError):  # not the main thread of the main interpreter
+            pass
+
+    def close(self) -> None:
+        """Restore the handlers this session replaced; stop the watcher; remove the control folder."""
+        self._stop.set()
+        for signum, previous in self._previous.items():
+            try:
+                if getattr(signal.getsignal(signum), "__self__", None) is self:
+                    signal.signal(signum, previous)
+            except (ValueError, OSError):
+                pass
+        self._previous.clear()
+        if self._pidfile is not None:
+            try:
+                self._pidfile.unlink()
+            except OSError:
+                pass
+            self._pidfile = None
+        if self._owns_control and self.control is not None:
+            shutil.rmtree(self.control, ignore_errors=True)
+            self._owns_control = False
+
+    # -- interrupts -------------------------------------------------------
+    def _handle(self, signum, frame):
+        with self._lock:
+            forwarded, self._forwarding = self._forwarding, False
+        if self._ignore_external and not forwarded:
+            return
+        if self.count == 0:
+            self._interrupted(signum)
+            raise KeyboardInterrupt(_NAMES.get(signum, f"signal {signum}"))
+        if self.worker:
+            return  # the controller ends its workers (or they see it gone)
+        _say(f"violin: second interrupt ({_NAMES.get(signum, signum)}): exiting now; "
+             "the reports of this run were not written")
+        self._kill_workers()
+        os._exit(int(pytest.ExitCode.INTERRUPTED))
+
+    def _kill_workers(self) -> None:
+        """Controller: end the workers that announced themselves (``worker-PID`` files) at once."""
+        if self.control is None:
+            return
+        try:
+            names = [p.name for p in self.control.iterdir()]
+        except OSError:
+            return
+        for name in names:
+            if name.startswith("worker-") and name[7:].isdigit():
+                try:
+                    os.kill(int(name[7:]), signal.SIGKILL)
+                except OSError:
+                    pass
+        if self._owns_control:
+            shutil.rmtree(self.control, ignore_errors=True)
+
+    def _interrupted(self, signum) -> None:
+        """The first interrupt of this session: cancel its generations and tell its workers."""
+        self.count += 1
+        if self.count > 1:
+            return
+        self.state.cancel.set()
+        session = self.session
+        if session is not None and not session.shouldstop and signum is not None:
+            try:
+                session.shouldstop = f"interrupted ({_NAMES.get(signum, f'signal {signum}')})"
+            except Exception:
+                pass
+        if signum == signal.SIGTERM:
+            _say("violin: SIGTERM: stopping as after Ctrl-C (no new request; reports of what finished)")
+        if self.control is not None:
+            try:
+                (self.control / _FLAG).touch()
+            except OSError:
+                pass
+
+    # -- xdist worker -----------------------------------------------------
+    def _start_watcher(self) -> None:
+        info = getattr(self.config, "workerinput", {}) or {}
+        control = info.get(CONTROL_KEY)
+        controller = info.get(CONTROLLER_PID_KEY)
+        if not control:
+            return
+        # watch the parent only where the controller is the parent (a popen worker)
+        parent = controller if controller == os.getppid() else None
+        if parent is not None:  # only a child of the controller may be killed by it
+            try:
+                self._pidfile = Path(control) / f"worker-{os.getpid()}"
+                self._pidfile.touch()
+            except OSError:
+                self._pidfile = None
+        self._watcher = threading.Thread(target=self._watch, args=(Path(control), parent),
+                                         daemon=True, name="violin-controller-watch")
+        self._watcher.start()
+
+    def _watch(self, control: Path, parent) -> None:
+        flag = control / _FLAG
+        while not self._stop.wait(WATCH_INTERVAL):
+            if parent is not None and os.getppid() != parent:
+                _say(f"violin: worker {os.getpid()}: its controller (pid {parent}) is gone; exiting")
+                os._exit(2)
+            if self.count == 0 and flag.exists():
+                self.state.cancel.set()
+                with self._lock:
+                    self._forwarding = True
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)  # our handler: the first interrupt
+                except OSError:
+                    pass
+                self._stop.wait(1.0)  # once: the handler counts it
+
+
+def drop_lineless_frames(tb) -> None:
+    """Unlink the entries of traceback ``tb`` (after the first) that have no line number.
+
+    CPython 3.11+ gives a traceback entry ``tb_lineno = None`` when an exception
+    is raised at an instruction without a line (a signal handler's
+    KeyboardInterrupt can land there); pytest's terminal reporter then fails
+    formatting the interrupt (``TypeError`` in ``TracebackEntry.lineno``: an
+    INTERNALERROR instead of exit 2, seen also in pytest-xdist issue #1196).
+    Such an entry says nothing a reader could use, so it is left out.
+    """
+    while tb is not None:
+        nxt = tb.tb_next
+        while nxt is not None and nxt.tb_lineno is None:
+            nxt = nxt.tb_next
+        try:
+            tb.tb_next = nxt
+        except (TypeError, ValueError):
+            return
+        tb = nxt
+
+
+def _say(line: str, *, flush_only: bool = False) -> None:
+    """Flush the output streams and write ``line`` to the process's stderr (never raises)."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if not flush_only:
+        try:
+            sys.__stderr__.write(line + "\n")
+            sys.__stderr__.flush()
+        except Exception:
+            pass
+
+
+def register(config, state) -> SessionSignals:
+    """Register the interrupt handling of ``config``; handlers only when a model is configured."""
+    signals = SessionSignals(config, state)
+    config.pluginmanager.register(signals, "violin-signals")
+    if state.settings.model:
+        signals.start()
+    return signals
