@@ -285,3 +285,86 @@ def test_paper_rows_join_the_tables_without_pass_rate(made, capsys):
     assert main(["compare", str(made / "oracle"), str(made / "noisy"), "--paper",
                  "--format", "md"]) == 0
     assert "*(paper)*" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- scale (issue 21)
+
+
+def _lean_results(path, n, *, seed=0, extra=None):
+    """A results.json of ``n`` records holding what compare reads (as the benchmark writes)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i in range(n):
+        m = {"rgb_ed": float(rng.random() / 5), "lab_00": float(rng.random() / 5)}
+        m["mean"] = (m["rgb_ed"] + m["lab_00"]) / 2
+        rec = {"sample_id": f"color/v{i % 3}/c/t{i}", "task": "color", "variation": f"v{i % 3}",
+               "metrics": m, "failed": ["rgb_ed"] if m["rgb_ed"] > 0.15 else [],
+               "outcome": "failed" if m["rgb_ed"] > 0.15 else "passed"}
+        rec.update(extra or {})
+        samples.append(rec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": "pytest-violin-results", "metadata": {"adapter": path.parent.name},
+                                "samples": samples}))
+    return path
+
+
+def test_loaded_records_keep_only_what_compare_uses(tmp_path):
+    path = _lean_results(tmp_path / "a" / "results.json", 4,
+                         extra={"limits": {"rgb_ed": 0.15}, "repeats": [{"rgb_ed": 0.1}],
+                                "seconds": 1.5, "prompt": "p" * 10_000})
+    run = load_run(str(path))
+    rec = next(iter(run.records.values()))
+    assert set(rec) <= {"task", "suite", "variation", "outcome", "metrics", "failed", "prompt",
+                        "error", "extra"}
+    assert len(rec["prompt"]) <= runs_mod._PROMPT_MAX
+    assert "records=" not in repr(run)  # a Run of 1,000,000 records is never formatted whole
+
+
+def test_hostile_record_fields_are_cut_or_refused_never_a_crash(tmp_path):
+    path = _lean_results(tmp_path / "a" / "results.json", 3,
+                         extra={"failed": [{"a": 1}, ["x"], 5], "metrics": {"m": True, "n": "1",
+                                                                             "k" * 100: 0.5}})
+    rec = next(iter(load_run(str(path)).records.values()))
+    assert all(isinstance(f, str) for f in rec["failed"])
+    assert rec["metrics"] == {"k" * 40: 0.5}  # booleans and strings are not scored; names cut
+    odd = _lean_results(tmp_path / "b" / "results.json", 2, extra={"failed": 5})
+    assert "failed" not in next(iter(load_run(str(odd)).records.values()))
+
+
+def test_more_samples_than_the_bound_are_refused(tmp_path, monkeypatch):
+    path = _lean_results(tmp_path / "a" / "results.json", 5)
+    monkeypatch.setattr(runs_mod, "MAX_SAMPLES", 4)
+    with pytest.raises(InvalidArgumentError, match="5 samples; at most 4"):
+        load_run(str(path))
+
+
+def test_large_pair_counts_use_the_normal_interval_close_to_the_bootstrap(tmp_path, monkeypatch):
+    from pytest_violin.compare import table as table_mod
+
+    a = load_run(str(_lean_results(tmp_path / "a" / "results.json", 3000, seed=1)))
+    b = load_run(str(_lean_results(tmp_path / "b" / "results.json", 3000, seed=2)))
+    boot = build([a, b], resamples=2000).pairs[0]
+    monkeypatch.setattr(table_mod, "BOOTSTRAP_MAX_PAIRS", 100)
+    normal = build([a, b], resamples=2000).pairs[0]
+    assert normal.n == boot.n == 3000 and normal.delta == pytest.approx(boot.delta)
+    half = (boot.ci_high - boot.ci_low) / 2
+    assert normal.ci_low == pytest.approx(boot.ci_low, abs=0.1 * half)
+    assert normal.ci_high == pytest.approx(boot.ci_high, abs=0.1 * half)
+    assert normal.ci_low < normal.delta < normal.ci_high
+
+
+def test_the_gallery_orders_disagreements_then_failures_then_passes(tmp_path):
+    from pytest_violin.compare.html import _sample_ids, render_html
+
+    a = load_run(str(_lean_results(tmp_path / "a" / "results.json", 60, seed=3)))
+    b = load_run(str(_lean_results(tmp_path / "b" / "results.json", 60, seed=4)))
+    del b.records[next(iter(b.records))]
+    assert _sample_ids([a, b], False) == [sid for sid in a.records if sid in b.records]
+    page = render_html(build([a, b], resamples=50), render_limit=0, max_samples=10)
+    states = re.findall(r'data-disagree="(\d)" data-fail="(\d)"', page)
+    assert len(states) == 10
+    keys = [(d != "1", f != "1") for d, f in states]
+    assert keys == sorted(keys)
+    assert "49 more sample(s) not shown" in page
