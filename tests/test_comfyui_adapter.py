@@ -219,7 +219,8 @@ def test_a_slow_queue_does_not_spend_the_samples_budget(tmp_path, samples):
             thread.start()
         for thread in threads:
             thread.join(30)
-    assert all(isinstance(r, np.ndarray) for r in results.values()), [str(r) for r in results.values() if not isinstance(r, np.ndarray)]
+    lost = [str(r) for r in results.values() if not isinstance(r, np.ndarray)]
+    assert not lost, lost
     assert len(results) == 4 and max(p["number"] for p in fake.prompts.values()) == 4
 
 

@@ -91,7 +91,10 @@ def validation_reason(body) -> str | None:
 
 
 def history_state(status: dict) -> str:
-    """The state of a poll (``{"history": entry}`` or ``{"queue": position}``): success, error, interrupted, running, pending, vanished."""
+    """The state of a poll (``{"history": entry}`` or ``{"queue": position}``).
+
+    One of success, error, interrupted, running, pending, vanished.
+    """
     entry = status.get("history")
     if isinstance(entry, dict):
         info = entry.get("status") if isinstance(entry.get("status"), dict) else {}
