@@ -27,6 +27,7 @@ from typing import Any, Callable
 import pytest
 
 from ..gating.policy import DEFAULT_MAX_REGRESSION
+from .echo import bounded_messages, cut as _cut
 from ..errors import InternalError
 
 __all__ = [
@@ -198,54 +199,6 @@ def boolean(value) -> bool:
     raise argparse.ArgumentTypeError(f"{value!r} is not a boolean; accepted: true/false, yes/no, on/off, 1/0")
 
 
-#: Characters of an option value echoed in an error message, at most (after redaction).
-MAX_ECHOED = 200
-#: Characters of a converter's whole error message, at most.
-MAX_MESSAGE = 1000
-
-
-def _cut(text: str, limit: int = MAX_ECHOED) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
-
-
-def _bounded_messages(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED`
-    characters of the value (a 100,000-character value is cut, not printed whole).
-
-    The message is already redacted by the converter (a header's value is
-    masked); the value as given, its stripped form and their reprs are cut
-    where they occur in it, and a message still over :data:`MAX_MESSAGE`
-    characters (a value echoed in another form) keeps its start and its
-    ``accepted: ...`` end.
-    """
-    if getattr(convert, "_bounded", False):
-        return convert
-
-    def run(value):
-        try:
-            return convert(value)
-        except argparse.ArgumentTypeError as exc:
-            message = str(exc)
-            text = str(value)
-            for form in sorted({repr(text), text, repr(text.strip()), text.strip()}, key=len,
-                               reverse=True):
-                if len(form) > MAX_ECHOED and form in message:
-                    message = message.replace(form, _cut(form))
-            if len(message) > MAX_MESSAGE:
-                head, sep, tail = message.rpartition("; accepted:")
-                tail = (sep + tail) if sep else message[-MAX_MESSAGE // 4:]
-                message = _cut(head if sep else message, MAX_MESSAGE // 2) + _cut(tail, MAX_MESSAGE // 2)
-            raise argparse.ArgumentTypeError(message) from None
-        except (TypeError, ValueError) as exc:  # argparse would echo the whole value
-            raise argparse.ArgumentTypeError(
-                f"{_cut(repr(str(value)))} is invalid ({type(exc).__name__})") from None
-
-    run._bounded = True
-    run.__name__ = getattr(convert, "__name__", "convert")
-    run.__doc__ = getattr(convert, "__doc__", None)
-    return run
-
-
 # ----------------------------------------------------------------------------- the table
 
 
@@ -287,7 +240,7 @@ class Option:
 
     def __post_init__(self):
         # the one place every converter's message is bounded (command line and ini alike)
-        object.__setattr__(self, "convert", _bounded_messages(self.convert))
+        object.__setattr__(self, "convert", bounded_messages(self.convert))
 
     @property
     def flag(self) -> str:

@@ -79,7 +79,7 @@ def _raw_text(config, name: str) -> str:
 
 def _usage(config, name: str, problem: str, accepted: str) -> pytest.UsageError:
     flag = f"--violin-{name.replace('_', '-')}"
-    from .options import _cut  # the value echoed at most MAX_ECHOED characters, as by the converters
+    from .echo import cut as _cut  # the value echoed at most MAX_ECHOED characters, as by the converters
 
     return pytest.UsageError(f"{flag}={_cut(repr(_raw_text(config, name)))}: {problem}; "
                              f"accepted: {accepted}")
