@@ -195,3 +195,15 @@ def test_under_xdist_the_controller_records_and_prints_the_data_too(pytester, da
     result.assert_outcomes(passed=13)
     result.stdout.fnmatch_lines(["violin: official data * 13 rows, 13 samples loaded*"])
     assert _results(pytester)["metadata"]["dataset"]["per_task"]["mask/random"] == 2
+
+
+def test_compare_scores_a_folder_of_the_authors_answers_as_the_reference(pytester, data, monkeypatch):
+    from pytest_violin.compare.runs import load_run
+
+    monkeypatch.chdir(pytester.path)
+    run = load_run("dir:answers/rgba", suite="VIOLIN/violin-test.parquet")
+    expected = REFERENCE["models"]["rgba"]
+    assert set(run.records) == set(expected)
+    for sid, rec in run.records.items():
+        for name, value in expected[sid].items():
+            assert abs(rec["metrics"][name] - value) <= TOLERANCE, (sid, name)

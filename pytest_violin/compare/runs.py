@@ -333,8 +333,7 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
-    from ..imaging import as_rgb8
-    from ..models.directory import output_path
+    from ..models.directory import saved_image
     from ..thresholds import build_limits, evaluate, limits_for_task
 
     limits = build_limits()
@@ -347,7 +346,7 @@ def _score_dir(root: Path, samples, progress) -> dict:
     records: dict = {}
     try:
         for sample in samples:
-            path = output_path(root, sample.id)
+            path = saved_image(root, sample.id)  # also the authors' id_000123.png layout
             if bar is not None:
                 bar.update()
             if not path.is_file() or not path.resolve().is_relative_to(resolved):
@@ -355,7 +354,7 @@ def _score_dir(root: Path, samples, progress) -> dict:
             base = {"id": sample.id, "suite": sample.suite, "task": sample.task,
                     "variation": sample.variation, "prompt": sample.prompt}
             try:
-                metrics = sample.score(as_rgb8(path))
+                metrics = sample.score(path)  # profile violin: read as cv2.imread reads it
             except ViolinError as exc:
                 records[sample.id] = {**base, "outcome": "error", "metrics": {},
                                       "error": f"{path}: {exc}"[:300], "failed": []}

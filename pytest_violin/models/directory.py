@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import GenerationError, ModelSpecError
 
-__all__ = ["ReplayAdapter", "create", "output_path"]
+__all__ = ["ReplayAdapter", "create", "output_path", "saved_image"]
 
 
 def output_path(root, sample_id: str, repeat: int = 0) -> Path:
@@ -49,6 +49,30 @@ def _official_candidates(root: Path, sample_id: str) -> list:
     return [folder / name for folder in folders for name in names]
 
 
+def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
+    """The file holding a sample's saved answer: :func:`output_path`, else the authors' layout.
+
+    For an official sample without a file at :func:`output_path`, the
+    first of ``id_000123.png`` / ``id_123.png`` in ``root`` or its
+    ``*_color_var1``-style folders; :func:`output_path` when none exists.
+
+    Raises
+    ------
+    GenerationError
+        Answers for the sample in more than one of those folders.
+    """
+    root = Path(root)
+    path = output_path(root, sample_id, repeat)
+    if path.is_file() or repeat != 0:
+        return path
+    hits = [p for p in _official_candidates(root, sample_id) if p.is_file()]
+    if len({p.parent for p in hits}) > 1:
+        raise GenerationError(
+            f"sample {sample_id!r}: answers in more than one folder "
+            f"({', '.join(sorted(str(p) for p in hits)[:3])}); point dir: at one model's folders")
+    return hits[0] if hits else path
+
+
 class ReplayAdapter:
     """Read ``<root>/<sample id>.png``.
 
@@ -66,16 +90,7 @@ class ReplayAdapter:
 
     def generate(self, request):
         """Return the bytes of the saved image of the request's sample."""
-        repeat = getattr(request, "repeat", 0)
-        path = output_path(self.root, request.sample_id, repeat)
-        if not path.is_file() and repeat == 0:
-            hits = [p for p in _official_candidates(self.root, request.sample_id) if p.is_file()]
-            if len({p.parent for p in hits}) > 1:
-                raise GenerationError(
-                    f"sample {request.sample_id!r}: answers in more than one folder "
-                    f"({', '.join(sorted(str(p) for p in hits)[:3])}); point dir: at one model's "
-                    f"folders") from None
-            path = hits[0] if hits else path
+        path = saved_image(self.root, request.sample_id, getattr(request, "repeat", 0))
         try:
             return path.read_bytes()
         except FileNotFoundError:

@@ -44,7 +44,8 @@ def _read(path: Path, what: str, where: str):
         return as_rgb8(path, reader="opencv")
     except (InvalidImageError, OSError) as exc:
         reason = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason})",
+        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason}); expected "
+                            f"a PNG, JPEG or WebP image within the image limits",
                             path=where) from None
 
 
@@ -53,7 +54,8 @@ def _probe(path: Path, what: str, where: str):
         return probe_image_file(path)
     except InvalidImageError as exc:
         reason = getattr(exc, "problem", str(exc))
-        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason})",
+        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason}); expected "
+                            f"a PNG, JPEG or WebP image within the image limits",
                             path=where) from None
 
 
