@@ -276,3 +276,14 @@ def test_offline_and_not_cached_is_one_line(tmp_path, monkeypatch):
     assert "HF_HUB_OFFLINE" in text and "not in the Hugging Face cache" in text
     with pytest.raises(SuiteError, match="hf:OWNER/NAME"):
         load_suite("hf:no-slash")
+
+
+def test_a_converted_folder_without_the_mask_paths_names_the_csv_and_id(tmp_path, rows):
+    od.write_converted(tmp_path / "benchmark", rows)
+    csv_path = tmp_path / "benchmark" / "metadata" / "Task_Image_Mask_random_metadata.csv"
+    lines = csv_path.read_text().splitlines()
+    csv_path.write_text("id,prompt\n" + "\n".join(",".join(l.split(",")[:2]) for l in lines[1:]) + "\n")
+    with pytest.raises(ManifestError) as exc:
+        load_suite(str(tmp_path / "benchmark"))
+    text = _one_line(exc)
+    assert f"{csv_path} id 1" in text and "no image1_path for this id" in text

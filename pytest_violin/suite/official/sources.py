@@ -147,6 +147,10 @@ def _input_path(value: str | None, root: Path, data: Path, fallback: Path | None
                 raise ManifestError(f"{field} {value!r} resolves outside the dataset folder "
                                     f"{str(root)!r}", path=where, field=field)
             return cand.resolve()
+    if not value:
+        raise ManifestError(f"no {field} for this id; expected the mask task's "
+                            f"{'photo' if field == 'image1_path' else 'mask'} path (a file under "
+                            f"{RAW_FOLDER}/) in the metadata CSV", path=where, field=field)
     raise ManifestError(f"{field} {value!r}: no such image in the dataset folder {str(root)!r}; "
                         f"expected a file under {RAW_FOLDER}/", path=where, field=field)
 
