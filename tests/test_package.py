@@ -56,6 +56,23 @@ def test_minimum_versions_constraints_pin_exactly_the_declared_lower_bounds():
     assert _pins(ROOT / ".ci" / "constraints-min.txt") == _lower_bounds()
 
 
+def test_declared_pythons_match_requires_python():
+    """The classifiers name every minor Python from requires-python's bound on, with no gap:
+    .ci/run (step pythons) tests each of them, and fails on one it cannot find."""
+    tomllib = pytest.importorskip("tomllib")
+    from packaging.specifiers import SpecifierSet
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    prefix = "Programming Language :: Python :: 3."
+    minors = sorted(int(c[len(prefix):]) for c in project["classifiers"]
+                    if c.startswith(prefix) and c[len(prefix):].isdigit())
+    assert minors and minors == list(range(minors[0], minors[-1] + 1)), minors
+    requires = SpecifierSet(project["requires-python"])
+    assert f"3.{minors[0]}" in requires and f"3.{minors[0] - 1}" not in requires, requires
+    assert all(f"3.{m}" in requires for m in minors)
+    assert "Programming Language :: Python :: 3 :: Only" in project["classifiers"]
+
+
 def test_pyyaml_is_in_the_test_extra():
     # the example workflow check (tests/test_example_suite.py) must run, not skip
     assert "pyyaml" in _lower_bounds()

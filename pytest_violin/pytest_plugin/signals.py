@@ -70,6 +70,8 @@ class SessionSignals:
         self.control: Path | None = None     # controller: the folder its workers watch
         self._owns_control = False
         self._pidfile: Path | None = None    # worker: its worker-PID file in the control folder
+        self._signalled = False              # the first interrupt was a signal to this process
+        self._finished = False               # unconfigure ran
 
     # -- hooks of this config only ----------------------------------------
     def pytest_sessionstart(self, session):
@@ -131,8 +133,18 @@ class SessionSignals:
             pass
 
     def close(self) -> None:
-        """Restore the handlers this session replaced; stop the watcher; remove the control folder."""
+        """Restore the handlers this session replaced; stop the watcher; remove the control folder.
+
+        After a signal to this process the process is ending: a second one
+        must still end it at once (not raise KeyboardInterrupt in pytest's exit
+        path), so the handlers stay, unless this session ran inside another
+        one's (a ``pytester`` run), whose handler comes back.
+        """
         self._stop.set()
+        self._finished = True
+        nested = any(isinstance(getattr(p, "__self__", None), SessionSignals) for p in self._previous.values())
+        if self._signalled and not nested:
+            self._previous.clear()
         for signum, previous in self._previous.items():
             try:
                 if getattr(signal.getsignal(signum), "__self__", None) is self:
@@ -157,12 +169,13 @@ class SessionSignals:
         if self._ignore_external and not forwarded:
             return
         if self.count == 0:
+            self._signalled = True
             self._interrupted(signum)
             raise KeyboardInterrupt(_NAMES.get(signum, f"signal {signum}"))
         if self.worker:
             return  # the controller ends its workers (or they see it gone)
-        _say(f"violin: second interrupt ({_NAMES.get(signum, signum)}): exiting now; "
-             "the reports of this run were not written")
+        _say(f"violin: second interrupt ({_NAMES.get(signum, signum)}): exiting now"
+             + ("" if self._finished else "; the reports of this run may be missing or incomplete"))
         self._kill_workers()
         os._exit(int(pytest.ExitCode.INTERRUPTED))
 
