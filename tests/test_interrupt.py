@@ -287,15 +287,18 @@ def test_an_interrupted_inner_session_cancels_only_itself(pytester):
 
 
 def test_handlers_are_installed_for_a_model_run_and_restored_after(pytester):
-    pytester.makepyfile(test_handlers="""
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    # a SIGINT ignored by the whole test run (nohup) stays ignored; SIGTERM's default is replaced
+    ours = {"SIGINT": before[0] is signal.default_int_handler, "SIGTERM": before[1] == signal.SIG_DFL}
+    pytester.makepyfile(test_handlers=f"""
         import signal
         from pytest_violin.pytest_plugin.signals import SessionSignals
 
         def test_ours():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                assert isinstance(getattr(signal.getsignal(signum), "__self__", None), SessionSignals)
+            for name, expected in {ours!r}.items():
+                handler = signal.getsignal(getattr(signal, name))
+                assert isinstance(getattr(handler, "__self__", None), SessionSignals) is expected, name
     """)
-    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     result = pytester.runpytest("-p", "no:cacheprovider", "--violin-model=oracle", "test_handlers.py")
     result.assert_outcomes(passed=1)
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
@@ -303,16 +306,19 @@ def test_handlers_are_installed_for_a_model_run_and_restored_after(pytester):
 
 def test_no_model_no_handler(pytester):
     # without a model the plugin changes nothing in a pytest run, signals included
-    pytester.makepyfile(test_plain="""
+    names = {signal.default_int_handler: "default_int_handler", signal.SIG_IGN: "SIG_IGN",
+             signal.SIG_DFL: "SIG_DFL"}
+    before = {name: names.get(signal.getsignal(getattr(signal, name)))
+              for name in ("SIGINT", "SIGTERM")}
+    if None in before.values():
+        pytest.skip(f"this test run was started with its own signal handlers: {before}")
+    pytester.makepyfile(test_plain=f"""
         import signal
 
-        def test_default():
-            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        def test_unchanged():
+            for name, handler in {before!r}.items():
+                assert signal.getsignal(getattr(signal, name)) is getattr(signal, handler), name
     """)
-    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
-    if before != (signal.default_int_handler, signal.SIG_DFL):
-        pytest.skip("this test run was started with other SIGINT/SIGTERM handlers")
     pytester.runpytest("-p", "no:cacheprovider", "test_plain.py").assert_outcomes(passed=1)
 
 

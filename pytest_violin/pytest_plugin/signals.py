@@ -32,6 +32,7 @@ first interrupt; what follows is the controller's business.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -145,6 +146,9 @@ class SessionSignals:
         nested = any(isinstance(getattr(p, "__self__", None), SessionSignals) for p in self._previous.values())
         if self._signalled and not nested:
             self._previous.clear()
+            # at the interpreter's exit Python puts SIG_DFL back: a signal then
+            # would kill the process (exit -2) although its exit status is set
+            atexit.register(_ignore_late_signals)
         for signum, previous in self._previous.items():
             try:
                 if getattr(signal.getsignal(signum), "__self__", None) is self:
@@ -250,6 +254,15 @@ class SessionSignals:
                 except OSError:
                     pass
                 self._stop.wait(1.0)  # once: the handler counts it
+
+
+def _ignore_late_signals() -> None:
+    """At exit after a signal: the run is over and its status set; later signals change nothing."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (ValueError, OSError):
+            pass
 
 
 def drop_lineless_frames(tb) -> None:
