@@ -30,11 +30,24 @@ def _builtin_exceptions() -> set[str]:
 def _raised_names():
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        # ``def read(..., error=InvalidArgumentError): raise error(...)``: the parameter's default is
+        # what is raised (callers that pass another class are checked where they name it)
+        defaults = {}
+        for func in ast.walk(tree):
+            if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = func.args
+                pairs = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+                pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+                for arg, default in pairs:
+                    if isinstance(default, ast.Name):
+                        for node in ast.walk(func):
+                            defaults[(id(node), arg.arg)] = default.id
         for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 func = node.exc.func
                 name = func.id if isinstance(func, ast.Name) else (
                     func.attr if isinstance(func, ast.Attribute) else None)
+                name = defaults.get((id(node), name), name)
                 if name:
                     yield path.relative_to(PACKAGE.parent), node.lineno, name
 

@@ -129,19 +129,16 @@ def test_every_module_has_a_layer():
 # ---------------------------------------------------------------- circles and sizes
 #: Import circles known and being removed, each the set of its modules. The
 #: check fails when one of them is gone, so the list never outlives them.
-#: transport/client.py <-> transport/decode.py (HttpResult, MESSAGE_LIMIT,
-#: truncate): issue 23's transport split removes it; then empty this list.
-KNOWN_CIRCLES = [
-    {"pytest_violin.models.transport.client", "pytest_violin.models.transport.decode"},
-]
+#: (transport/client.py <-> transport/decode.py is gone: issue 23's transport split.)
+KNOWN_CIRCLES = []
 
 #: The longest a module of the package may be.
 MAX_LINES = 500
 
-#: Modules over MAX_LINES being split now (issue 23: imaging by its own change,
-#: the transport client by the transport split). The check fails when one of
+#: Modules over MAX_LINES being split now (issue 23: imaging by its own change;
+#: the transport client is split). The check fails when one of
 #: them is back under the limit, so the list never outlives them.
-KNOWN_OVERSIZED = {"pytest_violin/imaging.py", "pytest_violin/models/transport/client.py"}
+KNOWN_OVERSIZED = {"pytest_violin/imaging.py"}
 
 
 def import_graph() -> dict:

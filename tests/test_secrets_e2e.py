@@ -157,9 +157,12 @@ def run_violin(pytester, monkeypatch, model: str, *extra: str):
 
 def check_run(pytester, result, server, planted: set[str], *, sent: set[str]):
     outcomes = result.parseoutcomes()
-    # the run really exercised both paths, and the server really received the secrets
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 6, result.stdout.str()
-    assert outcomes.get("failed", 0) >= 1, result.stdout.str()
+    # the run really exercised both paths, and the server really received the secrets; the
+    # 401 answers (and a 404) are setup errors since issue 20: the sample ends as an error, unscored
+    errors = outcomes.get("errors", 0)
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + errors == 6, result.stdout.str()
+    assert outcomes.get("failed", 0) >= 1 and errors >= 1, result.stdout.str()
+    assert result.stdout.str().count("(not scored: not the model's failure)") >= errors, result.stdout.str()
     received = " ".join(f"{r.path} {r.headers.get('Authorization', '')}" for r in server.requests)
     for value in sent:
         assert value in received, f"the server never saw {value!r}: the test would prove nothing"

@@ -2,8 +2,9 @@
 
 Shared by the ``openai:``, ``a1111:`` and ``diffusers:`` factories:
 :func:`split_params` splits and types them (:func:`coerce`),
-:func:`parse_switch` reads on/off switches and :func:`format_params` writes
-them into adapter identities.
+:func:`parse_switch` reads on/off switches, :func:`format_params` writes
+them into adapter identities and :func:`check_model_name` checks the model
+name before them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from urllib.parse import parse_qsl
 
 from ..errors import ModelSpecError
 
-__all__ = ["coerce", "format_params", "parse_switch", "split_params"]
+__all__ = ["check_model_name", "coerce", "format_params", "parse_switch", "split_params"]
 
 
 def coerce(value: str):
@@ -75,3 +76,16 @@ def format_params(params: dict) -> str:
     if not params:
         return ""
     return "?" + "&".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def check_model_name(model: str, pattern, *, what: str, example: str) -> str:
+    """``model`` when ``pattern`` matches it, else a :class:`ModelSpecError` that names it.
+
+    ``example``: a spec that works and what names are accepted, such as
+    ``"ark:seedream-4-5-251128 (a model ID or an endpoint ID)"``.
+    """
+    if not model or not pattern.match(model):
+        raise ModelSpecError(
+            f"{what}: model name {model!r} is not accepted; accepted: {what}:MODEL such as {example}"
+        )
+    return model

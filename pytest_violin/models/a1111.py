@@ -28,12 +28,13 @@ from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
+from .base import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["A1111Adapter", "create"]
 
 
-class A1111Adapter:
+class A1111Adapter(NetworkAdapter):
     """Adapter for the A1111 / SD.Next API (see the module docstring).
 
     Parameters
@@ -47,10 +48,7 @@ class A1111Adapter:
         Send the mask of two-input samples as ``mask``.
     """
 
-    cacheable = True
-    #: calls a network service ...
-    network = True
-    #: ... that is one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,
@@ -93,13 +91,6 @@ class A1111Adapter:
         with self.client.sample():
             result = self.client.post_json(self.base_url + path, body, what="POST")
             return image_from_response(result, response_path=("images", 0), fetch=self.client.fetch)
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"A1111Adapter({self.identity!r})"
 
 
 def create(target: str, options) -> A1111Adapter:

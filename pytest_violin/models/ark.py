@@ -36,7 +36,8 @@ import re
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
+from ._params import check_model_name, format_params, parse_switch, split_params
+from .base import NetworkAdapter
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
@@ -119,25 +120,20 @@ def size_for(model: str, width: int, height: int) -> str:
     return f"{w}x{h}"
 
 
-class ArkAdapter:
+class ArkAdapter(NetworkAdapter):
     """Adapter for Seedream on ModelArk / Volcengine Ark (see the module docstring).
 
     Parameters
     ----------
     model : str
+        A Seedream model or endpoint ID.
     base_url : str
-        Without trailing slash and without credentials.
+        The region's API root (``ARK_BASE_URL``), no trailing slash, no credentials.
     client : HttpClient
-        Carries the Authorization header.
+        Sends ``ARK_API_KEY`` as ``Authorization: Bearer``.
     params : dict
         Extra JSON fields (``size`` overrides the computed size).
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
                  *, send_seed: bool = True):
@@ -206,13 +202,6 @@ class ArkAdapter:
             raise GenerationRefused(reason, attempts=result.attempts, status=result.status)
         raise GenerationError(reason, attempts=result.attempts, status=result.status)
 
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"ArkAdapter({self.identity!r})"
-
 
 def _check_params(params: dict) -> dict:
     for name in _FIXED:
@@ -246,11 +235,8 @@ def create(target: str, options) -> ArkAdapter:
         a bad ``ARK_BASE_URL``.
     """
     model, params = split_params((target or "").strip(), what="ark")
-    if not model or not _MODEL_NAME.match(model):
-        raise ModelSpecError(
-            f"ark: model name {model!r} is not accepted; accepted: ark:MODEL such as "
-            "ark:seedream-4-5-251128 (a model ID or an endpoint ID)"
-        )
+    check_model_name(model, _MODEL_NAME, what="ark",
+                     example="ark:seedream-4-5-251128 (a model ID or an endpoint ID)")
     send_seed = parse_switch(params.pop("seed", True), name="seed", what="ark", allowed=())
     params = _check_params(params)
     key, base, auth = provider_endpoint("ark", ("ARK_API_KEY",), "ARK_BASE_URL", DEFAULT_BASE_URL,

@@ -35,6 +35,7 @@ from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
+from .base import NetworkAdapter
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
 from .transport.credentials import provider_endpoint
@@ -113,7 +114,7 @@ def _aspect(width: int, height: int) -> str:
     return f"{int(width) // d}:{int(height) // d}"
 
 
-class BflAdapter:
+class BflAdapter(NetworkAdapter):
     """Adapter for Black Forest Labs' API (see the module docstring).
 
     Parameters
@@ -129,12 +130,6 @@ class BflAdapter:
     params : dict
         Extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
                  params: dict | None = None):
@@ -192,13 +187,6 @@ class BflAdapter:
             done = HttpResult(status=200, headers={}, content=json.dumps(status).encode("utf-8"),
                               url=url, attempts=1, elapsed=0.0)
             return image_from_response(done, response_path="result.sample", fetch=self.client.fetch)
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"BflAdapter({self.identity!r})"
 
 
 def create(target: str, options) -> BflAdapter:

@@ -33,6 +33,7 @@ from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from ._params import format_params, split_params
+from .base import NetworkAdapter
 from .bfl import first_wait_of, json_answer
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
@@ -84,7 +85,7 @@ def _refusal_of(body: dict) -> str | None:
     return None
 
 
-class FalAdapter:
+class FalAdapter(NetworkAdapter):
     """Adapter for fal.ai's queue (see the module docstring).
 
     Parameters
@@ -100,12 +101,6 @@ class FalAdapter:
     params : dict
         Extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
                  params: dict | None = None):
@@ -174,13 +169,6 @@ class FalAdapter:
             if reason:
                 raise GenerationRefused(redact(f"fal request refused: {reason}"[:400]))
             return image_from_response(result, response_path="images.0.url", fetch=self.client.fetch)
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"FalAdapter({self.identity!r})"
 
 
 def create(target: str, options) -> FalAdapter:

@@ -37,7 +37,8 @@ from urllib.parse import quote
 from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
-from ._params import format_params, split_params
+from ._params import check_model_name, format_params, split_params
+from .base import NetworkAdapter
 from .request import GenerationRequest
 from .transport.client import HttpClient, client_from_options
 from .transport.credentials import provider_endpoint
@@ -183,25 +184,20 @@ def _decode_inline(data, where: str, max_pixels: int | None):
         raise GenerationError(f"{where}: inlineData is not a usable image ({truncate(str(exc), 160)})") from None
 
 
-class GeminiAdapter:
+class GeminiAdapter(NetworkAdapter):
     """Adapter for Gemini image models (see the module docstring).
 
     Parameters
     ----------
     model : str
+        A Gemini image model (``models/`` taken off).
     base_url : str
-        Without trailing slash and without credentials.
+        The API root (``GEMINI_BASE_URL``), no trailing slash, no credentials.
     client : HttpClient
-        Carries the ``x-goog-api-key`` header.
+        Sends the key as the ``x-goog-api-key`` header.
     params : dict
         Validated suffix parameters.
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
         self.model = model
@@ -245,13 +241,6 @@ class GeminiAdapter:
             except GenerationError as exc:
                 raise type(exc)(exc.reason, attempts=result.attempts, status=result.status) from None
 
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"GeminiAdapter({self.identity!r})"
-
 
 def _check_params(params: dict) -> dict:
     out = {}
@@ -276,12 +265,8 @@ def create(target: str, options) -> GeminiAdapter:
         key or a bad ``GEMINI_BASE_URL``.
     """
     model, params = split_params((target or "").strip(), what="gemini")
-    model = model.removeprefix("models/")
-    if not model or not _MODEL_NAME.match(model):
-        raise ModelSpecError(
-            f"gemini: model name {model!r} is not accepted; accepted: gemini:MODEL such as "
-            "gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')"
-        )
+    model = check_model_name(model.removeprefix("models/"), _MODEL_NAME, what="gemini",
+                             example="gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')")
     params = _check_params(params)
     key, base, auth = provider_endpoint("gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL",
                                         DEFAULT_BASE_URL, what="Gemini API key")

@@ -43,6 +43,7 @@ from .transport.outcomes import is_loopback
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
+from .base import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestTemplate", "PLACEHOLDERS",
@@ -274,7 +275,7 @@ def _message_of(body) -> str:
     return ""
 
 
-class HttpAdapter:
+class HttpAdapter(NetworkAdapter):
     """The generic HTTP adapter (see the module docstring).
 
     Parameters
@@ -290,10 +291,6 @@ class HttpAdapter:
     job : JobSpec, optional
         Submit / poll / fetch: how to read the job API.
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
                  response_path: str | None = None, job: JobSpec | None = None):
@@ -346,13 +343,6 @@ class HttpAdapter:
                             max_wait=MAX_POLL_WAIT, request_kwargs=self.client.anonymous(status_url),
                             with_answer=True)
         return final
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"HttpAdapter({self.identity!r})"
 
 
 def create(target: str, options) -> HttpAdapter:

@@ -33,6 +33,7 @@ from ..imaging import encode_png
 from .transport.outcomes import refusal_or
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
+from .base import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
@@ -86,26 +87,21 @@ def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
     return min(sizes, key=distance)
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(NetworkAdapter):
     """Adapter for the OpenAI Images API (see the module docstring).
 
     Parameters
     ----------
     model : str
+        Its sizes are :data:`MODEL_SIZES` (another model gets the requested size).
     base_url : str
-        Without trailing slash and without credentials.
+        The API root (``OPENAI_BASE_URL``), no trailing slash, no credentials.
     client : HttpClient
-        Carries the Authorization header.
+        Sends ``OPENAI_API_KEY`` as ``Authorization: Bearer``.
     send_seed : bool
     params : dict
         Extra JSON / form fields.
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
                  params: dict | None = None):
@@ -161,13 +157,6 @@ class OpenAIAdapter:
                     f"{self.base_url}/images/generations", self.generation_body(request), what="POST"
                 )
             return image_from_response(result, fetch=self.client.fetch)
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"OpenAIAdapter({self.identity!r})"
 
 
 def create(target: str, options) -> OpenAIAdapter:

@@ -40,6 +40,7 @@ from ..errors import GenerationCancelled, GenerationError, GenerationRefused, Mo
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
 from ._params import format_params, split_params
+from .base import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
 from .transport.client import HttpClient, HttpResult, _origin, client_from_options
@@ -117,7 +118,7 @@ def _drop_missing(node):
     return node
 
 
-class ReplicateAdapter:
+class ReplicateAdapter(NetworkAdapter):
     """Adapter for Replicate predictions (see the module docstring).
 
     Parameters
@@ -134,12 +135,6 @@ class ReplicateAdapter:
     wait : int or None
         Seconds of ``Prefer: wait``; None: asynchronous.
     """
-
-    cacheable = True
-    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
-    network = True
-    #: a paid API: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
-    bills = True
 
     def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
                  template: RequestTemplate, wait: int | None = None):
@@ -255,13 +250,6 @@ class ReplicateAdapter:
                              content=json.dumps({"output": output}).encode("utf-8"),
                              url=self.base_url + "/")
         return image_from_response(carrier, response_path="output", fetch=self.client.fetch)
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"ReplicateAdapter({self.identity!r})"
 
 
 def _quietly(fn) -> None:

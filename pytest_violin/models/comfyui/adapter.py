@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
+from ..base import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
 from ..transport.client import HttpClient
@@ -66,7 +67,7 @@ def _rgba_png(mask) -> bytes:
     return buf.tobytes()
 
 
-class ComfyUIAdapter:
+class ComfyUIAdapter(NetworkAdapter):
     """Adapter for a ComfyUI server (see the package docstring).
 
     Parameters
@@ -82,10 +83,7 @@ class ComfyUIAdapter:
         its image is read).
     """
 
-    cacheable = True
-    #: calls a network service ...
-    network = True
-    #: ... that is one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, workflow: Workflow, *, mask: str = "rgb",
@@ -327,10 +325,3 @@ class ComfyUIAdapter:
                                 json={"delete": [prompt_id]})
         except GenerationError:
             pass
-
-    def close(self) -> None:
-        """Close the session."""
-        self.client.close()
-
-    def __repr__(self) -> str:
-        return f"ComfyUIAdapter({self.identity!r})"

@@ -31,8 +31,9 @@ from typing import Any, Callable, Mapping
 
 from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged
 from ...redaction import redact, redact_url
-from .client import HttpClient, parse_retry_after
+from .client import HttpClient
 from .decode import load_json
+from .retries import parse_retry_after
 
 __all__ = ["QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "JobStates", "poll_job"]
 
