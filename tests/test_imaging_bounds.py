@@ -98,7 +98,8 @@ def _reference_pil(img: Image.Image) -> np.ndarray:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of ~7 pixels, so a 13x9 image spans many blocks of unequal content."""
-    monkeypatch.setattr(imaging, "_BLOCK_PIXELS", 7, raising=False)
+    monkeypatch.setattr(imaging.pillow_reader, "_BLOCK_PIXELS", 7)  # read there, at call time
+    assert imaging.pillow_reader._rows_per_block(9) == 1     # the patch takes effect
 
 
 def _arrays():
@@ -380,7 +381,7 @@ def test_concurrent_decodes_stay_within_the_budget(monkeypatch):
     data = _encode(img)
     need = 64 * 64 * 4 + 64 * 64 * 3
     budget = imaging._Budget(2 * need + 1)           # room for two decodes at a time
-    monkeypatch.setattr(imaging, "_DECODE_BUDGET", budget)
+    monkeypatch.setattr(imaging.bounds, "_DECODE_BUDGET", budget)  # both readers take it there
     expected = _reference_pil(img)
     errors = []
 

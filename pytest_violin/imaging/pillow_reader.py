@@ -1,0 +1,215 @@
+"""The pillow reader: arrays, PIL images, bytes and files to ``(H, W, 3)`` uint8 RGB.
+
+This package's own reading (``reader="pillow"``, the default of
+:func:`pytest_violin.imaging.as_rgb8`): gray replicated, alpha composited
+over black, 16-bit values rounded (``v * 255 / 65535``), floats in [0, 1]
+rounded, EXIF orientation applied. Conversions work on blocks of rows
+(:data:`_BLOCK_PIXELS`), so no full-size 32-bit or float copy is made;
+encoded images decode within the shared budget of
+:mod:`pytest_violin.imaging.bounds`, after its header checks.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+
+from ..errors import InvalidImageError
+from .bounds import (_DECODE_ERRORS, _check_bytes, _check_pixels, _fail, _hold_budget, _open_regular,
+                     _reason, _working_bytes)
+
+#: Conversions work on blocks of rows of about this many pixels, so no
+#: full-size intermediate copy (32-bit or float) is ever made.
+_BLOCK_PIXELS = 1 << 18
+
+
+def _rows_per_block(width: int) -> int:
+    return max(1, _BLOCK_PIXELS // max(int(width), 1))
+
+
+def _row_blocks(height: int, width: int):
+    step = _rows_per_block(width)
+    for r0 in range(0, height, step):
+        yield r0, min(r0 + step, height)
+
+
+def _block_to_uint8(arr: np.ndarray) -> np.ndarray:
+    """One block of a validated array as uint8, with the same arithmetic as ever."""
+    if arr.dtype == np.uint8:
+        return arr
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8) * 255
+    if arr.dtype == np.uint16:
+        return ((arr.astype(np.uint32) * 255 + 32767) // 65535).astype(np.uint8)
+    return np.rint(arr.astype(np.float64) * 255.0).astype(np.uint8)
+
+
+def _composite_over_black(rgba: np.ndarray) -> np.ndarray:
+    alpha = rgba[:, :, 3]
+    rgb = rgba[:, :, :3]
+    if (alpha == 255).all():
+        return rgb
+    a = alpha.astype(np.uint32)[:, :, None]
+    return ((rgb.astype(np.uint32) * a + 127) // 255).astype(np.uint8)
+
+
+def _store_block(out: np.ndarray, r0: int, r1: int, block: np.ndarray) -> None:
+    """Write one converted (uint8) block into ``out`` (gray replicated, alpha composited)."""
+    if block.ndim == 2:
+        out[r0:r1] = block[:, :, None]
+    elif block.shape[2] == 4:
+        out[r0:r1] = _composite_over_black(block)
+    else:
+        out[r0:r1] = block
+
+
+def _check_dtype(dtype, original) -> None:
+    if not (dtype in (np.uint8, np.bool_, np.uint16) or np.issubdtype(dtype, np.floating)):
+        raise _fail(original, f"unsupported dtype {dtype}")
+
+
+def _check_floats(blocks, original) -> None:
+    """Refuse NaN, infinities and values outside [0, 1], scanning block by block."""
+    lo, hi = math.inf, -math.inf
+    for block in blocks():
+        if not np.isfinite(block).all():
+            raise _fail(original, "array contains NaN or infinite values")
+    for block in blocks():
+        lo, hi = min(lo, float(block.min())), max(hi, float(block.max()))
+    if lo < 0.0 or hi > 1.0:
+        raise _fail(original, f"float values must lie in [0, 1], found [{lo:g}, {hi:g}]")
+
+
+def _convert_blocks(height: int, width: int, get_block, dtype, original) -> np.ndarray:
+    """Fill a new ``(height, width, 3)`` uint8 array from ``get_block(r0, r1)`` rows."""
+    _check_dtype(dtype, original)
+    if np.issubdtype(dtype, np.floating):
+        _check_floats(lambda: (get_block(r0, r1) for r0, r1 in _row_blocks(height, width)),
+                      original)
+    out = np.empty((height, width, 3), np.uint8)
+    for r0, r1 in _row_blocks(height, width):
+        _store_block(out, r0, r1, _block_to_uint8(get_block(r0, r1)))
+    return out
+
+
+def _array_to_rgb8(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise _fail(original, f"unsupported array shape {arr.shape}")
+    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    if arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3:
+        return np.ascontiguousarray(arr)
+    height, width = arr.shape[:2]
+    return _convert_blocks(height, width, lambda r0, r1: arr[r0:r1], arr.dtype, original)
+
+
+def _pil_block_array(img: Image.Image, original) -> np.ndarray:
+    """The pixels of one (cropped) PIL image as the array its mode stands for."""
+    mode = img.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N"):
+        return np.asarray(img).astype(np.uint16)
+    if mode == "I":
+        arr = np.asarray(img)
+        if arr.size and (arr.min() < 0 or arr.max() > 65535):
+            raise _fail(original, "32-bit integer image outside 0..65535")
+        return arr.astype(np.uint16)
+    if mode == "F":
+        return np.asarray(img, dtype=np.float32)
+    if mode in ("RGB", "L"):
+        return np.asarray(img)
+    if "A" in mode or mode == "P" and "transparency" in img.info:
+        return np.asarray(img.convert("RGBA"))
+    return np.asarray(img.convert("RGB"))
+
+
+def _upright(img: Image.Image, owned: bool) -> Image.Image:
+    """``img`` turned as its EXIF orientation says; a copy only when it must turn."""
+    img.load()
+    orientation = img.getexif().get(ExifTags.Base.Orientation, 1)
+    if orientation not in (2, 3, 4, 5, 6, 7, 8):
+        return img
+    if owned:
+        ImageOps.exif_transpose(img, in_place=True)
+        return img
+    return ImageOps.exif_transpose(img)
+
+
+def _pil_to_rgb8(img: Image.Image, original, max_pixels: int, max_bytes: int, *,
+                 owned: bool = False) -> np.ndarray:
+    width, height = img.size
+    _check_pixels(original, height, width, max_pixels)
+    _check_bytes(original, img, max_bytes)
+    try:
+        img = _upright(img, owned)
+        width, height = img.size
+        first = _pil_block_array(img.crop((0, 0, width, min(height, 1))), original)
+        return _convert_blocks(
+            height, width,
+            lambda r0, r1: _pil_block_array(img.crop((0, r0, width, r1)), original),
+            first.dtype, original)
+    except InvalidImageError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data could not be decoded ({_reason(exc)})") from None
+
+
+def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """Decode the image in the binary file object ``fh``.
+
+    Takes a stream, never the bytes, so no traceback frame of this module
+    shows the data as an argument; every error is one line without a
+    chained exception.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(fh)
+            width, height = img.size
+            _check_pixels(original, height, width, max_pixels)
+            _check_bytes(original, img, max_bytes)
+    except InvalidImageError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
+    except UnidentifiedImageError:
+        raise _fail(original, "bytes are not a recognised image format") from None
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    try:
+        with _hold_budget(_working_bytes(img)):
+            try:
+                img.load()
+            except _DECODE_ERRORS as exc:
+                raise _fail(original, f"image data is truncated or corrupt "
+                                      f"({_reason(exc)})") from None
+            return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
+    finally:
+        img.close()
+
+
+def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """Decode the image file at ``path`` (see :func:`_open_regular`)."""
+    with _open_regular(path, original) as fh:
+        return _decode_stream(fh, original, max_pixels, max_bytes)
+
+
+def read(obj, max_pixels: int, max_bytes: int) -> np.ndarray:
+    """``obj`` (anything :func:`pytest_violin.imaging.as_rgb8` accepts) read by Pillow."""
+    if isinstance(obj, np.ndarray):
+        return _array_to_rgb8(obj, obj, max_pixels)
+    if isinstance(obj, Image.Image):
+        return _pil_to_rgb8(obj, obj, max_pixels, max_bytes)
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        if len(obj) == 0:
+            raise _fail(obj, "zero bytes of image data")
+        return _decode_stream(io.BytesIO(obj), obj, max_pixels, max_bytes)
+    if isinstance(obj, (str, os.PathLike)):
+        return _open_path(Path(obj), obj, max_pixels, max_bytes)
+    raise _fail(obj, "unsupported input type")
