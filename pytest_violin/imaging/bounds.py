@@ -207,6 +207,16 @@ def decoded_size(img: Image.Image) -> int:
     return width * height * bands * per_channel
 
 
+def _check_array(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
+    """``arr`` as gray ``(H, W)`` or colour ``(H, W, 3|4)`` (``(H, W, 1)`` squeezed), within ``max_pixels``."""
+    if arr.ndim == 3 and arr.shape[2] == 1:
+        arr = arr[:, :, 0]
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
+        raise _fail(original, f"unsupported array shape {arr.shape}")
+    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    return arr
+
+
 def _check_bytes(obj, img: Image.Image, max_bytes: int) -> None:
     size = decoded_size(img)
     if size > max_bytes:
@@ -216,6 +226,37 @@ def _check_bytes(obj, img: Image.Image, max_bytes: int) -> None:
             f"image of {width}x{height} pixels in mode {img.mode!r} decodes to {size} bytes, "
             f"over the limit of {max_bytes} bytes (possible decompression bomb)",
         )
+
+
+def _open_checked(fh, original, max_pixels: int, max_bytes: int) -> Image.Image:
+    """Pillow's image of the encoded data in ``fh``, its header checked, no pixel decoded.
+
+    Both readers open encoded data here first, so :data:`MAX_PIXELS`,
+    :data:`MAX_DECODED_BYTES` and a corrupt header are refused with the same
+    one line whichever of them decodes the pixels. A refused image is
+    closed; the caller closes the one returned.
+    """
+    img = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(fh)
+            width, height = img.size
+            _check_pixels(original, height, width, max_pixels)
+            _check_bytes(original, img, max_bytes)
+        return img
+    except BaseException as exc:
+        if img is not None:
+            img.close()
+        if isinstance(exc, InvalidImageError):
+            raise
+        if isinstance(exc, Image.DecompressionBombError):
+            raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
+        if isinstance(exc, UnidentifiedImageError):
+            raise _fail(original, "bytes are not a recognised image format") from None
+        if isinstance(exc, _DECODE_ERRORS):
+            raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+        raise
 
 
 def _working_bytes(img: Image.Image) -> int:

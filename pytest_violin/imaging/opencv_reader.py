@@ -15,25 +15,20 @@ from __future__ import annotations
 
 import io
 import os
-import warnings
 from pathlib import Path
 
 import cv2
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
-from ..errors import InvalidImageError
-from .bounds import _DECODE_ERRORS, _check_bytes, _check_pixels, _fail, _hold_budget, _open_regular, _reason
+from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, _hold_budget,
+                     _open_checked, _open_regular, _reason)
 from .pillow_reader import _array_to_rgb8, _convert_blocks, _pil_to_rgb8
 
 
 def _cv_array(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
     """An array as ``cv2.imread`` would read it back from a PNG: alpha dropped, 16 bits truncated."""
-    if arr.ndim == 3 and arr.shape[2] == 1:
-        arr = arr[:, :, 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
-        raise _fail(original, f"unsupported array shape {arr.shape}")
-    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    arr = _check_array(arr, original, max_pixels)
     if arr.ndim == 3 and arr.shape[2] == 4:
         arr = arr[:, :, :3]
     if arr.dtype == np.uint16:
@@ -49,21 +44,8 @@ _PNG_MODES = ("1", "L", "LA", "P", "RGB", "RGBA", "I;16", "I;16B", "I;16L", "I")
 
 def _cv_decode(data, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     """Decode encoded bytes with ``cv2.imdecode(IMREAD_COLOR)`` after Pillow's header checks."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                width, height = img.size
-                _check_pixels(original, height, width, max_pixels)
-                _check_bytes(original, img, max_bytes)
-    except InvalidImageError:
-        raise
-    except Image.DecompressionBombError as exc:
-        raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
-    except UnidentifiedImageError:
-        raise _fail(original, "bytes are not a recognised image format") from None
-    except _DECODE_ERRORS as exc:
-        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    with _open_checked(io.BytesIO(data), original, max_pixels, max_bytes) as img:
+        width, height = img.size
     with _hold_budget(width * height * 7):
         try:
             bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)

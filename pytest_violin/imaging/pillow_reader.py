@@ -14,15 +14,14 @@ from __future__ import annotations
 import io
 import math
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
-from PIL import ExifTags, Image, ImageOps, UnidentifiedImageError
+from PIL import ExifTags, Image, ImageOps
 
 from ..errors import InvalidImageError
-from .bounds import (_DECODE_ERRORS, _check_bytes, _check_pixels, _fail, _hold_budget, _open_regular,
-                     _reason, _working_bytes)
+from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, _hold_budget,
+                     _open_checked, _open_regular, _reason, _working_bytes)
 
 #: Conversions work on blocks of rows of about this many pixels, so no
 #: full-size intermediate copy (32-bit or float) is ever made.
@@ -99,11 +98,7 @@ def _convert_blocks(height: int, width: int, get_block, dtype, original) -> np.n
 
 
 def _array_to_rgb8(arr: np.ndarray, original, max_pixels: int) -> np.ndarray:
-    if arr.ndim == 3 and arr.shape[2] == 1:
-        arr = arr[:, :, 0]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] not in (3, 4)):
-        raise _fail(original, f"unsupported array shape {arr.shape}")
-    _check_pixels(original, arr.shape[0], arr.shape[1], max_pixels)
+    arr = _check_array(arr, original, max_pixels)
     if arr.dtype == np.uint8 and arr.ndim == 3 and arr.shape[2] == 3:
         return np.ascontiguousarray(arr)
     height, width = arr.shape[:2]
@@ -167,21 +162,7 @@ def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     shows the data as an argument; every error is one line without a
     chained exception.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = Image.open(fh)
-            width, height = img.size
-            _check_pixels(original, height, width, max_pixels)
-            _check_bytes(original, img, max_bytes)
-    except InvalidImageError:
-        raise
-    except Image.DecompressionBombError as exc:
-        raise _fail(original, f"image refused as a decompression bomb ({_reason(exc)})") from None
-    except UnidentifiedImageError:
-        raise _fail(original, "bytes are not a recognised image format") from None
-    except _DECODE_ERRORS as exc:
-        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    img = _open_checked(fh, original, max_pixels, max_bytes)
     try:
         with _hold_budget(_working_bytes(img)):
             try:
