@@ -33,8 +33,8 @@ LAYERS = [
     ("pytest_violin.tasks",),
     # 4: suites and samples
     ("pytest_violin.suite",),
-    # 5: limits and the one verdict
-    ("pytest_violin.thresholds", "pytest_violin.verdict"),
+    # 5: limits, the one verdict, and the diagnoses of failing answers
+    ("pytest_violin.thresholds", "pytest_violin.verdict", "pytest_violin.diagnosis"),
     # 6: models and their transport
     ("pytest_violin.models",),
     # 7: running generations

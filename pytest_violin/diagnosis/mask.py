@@ -1,0 +1,179 @@
+"""Mask diagnoses: what the answer did with the masked and the kept regions.
+
+Read against the sample's inputs (the source photo and the keep mask) and
+the metrics' black threshold (gray <= 30,
+:data:`pytest_violin.metrics.mask.BLACK_THRESHOLD`):
+
+* ``inverted_mask``: the kept region is black and the masked one is not;
+* ``mask_offset``: the black region is the requested one moved by
+  ``(dx, dy)`` (``cv2.phaseCorrelate`` of the two black maps);
+* ``gray_fill`` / ``leak``: the masked area is not black, uniformly (one
+  gray level) or not (the photo or something else shows through);
+* ``feathered_edge``: the transition across the mask's border is wider than
+  a pixel: the answer's gray over the source's, binned by the signed
+  distance to the border (``cv2.distanceTransform``), rises from 10% to 90%
+  over ``0.8 * width`` pixels (a linear ramp's 10-90% rise);
+* ``altered_kept``: the kept region changed (PSNR against the source).
+
+Weights are shares of the masked (or, for ``altered_kept``, the kept) area
+each finding accounts for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+
+from ..metrics._common import gray
+from ..metrics._regions import KERNEL3, region_iou_distance
+from ..metrics.mask import BLACK_THRESHOLD
+from .model import Finding
+
+__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "FEATHER_MIN_PX", "OFFSET_MIN_PX",
+           "ALTERED_PSNR_DB", "INVERTED_SHARE", "diagnose_mask", "edge_width"]
+
+#: Share of the masked core that is not black reported as a leak (1%).
+LEAK_MIN_SHARE = 0.01
+#: Largest gray standard deviation of a non-black masked area that is one gray fill.
+GRAY_FILL_STD = 6.0
+#: Transition width (px) reported as a feathered edge; an exact answer's
+#: step measures 1 px.
+FEATHER_MIN_PX = 2.5
+#: Shift of the black region (px, either axis) reported as mask_offset.
+OFFSET_MIN_PX = 1.5
+#: PSNR (dB) of the kept region below which it counts as altered: an exact
+#: answer is identical (infinite), a JPEG q90 re-encode of a photo ~38-42 dB.
+ALTERED_PSNR_DB = 35.0
+#: Share of both regions the wrong way round that makes an inverted mask.
+INVERTED_SHARE = 0.5
+#: Pixels of the masked region further than this from the border form its core.
+CORE_PX = 3.0
+#: Kept pixels further than this from the border are compared with the source.
+KEPT_CORE_PX = 8.0
+#: Band (px each side) of the border the feather profile is read in.
+EDGE_BAND_PX = 12
+#: Source pixels darker than this give no reliable answer/source ratio.
+EDGE_MIN_SOURCE_GRAY = 40
+
+
+def edge_width(g_answer, g_source, signed) -> float | None:
+    """Width in pixels of the transition from black to the source across the border.
+
+    ``signed`` is the distance to the border (positive in the kept region,
+    pixel centres at +-0.5, +-1.5, ...). ``None`` when the band has too few
+    usable pixels.
+    """
+    band = (np.abs(signed) <= EDGE_BAND_PX) & (g_source >= EDGE_MIN_SOURCE_GRAY)
+    if band.sum() < 50:
+        return None
+    d = signed[band]
+    alpha = np.clip(g_answer[band].astype(np.float64) / g_source[band], 0.0, 1.5)
+    bins = np.floor(d).astype(np.int64)
+    centres, profile = [], []
+    for b in range(-EDGE_BAND_PX, EDGE_BAND_PX):
+        sel = bins == b
+        if sel.sum() >= 5:
+            centres.append(b + 0.5)
+            profile.append(float(np.median(alpha[sel])))
+    if len(centres) < 4:
+        return None
+    prof = np.maximum.accumulate(np.asarray(profile))
+    low, high = prof[0], prof[-1]
+    if high - low < 0.3:
+        return None
+    # from the masked side's level to the kept side's (a gray or leaking masked side too)
+    prof = (prof - low) / (high - low)
+    lo = np.interp(0.1, prof + np.arange(prof.size) * 1e-9, centres)
+    hi = np.interp(0.9, prof + np.arange(prof.size) * 1e-9, centres)
+    return float(hi - lo) / 0.8
+
+
+def _psnr(a, b, mask) -> float:
+    diff = (a.astype(np.float32) - b.astype(np.float32))[mask]
+    mse = float(np.mean(diff * diff)) if diff.size else 0.0
+    return math.inf if mse == 0 else 10.0 * math.log10(255.0 ** 2 / mse)
+
+
+def diagnose_mask(sample, image, expected) -> list:
+    """Findings of a masking answer (needs the sample's inputs: source and mask)."""
+    inputs = sample.inputs
+    if len(inputs) < 2:
+        return []
+    source, mask_rgb = inputs[0], inputs[1]
+    keep = (mask_rgb[:, :, 0] >= 128).astype(np.uint8)
+    masked = 1 - keep
+    n_masked = int(masked.sum())
+    if n_masked == 0:
+        return []
+    g_ans, g_src = gray(image), gray(source)
+    black = (g_ans <= BLACK_THRESHOLD).astype(np.uint8)
+    in_keep = cv2.distanceTransform(keep, cv2.DIST_L2, 5)
+    in_masked = cv2.distanceTransform(masked, cv2.DIST_L2, 5)
+    signed = np.where(keep > 0, in_keep - 0.5, 0.5 - in_masked)
+    findings = []
+    n_keep = int(keep.sum())
+    kept_black = float((black & keep).sum()) / max(n_keep, 1)
+    masked_lit = 1.0 - float((black & masked).sum()) / n_masked
+    if n_keep and kept_black >= INVERTED_SHARE and masked_lit >= INVERTED_SHARE:
+        return [Finding("inverted_mask",
+                        f"mask inverted: {100 * kept_black:.0f}% of the kept region is black and "
+                        f"{100 * masked_lit:.0f}% of the masked region is not",
+                        {"kept_black_share": kept_black, "masked_not_black_share": masked_lit}, 1.0)]
+    dx = dy = 0.0
+    want_black = (gray(expected) <= BLACK_THRESHOLD).astype(np.uint8)
+    loss0 = region_iou_distance(black, want_black)
+    if masked_lit < 0.5 and loss0 >= 0.01:
+        # correlate the borders, not the regions: a half-plane correlates with itself everywhere
+        edges = [cv2.morphologyEx(m, cv2.MORPH_GRADIENT, KERNEL3).astype(np.float32)
+                 for m in (want_black, black)]
+        (dx, dy), _ = cv2.phaseCorrelate(edges[0], edges[1])
+        h, w = keep.shape
+        # a region that touches the frame keeps touching it when it moves
+        moved = cv2.warpAffine(want_black, np.float64([[1, 0, dx], [0, 1, dy]]), (w, h),
+                               flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+        loss1 = region_iou_distance(black, moved)
+        if max(abs(dx), abs(dy)) >= OFFSET_MIN_PX and loss1 <= 0.5 * loss0:
+            findings.append(Finding(
+                "mask_offset", f"masked region off by dx={dx:+.0f} px, dy={dy:+.0f} px",
+                {"dx": dx, "dy": dy, "dx_pct": 100 * dx / w, "dy_pct": 100 * dy / h},
+                max(loss0 - loss1, 0.0)))
+        else:
+            dx = dy = 0.0
+    shift = math.ceil(max(abs(dx), abs(dy)))
+    core = in_masked > CORE_PX + shift
+    if not core.any():
+        core = masked > 0
+    g_core = g_ans[core]
+    lit = g_core > BLACK_THRESHOLD
+    share = float(lit.mean())
+    if share >= LEAK_MIN_SHARE:
+        level = float(g_core[lit].mean())
+        if share >= 0.9 and float(np.std(g_core)) <= GRAY_FILL_STD:
+            findings.append(Finding(
+                "gray_fill", f"masked area filled with gray {np.median(g_core):.0f} instead of black",
+                {"gray": float(np.median(g_core)), "std": float(np.std(g_core)), "share": share},
+                share))
+        else:
+            findings.append(Finding(
+                "leak", f"{100 * share:.1f}% of the masked area is not black (mean gray "
+                        f"{level:.0f} there)", {"share": share, "mean_gray": level}, share))
+    if not shift:
+        width = edge_width(g_ans, g_src, signed)
+        if width is not None and width >= FEATHER_MIN_PX:
+            band = np.abs(signed) <= width / 2.0
+            findings.append(Finding(
+                "feathered_edge", f"feathered mask edge, {width:.1f} px wide",
+                {"width_px": width}, min(float((band & (masked > 0)).sum()) / n_masked, 1.0)))
+    kept_core = in_keep > KEPT_CORE_PX + shift
+    if kept_core.any():
+        psnr = _psnr(image, source, kept_core)
+        if psnr < ALTERED_PSNR_DB:
+            diff = np.abs(image.astype(np.int16) - source.astype(np.int16)).max(axis=2)[kept_core]
+            changed = float((diff > 10).mean())
+            findings.append(Finding(
+                "altered_kept", f"kept region altered: PSNR {psnr:.1f} dB against the source, "
+                                f"{100 * changed:.0f}% of it changed by more than 10 levels",
+                {"psnr_db": psnr, "changed_share": changed}, changed))
+    return findings
