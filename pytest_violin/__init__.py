@@ -32,6 +32,9 @@ _LAZY = {
     "GenerationRequest": "pytest_violin.models",
     "AdapterOptions": "pytest_violin.models",
     "resolve_model": "pytest_violin.models",
+    # diagnoses of failing answers
+    "diagnose": "pytest_violin.diagnosis",
+    "Diagnosis": "pytest_violin.diagnosis",
     # assertions
     "assert_obeys": "pytest_violin.testing.assertions",
     "assert_pure_color": "pytest_violin.testing.assertions",

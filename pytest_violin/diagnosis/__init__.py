@@ -21,12 +21,12 @@ __all__ = ["diagnose", "Diagnosis", "Finding", "DIAGNOSERS"]
 
 
 def _color(sample, image, expected):
-    from .color import diagnose_color
+    from .blocks import diagnose_color
     return diagnose_color(sample, image, expected)
 
 
 def _ratio(sample, image, expected):
-    from .color import diagnose_ratio
+    from .blocks import diagnose_ratio
     return diagnose_ratio(sample, image, expected)
 
 

@@ -9,19 +9,13 @@ ordinary pixels (``u, v`` the position as a fraction of the block's side,
 (``wrong_color``), the linear terms a ``gradient``, the radial term a
 ``vignette``, what is left ``noise`` or ``texture``; pixels far from the fit
 are ``objects`` (text, watermarks, added things: OpenCV connected
-components). Each finding's weight is the share of the image's squared RGB
-error it accounts for, so findings order by how much they explain.
-
-Layouts with several blocks are checked first for ``swapped_blocks`` (a
-permutation of the requested colours fits much better) and two-colour
-splits for ``wrong_split`` (the orientation and position of the border
-between the two colours, from the pixel classes of
-:func:`pytest_violin.metrics.geometric.nearer_first`).
+components). Each finding's weight is the squared RGB error it accounts
+for (:mod:`.blocks` makes it a share of the image's), so findings order by
+how much they explain.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from functools import lru_cache
 
@@ -30,14 +24,12 @@ import numpy as np
 
 from ..metrics._lab import float_lab
 from ..metrics.ciede2000 import ciede2000
-from ..metrics.geometric import nearer_first
 from ..suite.colors import ISCC_NBS_COLORS, format_color
 from .model import Finding
 
 __all__ = ["WRONG_COLOR_DE", "GRADIENT_MIN_LEVELS", "VIGNETTE_MIN_LEVELS", "NOISE_MIN_STD",
-           "OBJECT_DEVIATION", "OBJECT_MIN_SHARE", "SPLIT_MIN_SHARE", "FIT_GRID",
-           "nearest_name", "delta_e", "color_change", "block_findings", "split_finding",
-           "swap_finding", "GRAY_WEIGHTS"]
+           "OBJECT_DEVIATION", "OBJECT_MIN_SHARE", "FIT_GRID", "GRAY_WEIGHTS",
+           "nearest_name", "delta_e", "color_change", "block_findings"]
 
 #: CIEDE2000 from which a block's colour counts as changed: an exact answer
 #: gives 0 and a one-level rounding of one channel about 0.3; the colour
@@ -58,8 +50,6 @@ OBJECT_DEVIATION = 40.0
 OBJECT_MIN_SHARE = 0.0005
 #: Components smaller than this many pixels are noise, not objects.
 OBJECT_MIN_PIXELS = 4
-#: Departure of a split's position (share of the side) reported as wrong_split (1%).
-SPLIT_MIN_SHARE = 0.01
 #: Points per side of the grid the smooth fit is computed on.
 FIT_GRID = 64
 #: OpenCV's RGB -> gray weights (the metrics' gray).
@@ -132,15 +122,17 @@ def _design(hh: int, ww: int, ys, xs):
     return u, v, r2 - (1.0 / 6.0)  # mean of u^2 + v^2 over the unit square is 1/6
 
 
-def _objects(dev_max: np.ndarray):
-    """Object pixels (0/255) and their connected components' stats."""
-    mask = (dev_max > OBJECT_DEVIATION).astype(np.uint8)
-    if not mask.any():
+def _objects(far: np.ndarray):
+    """Object pixels (0/1 uint8) of a deviation map and their connected components' stats."""
+    mask = cv2.threshold(far, OBJECT_DEVIATION, 1, cv2.THRESH_BINARY)[1]
+    if not cv2.countNonZero(mask):
         return mask, np.zeros((0, 5), np.int32)
     n, labels, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
     keep = np.flatnonzero(stats[1:, cv2.CC_STAT_AREA] >= OBJECT_MIN_PIXELS) + 1
     if keep.size < n - 1:
-        mask = np.isin(labels, keep).astype(np.uint8)
+        lut = np.zeros(n, np.uint8)
+        lut[keep] = 1
+        mask = lut[labels]
     return mask, stats[keep]
 
 
@@ -171,42 +163,59 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
         energy as ``weight`` (not yet shares), and the block's total energy.
     """
     hh, ww = block.shape[:2]
-    ordinary = np.ones((hh, ww), bool) if explained is None else ~explained
+    block = np.ascontiguousarray(block)
+    ordinary = None if explained is None else (~explained).astype(np.uint8)
     if not callable(color) and explained is None:
         want = np.asarray(color, np.uint8)
-        if cv2.countNonZero(cv2.inRange(np.ascontiguousarray(block), want, want)) == hh * ww:
+        if cv2.countNonZero(cv2.inRange(block, want, want)) == hh * ww:
             return [], 0.0  # the exact block: nothing to find, no error
-    f = block.astype(np.float32)
-    sub = f[::4, ::4][ordinary[::4, ::4]] if ordinary[::4, ::4].any() else f.reshape(-1, 3)
-    median = np.median(sub, axis=0)
-    target = np.asarray(color(median) if callable(color) else color, np.float32)
-    err = f - target
-    # pass 1: object candidates far from the median; pass 2: far from the smooth fit
-    rough = np.abs(f - median).max(axis=2) > OBJECT_DEVIATION
+    sub = block[::4, ::4].reshape(-1, 3)
+    if ordinary is not None and ordinary[::4, ::4].any():
+        sub = sub[ordinary[::4, ::4].reshape(-1) > 0]
+    median = np.median(sub.astype(np.float32), axis=0)
+    target = np.rint(np.asarray(color(median) if callable(color) else color, np.float64))
+    # the smooth fit on a subsampled grid, without the pixels far from the median
     step_y, step_x = max(1, hh // FIT_GRID), max(1, ww // FIT_GRID)
-    ys, xs = np.mgrid[0:hh:step_y, 0:ww:step_x]
-    use = (ordinary & ~rough)[::step_y, ::step_x]
+    grid = block[::step_y, ::step_x].astype(np.float32)
+    use = np.abs(grid - median).max(axis=2) <= OBJECT_DEVIATION
+    if ordinary is not None:
+        use &= ordinary[::step_y, ::step_x] > 0
     if use.sum() < 8:
         use = np.ones_like(use)
-    u, v, q = _design(hh, ww, ys[use], xs[use])
+    ys, xs = np.nonzero(use)
+    u, v, q = _design(hh, ww, ys * step_y, xs * step_x)
     design = np.stack([np.ones_like(u), u, v, q], axis=1)
-    coef, *_ = np.linalg.lstsq(design, err[::step_y, ::step_x][use].astype(np.float64), rcond=None)
+    coef, *_ = np.linalg.lstsq(design, (grid[use] - target).astype(np.float64), rcond=None)
     coef = coef.astype(np.float32)
     # the fit is separable: a + b_v v + k v^2 (rows) plus b_u u + k (u^2 - 1/6) (columns)
     uu = ((np.arange(ww, dtype=np.float32) + 0.5) / ww - 0.5)[:, None]
     vv = ((np.arange(hh, dtype=np.float32) + 0.5) / hh - 0.5)[:, None]
     lin_rows, lin_cols = vv * coef[2], uu * coef[1]
     rad_rows, rad_cols = vv * vv * coef[3], (uu * uu - np.float32(1 / 6)) * coef[3]
-    resid = err - (coef[0] + lin_rows + rad_rows)[:, None, :] - (lin_cols + rad_cols)[None, :, :]
-    obj_mask, stats = _objects(np.abs(resid).max(axis=2))
-    obj = obj_mask.astype(bool) & ordinary
-    inl = ordinary & ~obj
-    n_in = max(int(inl.sum()), 1)
-    # energies of the smooth terms over the whole block (their share of the ordinary pixels)
+    fitted = (target.astype(np.float32) + coef[0] + lin_rows + rad_rows)[:, None, :] \
+        + (lin_cols + rad_cols)[None, :, :]
+    np.clip(fitted, 0.0, 255.0, out=fitted)
+    # objects: pixels far from the fit (largest channel difference), as components
+    planes = cv2.split(cv2.absdiff(block, cv2.convertScaleAbs(fitted)))
+    far = cv2.max(cv2.max(planes[0], planes[1]), planes[2])
+    obj, stats = _objects(far)
+    if ordinary is not None:
+        obj = cv2.bitwise_and(obj, ordinary)
+    inl = cv2.compare(obj, 0, cv2.CMP_EQ)
+    if ordinary is not None:
+        inl = cv2.bitwise_and(inl, ordinary * 255)
+    n_in = max(cv2.countNonZero(inl), 1)
+    # energies (sums of squared RGB error against the expected colour)
+    want = np.empty_like(block)
+    want[:] = target.astype(np.uint8)
+    total = cv2.norm(block, want, cv2.NORM_L2SQR, mask=ordinary)
+    obj_energy = cv2.norm(block, want, cv2.NORM_L2SQR, mask=obj) if cv2.countNonZero(obj) else 0.0
     frac = n_in / float(hh * ww)
     lin_energy = frac * (ww * float(np.sum(lin_rows ** 2)) + hh * float(np.sum(lin_cols ** 2)))
-    radial = (rad_rows[:, None, :] + rad_cols[None, :, :])
-    rad_energy = frac * float(np.sum(radial ** 2))
+    rad_energy = frac * float(np.sum((rad_rows[:, None, :] + rad_cols[None, :, :]) ** 2))
+    off_energy = float(np.sum(coef[0] ** 2)) * n_in
+    rest_energy = max(total - obj_energy - off_energy - lin_energy - rad_energy, 0.0)
+    target = target.astype(np.float32)
     findings = []
     # uniform colour change
     found = target + coef[0]
@@ -217,7 +226,7 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
             f"{where}: {numbers['found']} ({numbers['found_name']}) instead of "
             f"{numbers['requested']} ({numbers['requested_name']}), CIEDE2000 "
             f"{numbers['ciede2000']:.1f}, {_direction_words(numbers)}",
-            {**numbers, "where": where}, float(np.sum(coef[0] ** 2)) * n_in))
+            {**numbers, "where": where}, off_energy))
     # gradient (gray levels across the block along each axis)
     gu, gv = float(GRAY_WEIGHTS @ coef[1]), float(GRAY_WEIGHTS @ coef[2])
     change = math.hypot(gu, gv)
@@ -245,176 +254,24 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
             f"{'lighter' if corner > 0 else 'darker'} than the centre",
             {"where": where, "corner_levels": corner}, rad_energy))
     # noise / texture: what the smooth fit leaves on ordinary pixels
-    g_res = resid @ GRAY_WEIGHTS.astype(np.float32)
-    amp = float(np.std(g_res[inl])) if inl.any() else 0.0
+    g_res = cv2.cvtColor(block, cv2.COLOR_RGB2GRAY).astype(np.float32) \
+        - cv2.cvtColor(fitted, cv2.COLOR_RGB2GRAY)
+    amp = float(cv2.meanStdDev(g_res, mask=inl)[1][0, 0])
     if amp >= NOISE_MIN_STD:
-        blurred = cv2.blur(g_res, (5, 5))
-        correlated = float(np.std(blurred[inl])) / amp
+        correlated = float(cv2.meanStdDev(cv2.blur(g_res, (5, 5)), mask=inl)[1][0, 0]) / amp
         kind = "texture" if correlated >= 0.5 else "noise"
         findings.append(Finding(
             kind, f"{where}: {kind}, amplitude {amp:.1f} gray levels (std)",
-            {"where": where, "amplitude": amp, "correlation": correlated},
-            float(np.sum((resid ** 2)[inl]))))
+            {"where": where, "amplitude": amp, "correlation": correlated}, rest_energy))
     # objects
-    share = float(obj.sum()) / (hh * ww)
+    share = cv2.countNonZero(obj) / float(hh * ww)
     if share >= OBJECT_MIN_SHARE:
-        ys_o, xs_o = np.nonzero(obj)
-        x0, y0 = int(xs_o.min()) + origin[0], int(ys_o.min()) + origin[1]
-        bbox = [x0, y0, int(xs_o.max() - xs_o.min() + 1), int(ys_o.max() - ys_o.min() + 1)]
+        x0, y0, bw, bh = cv2.boundingRect(obj)
+        bbox = [x0 + origin[0], y0 + origin[1], bw, bh]
         findings.append(Finding(
             "objects",
             f"{where}: {len(stats)} object region(s) covering {100 * share:.2f}% of it, "
             f"bounding box x={bbox[0]}, y={bbox[1]}, {bbox[2]}x{bbox[3]} px",
             {"where": where, "share": share, "regions": int(len(stats)), "bbox": bbox},
-            float(np.sum((err ** 2)[obj]))))
-    total = float(np.sum((err ** 2)[ordinary]))
+            obj_energy))
     return findings, total
-
-
-def swap_finding(medians, colors, names) -> tuple:
-    """``(finding or None, permutation)``: whether the blocks hold the requested
-    colours in another order (a permutation fits with < half the identity's error)."""
-    m = np.asarray(medians, float)
-    c = np.asarray(colors, float)
-    n = len(c)
-    cost = lambda perm: float(sum(np.sum((m[i] - c[p]) ** 2) for i, p in enumerate(perm)))
-    ident = tuple(range(n))
-    best = min(itertools.permutations(range(n)), key=cost)
-    base = cost(ident)
-    if best == ident or base <= 0 or cost(best) >= 0.5 * base \
-            or all(np.array_equal(c[i], c[p]) for i, p in enumerate(best)):
-        return None, ident
-    moved = [f"{names[i]} has the colour of the {names[p]}" for i, p in enumerate(best) if i != p]
-    return Finding("swapped_blocks", "swapped blocks: " + "; ".join(moved),
-                   {"permutation": list(best), "blocks": list(names)},
-                   base - cost(best)), best
-
-
-def split_finding(image, colors, orientation: str, split: int):
-    """``(finding or None, misplaced)``: the border between two colours found vs requested.
-
-    ``misplaced`` (bool array) marks the pixels of the other colour's side
-    when the split is wrong, so block findings leave them out.
-    """
-    h, w = image.shape[:2]
-    first = nearer_first(image, colors[0], colors[1])
-    cols, rows = first.mean(axis=0), first.mean(axis=1)
-    found_orient = "vertical" if np.var(cols) >= np.var(rows) else "horizontal"
-    side = w if found_orient == "vertical" else h
-    profile = cols if found_orient == "vertical" else rows
-    pos = float(profile.sum())  # first colour assumed on the left / top
-    side_req = w if orientation == "vertical" else h
-    expected = np.zeros((h, w), bool)
-    if orientation == "vertical":
-        expected[:, :split] = True
-    else:
-        expected[:split, :] = True
-    misplaced = first != expected
-    off = abs(pos / side - split / side_req)
-    if found_orient == orientation and (off < SPLIT_MIN_SHARE or abs(pos - split) < 2):
-        return None, None
-    diff = np.sum((np.asarray(colors[0], float) - np.asarray(colors[1], float)) ** 2)
-    numbers = {"orientation": found_orient, "requested_orientation": orientation,
-               "position_pct": 100.0 * pos / side, "requested_pct": 100.0 * split / side_req,
-               "position_px": pos, "requested_px": int(split)}
-    text = (f"split {found_orient} at {numbers['position_pct']:.1f}% instead of "
-            f"{orientation} at {numbers['requested_pct']:.1f}%")
-    return Finding("wrong_split", text, numbers, float(misplaced.sum()) * diff), misplaced
-
-
-_BLOCK_NAMES = {"single": ("image",), "vertical": ("left half", "right half"),
-                "horizontal": ("top half", "bottom half"),
-                "quad": ("top-left quadrant", "top-right quadrant", "bottom-left quadrant",
-                         "bottom-right quadrant")}
-
-
-def _shares(findings, total: float) -> list:
-    total = max(total, 1e-9)
-    return [Finding(f.kind, f.text, f.numbers, min(float(f.weight) / total, 1.0)) for f in findings]
-
-
-def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, target=None) -> list:
-    """Findings of an image made of rectangular single-colour regions.
-
-    Parameters
-    ----------
-    image : ndarray
-        The answer, RGB uint8, of the sample's size.
-    boxes : sequence of (x0, y0, w, h)
-        The regions.
-    colors : sequence of (r, g, b)
-        The expected colour of each region.
-    names : sequence of str
-        The regions' names in the texts.
-    split : (orientation, position), optional
-        For two regions split at ``position`` px: check ``wrong_split``.
-    swap : bool
-        Check ``swapped_blocks`` first.
-    target : callable, optional
-        ``target(found) -> colour`` replaces the expected colour (ranges).
-    """
-    findings, total = [], 0.0
-    colors = [tuple(int(v) for v in c) for c in colors]
-    misplaced = None
-    if swap and len(boxes) > 1:
-        medians = [np.median(image[y:y + h:4, x:x + w:4].reshape(-1, 3), axis=0)
-                   for x, y, w, h in boxes]
-        found, perm = swap_finding(medians, colors, names)
-        if found is not None:
-            findings.append(found)
-            total += found.weight
-            colors = [colors[p] for p in perm]
-            split = None
-    if split is not None and len(boxes) == 2 and colors[0] != colors[1]:
-        found, misplaced = split_finding(image, colors, split[0], int(split[1]))
-        if found is not None:
-            findings.append(found)
-            total += found.weight
-    for (x, y, w, h), color, name in zip(boxes, colors, names):
-        explained = None if misplaced is None else misplaced[y:y + h, x:x + w]
-        more, energy = block_findings(image[y:y + h, x:x + w], target or color, where=name,
-                                      origin=(x, y), explained=explained)
-        findings.extend(more)
-        total += energy
-    return _shares(findings, total)
-
-
-def diagnose_color(sample, image, expected) -> list:
-    """Findings of a colour-task answer (blocks in a layout, or a colour range)."""
-    from ..suite.geometry import block_boxes
-
-    h, w = image.shape[:2]
-    spec = sample.spec
-    if spec.get("kind") == "fuzzy":
-        lo = np.minimum(np.asarray(spec["low"]), np.asarray(spec["high"]))
-        hi = np.maximum(np.asarray(spec["low"]), np.asarray(spec["high"]))
-        return diagnose_regions(image, [(0, 0, w, h)], [expected[0, 0]], ["image"],
-                                target=lambda found: np.clip(np.rint(found), lo, hi))
-    layout = sample.layout or spec.get("layout") or "single"
-    if layout not in _BLOCK_NAMES:
-        layout = "single"
-    boxes = block_boxes(layout, w, h)
-    colors = [expected[y, x] for x, y, _, _ in boxes]
-    split = None
-    if layout == "vertical":
-        split = ("vertical", w // 2)
-    elif layout == "horizontal":
-        split = ("horizontal", h // 2)
-    return diagnose_regions(image, boxes, colors, _BLOCK_NAMES[layout], split=split,
-                            swap=len(boxes) > 1)
-
-
-def diagnose_ratio(sample, image, expected) -> list:
-    """Findings of an area-ratio answer: the split, then each region's colour."""
-    h, w = image.shape[:2]
-    spec = sample.spec
-    orientation, split = spec["orientation"], int(spec["split"])
-    colors = [tuple(spec["colors"][0]), tuple(spec["colors"][1])]
-    if orientation == "vertical":
-        boxes, names = [(0, 0, split, h), (split, 0, w - split, h)], ["left part", "right part"]
-    else:
-        boxes, names = [(0, 0, w, split), (0, split, w, h - split)], ["top part", "bottom part"]
-    boxes = [b for b in boxes if b[2] > 0 and b[3] > 0]
-    if len(boxes) < 2:
-        return diagnose_regions(image, boxes, colors[:1], names[:1])
-    return diagnose_regions(image, boxes, colors, names, split=(orientation, split))
