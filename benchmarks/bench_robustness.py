@@ -11,13 +11,20 @@ a. **memory** - peak RSS (``ru_maxrss``, reported by the process itself) of
    kind, then the worst mix (all five kinds, 16 samples). The driver is
    ``tests/_memory_driver.py`` and the answers are ``tests/test_memory_bounds.py``'s,
    so the benchmark measures exactly what the test guards. Target < 1 GB.
-b. **Ctrl-C** - seconds from SIGINT to exit of ``python -m pytest
+b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytest
    --violin-model=http://127.0.0.1:PORT/generate --violin-tasks=color
    --violin-limit=12`` (default timeout and retries) against an endpoint that
-   accepts connections and never answers; SIGINT is sent once the first
-   request arrived, to the process group as a terminal's Ctrl-C does, and
-   (with ``-n 2``) also to the pytest process alone (``kill -INT PID``).
-   Without and with ``-n 2``. Target < 5 s, exit code 2 (interrupted).
+   accepts connections and never answers, started with SIGINT and SIGTERM at
+   their defaults (whatever this script inherited). The signal is sent once
+   the first request arrived: SIGINT to the process group as a terminal's
+   Ctrl-C does, SIGINT or SIGTERM to the pytest process alone (``kill PID``,
+   ``timeout``), and a double Ctrl-C (two SIGINTs to the group 0.3 s apart,
+   timed from the second). Without and with ``-n 2``. Targets: < 5 s after the
+   first (< 1 s after a second), exit code 2, ``results.json`` marked
+   interrupted (not after a double Ctrl-C), no INTERNALERROR or traceback, and
+   no process of the run's group alive once pytest has exited (an xdist
+   worker outliving its controller). The rows name the Python that ran them:
+   run the script with each interpreter to compare.
 c. **dead endpoint** - seconds until a run of the full ``violin`` suite with
    ``--violin-max-calls=none`` against a closed port ends. Target < 30 s,
    exit code 2 (the run is stopped as unreachable).
@@ -31,7 +38,9 @@ e. **paid-call limit** - seconds until a full-suite run of a network
    number of requests the listening server received (target 0).
 
 Run: ``python benchmarks/bench_robustness.py [--only a,b,c,d,e] [--repeat 3] [--generations 2000]``
-(about 2 minutes with ``--repeat 3`` on two cores).
+(about 2 minutes with ``--repeat 3`` on two cores, plus about 1.5 minutes
+per repeat for b's seven cases). Run b with each interpreter to compare
+Pythons: ``/path/to/venv-3.N/bin/python benchmarks/bench_robustness.py --only b``.
 ``--repeat`` repeats the timed process runs (b, c, e) and prints the
 median and the range. Prints a markdown table (what / target / measured);
 exits 1 when a target is missed.
@@ -220,57 +229,111 @@ def bench_memory(args) -> list[Row]:
 # --------------------------------------------------------------------- b. Ctrl-C
 
 
-def sigint_to_exit(extra: tuple[str, ...], group: bool) -> tuple[float, int, bool]:
-    """Seconds from SIGINT to exit, the exit code, and whether results.json says interrupted.
+def _default_signals() -> None:
+    """In the child before exec: SIGINT and SIGTERM at their defaults (a background job ignores SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
-    ``group``: send SIGINT to the whole process group, as a terminal's Ctrl-C
-    does (pytest and its xdist workers); else to the pytest process only
-    (``kill -INT PID``).
-    """
+
+def alive_in_group(pgid: int) -> list[int]:
+    """Pids of process group ``pgid`` still running (zombies excluded); Linux ``/proc``."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                alive.append(int(entry))
+    return alive
+
+
+@dataclass
+class Stop:
+    seconds: float
+    code: int
+    interrupted: bool
+    survivors: int
+    clean: bool  # no INTERNALERROR, no traceback
+
+
+#: how: (signal, to the group?, double)
+HOW = {"ctrl-c": (signal.SIGINT, True, False), "int-pid": (signal.SIGINT, False, False),
+       "term-pid": (signal.SIGTERM, False, False), "double": (signal.SIGINT, True, True)}
+
+
+def signal_to_exit(extra: tuple[str, ...], how: str) -> Stop:
+    """One run stopped as ``how`` says (see :data:`HOW`)."""
+    signum, group, double = HOW[how]
     with HangingServer() as server, tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report"
+        out = Path(tmp) / "out.txt"
         cmd = pytest_cmd(f"http://127.0.0.1:{server.port}/generate", "--violin-tasks=color",
                          "--violin-limit=12", "--violin-no-cache", f"--violin-report={report}", *extra)
-        proc = subprocess.Popen(cmd, cwd=tmp, env=clean_env(), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        with out.open("w") as sink:
+            proc = subprocess.Popen(cmd, cwd=tmp, env=clean_env(), stdout=sink, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_default_signals)
         try:
             if not server.arrived.wait(120):
                 raise SystemExit("b: the run never called the endpoint")
+            send = (lambda: os.killpg(proc.pid, signum)) if group else (lambda: proc.send_signal(signum))
+            send()
             t0 = time.monotonic()
-            if group:
-                os.killpg(proc.pid, signal.SIGINT)
-            else:
-                proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
+            if double:
+                time.sleep(0.3)  # the stimulus: a second Ctrl-C 0.3 s later (the issue's case)
+                if proc.poll() is None:
+                    send()
+                t0 = time.monotonic()
+            proc.wait(timeout=300)
             elapsed = time.monotonic() - t0
+            survivors = len(alive_in_group(proc.pid))
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+            for pid in alive_in_group(proc.pid):
+                os.kill(pid, signal.SIGKILL)
         try:
             interrupted = json.loads((report / "results.json").read_text())["metadata"]["interrupted"] is True
         except (OSError, ValueError, KeyError):
             interrupted = False
-    return elapsed, proc.returncode, interrupted
+        text = out.read_text(errors="replace")
+    return Stop(elapsed, proc.returncode, interrupted, survivors,
+                "INTERNALERROR" not in text and "Traceback" not in text)
 
 
 def bench_interrupt(args) -> list[Row]:
     rows = []
-    cases = (("one process, Ctrl-C", (), True), ("`-n 2`, Ctrl-C (the process group)", ("-n", "2"), True),
-             ("`-n 2`, `kill -INT` of the pytest process only", ("-n", "2"), False))
-    for label, extra, group in cases:
-        times, codes, reports = [], set(), set()
+    py = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
+    cases = (("one process, Ctrl-C", (), "ctrl-c"), ("one process, SIGTERM", (), "term-pid"),
+             ("one process, double Ctrl-C (second 0.3 s after the first)", (), "double"),
+             ("`-n 2`, Ctrl-C (the process group)", ("-n", "2"), "ctrl-c"),
+             ("`-n 2`, `kill -INT` of the controller only", ("-n", "2"), "int-pid"),
+             ("`-n 2`, SIGTERM to the controller only", ("-n", "2"), "term-pid"),
+             ("`-n 2`, double Ctrl-C (second 0.3 s after the first)", ("-n", "2"), "double"))
+    for label, extra, how in cases:
+        stops = []
         for _ in range(args.repeat):
-            elapsed, code, interrupted = sigint_to_exit(extra, group)
-            times.append(elapsed)
-            codes.add(code)
-            reports.add(interrupted)
-            print(f"  b. {label}: {elapsed:.2f} s, exit {code}, results.json interrupted={interrupted}",
+            stop = signal_to_exit(extra, how)
+            stops.append(stop)
+            print(f"  b. {py}, {label}: {stop.seconds:.2f} s, exit {stop.code}, results.json "
+                  f"interrupted={stop.interrupted}, {stop.survivors} alive after exit, clean={stop.clean}",
                   flush=True)
-        ok = max(times) < 5 and codes == {INTERRUPTED}
-        rows.append(Row(f"SIGINT to exit, endpoint that never answers, {label}", "< 5 s, exit 2",
-                        f"{spread(times)}, exit {'/'.join(map(str, sorted(codes)))}"
-                        f"{'' if reports == {True} else ', results.json not marked interrupted'}", ok))
+        double = how == "double"
+        limit = 1.0 if double else 5.0
+        times = [st.seconds for st in stops]
+        codes = sorted({st.code for st in stops})
+        marked = double or all(st.interrupted for st in stops)
+        survivors = max(st.survivors for st in stops)
+        clean = all(st.clean for st in stops)
+        ok = max(times) < limit and codes == [INTERRUPTED] and marked and survivors == 0 and clean
+        notes = "" if marked else ", results.json not marked interrupted"
+        notes += "" if survivors == 0 else f", {survivors} processes outlived pytest"
+        notes += "" if clean else ", INTERNALERROR or traceback"
+        rows.append(Row(f"{py}: {'second signal' if double else 'signal'} to exit, endpoint that never answers, "
+                        f"{label}", f"< {limit:g} s, exit 2", f"{spread(times)}, exit "
+                        f"{'/'.join(map(str, codes))}{notes}", ok))
     return rows
 
 

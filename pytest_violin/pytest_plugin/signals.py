@@ -39,6 +39,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -191,12 +192,24 @@ class SessionSignals:
             names = [p.name for p in self.control.iterdir()]
         except OSError:
             return
+        killed = []
         for name in names:
             if name.startswith("worker-") and name[7:].isdigit():
                 try:
                     os.kill(int(name[7:]), signal.SIGKILL)
+                    killed.append(int(name[7:]))
                 except OSError:
                     pass
+        # SIGKILL is delivered asynchronously: reap them (they are our children), 0.5 s at most
+        deadline = time.monotonic() + 0.5
+        for pid in killed:
+            while time.monotonic() < deadline:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except OSError:  # not (or no longer) our child
+                    break
+                time.sleep(0.002)
         if self._owns_control:
             shutil.rmtree(self.control, ignore_errors=True)
 
