@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from .errors import InvalidArgumentError
 
@@ -487,6 +487,14 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     verdict = judge(sample, judged, applied, notes=notes)
     result.failed = verdict.failed
     result.outcome = "passed" if verdict.passed else "failed"
-    if not verdict.passed:
+    if not verdict.passed:  # diagnosed: a help, never the verdict (an error is one line)
+        from .diagnosis import diagnose_failure
+
+        found, error = diagnose_failure(sample, generation.images, per_repeat)
+        if error is None:
+            result.extra["diagnosis"] = found.to_json()
+            verdict = replace(verdict, diagnosis=tuple(found.texts()))
+        else:
+            result.extra["diagnosis_error"] = error
         result.extra["_message"] = verdict.message()
     return result, list(generation.images)

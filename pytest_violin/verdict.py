@@ -116,6 +116,9 @@ class Verdict:
         Lines shown after the table (resized image, repeats, ...).
     size : tuple of (int, int)
         ``(width, height)`` of the sample.
+    diagnosis : tuple of str
+        What the answer did, one line per finding (a ``diagnosis:`` block
+        after the table; :func:`pytest_violin.diagnose`).
     """
 
     sample_id: str
@@ -124,6 +127,7 @@ class Verdict:
     rows: tuple
     notes: tuple = ()
     size: tuple = (0, 0)
+    diagnosis: tuple = ()
 
     @property
     def passed(self) -> bool:
@@ -150,6 +154,8 @@ class Verdict:
         if self.failed:
             lines.append(f"over the limit: {', '.join(self.failed)}")
         lines += ["", format_table(self.rows), ""]
+        if self.diagnosis:
+            lines += ["diagnosis:", *(f"  - {text}" for text in self.diagnosis), ""]
         lines += list(self.notes)
         if show_prompt:
             lines.append(f"prompt:    {self.prompt}")

@@ -250,3 +250,61 @@ def test_one_level_rounding_noise_is_no_finding():
     jitter = np.random.default_rng(5).integers(-1, 2, (sample.height, sample.width, 3))
     img = np.clip(sample.expected().astype(np.int16) + jitter, 0, 255).astype(np.uint8)
     assert not diagnose(sample, img)
+
+
+# wiring: the failure message and the result --------------------------------
+def _scored(sample, image):
+    from pytest_violin.execution.runner import Generation
+    from pytest_violin.pytest_plugin.settings import ViolinSettings
+    from pytest_violin.results import score_generation
+    from pytest_violin.thresholds import default_limits
+
+    result, _ = score_generation(sample, Generation(images=[image]), ViolinSettings(), default_limits())
+    return result
+
+
+def test_a_failing_sample_carries_its_diagnosis():
+    sample = _pick("violin", task="color", layout="single")
+    img = np.clip(sample.expected().astype(np.int16) + 24, 0, 255).astype(np.uint8)
+    result = _scored(sample, img)
+    assert result.outcome == "failed"
+    kinds = [f["kind"] for f in result.extra["diagnosis"]]
+    assert kinds[0] == "wrong_color"
+    message = result.extra["_message"]
+    block = message.split("diagnosis:\n", 1)[1]
+    assert block.splitlines()[0] == "  - " + result.extra["diagnosis"][0]["text"]
+    assert message.index("metric |") < message.index("diagnosis:")
+    json.loads(result.to_json())
+
+
+def test_a_passing_sample_is_not_diagnosed(monkeypatch):
+    import pytest_violin.diagnosis as diagnosis
+
+    def boom(*args, **kwargs):
+        raise AssertionError("diagnosed a passing sample")
+
+    monkeypatch.setattr(diagnosis, "diagnose", boom)
+    sample = _pick("violin", task="color", layout="single")
+    result = _scored(sample, sample.expected())
+    assert result.outcome == "passed" and "diagnosis" not in result.extra
+
+
+def test_a_diagnosis_error_never_turns_the_failure_into_an_error(monkeypatch):
+    import pytest_violin.diagnosis as diagnosis
+
+    def broken(*args, **kwargs):
+        raise ValueError("broken diagnoser")
+
+    monkeypatch.setattr(diagnosis, "diagnose", broken)
+    sample = _pick("violin", task="color", layout="single")
+    result = _scored(sample, np.zeros_like(sample.expected()))
+    assert result.outcome == "failed" and result.error is None
+    assert result.extra["diagnosis_error"].startswith("ValueError")
+    assert "diagnosis:" not in result.extra["_message"]
+
+
+def test_a_uniform_answer_to_two_halves_has_no_split_but_two_wrong_colors():
+    sample = _pick("violin", task="color", layout="vertical")
+    d = diagnose(sample, np.full_like(sample.expected(), 128))
+    assert d.kinds == ("wrong_color", "wrong_color"), d.texts()
+    assert {f.numbers["where"] for f in d} == {"left half", "right half"}

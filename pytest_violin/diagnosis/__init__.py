@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from .model import Diagnosis, Finding, build
 
-__all__ = ["diagnose", "Diagnosis", "Finding", "DIAGNOSERS"]
+__all__ = ["diagnose", "diagnose_failure", "Diagnosis", "Finding", "DIAGNOSERS"]
+
+#: Characters of a diagnosis error line kept (after redaction).
+ERROR_LINE_CHARS = 300
 
 
 def _color(sample, image, expected):
@@ -90,3 +93,34 @@ def diagnose(sample, image) -> Diagnosis:
     if img.shape[:2] != (sample.height, sample.width):
         img = resize_rgb8(img, sample.width, sample.height)
     return build(sample, func(sample, img, sample.expected()))
+
+
+def diagnose_failure(sample, images, per_repeat) -> tuple:
+    """Diagnose a failing sample's worst repeat; never raise.
+
+    Parameters
+    ----------
+    sample : Sample
+        The failing sample.
+    images : sequence
+        Its answers, one per repeat.
+    per_repeat : sequence of dict
+        Each repeat's metrics (with ``mean``); the worst mean is diagnosed.
+
+    Returns
+    -------
+    tuple
+        ``(Diagnosis, None)``, or ``(None, "Type: first line")`` (redacted,
+        cut to :data:`ERROR_LINE_CHARS`) when diagnosing raised: a diagnosis
+        must never turn a failure into an error.
+    """
+    try:
+        worst = max(range(len(images)),
+                    key=lambda i: float(per_repeat[i].get("mean", 0.0)) if i < len(per_repeat) else 0.0)
+        return diagnose(sample, images[worst]), None
+    except Exception as exc:  # noqa: BLE001 - reported as one line, the verdict stands
+        from ..redaction import redact
+
+        lines = str(exc).strip().splitlines()
+        text = redact(f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": "))
+        return None, text[:ERROR_LINE_CHARS]

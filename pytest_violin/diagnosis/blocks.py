@@ -21,11 +21,16 @@ from ..metrics.geometric import nearer_first
 from .color import block_findings
 from .model import Finding
 
-__all__ = ["SPLIT_MIN_SHARE", "swap_finding", "split_finding", "diagnose_regions",
+__all__ = ["SPLIT_MIN_SHARE", "SPLIT_NEAR", "SPLIT_TWO_TONE_SHARE", "swap_finding", "split_finding", "diagnose_regions",
            "diagnose_color", "diagnose_ratio"]
 
 #: Departure of a split's position (share of the side) reported as wrong_split (1%).
 SPLIT_MIN_SHARE = 0.01
+#: A pixel is "of one of the two colours" within this share of their distance.
+SPLIT_NEAR = 0.25
+#: Share of such pixels that makes the answer two-tone, so that its split can
+#: be measured (a uniform or unrelated answer has no split to speak of).
+SPLIT_TWO_TONE_SHARE = 0.5
 
 def swap_finding(medians, colors, names) -> tuple:
     """``(finding or None, permutation)``: whether the blocks hold the requested
@@ -53,6 +58,12 @@ def split_finding(image, colors, orientation: str, split: int):
     when the split is wrong, so block findings leave them out.
     """
     h, w = image.shape[:2]
+    # judged only on a two-tone answer: most pixels near one of the two colours
+    c0, c1 = np.asarray(colors[0], np.float32), np.asarray(colors[1], np.float32)
+    probe = image[::4, ::4].reshape(-1, 3).astype(np.float32)
+    near = np.minimum(np.linalg.norm(probe - c0, axis=1), np.linalg.norm(probe - c1, axis=1))
+    if np.mean(near <= SPLIT_NEAR * float(np.linalg.norm(c0 - c1))) < SPLIT_TWO_TONE_SHARE:
+        return None, None
     first = nearer_first(image, colors[0], colors[1])
     cols, rows = first.mean(axis=0), first.mean(axis=1)
     found_orient = "vertical" if np.var(cols) >= np.var(rows) else "horizontal"
