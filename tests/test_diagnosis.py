@@ -308,3 +308,13 @@ def test_a_uniform_answer_to_two_halves_has_no_split_but_two_wrong_colors():
     d = diagnose(sample, np.full_like(sample.expected(), 128))
     assert d.kinds == ("wrong_color", "wrong_color"), d.texts()
     assert {f.numbers["where"] for f in d} == {"left half", "right half"}
+
+
+def test_vignette_with_an_exact_centre():
+    sample = _pick("violin", task="color", layout="single")
+    yy, xx = np.mgrid[0:sample.height, 0:sample.width]
+    r2 = ((xx + 0.5 - sample.width / 2) ** 2 + (yy + 0.5 - sample.height / 2) ** 2) / (sample.width ** 2 / 2)
+    img = np.clip(np.rint(sample.expected() - 20.0 * r2[..., None]), 0, 255).astype(np.uint8)
+    d = diagnose(sample, img)
+    assert d.kinds == ("vignette",), d.texts()
+    _close(-d.first.numbers["corner_levels"], 20.0)

@@ -218,8 +218,12 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
     target = target.astype(np.float32)
     findings = []
     # uniform colour change
-    found = target + coef[0]
+    # vignette: centre vs corners (r^2 from 0 to 1/2); with one, the colour is the centre's
+    corner = float(GRAY_WEIGHTS @ coef[3]) * 0.5
+    offset = coef[0] - coef[3] / 6.0 if abs(corner) >= VIGNETTE_MIN_LEVELS else coef[0]
+    found = target + offset
     if delta_e(found, target) >= WRONG_COLOR_DE:
+        off_energy = float(np.sum(offset ** 2)) * n_in
         numbers = color_change(found, target)
         findings.append(Finding(
             "wrong_color",
@@ -245,14 +249,13 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
             {"where": where, "orientation": orient, "toward": toward, "levels": change,
              "levels_x": gu, "levels_y": gv, "angle_deg": angle},
             lin_energy))
-    # vignette: centre vs corners (r^2 from 0 to 1/2)
-    corner = float(GRAY_WEIGHTS @ coef[3]) * 0.5
     if abs(corner) >= VIGNETTE_MIN_LEVELS:
         findings.append(Finding(
             "vignette",
             f"{where}: vignette, corners {abs(corner):.1f} gray levels "
             f"{'lighter' if corner > 0 else 'darker'} than the centre",
-            {"where": where, "corner_levels": corner}, rad_energy))
+            {"where": where, "corner_levels": corner},
+            rad_energy + n_in * float(np.sum((coef[3] / 6.0) ** 2))))  # uncentred: from the centre
     # noise / texture: what the smooth fit leaves on ordinary pixels
     g_res = cv2.cvtColor(block, cv2.COLOR_RGB2GRAY).astype(np.float32) \
         - cv2.cvtColor(fitted, cv2.COLOR_RGB2GRAY)
