@@ -111,6 +111,8 @@ class SessionSignals:
         if self.state.is_xdist_controller:
             self.control = Path(tempfile.mkdtemp(prefix="violin-control-"))
             self._owns_control = True
+            # also when a hook fails before ours (a usage error raised in the controller)
+            self.config.add_cleanup(lambda: shutil.rmtree(self.control, ignore_errors=True))
         elif self.worker:
             self._start_watcher()
         if threading.current_thread() is not threading.main_thread():
@@ -257,6 +259,7 @@ class SessionSignals:
         while not self._stop.wait(WATCH_INTERVAL):
             if parent is not None and os.getppid() != parent:
                 _say(f"violin: worker {os.getpid()}: its controller (pid {parent}) is gone; exiting")
+                shutil.rmtree(control, ignore_errors=True)  # what the controller could not remove
                 os._exit(2)
             if self.count == 0 and flag.exists():
                 self.state.cancel.set()
