@@ -318,3 +318,36 @@ def test_vignette_with_an_exact_centre():
     d = diagnose(sample, img)
     assert d.kinds == ("vignette",), d.texts()
     _close(-d.first.numbers["corner_levels"], 20.0)
+
+
+# failure modes per task -----------------------------------------------------
+def _record(task, outcome, *kinds, dL=1.0):
+    findings = [{"kind": k, "text": k, "numbers": {"dL": dL} if k == "wrong_color" else {}} for k in kinds]
+    return {"task": task, "outcome": outcome, "extra": {"diagnosis": findings} if kinds else {}}
+
+
+def test_failure_modes_count_first_findings_of_failing_samples():
+    from pytest_violin.diagnosis.summary import failure_mode_lines, failure_modes
+
+    records = [_record("color", "failed", "gradient", "wrong_color")] * 3 \
+        + [_record("color", "failed", "wrong_color", dL=2.0)] * 2 \
+        + [_record("color", "failed", "wrong_color", dL=-2.0)] \
+        + [_record("color", "passed", "objects"), _record("color", "failed")] \
+        + [_record("mask", "failed", "leak")]
+    (task, n, modes), (task2, n2, _) = failure_modes(records)
+    assert (task, n, task2, n2) == ("color", 6, "mask", 1)
+    assert modes == [("gradient", 0.5, None), ("wrong_color", 0.5, "lighter")]
+    assert failure_mode_lines(records) == ["color (6 failing): 50% gradient, 50% wrong_color (mostly lighter)",
+                                           "mask (1 failing): 100% leak"]
+
+
+def test_summary_md_lists_failure_modes_only_when_diagnosed():
+    from pytest_violin.report.markdown import render_markdown
+    from pytest_violin.results import SampleResult
+
+    sample = _pick("violin", task="color", layout="single")
+    failing = _scored(sample, np.full_like(sample.expected(), 128))
+    text = render_markdown([failing])
+    assert "### Failure modes" in text and "100% wrong\\_color" in text
+    assert "### Failure modes" not in render_markdown([_scored(sample, sample.expected())])
+    assert isinstance(failing, SampleResult)

@@ -117,6 +117,11 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                     cells.append(fmt_signed(g.delta) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
+    from ..diagnosis.summary import failure_mode_lines
+
+    modes = failure_mode_lines(records)
+    if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
+        lines += ["### Failure modes", "", *(f"- {md_escape(m)}" for m in modes), ""]
     if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", [])):
         from .terminal import NO_IMAGE_NOTE
 
