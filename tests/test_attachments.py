@@ -1,6 +1,7 @@
 """Failing ``violin::`` items carry their images into pytest-html and Allure reports.
 
-A real run (a subprocess, the plugins as installed) of a model that fails the
+A real run (in this process as pytester runs it, the plugins as installed; a
+subprocess cost 10 s more) of a model that fails the
 color and mask samples and passes the shape ones, with ``--html=... --self-contained-html``
 and ``--alluredir``: the HTML report's data blob holds, for every failing item, the
 expected, generated and difference images as embedded data URIs that decode to
@@ -63,17 +64,18 @@ def _decode_data_uri(uri: str) -> np.ndarray:
     return image
 
 
-def _run(pytester, *args):
+def _run(pytester, *args, inprocess=False):
     pytester.makepyfile(noisy_model=MODEL)
     pytester.makeconftest(CONFTEST)
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
-                                         "--violin-model=python:noisy_model:generate",
-                                         "--violin-limit=6", "--violin-tasks=color,shape,mask",
-                                         *args, timeout=300)
+    run = pytester.runpytest_inprocess if inprocess else pytester.runpytest_subprocess
+    return run("-p", "no:cacheprovider", "-p", "no:randomly", "--violin-model=python:noisy_model:generate",
+               "--violin-limit=6", "--violin-tasks=color,shape,mask", *args,
+               **({} if inprocess else {"timeout": 300}))
 
 
 def test_failing_items_embed_their_images_in_pytest_html_and_allure(pytester):
-    result = _run(pytester, "--html=report.html", "--self-contained-html", "--alluredir=allure")
+    result = _run(pytester, "--html=report.html", "--self-contained-html", "--alluredir=allure",
+                  inprocess=True)
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 2 and outcomes.get("passed", 0) >= 1, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*attachments registered: True*"])
@@ -128,7 +130,8 @@ def pytest_configure(config):
 
 
 def test_nothing_is_registered_without_an_active_report_plugin(pytester):
-    result = _run(pytester, "--collect-only", "-q")
+    # in this process: registration happens at configure time, as in a subprocess
+    result = _run(pytester, "--collect-only", "-q", inprocess=True)
     result.stdout.fnmatch_lines(["*attachments registered: False*"])
-    result = _run(pytester, "--collect-only", "-q", "--alluredir=allure")
+    result = _run(pytester, "--collect-only", "-q", "--alluredir=allure", inprocess=True)
     result.stdout.fnmatch_lines(["*attachments registered: True*"])

@@ -95,6 +95,7 @@ def test_example_suite_passes_with_the_oracle_and_its_baseline(project):
     assert "no regression against baseline" in out
 
 
+@pytest.mark.slow  # a subprocess run with hypothesis shrinking failures: 5-8 s (the oracle run stays in the default run)
 def test_example_suite_fails_readably_with_a_noisy_model(project):
     (project / "noisy_model.py").write_text(NOISY_MODEL)
     result = run(project, "-q", "--violin-model=python:noisy_model:generate", "--violin-limit=6",

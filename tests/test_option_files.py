@@ -177,6 +177,7 @@ OPTION_CASES = [
 ]
 
 
+@pytest.mark.slow  # two subprocess runs (a hang must not hang the test process): 5 s; the FIFO refusal itself is tested above
 @posix_only
 def test_a_fifo_baseline_or_workflow_is_a_usage_error_not_a_hang(pytester, fifo, monkeypatch):
     monkeypatch.setenv("REPLICATE_API_TOKEN", "r8_test")

@@ -58,6 +58,7 @@ def test_plan_counts_cache_hits(pytester):
     assert again.ret == 0
 
 
+@pytest.mark.slow  # the full suite through the plugin: 10-16 s
 def test_dead_endpoint_stops_the_full_suite_within_seconds(pytester):
     url = f"http://127.0.0.1:{_closed_port()}/generate"
     t0 = time.monotonic()
@@ -93,6 +94,7 @@ def test_max_answer_mb_reaches_the_http_client(pytester):
     assert "over the limit of" not in big.stdout.str()
 
 
+@pytest.mark.slow  # an xdist run with two workers: seconds (test_plugin_run has the default xdist smoke test)
 def test_under_xdist_the_limit_counts_user_tests_over_violin_sample(pytester):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_team=(
