@@ -10,6 +10,7 @@ profile is the same after the inner run.
 from __future__ import annotations
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
+import pytest
 from hypothesis import settings
 
 #: A stand-in for a real model: each call takes longer than hypothesis's
@@ -54,7 +55,24 @@ def _project(pytester):
     (pytester.path / "tests" / "test_props.py").write_text(PROPERTY_TEST)
 
 
-def test_property_test_with_a_slow_model_passes_without_a_flag(pytester):
+@pytest.fixture
+def no_profile_chosen():
+    """This process as a user's is when it chose no profile: under hypothesis's ``default``.
+
+    This suite's own run may be under a profile of its own (tests/conftest.py
+    loads ``violin-ci`` when ``CI`` is set), which the plugin rightly keeps;
+    the outer profile is put back afterwards.
+    """
+    outer = settings.default
+    settings.load_profile("default")
+    try:
+        yield
+    finally:
+        settings.register_profile("violin-tests-outer", outer)
+        settings.load_profile("violin-tests-outer")
+
+
+def test_property_test_with_a_slow_model_passes_without_a_flag(pytester, no_profile_chosen):
     before = settings.default
     _project(pytester)
     result = pytester.runpytest(*ARGS)
@@ -83,7 +101,7 @@ def test_no_model_no_profile_change(pytester):
     assert "PROFILE violin" not in result.stdout.str()
 
 
-def test_a_conftest_choice_is_kept(pytester):
+def test_a_conftest_choice_is_kept(pytester, no_profile_chosen):
     _project(pytester)
     pytester.makeconftest("from hypothesis import settings\n"
                           "settings.register_profile('team', deadline=1234)\n"

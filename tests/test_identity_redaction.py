@@ -96,6 +96,23 @@ def test_every_adapter_identity_survives_redaction(tmp_path, monkeypatch):
     assert identities["openai:gpt-image-1"] == "openai:gpt-image-1@https://api.example.invalid/v1"
 
 
+@pytest.fixture
+def no_registered_secrets(monkeypatch):
+    """An empty secret registry for this test only.
+
+    The registry is process-wide, and a key another test registered on the same
+    worker masks its own cut copies too: ``google-fallback-key-...`` (the gemini
+    adapter's tests) makes ``google`` in ``googleapis.com`` a masked prefix. This
+    test is about the user-info rule alone.
+    """
+    import pytest_violin.redaction as redaction
+
+    monkeypatch.setattr(redaction, "_secrets", set())
+    monkeypatch.setattr(redaction, "_ordered", ())
+    monkeypatch.setattr(redaction, "_prefix_rules", {})
+    monkeypatch.setattr(redaction, "_ordered_prefixes", ())
+
+
 @pytest.mark.parametrize("text, masked", [
     ("https://alice:pw-1234@host.example/gen", "https://alice:***@host.example/gen"),
     ("a1111:http://alice:pw-1234@127.0.0.1:7860", "a1111:http://alice:***@127.0.0.1:7860"),
@@ -106,7 +123,7 @@ def test_every_adapter_identity_survives_redaction(tmp_path, monkeypatch):
     ("dir:/data/out@v2:x", None),
     ("https://user@host.example/path:with@signs", None),
 ])
-def test_only_url_passwords_are_masked(text, masked):
+def test_only_url_passwords_are_masked(text, masked, no_registered_secrets):
     assert redact_userinfo(text) == (text if masked is None else masked)
 
 
