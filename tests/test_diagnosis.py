@@ -351,3 +351,19 @@ def test_summary_md_lists_failure_modes_only_when_diagnosed():
     assert "### Failure modes" in text and "100% wrong\\_color" in text
     assert "### Failure modes" not in render_markdown([_scored(sample, sample.expected())])
     assert isinstance(failing, SampleResult)
+
+
+def test_report_html_shows_the_diagnosis_and_filters_by_kind():
+    from html import escape
+
+    from pytest_violin.report.html import render_html
+
+    sample = _pick("violin", task="color", layout="single")
+    failing = _scored(sample, np.full_like(sample.expected(), 128))
+    text = failing.extra["diagnosis"][0]["text"]
+    page = render_html([failing, _scored(sample, sample.expected())])
+    assert '<select id="f-kind"><option value="">all</option><option value="wrong_color">' in page
+    assert 'data-outcome="failed" data-kinds="wrong_color"' in page
+    assert 'data-outcome="passed" data-kinds=""' in page
+    assert escape(text) in page and "<th>diagnosis</th>" in page
+    assert '<select id="f-kind"' not in render_html([_scored(sample, sample.expected())])

@@ -58,6 +58,7 @@ table.samples td.th img{width:72px;height:auto;image-rendering:pixelated;margin-
 table.samples td.th figure{display:inline-block;margin:0 2px;text-align:center;font-size:10px;color:#666}
 table.samples td.prompt{max-width:330px;word-wrap:break-word}
 table.samples td.m{font-size:12px;white-space:nowrap}.over{color:#a1190f;font-weight:700}
+.dg{font-size:12px;max-width:320px}.dg div{margin-bottom:3px}
 .errmsg{color:#a1190f;font-size:12px;white-space:pre-wrap;word-break:break-word}
 code{font-size:12px}.muted{color:#777}
 """
@@ -65,16 +66,18 @@ code{font-size:12px}.muted{color:#777}
 _JS = """
 (function(){
 var fo=document.getElementById('f-fail'),ft=document.getElementById('f-task'),fq=document.getElementById('f-text'),
-fx=document.getElementById('f-outcome'),cnt=document.getElementById('f-count'),rows=document.querySelectorAll('tr.s');
-function apply(){var onlyFail=fo.checked,task=ft.value,oc=fx.value,q=fq.value.toLowerCase(),shown=0;
+fx=document.getElementById('f-outcome'),cnt=document.getElementById('f-count'),rows=document.querySelectorAll('tr.s'),
+fk=document.getElementById('f-kind');
+function apply(){var onlyFail=fo.checked,task=ft.value,oc=fx.value,q=fq.value.toLowerCase(),kind=fk?fk.value:'',shown=0;
 for(var i=0;i<rows.length;i++){var r=rows[i],ok=true;
 if(onlyFail&&r.getAttribute('data-outcome')==='passed')ok=false;
 if(ok&&oc&&r.getAttribute('data-outcome')!==oc)ok=false;
 if(ok&&task&&r.getAttribute('data-task')!==task)ok=false;
+if(ok&&kind&&(' '+(r.getAttribute('data-kinds')||'')+' ').indexOf(' '+kind+' ')<0)ok=false;
 if(ok&&q&&r.textContent.toLowerCase().indexOf(q)<0)ok=false;
 r.style.display=ok?'':'none';if(ok)shown++;}
 cnt.textContent=shown+' of '+rows.length+' samples shown';}
-fo.addEventListener('change',apply);ft.addEventListener('change',apply);fx.addEventListener('change',apply);fq.addEventListener('input',apply);apply();
+fo.addEventListener('change',apply);ft.addEventListener('change',apply);if(fk)fk.addEventListener('change',apply);fx.addEventListener('change',apply);fq.addEventListener('input',apply);apply();
 })();
 """
 
@@ -292,10 +295,14 @@ def _sample_row(rec, budget, newly_failing) -> tuple[str, int]:
     size = rec.get("original_size")
     note = (f'<div class="muted">resized from {_e(size[0])}x{_e(size[1])}</div>'
             if isinstance(size, (list, tuple)) and len(size) == 2 else "")
-    html = (f'<tr class="s" data-task="{_e(rec.get("task", ""))}" data-outcome="{_e(outcome)}">'
+    findings = [f for f in (rec.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)]
+    kinds = " ".join(dict.fromkeys(str(f.get("kind", "")) for f in findings))
+    diag = "".join(f'<div><b>{_e(f.get("kind", ""))}</b> {_e(f.get("text", ""))}</div>' for f in findings)
+    html = (f'<tr class="s" data-task="{_e(rec.get("task", ""))}" data-outcome="{_e(outcome)}" '
+            f'data-kinds="{_e(kinds)}">'
             f"<td>{badge}</td><td><code>{_e(sid)}</code><div class=\"muted\">{_e(rec.get('variation') or '')}"
             f"</div></td><td class=\"prompt\">{_e(rec.get('prompt', ''))}{err}{note}</td>"
-            f'<td class="th">{thumbs}</td><td class="m">{mhtml}</td></tr>')
+            f'<td class="th">{thumbs}</td><td class="m">{mhtml}</td><td class="dg">{diag}</td></tr>')
     return html, used
 
 
@@ -361,11 +368,13 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                  + "".join(f'<option value="{o}">{o}</option>' for o in ("passed", "failed", "refused", "error"))
                  + '</select></label>'
                  f'<label>task <select id="f-task"><option value="">all</option>{options}</select></label>'
+                 + _kind_filter(records) +
                  '<label>search <input type="search" id="f-text" size="28"></label>'
                  '<span id="f-count" class="muted"></span></div>'
                  + (_scale_html() if _any_diff(records) else "") +
                  '<table class="samples"><tr><th>outcome</th><th>sample</th><th>prompt</th>'
-                 '<th>(inputs /) expected / generated / difference</th><th>metric value / limit</th></tr>')
+                 '<th>(inputs /) expected / generated / difference</th><th>metric value / limit</th>'
+                 '<th>diagnosis</th></tr>')
     budget = int(thumbnail_budget)
     skipped = 0
     rows = []
@@ -382,6 +391,16 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                      f"at most {thumbnail_budget:,} bytes of pictures, failures first.</p>")
     parts.append(f"<script>{_JS}</script></body></html>\n")
     return "\n".join(parts)
+
+
+def _kind_filter(records) -> str:
+    """A select of the diagnosis kinds the records hold (docs/diagnoses.md); none without any."""
+    kinds = sorted({str(f.get("kind", "")) for r in records
+                    for f in (r.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)})
+    if not kinds:
+        return ""
+    options = "".join(f'<option value="{_e(k)}">{_e(k)}</option>' for k in kinds)
+    return f'<label>diagnosis <select id="f-kind"><option value="">all</option>{options}</select></label>'
 
 
 def _any_diff(records) -> bool:
