@@ -367,3 +367,18 @@ def test_report_html_shows_the_diagnosis_and_filters_by_kind():
     assert 'data-outcome="passed" data-kinds=""' in page
     assert escape(text) in page and "<th>diagnosis</th>" in page
     assert '<select id="f-kind"' not in render_html([_scored(sample, sample.expected())])
+
+
+def test_terminal_summary_lists_failure_modes():
+    from pytest_violin.report.terminal import format_summary
+    from pytest_violin.results import ResultsStore
+
+    sample = _pick("violin", task="color", layout="single")
+    store = ResultsStore()
+    store.add(_scored(sample, np.full_like(sample.expected(), 128)))
+    lines = format_summary(store)
+    at = lines.index("failure modes:")
+    assert lines[at + 1] == "  color (1 failing): 100% wrong_color (mostly darker)"
+    passing = ResultsStore()
+    passing.add(_scored(sample, sample.expected()))
+    assert "failure modes:" not in format_summary(passing)

@@ -85,6 +85,11 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         lines.extend(line(r) for r in body)
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
+    from ..diagnosis.summary import failure_mode_lines
+
+    modes = failure_mode_lines(r.to_dict() for r in store.results if r.outcome == "failed")
+    if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
+        lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
     if any(getattr(row, "no_image", 0) or row.refused for row in rows):
         lines.append("")
         lines.append(NO_IMAGE_NOTE)
