@@ -382,3 +382,67 @@ def test_terminal_summary_lists_failure_modes():
     passing = ResultsStore()
     passing.add(_scored(sample, sample.expected()))
     assert "failure modes:" not in format_summary(passing)
+
+
+# the held-out set (issue 24 "done when"): many samples, random defects ------
+def _held_out_cases():
+    """``(name, sample, answer, kind, check(numbers))``: known defects on samples drawn with a fixed seed."""
+    rng = np.random.default_rng(7)
+    pool = _suite("violin") + _suite("violin-absolute")
+    colors = [s for s in pool if s.task == "color" and s.spec.get("kind") == "blocks" and s.layout == "single"]
+    for s in (colors[i] for i in rng.choice(len(colors), 30, replace=False)):
+        exp = s.expected().astype(np.int16)
+        ramp = np.rint(np.linspace(-8, 8, s.height)).astype(np.int16)[:, None, None]
+        yield ("gradient", s, np.clip(exp + ramp, 0, 255).astype(np.uint8), "gradient",
+               lambda n: abs(n["levels"] - 16) <= 16 * REL and n["orientation"] == "vertical")
+        sign = 1 if exp.max() <= 240 else -1
+        yield ("8 levels", s, np.clip(exp + 8 * sign, 0, 255).astype(np.uint8), "wrong_color",
+               lambda n, sign=sign: abs(n["levels"] - 8 * sign) <= 8 * REL)
+        img = s.expected()
+        cv2.putText(img, "SALE 50%", (60, 280), cv2.FONT_HERSHEY_SIMPLEX, 1.5,
+                    (0, 0, 0) if exp.mean() > 100 else (255, 255, 255), 3)
+        yield "text", s, img, "objects", lambda n: 0 < n["share"] < 0.1
+    shapes = [s for s in _suite("violin") if s.task == "shape"]
+    for s in (shapes[i] for i in rng.choice(len(shapes), 40, replace=False)):
+        x0, y0, bw, bh = s.spec["bbox"]
+        dx, dy = (int(v) for v in rng.integers(-30, 31, 2))
+        if max(abs(dx), abs(dy)) >= 3 and 0 <= x0 + dx <= s.width - bw and 0 <= y0 + dy <= s.height - bh:
+            yield ("offset", s, render_shape(s.spec["shape"], (x0 + dx, y0 + dy, bw, bh), s.width, s.height),
+                   "offset", lambda n, dx=dx, dy=dy: abs(n["dx"] - dx) <= PX and abs(n["dy"] - dy) <= PX)
+        other = {"circle": "square", "square": "triangle", "triangle": "circle"}[s.spec["shape"]]
+        nh = round(bw * 3 ** 0.5 / 2) if other == "triangle" else bw
+        box = (x0, min(max(0, y0 + bh // 2 - nh // 2), s.height - nh), bw, nh)
+        yield ("wrong shape", s, render_shape(other, box, s.width, s.height), "wrong_shape",
+               lambda n, other=other: n["found"] == other)
+    masks = [s for s in _suite("violin") if s.task == "mask"]
+    for s in (masks[i] for i in rng.choice(len(masks), 20, replace=False)):
+        source, mask = s.inputs
+        keep = mask[:, :, 0] >= 128
+        alpha = np.clip((_signed_distance(keep) + 3.0) / 6.0, 0.0, 1.0)[..., None]
+        yield ("feather", s, np.rint(source * alpha).astype(np.uint8), "feathered_edge",
+               lambda n: abs(n["width_px"] - 6) <= PX)
+        img = s.expected()
+        img[~keep] = 60
+        yield "gray 60", s, img, "gray_fill", lambda n: abs(n["gray"] - 60) <= PX
+        img = source.copy()
+        img[keep] = 0
+        yield "inverted", s, img, "inverted_mask", lambda n: True
+        mx, my = (int(v) for v in rng.integers(-15, 16, 2))
+        moved = cv2.warpAffine(keep.astype(np.uint8), np.float64([[1, 0, mx], [0, 1, my]]), keep.shape[::-1],
+                               flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE).astype(bool)
+        if (moved != keep).mean() > 0.005:
+            img = source.copy()
+            img[~moved] = 0
+            # a strip along the frame moved along itself does not change: the axis that shows counts
+            yield ("mask moved", s, img, "mask_offset",
+                   lambda n, mx=mx, my=my: abs(n["dx"] - mx) <= PX or abs(n["dy"] - my) <= PX)
+
+
+@pytest.mark.slow
+def test_held_out_defects_get_their_kind_first_and_numbers():
+    wrong = []
+    for name, sample, image, kind, check in _held_out_cases():
+        d = diagnose(sample, image)
+        if not d or d.kinds[0] != kind or not check(d.first.numbers):
+            wrong.append((name, sample.id, d.texts()[:2]))
+    assert not wrong, wrong

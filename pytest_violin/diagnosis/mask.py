@@ -6,7 +6,8 @@ the metrics' black threshold (gray <= 30,
 
 * ``inverted_mask``: the kept region is black and the masked one is not;
 * ``mask_offset``: the black region is the requested one moved by
-  ``(dx, dy)`` (``cv2.phaseCorrelate`` of the two black maps);
+  ``(dx, dy)`` (its per-column and per-row pixel counts best aligned,
+  accepted when the move halves the IoU loss);
 * ``gray_fill`` / ``leak``: the masked area is not black, uniformly (one
   gray level) or not (the photo or something else shows through);
 * ``feathered_edge``: the transition across the mask's border is wider than
@@ -27,11 +28,11 @@ import cv2
 import numpy as np
 
 from ..metrics._common import gray
-from ..metrics._regions import KERNEL3, region_iou_distance
+from ..metrics._regions import region_iou_distance
 from ..metrics.mask import BLACK_THRESHOLD
 from .model import Finding
 
-__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "FEATHER_MIN_PX", "OFFSET_MIN_PX",
+__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "FEATHER_MIN_PX", "OFFSET_MIN_PX", "OFFSET_MAX_PX",
            "ALTERED_PSNR_DB", "INVERTED_SHARE", "diagnose_mask", "edge_width"]
 
 #: Share of the masked core that is not black reported as a leak (1%).
@@ -43,6 +44,16 @@ GRAY_FILL_STD = 6.0
 FEATHER_MIN_PX = 2.5
 #: Shift of the black region (px, either axis) reported as mask_offset.
 OFFSET_MIN_PX = 1.5
+#: Share of soft edge pixels (neither black nor the source) of a feathered edge.
+SOFT_SHARE = 0.2
+#: Moves up to this size (px) of a soft edge are read as a feather instead.
+SOFT_MOVE_PX = 4.0
+#: Largest change of the black area (share) of a moved mask (a leak or a gray
+#: fill loses most of it; a move what leaves or enters the frame: up to ~45% for
+#: the small blobs along the frame of some random masks).
+MOVED_AREA_CHANGE = 0.6
+#: Largest shift (px) of the black region searched for, per axis.
+OFFSET_MAX_PX = 64
 #: PSNR (dB) of the kept region below which it counts as altered: an exact
 #: answer is identical (infinite), a JPEG q90 re-encode of a photo ~38-42 dB.
 ALTERED_PSNR_DB = 35.0
@@ -90,6 +101,36 @@ def edge_width(g_answer, g_source, signed) -> float | None:
     return float(hi - lo) / 0.8
 
 
+def _profile_shift(want: np.ndarray, got: np.ndarray, axis: int) -> int:
+    """The shift (px) of ``got`` against ``want`` along one axis (0: x, 1: y).
+
+    The regions' pixel counts per column (x) or row (y) are compared at
+    every shift up to :data:`OFFSET_MAX_PX` (the profile's ends repeated,
+    as a region that touches the frame keeps touching it), smallest
+    absolute difference first, the smaller shift on ties. An axis along
+    which the region does not change (a full-height strip moved up) gives 0.
+    """
+    pw = want.sum(axis=axis, dtype=np.int64).astype(np.float64)
+    pg = got.sum(axis=axis, dtype=np.int64).astype(np.float64)
+    reach = min(OFFSET_MAX_PX, pw.size - 1)
+    padded = np.pad(pw, reach, mode="edge")
+    lags = np.arange(-reach, reach + 1)
+    costs = [float(np.abs(pg - padded[reach - lag:reach - lag + pw.size]).sum()) for lag in lags]
+    order = np.lexsort((np.abs(lags), np.asarray(costs)))
+    return int(lags[order[0]])
+
+
+def _soft_share(g_answer, g_source, signed) -> float:
+    """Share of the pixels within 3 px of the border whose answer is neither
+    black nor the source (answer / source gray in (0.2, 0.8)): high for a
+    feathered edge, ~0 for a sharp one, moved or not."""
+    band = (np.abs(signed) <= 3.0) & (g_source >= EDGE_MIN_SOURCE_GRAY)
+    if not band.any():
+        return 0.0
+    alpha = g_answer[band].astype(np.float32) / g_source[band]
+    return float(((alpha > 0.2) & (alpha < 0.8)).mean())
+
+
 def _psnr(a, b, mask) -> float:
     """PSNR (dB) of ``a`` against ``b`` over the 0/255 ``mask``."""
     count = cv2.countNonZero(mask)
@@ -125,20 +166,17 @@ def diagnose_mask(sample, image, expected) -> list:
     dx = dy = 0.0
     want_black = (gray(expected) <= BLACK_THRESHOLD).astype(np.uint8)
     loss0 = region_iou_distance(black, want_black)
-    if masked_lit < 0.5 and loss0 >= 0.01:
-        # correlate the borders, not the regions: a half-plane correlates with itself everywhere
-        # at half resolution (a quarter of the FFT work; the peak is sub-pixel)
-        edges = [cv2.resize(cv2.morphologyEx(m, cv2.MORPH_GRADIENT, KERNEL3).astype(np.float32),
-                            None, fx=0.5, fy=0.5, interpolation=cv2.INTER_AREA)
-                 for m in (want_black, black)]
-        (dx, dy), _ = cv2.phaseCorrelate(edges[0], edges[1])
-        dx, dy = 2.0 * dx, 2.0 * dy
+    n_black, n_want = int(black.sum()), int(want_black.sum())
+    if loss0 >= 0.01 and abs(n_black - n_want) <= MOVED_AREA_CHANGE * n_want:  # a move keeps the area
+        dx, dy = float(_profile_shift(want_black, black, 0)), float(_profile_shift(want_black, black, 1))
         h, w = keep.shape
         # a region that touches the frame keeps touching it when it moves
         moved = cv2.warpAffine(want_black, np.float64([[1, 0, dx], [0, 1, dy]]), (w, h),
                                flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
         loss1 = region_iou_distance(black, moved)
-        if max(abs(dx), abs(dy)) >= OFFSET_MIN_PX and loss1 <= 0.5 * loss0:
+        # a small "move" of a soft edge is a feather (a region along the frame shrinks like a move)
+        soft = max(abs(dx), abs(dy)) <= SOFT_MOVE_PX and _soft_share(g_ans, g_src, signed) >= SOFT_SHARE
+        if max(abs(dx), abs(dy)) >= OFFSET_MIN_PX and loss1 <= 0.5 * loss0 and not soft:
             findings.append(Finding(
                 "mask_offset", f"masked region off by dx={dx:+.0f} px, dy={dy:+.0f} px",
                 {"dx": dx, "dy": dy, "dx_pct": 100 * dx / w, "dy_pct": 100 * dy / h},
