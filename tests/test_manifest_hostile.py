@@ -270,7 +270,11 @@ def _expect_usage_error(pytester, result, *fragments):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc/self/environ")
-@pytest.mark.parametrize("model", ["oracle", "python:violin_models:black"])
+@pytest.mark.parametrize("model", [
+    "oracle",
+    # a second fresh process (the secret must be in its start-up environ): 3-4 s, in the slow step
+    pytest.param("python:violin_models:black", marks=pytest.mark.slow),
+])
 def test_symlinked_environ_never_reaches_output_or_junit(pytester, exported, monkeypatch, model):
     folder = pytester.path / "suite"
     _copy_export(exported, folder)
