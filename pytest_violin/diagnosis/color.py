@@ -69,6 +69,11 @@ def _lab(rgb) -> np.ndarray:
 
 def nearest_name(rgb) -> str:
     """The ISCC-NBS Level-2 name nearest to ``rgb`` in CIEDE2000 (lower case)."""
+    return _nearest_name(tuple(int(v) for v in np.clip(np.rint(np.asarray(rgb, np.float64)), 0, 255)))
+
+
+@lru_cache(maxsize=1024)
+def _nearest_name(rgb: tuple) -> str:
     d = ciede2000(_iscc_lab(), _lab(rgb)[None, :])
     return ISCC_NBS_COLORS[int(np.argmin(d))].phrase
 
@@ -169,14 +174,14 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
         want = np.asarray(color, np.uint8)
         if cv2.countNonZero(cv2.inRange(block, want, want)) == hh * ww:
             return [], 0.0  # the exact block: nothing to find, no error
-    sub = block[::4, ::4].reshape(-1, 3)
-    if ordinary is not None and ordinary[::4, ::4].any():
-        sub = sub[ordinary[::4, ::4].reshape(-1) > 0]
-    median = np.median(sub.astype(np.float32), axis=0)
-    target = np.rint(np.asarray(color(median) if callable(color) else color, np.float64))
-    # the smooth fit on a subsampled grid, without the pixels far from the median
+    # the smooth fit on a subsampled grid, without the pixels far from its median
     step_y, step_x = max(1, hh // FIT_GRID), max(1, ww // FIT_GRID)
     grid = block[::step_y, ::step_x].astype(np.float32)
+    sub = grid.reshape(-1, 3)
+    if ordinary is not None and ordinary[::step_y, ::step_x].any():
+        sub = sub[ordinary[::step_y, ::step_x].reshape(-1) > 0]
+    median = np.median(sub, axis=0)
+    target = np.rint(np.asarray(color(median) if callable(color) else color, np.float64))
     use = np.abs(grid - median).max(axis=2) <= OBJECT_DEVIATION
     if ordinary is not None:
         use &= ordinary[::step_y, ::step_x] > 0
@@ -257,8 +262,8 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
             {"where": where, "corner_levels": corner},
             rad_energy + n_in * float(np.sum((coef[3] / 6.0) ** 2))))  # uncentred: from the centre
     # noise / texture: what the smooth fit leaves on ordinary pixels
-    g_res = cv2.cvtColor(block, cv2.COLOR_RGB2GRAY).astype(np.float32) \
-        - cv2.cvtColor(fitted, cv2.COLOR_RGB2GRAY)
+    g_res = cv2.cvtColor(block, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    g_res -= cv2.cvtColor(fitted, cv2.COLOR_RGB2GRAY)
     amp = float(cv2.meanStdDev(g_res, mask=inl)[1][0, 0])
     if amp >= NOISE_MIN_STD:
         correlated = float(cv2.meanStdDev(cv2.blur(g_res, (5, 5)), mask=inl)[1][0, 0]) / amp
