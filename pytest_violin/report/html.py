@@ -110,6 +110,12 @@ def _meta_table(meta, records) -> str:
         f"<span><b>{_e(k)}</b> <code>{_e(v)}</code></span>" for k, v in rows) + "</div>")
 
 
+
+def _id_list(ids, shown: int = 20) -> str:
+    """The first ``shown`` sample ids as code, then how many more there are."""
+    text = " ".join(f"<code>{_e(i)}</code>" for i in ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
 def _gate_html(comparison) -> str:
     out = ['<h2 id="gate">Regression gate</h2>']
     regs, imps = comparison.regressions, comparison.improvements
@@ -145,9 +151,7 @@ def _gate_html(comparison) -> str:
         for g in items:
             md = sorted(g.metric_deltas.items(), key=lambda kv: -abs(kv[1][2]))[:3]
             mtxt = ", ".join(f"{_e(k)} {fmt_signed(v[2])}" for k, v in md)
-            nf = " ".join(f"<code>{_e(i)}</code>" for i in g.newly_failing[:20])
-            if len(g.newly_failing) > 20:
-                nf += f" and {len(g.newly_failing) - 20} more"
+            nf = _id_list(g.newly_failing)
             out.append(f'<tr class="{cls}"><td>{_e(g.label)}</td><td class="n">{g.n}</td>'
                        f'<td class="n">{fmt(g.old)}</td><td class="n">{fmt(g.new)}</td>'
                        f'<td class="n">{fmt_signed(g.delta)}</td>'
@@ -158,9 +162,7 @@ def _gate_html(comparison) -> str:
         out.append("<h3>Refusal rate regressions</h3><table><tr><th>group</th><th>n</th><th>old</th>"
                    "<th>new</th><th>delta</th><th>95% CI</th><th>newly refused</th></tr>")
         for g in refs:
-            nr = " ".join(f"<code>{_e(i)}</code>" for i in g.newly_refused[:20])
-            if len(g.newly_refused) > 20:
-                nr += f" and {len(g.newly_refused) - 20} more"
+            nr = _id_list(g.newly_refused)
             out.append(f'<tr class="reg"><td>{_e(g.label)}</td><td class="n">{g.n}</td>'
                        f'<td class="n">{fmt_pct(g.refused_old)}</td><td class="n">{fmt_pct(g.refused_new)}</td>'
                        f'<td class="n">{fmt_pct(g.refused_delta, True)}</td>'
