@@ -55,13 +55,15 @@ def _project(pytester):
     (pytester.path / "tests" / "test_props.py").write_text(PROPERTY_TEST)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def no_profile_chosen():
-    """This process as a user's is when it chose no profile: under hypothesis's ``default``.
+    """Each test starts as a user's process that chose no profile: under hypothesis's ``default``.
 
     This suite's own run may be under a profile of its own (tests/conftest.py
-    loads ``violin-ci`` when ``CI`` is set), which the plugin rightly keeps;
-    the outer profile is put back afterwards.
+    loads ``violin-ci`` when ``CI`` is set), which the plugin rightly keeps.
+    The outer profile is put back afterwards, also after an inner run that
+    loaded a profile itself (``--hypothesis-profile``, a conftest), so no
+    later test of this worker runs under another profile.
     """
     outer = settings.default
     settings.load_profile("default")
@@ -72,7 +74,7 @@ def no_profile_chosen():
         settings.load_profile("violin-tests-outer")
 
 
-def test_property_test_with_a_slow_model_passes_without_a_flag(pytester, no_profile_chosen):
+def test_property_test_with_a_slow_model_passes_without_a_flag(pytester):
     before = settings.default
     _project(pytester)
     result = pytester.runpytest(*ARGS)
@@ -101,7 +103,7 @@ def test_no_model_no_profile_change(pytester):
     assert "PROFILE violin" not in result.stdout.str()
 
 
-def test_a_conftest_choice_is_kept(pytester, no_profile_chosen):
+def test_a_conftest_choice_is_kept(pytester):
     _project(pytester)
     pytester.makeconftest("from hypothesis import settings\n"
                           "settings.register_profile('team', deadline=1234)\n"
