@@ -46,6 +46,23 @@ if _running_in_ci():
     settings.load_profile(CI_PROFILE)
 
 
+
+@pytest.fixture
+def hypothesis_profile_kept():
+    """Put this process's hypothesis profile back after the test.
+
+    An in-process pytester run that loads a profile (``--hypothesis-profile``, a
+    conftest's ``settings.load_profile``) changes the settings of the whole
+    worker; without this, the later property tests of that worker would run
+    under it instead of :data:`CI_PROFILE`.
+    """
+    outer = settings.default
+    try:
+        yield
+    finally:
+        settings.register_profile("violin-tests-outer", outer)
+        settings.load_profile("violin-tests-outer")
+
 @dataclass(frozen=True, eq=False)
 class FakeSample:
     """A solid-color sample: metrics are absolute channel errors in [0, 1]."""

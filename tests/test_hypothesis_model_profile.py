@@ -56,22 +56,15 @@ def _project(pytester):
 
 
 @pytest.fixture(autouse=True)
-def no_profile_chosen():
+def no_profile_chosen(hypothesis_profile_kept):
     """Each test starts as a user's process that chose no profile: under hypothesis's ``default``.
 
     This suite's own run may be under a profile of its own (tests/conftest.py
-    loads ``violin-ci`` when ``CI`` is set), which the plugin rightly keeps.
-    The outer profile is put back afterwards, also after an inner run that
-    loaded a profile itself (``--hypothesis-profile``, a conftest), so no
-    later test of this worker runs under another profile.
+    loads ``violin-ci`` when ``CI`` is set), which the plugin rightly keeps;
+    ``hypothesis_profile_kept`` puts the outer profile back afterwards, also
+    after an inner run that loaded one itself.
     """
-    outer = settings.default
     settings.load_profile("default")
-    try:
-        yield
-    finally:
-        settings.register_profile("violin-tests-outer", outer)
-        settings.load_profile("violin-tests-outer")
 
 
 def test_property_test_with_a_slow_model_passes_without_a_flag(pytester):

@@ -3,7 +3,7 @@
 import hypothesis  # noqa: F401  (imported once here, not re-imported by every pytester run)
 
 
-def test_hypothesis_profile_option_selects_the_violin_profile(pytester):
+def test_hypothesis_profile_option_selects_the_violin_profile(pytester, hypothesis_profile_kept):
     pytester.makepyfile(
         """
         from hypothesis import settings
