@@ -23,39 +23,29 @@ __all__ = ["diagnose", "diagnose_failure", "Diagnosis", "Finding", "DIAGNOSERS"]
 ERROR_LINE_CHARS = 300
 
 
-def _color(sample, image, expected):
-    from .blocks import diagnose_color
-    return diagnose_color(sample, image, expected)
+class _Lazy:
+    """``diagnose_<what>`` of a module of this package, imported on the first call.
 
+    The diagnosers import OpenCV and scikit-image; importing this package must not.
+    """
 
-def _ratio(sample, image, expected):
-    from .blocks import diagnose_ratio
-    return diagnose_ratio(sample, image, expected)
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
 
+    def __call__(self, sample, image, expected):
+        import importlib
 
-def _shape(sample, image, expected):
-    from .shape import diagnose_shape
-    return diagnose_shape(sample, image, expected)
+        func = getattr(importlib.import_module(f".{self.module}", __name__), self.name)
+        return func(sample, image, expected)
 
-
-def _mask(sample, image, expected):
-    from .mask import diagnose_mask
-    return diagnose_mask(sample, image, expected)
-
-
-def _border(sample, image, expected):
-    from .geometric import diagnose_border
-    return diagnose_border(sample, image, expected)
-
-
-def _count(sample, image, expected):
-    from .geometric import diagnose_count
-    return diagnose_count(sample, image, expected)
+    def __repr__(self):
+        return f"<diagnoser {self.module}.{self.name}>"
 
 
 #: Task name -> ``diagnoser(sample, image, expected) -> list of Finding``.
-DIAGNOSERS = {"color": _color, "ratio": _ratio, "shape": _shape, "mask": _mask,
-              "border": _border, "count": _count}
+DIAGNOSERS = {"color": _Lazy("blocks", "diagnose_color"), "ratio": _Lazy("blocks", "diagnose_ratio"),
+              "shape": _Lazy("shape", "diagnose_shape"), "mask": _Lazy("mask", "diagnose_mask"),
+              "border": _Lazy("geometric", "diagnose_border"), "count": _Lazy("geometric", "diagnose_count")}
 
 #: Spec kinds whose numbers a diagnoser needs; a sample of the task without
 #: them (e.g. an exported suite read from PNG files) is diagnosed as
