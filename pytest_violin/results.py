@@ -19,12 +19,9 @@ from .errors import InvalidArgumentError
 __all__ = ["AggregateRow", "NO_IMAGE_VALUE", "ResultsStore", "SampleResult", "aggregate", "combine_repeats",
            "error_result", "generation_failure_result", "sample_value", "score_generation"]
 
-#: What a judged sample without an image counts for, on every metric and in
-#: every mean (the model gave no image, or the provider refused): the worst
-#: distance, as the regression gate counts it (``gating.policy.ERROR_VALUE``).
-#: One rule everywhere: the terminal summary, results.json, summary.md,
-#: report.html, the baseline, the gate and ``compare`` read these means.
-#: Samples whose outcome is ``"error"`` (not judged) are left out of them.
+#: What a judged sample without an image (none given, or refused) counts for on every
+#: metric and in every mean: the worst distance, as the gate counts it, in every report
+#: that reads these means. Samples with outcome ``"error"`` (not judged) are left out.
 NO_IMAGE_VALUE = 1.0
 
 
@@ -448,6 +445,9 @@ def score_generation(sample, generation, settings, limits, *, index: int = 0):
     """
     from .thresholds import limits_for_task
 
+    if generation.error is not None and generation.error.unjudged:  # no answer, setup, time-out, cancel
+        what = "no answer from the model endpoint: " if generation.error.transport else ""
+        return error_result(sample, generation, settings, index=index, reason=f"{what}{generation.error}"), []
     if generation.error is not None or not generation.images:
         result = generation_failure_result(sample, generation, settings, index=index)
         names = tuple(getattr(sample, "metric_names", ()) or ())

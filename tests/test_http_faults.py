@@ -17,6 +17,7 @@ from pytest_violin.models.transport.client import HttpClient, RetryPolicy, parse
 from pytest_violin.errors import GenerationCancelled, GenerationError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter
+from pytest_violin.imaging import as_rgb8
 
 from _servers import FaultServer, Reply, bomb_png, png_bytes, solid
 
@@ -519,3 +520,27 @@ def test_absurd_timeouts_are_refused(timeout):
 
     with pytest.raises(ModelSpecError, match="timeout must be"):
         HttpClient(timeout=timeout)
+
+
+def test_a_redirect_body_is_never_read():
+    # requests reads a redirect's body before following it, outside the byte cap; an
+    # endless one would hold the attempt until its deadline (the timeout below)
+    def endless():
+        while True:
+            yield b"x" * 65536
+
+    with FaultServer(routes={"/img.png": Reply.png(IMG)}) as server:
+        server.push(Reply(302, headers={"Location": server.url + "/img.png"}, stream=endless, interval=0.01))
+        client = HttpClient(timeout=20, policy=RetryPolicy(retries=0), max_bytes=100_000)
+        image = HttpAdapter(server.url + "/gen", client).generate(REQ)
+        client.close()
+    assert as_rgb8(image).shape == IMG.shape
+
+
+def test_a_redirect_loop_is_an_error_not_the_models_failure():
+    with FaultServer(default=Reply(302, headers={"Location": "/gen"})) as server:
+        client = HttpClient(timeout=5, policy=RetryPolicy(retries=0))
+        with pytest.raises(GenerationError) as info:
+            HttpAdapter(server.url + "/gen", client).generate(REQ)
+        client.close()
+    assert info.value.unjudged and not info.value.transport

@@ -427,7 +427,8 @@ class Runner:
         original = None
         attempts = 0
         cached = True
-        identity = getattr(self.adapter, "identity", type(self.adapter).__name__)
+        # the model's own class names an adapter without an identity, not the counting wrapper's
+        identity = getattr(self.adapter, "identity", type(getattr(self.adapter, "wrapped", self.adapter)).__name__)
 
         def failed(error: GenerationError) -> Generation:
             err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,

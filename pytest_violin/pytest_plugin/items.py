@@ -69,16 +69,7 @@ class ViolinItem(pytest.Item):
         if generation.fault is not None:
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                           reason=f"error while generating: {generation.fault}"), []
-        elif generation.error is not None and generation.error.transport:
-            # no answer at all (refused, DNS, TLS, time-out): the network or the
-            # endpoint's host failed, not the model's obedience; never a score
-            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                          reason=f"no answer from the model endpoint: {generation.error}"), []
-        elif generation.error is not None and generation.error.unjudged:
-            # the request itself is invalid (SetupError) or a time-out: not the model's obedience
-            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                          reason=str(generation.error)), []
-        else:
+        else:  # an unjudged generation error (no answer, setup, time-out) ends as an error there
             try:
                 result, images = score_generation(sample, generation, state.settings, state.limits,
                                                   index=self.violin_index)

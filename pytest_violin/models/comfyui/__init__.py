@@ -34,7 +34,8 @@ One sample:
    folder ComfyUI empties at each start; see docs/models.md).
 
 A history entry whose ``status.status_str`` is ``error`` with an
-``execution_error`` is a failure (the server's exception message is shown);
+``execution_error`` (an exception inside a node: CUDA out of memory, a model file
+missing at run time) is an error, never a score (the server's message is shown);
 one interrupted by someone else is an error; a finished prompt without an
 image is a setup error. On Ctrl-C the prompt is taken off the queue
 (``POST /queue`` with ``delete``) and, only when ``GET /queue`` lists it as

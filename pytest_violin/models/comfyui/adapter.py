@@ -40,7 +40,7 @@ QUEUE_BYTES = 2**20
 #: output is 1 where the sample asks for a change (1 - alpha).
 MASK_MODES = ("rgb", "alpha")
 
-STATES = JobStates(done=frozenset({"success", "interrupted"}), failed=frozenset({"error"}),
+STATES = JobStates(done=frozenset({"success", "interrupted"}), broken=frozenset({"error"}),
                    queued=frozenset({"pending"}), vanished=frozenset({"vanished"}),
                    state_of=history_state, message_of=execution_message)
 

@@ -305,6 +305,7 @@ class HttpClient:
                     raise failure
             if not found.transient or attempts > self.policy.retries:
                 raise self._fail(what, shown_url, found.reason, attempts, status, found.transport,
+                                 cls=GenerationUnjudged if found.unjudged else None,
                                  body=body if failure is None else b"")
             self._before_retry(what, shown_url, found, attempts, status, budget_end)
 

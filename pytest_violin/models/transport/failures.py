@@ -32,6 +32,8 @@ class Failure:
     transient: bool = True
     transport: bool = False
     retry_after: float | None = None
+    #: the sample cannot be judged from it (a redirect loop, an invalid URL): an error, not a score
+    unjudged: bool = False
 
 
 def answer_failure(response: requests.Response, status: int, body: bytes) -> Failure:
@@ -80,7 +82,7 @@ def exception_failure(failure: BaseException, *, fired: str | None, status: int 
     if isinstance(failure, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
         return Failure(_describe_exception(failure), transport=status is None)
     if isinstance(failure, requests.RequestException):  # invalid URL, too many redirects, ...
-        return Failure(_describe_exception(failure), transient=False)
+        return Failure(_describe_exception(failure), transient=False, unjudged=True)
     if isinstance(failure, (urllib3.exceptions.HTTPError, OSError)):  # while streaming the body
         return Failure(_describe_exception(failure), transport=status is None)
     return None

@@ -64,10 +64,15 @@ class JobStates:
         budget starts when the job leaves them.
     vanished : frozenset of str
         States that say the server does not know the job (any more).
+    broken : frozenset of str
+        Failed states that are the server's fault, not the image's (ComfyUI's
+        ``execution_error``: an exception inside a node, CUDA out of memory):
+        :class:`~pytest_violin.errors.GenerationUnjudged`, an error, never a score.
     """
 
     done: frozenset
     failed: frozenset = frozenset()
+    broken: frozenset = frozenset()
     refused: frozenset = frozenset()
     state_of: Callable[[Mapping], str] = lambda body: str(body.get("status", ""))
     message_of: Callable[[Mapping], str] | None = None
@@ -134,6 +139,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
         The run was interrupted (after ``cancel_job``).
     """
     done, failed, refused = _lower(states.done), _lower(states.failed), _lower(states.refused)
+    broken = _lower(states.broken)
     queued, vanished = _lower(states.queued), _lower(states.vanished)
     wait = first_wait
     budget = client.sample_budget
@@ -185,10 +191,11 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
                 f"deleted from its queue by another client, or the server restarted)")
         if state in done:
             return (status, answer) if with_answer else status
-        if state in refused or state in failed:
+        if state in refused or state in failed or state in broken:
             message = states.message_of(status) if states.message_of else ""
             text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
-            raise (GenerationRefused if state in refused else GenerationError)(text)
+            raise (GenerationRefused if state in refused else GenerationUnjudged if state in broken
+                   else GenerationError)(text)
         if time.monotonic() >= min(run_deadline, started + limit):
             _cancel_quietly(cancel_job)
             queue_note = f", after {in_queue:.0f} s in the server's queue" if in_queue >= 0.5 else ""

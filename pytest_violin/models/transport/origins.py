@@ -45,7 +45,7 @@ from urllib.parse import urljoin, urlsplit
 from urllib3.exceptions import LocationParseError
 from urllib3.util import parse_url
 
-from ...errors import GenerationError, ModelSpecError
+from ...errors import GenerationError, GenerationUnjudged, ModelSpecError
 from ...redaction import contains_secret, redact
 
 __all__ = ["Origin", "Origins", "UrlRefused", "check_path_id", "guard", "origin_of", "origin_or_none",
@@ -67,8 +67,12 @@ class Origin(NamedTuple):
         return f"{self.scheme}://{host}:{self.port}"
 
 
-class UrlRefused(GenerationError):
-    """A URL that is never fetched: malformed or ambiguous, or carrying a secret to a foreign origin."""
+class UrlRefused(GenerationUnjudged):
+    """A URL that is never fetched: malformed or ambiguous, or carrying a secret to a foreign origin.
+
+    An *error* outcome, never the model's failure: the server pointed at a URL
+    that cannot be fetched safely, which says nothing of the image.
+    """
 
     def __init__(self, reason: str, *, attempts: int | None = 0, status: int | None = None):
         super().__init__(reason, attempts=attempts, status=status, transport=False)

@@ -88,6 +88,11 @@ class _Session(requests.Session):
             except UrlRefused:
                 resp.close()
                 raise
+            # requests reads a redirect's whole body before following it, outside the
+            # answer's byte cap and decoding limits: nothing of it is needed. Closed
+            # unread, its connection is dropped, not pooled with the body still in it.
+            resp.close()
+            resp._content, resp._content_consumed = b"", True
         return target
 
     def _drop_credentials(self, request) -> None:
