@@ -11,9 +11,11 @@ DEFAULT_MAX_REGRESSION = 0.01
 #: Bootstrap resamples used by :func:`~pytest_violin.gating.compare`.
 DEFAULT_RESAMPLES = 2000
 
-#: The distance a sample counts for when it produced no metrics (the model
-#: raised, timed out or returned garbage): the worst possible value.
-ERROR_VALUE = 1.0
+from ..results import NO_IMAGE_VALUE
+
+#: The distance a judged sample without metrics counts for (no image, or a
+#: refusal): the worst possible value, the one rule of :mod:`pytest_violin.results`.
+ERROR_VALUE = NO_IMAGE_VALUE
 
 #: A sample's outcomes: ``refused`` (the provider declined) fails and scores
 #: like ``failed``; ``error`` (the tool or the environment failed, not the

@@ -43,7 +43,8 @@ from ._params import format_params, split_params
 from .base import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, _origin, client_from_options
+from .transport.client import HttpClient, HttpResult, client_from_options
+from .transport.origins import origin_or_none
 from .transport.origins import shown
 from .transport.credentials import provider_endpoint
 from .transport.decode import image_from_response, load_json
@@ -190,7 +191,7 @@ class ReplicateAdapter(NetworkAdapter):
         url = urls.get(name) if isinstance(urls, dict) else None
         if not isinstance(url, str) or not url:
             return None
-        if _origin(url) is None or _origin(url) != _origin(self.base_url):
+        if origin_or_none(url) is None or origin_or_none(url) != origin_or_none(self.base_url):
             raise GenerationError(
                 f"replicate: urls.{name} '{shown(url)}' is not on the API's host "
                 f"{redact_url(self.base_url)!r}; the token is sent only there")

@@ -45,15 +45,14 @@ from .deadline import Attempt, state as _local
 from .environment import EnvironmentSettings
 from .failures import answer_failure, exception_failure
 from .limits import AdaptiveLimit, RateLimiter, parse_rate
-from .origins import UrlRefused, guard
+from .origins import UrlRefused, guard, origin_or_none
 from .outcomes import error_class
 from .result import HttpResult
 from .retries import RetryPolicy, is_transient_status, parse_retry_after
-from .session import USER_AGENT, _origin, make_session
+from .session import USER_AGENT, make_session
 from .text import MESSAGE_LIMIT, truncate
 
-# HttpClient, client_from_options, SAMPLE_BUDGET_FACTOR and thread_requests are this module's;
-# the rest are the pieces' names, importable from here as before the split
+# its own: HttpClient, client_from_options, SAMPLE_BUDGET_FACTOR, thread_requests; the rest as before the split
 __all__ = [
     "ACCEPT_ENCODING", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES", "LARGE_ANSWER_BYTES",
     "LARGE_ANSWER_SLOTS", "MAX_BODY_BYTES", "SAMPLE_BUDGET_FACTOR", "USER_AGENT", "EnvironmentSettings",
@@ -244,9 +243,9 @@ class HttpClient:
         except UrlRefused as exc:
             raise UrlRefused(f"{what}: {exc.reason}") from None
         if (method.upper() != "GET" or what != "image download") and kwargs.get("auth") is not _no_auth:
-            self._origins.add(_origin(url))
+            self._origins.add(origin_or_none(url))
         # --violin-rate counts requests to the provider, not downloads from another host (a CDN)
-        limited = _origin(url) in self._origins
+        limited = origin_or_none(url) in self._origins
         in_sample = getattr(_local, "depth", 0) > 0
         budget_end = getattr(_local, "budget_end", None) if in_sample else None
         if budget_end is None:
@@ -364,7 +363,7 @@ class HttpClient:
         For URLs read from an answer (a job's status URL): a credential
         never goes to a host the user did not name.
         """
-        if _origin(url) in self._origins:
+        if origin_or_none(url) in self._origins:
             return {}
         return {"headers": dict.fromkeys(self._credential_headers), "auth": _no_auth}
 

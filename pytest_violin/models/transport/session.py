@@ -34,11 +34,6 @@ __all__ = ["USER_AGENT", "make_session"]
 USER_AGENT = f"pytest-violin/{__version__}"
 
 
-def _origin(url: str):
-    """``(scheme, host, port)`` of ``url`` by :mod:`.origins`' rule; ``None`` for a refused URL."""
-    return origin_or_none(url)
-
-
 class _Session(requests.Session):
     """A session that never reads the environment and keeps credentials home.
 
@@ -110,8 +105,8 @@ class _Session(requests.Session):
                 del request.headers[name]
 
     def rebuild_auth(self, prepared_request, response):  # noqa: D102 - requests API
-        original = response.request.url
-        if _origin(original) is None or _origin(original) != _origin(prepared_request.url):
+        start = origin_or_none(response.request.url)
+        if start is None or start != origin_or_none(prepared_request.url):
             drop = {name.lower() for name in self.credential_headers}
             for name in [n for n in prepared_request.headers if n.lower() in drop]:
                 del prepared_request.headers[name]
