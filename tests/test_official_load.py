@@ -287,3 +287,25 @@ def test_a_converted_folder_without_the_mask_paths_names_the_csv_and_id(tmp_path
         load_suite(str(tmp_path / "benchmark"))
     text = _one_line(exc)
     assert f"{csv_path} id 1" in text and "no image1_path for this id" in text
+
+
+# ------------------------------------------------------------------ bounds: bytes read from outside
+def test_a_row_group_over_the_decoded_size_cap_is_refused_from_the_footer_before_it_is_read(
+        tmp_path, rows, monkeypatch):
+    from pytest_violin.suite.official import parquet as official_parquet
+
+    path = od.write_parquet(tmp_path / "p" / "violin-test.parquet", rows, row_group_size=4)
+    od.write_metadata(tmp_path / "p" / "metadata", rows)
+    footer = pq.ParquetFile(str(path)).metadata
+    sizes = [footer.row_group(i).total_byte_size for i in range(footer.num_row_groups)]
+    big = sizes.index(max(sizes))
+    assert big > 0  # the refusal comes before the smaller row groups ahead of it are read
+    monkeypatch.setattr(official_parquet, "MAX_ROW_GROUP_BYTES", sizes[big] - 1)
+    with pytest.raises(ManifestError) as exc:
+        load_suite(str(path))
+    text = _one_line(exc)
+    assert str(path) in text and f"row group {big}" in text
+    assert f"{sizes[big]:,} bytes" in text and f"{sizes[big] - 1:,}" in text
+    assert not list((tmp_path / "official-cache").rglob("*.png"))  # nothing was extracted
+    monkeypatch.setattr(official_parquet, "MAX_ROW_GROUP_BYTES", sizes[big])  # at the cap: read
+    assert len(load_suite(str(path))) == 13

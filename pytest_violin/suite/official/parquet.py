@@ -4,6 +4,11 @@ Only the columns the suite needs are read, in batches of
 :data:`BATCH_ROWS` rows (``ParquetFile.iter_batches``), so memory holds one
 batch of images whatever the file's size. pyarrow comes with the ``hub``
 extra: ``pip install 'pytest-violin[hub]'``.
+
+pyarrow holds a row group's column chunk whole while it decodes it, so the
+decoded size of every row group (of the columns read), as the footer states
+it, is checked against :data:`MAX_ROW_GROUP_BYTES` before the first row is
+read: a file whose row groups are too large is refused, not half extracted.
 """
 
 from __future__ import annotations
@@ -14,12 +19,17 @@ from pathlib import Path
 from ...errors import ManifestError, SuiteError
 from .schema import IMAGE_COLUMNS, MAX_CELL_BYTES
 
-__all__ = ["require_pyarrow", "iter_rows", "sha256_file", "EXTRA_HINT", "BATCH_ROWS"]
+__all__ = ["require_pyarrow", "iter_rows", "sha256_file", "EXTRA_HINT", "BATCH_ROWS",
+           "MAX_ROW_GROUP_BYTES", "check_row_groups"]
 
 EXTRA_HINT = "pip install 'pytest-violin[hub]'"
 #: Rows per record batch read from the parquet: 16 rows of 512x512 photos, masks and
 #: ground truths are ~8 MB of PNG (memory then follows the file's row groups, not its size).
 BATCH_ROWS = 16
+#: Largest decoded size of one row group (of the columns read), in bytes: 1 GiB. The
+#: ``datasets`` library writes image datasets in row groups of 100 rows (~70 MB of
+#: 512x512 PNGs); a row group is held whole while it is decoded, so a larger one is refused.
+MAX_ROW_GROUP_BYTES = 1 << 30
 _WANTED = ("task", "variation", "id", "mask_type", "image_id", "prompt", *IMAGE_COLUMNS)
 
 
@@ -39,6 +49,38 @@ def sha256_file(path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def check_row_groups(pf, path, columns) -> None:
+    """Refuse a row group whose decoded size (of ``columns``) is over :data:`MAX_ROW_GROUP_BYTES`.
+
+    The size is read from the footer: the ``total_uncompressed_size`` of every
+    column chunk read, summed, and never less than the row group's own
+    ``total_byte_size`` where every column is read.
+
+    Raises
+    ------
+    ManifestError
+        One line naming the file, the row group, its size and the cap.
+    """
+    wanted = set(columns)
+    footer = pf.metadata
+    every = wanted >= set(pf.schema_arrow.names)
+    for index in range(footer.num_row_groups):
+        group = footer.row_group(index)
+        size = group.total_byte_size if every else 0
+        chunks = 0
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if chunk.path_in_schema.split(".", 1)[0] in wanted:
+                chunks += chunk.total_uncompressed_size
+        size = max(size, chunks)
+        if size > MAX_ROW_GROUP_BYTES or size < 0:
+            raise ManifestError(f"row group {index} ({group.num_rows} rows) decodes to {size:,} "
+                                f"bytes, over the cap of {MAX_ROW_GROUP_BYTES:,} bytes per row "
+                                f"group; expected row groups of at most that size (re-write the "
+                                f"file with pyarrow.parquet.write_table(..., row_group_size=100))",
+                                path=path)
 
 
 def _cell_bytes(value, column: str, where: dict, base: Path):
@@ -80,7 +122,9 @@ def iter_rows(path):
         pyarrow is missing.
     ManifestError
         Not a parquet file, no ``task``/``variation`` or ``id`` or
-        ``ground_truth`` column, an image cell over :data:`MAX_CELL_BYTES`.
+        ``ground_truth`` column, a row group over :data:`MAX_ROW_GROUP_BYTES`
+        decoded (refused before any row is read), an image cell over
+        :data:`MAX_CELL_BYTES`.
     """
     pq = require_pyarrow()
     path = Path(path)
@@ -100,6 +144,7 @@ def iter_rows(path):
             raise ManifestError(f"column {need!r} is missing; expected the official columns "
                                 f"(found: {', '.join(sorted(names))})", path=path)
     columns = [c for c in _WANTED if c in names]
+    check_row_groups(pf, path, columns)
     base = path.parent
     row = 0
     for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
