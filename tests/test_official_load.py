@@ -309,3 +309,40 @@ def test_a_row_group_over_the_decoded_size_cap_is_refused_from_the_footer_before
     assert not list((tmp_path / "official-cache").rglob("*.png"))  # nothing was extracted
     monkeypatch.setattr(official_parquet, "MAX_ROW_GROUP_BYTES", sizes[big])  # at the cap: read
     assert len(load_suite(str(path))) == 13
+
+
+def test_each_metadata_csv_is_read_once_bounded_and_the_digest_is_of_what_was_read(
+        tmp_path, rows, monkeypatch):
+    import io
+    import os
+
+    from pytest_violin.suite.official import metadata as official_metadata
+
+    folder = od.write_metadata(tmp_path / "metadata", rows)
+    names = {p.name for p in folder.iterdir()}
+    opened = []
+    real_io_open, real_os_open = io.open, os.open
+
+    def io_open(file, *args, **kwargs):
+        opened.append(os.path.basename(os.fspath(file)) if not isinstance(file, int) else None)
+        return real_io_open(file, *args, **kwargs)
+
+    def os_open(file, *args, **kwargs):
+        opened.append(os.path.basename(os.fspath(file)))
+        return real_os_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", io_open)
+    monkeypatch.setattr(os, "open", os_open)
+    meta = official_metadata.read_metadata(folder)
+    monkeypatch.undo()
+    assert sorted(n for n in opened if n in names) == sorted(names)  # one open each
+    expected = od.hashlib.blake2b(digest_size=16)
+    for path in sorted(folder.iterdir()):
+        expected.update(path.name.encode() + b"\0" + od.hashlib.sha256(path.read_bytes()).digest())
+    assert meta.digest == expected.hexdigest()
+    target = max(folder.iterdir(), key=lambda p: p.stat().st_size)  # only it is over the cap
+    monkeypatch.setattr(official_metadata, "MAX_CSV_BYTES", target.stat().st_size - 1)
+    with pytest.raises(ManifestError) as exc:
+        official_metadata.read_metadata(folder)
+    text = _one_line(exc)
+    assert str(target) in text and f"{target.stat().st_size - 1:,}" in text

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..._fs import read_option_bytes
 from ...errors import ManifestError
 from .schema import MASK_TYPES, parse_number
 
@@ -62,12 +63,8 @@ class Metadata:
         return str(f) if f is not None else f"(no metadata CSV for {group} in {self.folder})"
 
 
-def _read_one(path: Path, group: str) -> dict:
-    size = path.stat().st_size
-    if size > MAX_CSV_BYTES:
-        raise ManifestError(f"metadata file is {size} bytes, over the limit of {MAX_CSV_BYTES}",
-                            path=path)
-    raw = path.read_bytes()
+def _read_one(path: Path, group: str, raw: bytes) -> dict:
+    """The rows of one metadata CSV whose bytes ``raw`` were read (once, bounded) from ``path``."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -112,7 +109,8 @@ def read_metadata(folder) -> Metadata:
     ManifestError
         One line naming the file, the line and what was expected: a missing
         column, an id that is no official id, an id listed twice, an empty
-        prompt, two files for one group, a file that is not UTF-8 CSV.
+        prompt, two files for one group, a file that is not UTF-8 CSV, a file
+        over :data:`MAX_CSV_BYTES` (refused by its size, never read whole).
     """
     meta = Metadata(folder=None if folder is None else Path(folder))
     if folder is None:
@@ -133,7 +131,11 @@ def read_metadata(folder) -> Metadata:
             raise ManifestError(f"a second metadata file for {group} (the first is "
                                 f"{meta.files[group].name}); expected one file per task", path=path)
         meta.files[group] = path
-        meta.rows[group] = _read_one(path, group)
-        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+        # read once, at most MAX_CSV_BYTES (by its size before reading, and while reading):
+        # the rows and the digest come from the same bytes
+        raw = read_option_bytes(path, what="metadata CSV", limit=MAX_CSV_BYTES,
+                                error=ManifestError)
+        meta.rows[group] = _read_one(path, group, raw)
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(raw).digest())
     meta.digest = digest.hexdigest()
     return meta
