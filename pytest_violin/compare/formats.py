@@ -18,6 +18,7 @@ import re
 from ..errors import InvalidArgumentError
 from ..report.json_report import fmt, fmt_pct, fmt_signed
 from ..report.text import printable
+from .modes import latex_lines, markdown_lines, text_lines
 
 __all__ = ["FORMATS", "render", "task_metrics"]
 
@@ -144,6 +145,7 @@ def _terminal(comparison) -> str:
         for line in [header, *body]:
             out.append("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
                                         for i, (c, w) in enumerate(zip(line, widths))))
+    out.extend(text_lines(getattr(comparison, "modes", ()), _line))
     pairs = _pair_lines(comparison)
     if pairs:
         out.append("")
@@ -180,6 +182,7 @@ def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
             out.append(f"| {_md(_var(r.variation))} | {label} | "
                        + " | ".join(_cells(r, metrics)) + " |")
         out.append("")
+    out.extend(markdown_lines(getattr(comparison, "modes", ()), _md))
     pairs = _pair_lines(comparison, _md)
     if pairs:
         out.append("Pairwise differences of task means (lower is better):")
@@ -261,6 +264,10 @@ def _latex(comparison) -> str:
         if said:  # printed under the table, not only in a comment
             block[-1:-1] = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."]
         out.extend(block)
+    modes = latex_lines(getattr(comparison, "modes", ()), _tex)
+    if modes:
+        out.append("")
+        out.extend(modes)
     pairs = _pair_lines(comparison, _tex)
     if pairs:
         out.append("")

@@ -236,6 +236,9 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
         f"<span><b>{_e(k)}</b> <code>{_e(v)}</code></span>" for k, v in facts) + "</div>")
     for task in _order(r.task for r in comparison.rows):
         out.append(_task_table(task, [r for r in comparison.rows if r.task == task]))
+    from .modes import html_section
+
+    out.append(html_section(getattr(comparison, "modes", ()), _e))
     out.append(_pairs_table(comparison.pairs))
     out.append(_charts(comparison))
     out.append("</section>")

@@ -125,6 +125,8 @@ class Comparison:
     all_samples : bool
     dropped_reasons : dict
         Run label -> why its dropped samples were left out (``"not held by B"``).
+    modes : list of TaskModes
+        Failure modes per task and run (:mod:`pytest_violin.compare.modes`).
     """
 
     runs: list
@@ -135,3 +137,4 @@ class Comparison:
     mismatches: list = field(default_factory=list)
     all_samples: bool = False
     dropped_reasons: dict = field(default_factory=dict)
+    modes: list = field(default_factory=list)

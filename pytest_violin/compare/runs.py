@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..diagnosis.summary import slim_diagnosis
 from ..errors import BaselineError, InvalidArgumentError, ViolinError
 from ..report.json_report import THUMBNAILS_FILE
 from ..report.text import is_image_data_uri
@@ -214,9 +215,13 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     if error is not None:
         rec["error"] = str(error)[:_ERROR_MAX]
     if extra:
-        extra = _thumbnails(extra)
-        if extra is not None:
-            rec["extra"] = extra
+        kept = _thumbnails(extra)
+        # the first finding of a diagnosis, for the failure-mode table (compare/modes.py)
+        found = slim_diagnosis(extra.get("diagnosis"), interned) if isinstance(extra, Mapping) else None
+        if found is not None:
+            kept = {**(kept or {}), "diagnosis": found}
+        if kept is not None:
+            rec["extra"] = kept
     return sid, rec
 
 
@@ -336,8 +341,11 @@ def _score_dir(root: Path, samples, progress) -> dict:
     from ..models.directory import saved_image
     from ..thresholds import build_limits, evaluate, limits_for_task
 
+    from ..diagnosis import diagnose_failure
+
     limits = build_limits()
     resolved = root.resolve()
+    slim: dict = {}
     bar = None
     if progress:
         from ..suite.progress import ProgressBar
@@ -365,6 +373,10 @@ def _score_dir(root: Path, samples, progress) -> dict:
             values["mean"] = float(metrics.mean)
             records[sample.id] = {**base, "outcome": "failed" if failed else "passed",
                                   "metrics": values, "failed": failed, "error": None}
+            if failed:  # diagnosed as the plugin diagnoses a failing sample (about one more score)
+                found, _ = diagnose_failure(sample, [path], [values])
+                if found is not None:
+                    records[sample.id]["extra"] = {"diagnosis": slim_diagnosis(found.to_json(), slim)}
     finally:
         if bar is not None:
             bar.close()

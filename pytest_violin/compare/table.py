@@ -92,9 +92,12 @@ def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = F
                 for p in published)
     rows = _layout(rows)
     pairs = _pairs(runs, all_samples, shared_ids, resamples, seed)
+    from .modes import build_modes
+
     return Comparison(runs=runs, rows=rows, pairs=pairs, dropped=dropped,
                       shared=len(shared_ids), mismatches=mismatches if allow_mismatch else [],
-                      all_samples=bool(all_samples), dropped_reasons=reasons)
+                      all_samples=bool(all_samples), dropped_reasons=reasons,
+                      modes=build_modes(runs, selected))
 
 
 def _unique_labels(runs) -> None:

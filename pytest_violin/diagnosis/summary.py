@@ -11,19 +11,65 @@ from __future__ import annotations
 
 from collections import Counter
 
-__all__ = ["failure_modes", "failure_mode_lines", "MAX_KINDS"]
+__all__ = ["failure_modes", "failure_mode_lines", "first_findings", "slim_diagnosis", "MAX_KINDS"]
 
 #: Kinds listed per task (the rest are summed as "other").
 MAX_KINDS = 4
+#: Characters of a kind kept by :func:`slim_diagnosis` (the longest built-in kind has 14).
+KIND_CHARS = 40
 
 
 def _direction(finding: dict) -> str | None:
+    if "direction" in finding:  # a slim finding (slim_diagnosis) carries its direction
+        way = finding["direction"]
+        return way if isinstance(way, str) else None
     numbers = finding.get("numbers") or {}
     if finding.get("kind") == "wrong_color" and isinstance(numbers.get("dL"), (int, float)):
         return "lighter" if numbers["dL"] > 0 else "darker"
     if finding.get("kind") == "scale" and isinstance(numbers.get("scale"), (int, float)):
         return "larger" if numbers["scale"] > 1 else "smaller"
     return None
+
+
+def slim_diagnosis(findings, interned: dict | None = None) -> list | None:
+    """What :func:`failure_modes` reads of a recorded diagnosis, small and shared.
+
+    ``[{"kind", "direction"}]`` of the first finding (``direction`` left out
+    when it has none), ``[]`` for a diagnosis without findings, ``None`` when
+    ``findings`` is not a recorded diagnosis (a list). Equal results are one
+    object per ``interned`` dict, so a comparison loading 1,000,000 failing
+    records keeps a handful of them.
+    """
+    if not isinstance(findings, list):
+        return None
+    if not findings:
+        return []
+    first = findings[0] if isinstance(findings[0], dict) else {}
+    kind, way = str(first.get("kind", "?"))[:KIND_CHARS], _direction(first)
+    key = (slim_diagnosis, kind, way)  # no key read from a file equals it (a shared dict)
+    if interned is not None and key in interned:
+        return interned[key]
+    slim = [{"kind": kind} if way is None else {"kind": kind, "direction": way}]
+    if interned is not None:
+        interned[key] = slim
+    return slim
+
+
+def first_findings(records) -> dict:
+    """Task -> the first finding (a dict) of each failing record whose diagnosis has one.
+
+    The rule every failure-mode table uses: a failing sample counts by its
+    diagnosis' first finding (the one that explains most); a passing sample,
+    one not diagnosed, or one diagnosed without a finding does not count.
+    """
+    firsts: dict = {}
+    for rec in records:
+        findings = (rec.get("extra") or {}).get("diagnosis") if isinstance(rec, dict) else None
+        if rec.get("outcome") != "failed" or not findings or not isinstance(findings, list):
+            continue
+        first = findings[0] if isinstance(findings[0], dict) else {}
+        firsts.setdefault(str(rec.get("task", "")), []).append(first)
+    return firsts
 
 
 def failure_modes(records) -> list:
@@ -34,15 +80,8 @@ def failure_modes(records) -> list:
     kind; ``direction`` the more common of lighter/darker (``wrong_color``)
     or larger/smaller (``scale``) among those.
     """
-    firsts: dict = {}
-    for rec in records:
-        findings = (rec.get("extra") or {}).get("diagnosis") if isinstance(rec, dict) else None
-        if rec.get("outcome") != "failed" or not findings or not isinstance(findings, list):
-            continue
-        first = findings[0] if isinstance(findings[0], dict) else {}
-        firsts.setdefault(str(rec.get("task", "")), []).append(first)
     out = []
-    for task, items in firsts.items():
+    for task, items in first_findings(records).items():
         counts = Counter(str(f.get("kind", "?")) for f in items)
         modes = []
         for kind, n in counts.most_common():

@@ -1,0 +1,269 @@
+"""Failure modes per task and run: which way the failing samples failed, and what changed.
+
+A failing sample counts by the first finding of its diagnosis (the rule of
+:func:`pytest_violin.diagnosis.summary.failure_modes`, which this module
+calls): per task and run the share of failing samples whose diagnosis starts
+with each kind, and for every run after the first the change against the
+first in percentage points, so a comparison of two model versions says which
+failure mode grew ("gradient 61% -> 20%, -41 points").
+
+A run that recorded no diagnosis (a results.json written before diagnoses
+existed, a baseline file) says ``no diagnoses`` instead of a share: an
+absent diagnosis is not a sample without defects. The failure-mode table
+is built by :func:`build_modes` (called by
+:func:`pytest_violin.compare.table.build`) and rendered by
+:func:`table_cells`, which every format escapes its own way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..diagnosis.summary import failure_modes
+
+__all__ = ["MAX_ROWS", "RunModes", "TaskModes", "build_modes", "table_cells", "text_lines",
+           "markdown_lines", "latex_lines", "html_section"]
+
+#: Kinds listed per task (those with the largest share in any run); the rest are "other".
+MAX_ROWS = 6
+
+NO_DIAGNOSES = "no diagnoses"
+NO_FINDINGS = "no findings"
+NO_FAILING = "none failing"
+
+
+@dataclass(frozen=True)
+class RunModes:
+    """One run's failure modes of one task.
+
+    Attributes
+    ----------
+    label : str
+    failing : int
+        Failing samples of the task.
+    recorded : int
+        Of them, those whose record holds a diagnosis (with or without findings).
+    diagnosed : int
+        Of them, those with at least one finding: the shares' denominator.
+    shares : dict
+        Kind -> share of ``diagnosed`` whose first finding has that kind.
+    ways : dict
+        Kind -> the more common direction (``lighter``, ``smaller``...) where it has one.
+    """
+
+    label: str
+    failing: int
+    recorded: int
+    diagnosed: int
+    shares: dict = field(default_factory=dict)
+    ways: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str | None:
+        """None when the shares mean something, else why not (``no diagnoses`` ...)."""
+        if not self.failing:
+            return NO_FAILING
+        if not self.recorded:
+            return NO_DIAGNOSES
+        if not self.diagnosed:
+            return NO_FINDINGS
+        return None
+
+
+@dataclass(frozen=True)
+class TaskModes:
+    """The failure modes of one task in every run, kinds ordered by their largest share."""
+
+    task: str
+    kinds: tuple
+    runs: tuple
+
+    def change(self, kind: str, index: int) -> float | None:
+        """Share of ``kind`` in run ``index`` minus the first run's, in points (None if unknown)."""
+        first, other = self.runs[0], self.runs[index]
+        if first.status or other.status:
+            return None
+        return 100.0 * (other.shares.get(kind, 0.0) - first.shares.get(kind, 0.0))
+
+
+def _counts(records) -> dict:
+    """Task -> [failing, with a recorded diagnosis]."""
+    out: dict = {}
+    for rec in records:
+        if rec.get("outcome") != "failed":
+            continue
+        row = out.setdefault(str(rec.get("task", "")), [0, 0])
+        row[0] += 1
+        extra = rec.get("extra")
+        row[1] += isinstance(extra, dict) and isinstance(extra.get("diagnosis"), list)
+    return out
+
+
+def build_modes(runs, selected=None) -> list:
+    """The failure-mode table of ``runs``.
+
+    Parameters
+    ----------
+    runs : sequence of Run
+    selected : dict, optional
+        Run label -> the records compared (the shared samples); default
+        every record of each run.
+
+    Returns
+    -------
+    list of TaskModes
+        One per task with a failing sample in some run (first-seen order);
+        empty when no run has a failing sample.
+    """
+    per_run = []
+    for run in runs:
+        records = list((selected or {}).get(run.label, run.records.values()))
+        modes = {task: (n, dict((k, s) for k, s, _ in m), {k: w for k, _, w in m if w})
+                 for task, n, m in failure_modes(records)}
+        per_run.append((run.label, _counts(records), modes))
+    tasks = list(dict.fromkeys(t for _, counts, _ in per_run for t in counts))
+    out = []
+    for task in tasks:
+        cells = []
+        for label, counts, modes in per_run:
+            failing, recorded = counts.get(task, (0, 0))
+            n, shares, ways = modes.get(task, (0, {}, {}))
+            cells.append(RunModes(label, failing, recorded, n, shares, ways))
+        best: dict = {}
+        for cell in cells:
+            for kind, share in cell.shares.items():
+                best[kind] = max(best.get(kind, 0.0), share)
+        kinds = tuple(sorted(best, key=lambda k: -best[k]))
+        out.append(TaskModes(task, kinds, tuple(cells)))
+    return out
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def _points(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.0f}" if round(value) else "0"
+
+
+def _count_cell(cell: RunModes) -> str:
+    if cell.status in (NO_FAILING, None) and cell.diagnosed == cell.failing:
+        return str(cell.failing)
+    if cell.status == NO_DIAGNOSES:
+        return f"{cell.failing}, {NO_DIAGNOSES}"
+    return f"{cell.failing} ({cell.diagnosed} with a finding)"
+
+
+def table_cells(modes) -> tuple[list, list]:
+    """``(header, rows)`` of plain-text cells (every format escapes them).
+
+    One block per task: a ``failing`` row (the count, and how many have a
+    finding or that none was recorded), then one row per kind (share, with
+    the direction where it has one; ``-`` where the run has no shares) and
+    the change against the first run in points; kinds past
+    :data:`MAX_ROWS` are summed as ``other``.
+    """
+    if not modes:
+        return [], []
+    labels = [c.label for c in modes[0].runs]
+    header = ["task", "kind", *labels, *(f"{b} - {labels[0]} (points)" for b in labels[1:])]
+    rows = []
+    for tm in modes:
+        rows.append([tm.task, "failing", *(_count_cell(c) for c in tm.runs), *([""] * (len(labels) - 1))])
+        shown, rest = tm.kinds[:MAX_ROWS], tm.kinds[MAX_ROWS:]
+        for kind in shown:
+            cells = []
+            for c in tm.runs:
+                if c.status:
+                    cells.append("-")
+                else:
+                    way = c.ways.get(kind) if kind in c.shares else None
+                    cells.append(_pct(c.shares.get(kind, 0.0)) + (f" {way}" if way else ""))
+            rows.append([tm.task, kind, *cells,
+                         *(_points(tm.change(kind, i)) for i in range(1, len(labels)))])
+        if rest:
+            other = [None if c.status else sum(c.shares.get(k, 0.0) for k in rest) for c in tm.runs]
+            changes = ["-" if other[0] is None or o is None else _points(100 * (o - other[0]))
+                       for o in other[1:]]
+            rows.append([tm.task, "other", *("-" if o is None else _pct(o) for o in other), *changes])
+    return header, rows
+
+
+def _any_recorded(modes) -> bool:
+    return any(c.recorded for tm in modes for c in tm.runs)
+
+
+TITLE = "failure modes (first finding of each failing sample's diagnosis; docs/diagnoses.md)"
+NONE_RECORDED = ("failure modes: no diagnoses (no run recorded any: results.json from before "
+                 "diagnoses, or a baseline file)")
+
+
+def text_lines(modes, esc) -> list:
+    """Terminal lines (``esc`` makes each cell one printable line); empty without failing samples."""
+    if not modes:
+        return []
+    if not _any_recorded(modes):
+        return ["", NONE_RECORDED]
+    header, rows = table_cells(modes)
+    header, rows = [esc(c) for c in header], [[esc(c) for c in r] for r in rows]
+    widths = [max(len(c) for c in col) for col in zip(header, *rows)]
+    out = ["", TITLE + ":"]
+    for line in [header, *rows]:
+        out.append("  " + "  ".join(c.ljust(w) if i < 2 + len(modes[0].runs) else c.rjust(w)
+                                    for i, (c, w) in enumerate(zip(line, widths))).rstrip())
+    return out
+
+
+def markdown_lines(modes, esc) -> list:
+    """A ``### Failure modes`` table (``esc`` is the Markdown escape)."""
+    if not modes:
+        return []
+    if not _any_recorded(modes):
+        return [esc(NONE_RECORDED[0].upper() + NONE_RECORDED[1:]) + ".", ""]
+    header, rows = table_cells(modes)
+    n = len(modes[0].runs)
+    out = ["### Failure modes", "",
+           "Share of failing samples whose diagnosis starts with each kind (docs/diagnoses.md).", "",
+           "| " + " | ".join(esc(c) for c in header) + " |",
+           "|---|---|" + "---:|" * (n + n - 1)]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return out + [""]
+
+
+def latex_lines(modes, esc) -> list:
+    """A booktabs table of the failure modes (``esc`` is the LaTeX escape)."""
+    if not modes:
+        return []
+    if not _any_recorded(modes):
+        return ["% " + esc(NONE_RECORDED)]
+    header, rows = table_cells(modes)
+    out = [r"\begin{table}[t]", r"\centering", r"\small",
+           r"\caption{Failure modes: share of failing samples whose diagnosis starts with each kind.}",
+           r"\begin{tabular}{ll" + "r" * (len(header) - 2) + "}", r"\toprule",
+           " & ".join(esc(c) for c in header) + r" \\", r"\midrule"]
+    last = None
+    for r in rows:
+        if last is not None and r[0] != last:
+            out.append(r"\midrule")
+        last = r[0]
+        out.append(" & ".join(esc(c) for c in r) + r" \\")
+    return out + [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+
+
+def html_section(modes, esc) -> str:
+    """An HTML table of the failure modes (``esc`` is the HTML escape); ``""`` without failing samples."""
+    if not modes:
+        return ""
+    if not _any_recorded(modes):
+        return f"<h3>Failure modes</h3><p>{esc(NONE_RECORDED.split(': ', 1)[1])}.</p>"
+    header, rows = table_cells(modes)
+    out = ['<h3>Failure modes</h3><p class="note">Share of failing samples whose diagnosis starts '
+           "with each kind; the change against the first run in points.</p>",
+           '<table class="modes"><tr>' + "".join(f"<th>{esc(c)}</th>" for c in header) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" if i < 2 else f'<td class="n">{esc(c)}</td>'
+                                    for i, c in enumerate(r)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
