@@ -346,3 +346,133 @@ def test_each_metadata_csv_is_read_once_bounded_and_the_digest_is_of_what_was_re
         official_metadata.read_metadata(folder)
     text = _one_line(exc)
     assert str(target) in text and f"{target.stat().st_size - 1:,}" in text
+
+
+def _hub_info(repo, sha, siblings):
+    """``GET /api/datasets/REPO/revision/REV?blobs=true`` as the hub answers it (files with sizes;
+    an LFS file's ``size`` is its content's, with the ``lfs`` block beside it)."""
+    return {"_id": "6650c0ffee0000000000abcd", "id": repo, "author": repo.split("/")[0], "sha": sha,
+            "lastModified": "2025-05-20T08:00:00.000Z", "private": False, "gated": False,
+            "disabled": False, "tags": [], "downloads": 0, "likes": 0,
+            "createdAt": "2025-05-01T08:00:00.000Z", "usedStorage": 0, "siblings": siblings}
+
+
+def _lfs(name, size):
+    return {"rfilename": name, "blobId": "b" * 40, "size": size,
+            "lfs": {"sha256": "c" * 64, "size": size, "pointerSize": 134}}
+
+
+def test_a_hub_download_over_the_byte_cap_is_refused_from_the_hub_metadata_before_a_byte_of_it(
+        tmp_path, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    from _servers import FaultServer, Reply
+    from pytest_violin.suite.official import hub
+
+    sha = "89abcdef0123456789abcdef0123456789abcdef"
+    big = hub.MAX_HUB_BYTES  # the parquet alone is at the cap; the CSV puts the sum over it
+    siblings = [{"rfilename": ".gitattributes", "blobId": "a" * 40, "size": 2400},
+                {"rfilename": "README.md", "blobId": "d" * 40, "size": 10 ** 12},  # not fetched
+                _lfs("violin-test.parquet", big),
+                {"rfilename": "metadata/Task_Geometric_metadata.csv", "blobId": "e" * 40,
+                 "size": 1234}]
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    hf = pytest.importorskip("huggingface_hub.constants")  # read once, at its import (an
+    monkeypatch.setattr(hf, "HF_HUB_OFFLINE", False)       # earlier test may have set it)
+    routes = {"/api/datasets/Perkzi/VIOLIN/revision/main":
+              Reply.json(_hub_info("Perkzi/VIOLIN", sha, siblings))}
+    with FaultServer(routes=routes, default=Reply(status=404, body={"error": "not here"})) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        with pytest.raises(SuiteError) as exc:
+            load_suite("hf:Perkzi/VIOLIN@main")
+        text = _one_line(exc)
+        assert "hf:Perkzi/VIOLIN@main" in text and f"{big + 1234:,} bytes" in text
+        assert f"{hub.MAX_HUB_BYTES:,}" in text and "2 files" in text
+        assert [r.path.split("?")[0] for r in server.requests] == [
+            "/api/datasets/Perkzi/VIOLIN/revision/main"]  # the metadata only, nothing downloaded
+        assert "blobs=true" in server.requests[0].path
+        siblings[2] = _lfs("violin-test.parquet", 5000)  # under the cap: the download goes on,
+        with pytest.raises(SuiteError, match="download failed"):  # pinned to the commit checked
+            load_suite("hf:Perkzi/VIOLIN@main")
+        later = [r.path for r in server.requests[2:]]
+        assert later and all(sha in p for p in later), later
+        siblings[2] = {"rfilename": "violin-test.parquet", "blobId": "f" * 40}  # no size: refused
+        with pytest.raises(SuiteError) as exc:
+            load_suite("hf:Perkzi/VIOLIN@main")
+        assert "violin-test.parquet" in _one_line(exc) and "size" in str(exc.value)
+
+
+def test_a_cached_hub_snapshot_over_the_byte_cap_is_refused_offline(tmp_path, parquet, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    from pytest_violin.suite.official import hub
+
+    cache = tmp_path / "hf-home" / "hub"
+    od.write_hub_cache(cache, "Perkzi/VIOLIN", parquet, parquet.parent / "metadata")
+    total = parquet.stat().st_size + sum(p.stat().st_size
+                                         for p in (parquet.parent / "metadata").iterdir())
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub, "MAX_HUB_BYTES", total - 1)
+    with pytest.raises(SuiteError) as exc:
+        load_suite("hf:Perkzi/VIOLIN")
+    text = _one_line(exc)
+    assert "hf:Perkzi/VIOLIN" in text and f"{total:,} bytes" in text and f"{total - 1:,}" in text
+    monkeypatch.setattr(hub, "MAX_HUB_BYTES", total)
+    assert len(load_suite("hf:Perkzi/VIOLIN")) == 13
+
+
+def test_a_hub_that_does_not_answer_the_file_list_leaves_the_cached_snapshot_usable(
+        tmp_path, parquet, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    from _servers import FaultServer, Reply
+
+    cache = tmp_path / "hf-home" / "hub"
+    od.write_hub_cache(cache, "Perkzi/VIOLIN", parquet, parquet.parent / "metadata")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    hf = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(hf, "HF_HUB_OFFLINE", False)
+    with FaultServer(default=Reply(status=503, body={"error": "down"})) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        assert len(load_suite("hf:Perkzi/VIOLIN")) == 13
+        assert server.requests and all("/resolve/" not in r.path for r in server.requests)
+        with pytest.raises(SuiteError) as exc:  # not cached: the hub's answer is the error
+            load_suite("hf:Perkzi/OTHER")
+        assert "hf:Perkzi/OTHER" in _one_line(exc) and "download failed" in str(exc.value)
+
+
+def test_a_download_pinned_to_the_checked_commit_keeps_the_branch_ref_for_offline_loads(
+        tmp_path, parquet, monkeypatch):
+    hh = pytest.importorskip("huggingface_hub")
+    from _servers import FaultServer, Reply
+
+    sha = "fedcba9876543210fedcba9876543210fedcba98"
+    cache = tmp_path / "hub"
+    calls = []
+
+    def snapshot_download(**kw):  # what the client leaves in the cache for a commit hash
+        calls.append(kw["revision"])
+        od.write_hub_cache(cache, kw["repo_id"], parquet, parquet.parent / "metadata", commit=sha)
+        (cache / "datasets--Perkzi--VIOLIN" / "refs" / "main").unlink()  # no ref for a hash
+        return str(cache / "datasets--Perkzi--VIOLIN" / "snapshots" / sha)
+
+    real = hh.snapshot_download
+    monkeypatch.setattr(hh, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    hf = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(hf, "HF_HUB_OFFLINE", False)
+    files = [_lfs("violin-test.parquet", parquet.stat().st_size)]
+    routes = {"/api/datasets/Perkzi/VIOLIN": Reply.json(_hub_info("Perkzi/VIOLIN", sha, files))}
+    with FaultServer(routes=routes) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        online = load_suite("hf:Perkzi/VIOLIN")
+    assert calls == [sha] and online.dataset["revision"] == sha
+    assert (cache / "datasets--Perkzi--VIOLIN" / "refs" / "main").read_text() == sha
+    monkeypatch.setattr(hh, "snapshot_download", real)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the client's own cache look-up finds the branch
+    offline = load_suite("hf:Perkzi/VIOLIN")
+    assert offline.dataset["revision"] == sha and _key(offline) == _key(online)
