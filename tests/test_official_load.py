@@ -382,7 +382,8 @@ def test_a_hub_download_over_the_byte_cap_is_refused_from_the_hub_metadata_befor
     monkeypatch.setattr(hf, "HF_HUB_OFFLINE", False)       # earlier test may have set it)
     routes = {"/api/datasets/Perkzi/VIOLIN/revision/main":
               Reply.json(_hub_info("Perkzi/VIOLIN", sha, siblings))}
-    with FaultServer(routes=routes, default=Reply(status=404, body={"error": "not here"})) as server:
+    missing = Reply(status=404, body={"error": "not here"})
+    with FaultServer(routes=routes, default=missing) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         with pytest.raises(SuiteError) as exc:
             load_suite("hf:Perkzi/VIOLIN@main")
@@ -476,3 +477,22 @@ def test_a_download_pinned_to_the_checked_commit_keeps_the_branch_ref_for_offlin
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the client's own cache look-up finds the branch
     offline = load_suite("hf:Perkzi/VIOLIN")
     assert offline.dataset["revision"] == sha and _key(offline) == _key(online)
+
+
+def test_a_ground_truth_file_over_the_cell_cap_is_refused_before_it_is_hashed(tmp_path, rows,
+                                                                            monkeypatch):
+    from pytest_violin.suite.official import loader
+
+    od.write_converted(tmp_path / "benchmark", rows)
+    gt = tmp_path / "benchmark" / "data" / "Task_Color_Var1" / "id_1.png"  # only probed, hashed
+    cap = max(p.stat().st_size for p in (tmp_path / "benchmark" / "data").rglob("*.png"))
+    monkeypatch.setattr(loader, "MAX_CELL_BYTES", cap)
+    with open(gt, "ab") as fh:  # a valid header, then bytes no decoder reads, up to the cap
+        fh.write(b"\0" * (cap - gt.stat().st_size))
+    assert len(load_suite(str(tmp_path / "benchmark"))) == 13  # at the cap: read
+    with open(gt, "ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(ManifestError) as exc:
+        load_suite(str(tmp_path / "benchmark"))
+    text = _one_line(exc)
+    assert str(gt) in text and f"{cap + 1:,}" in text and f"{cap:,}" in text

@@ -59,8 +59,27 @@ def _probe(path: Path, what: str, where: str):
                             path=where) from None
 
 
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+def _sha(path: Path, where: str) -> str:
+    """The short SHA-256 of a ground-truth file of at most :data:`MAX_CELL_BYTES`, in blocks.
+
+    Its header was probed, but a valid header may be followed by any number of
+    bytes no decoder reads: the size is checked before a byte is hashed.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_CELL_BYTES:
+            raise ManifestError(f"ground truth {str(path)!r} is {size:,} bytes, over the limit "
+                                f"of {MAX_CELL_BYTES:,} bytes per image file; expected a PNG, "
+                                f"JPEG or WebP image within the image limits", path=where)
+        read = 0
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            read += len(block)
+            if read > MAX_CELL_BYTES:  # grew while read
+                raise ManifestError(f"ground truth {str(path)!r} grew over the limit of "
+                                    f"{MAX_CELL_BYTES:,} bytes while read", path=where)
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def _resized(img, w, h, interp):
@@ -77,7 +96,7 @@ def _record(row, meta, norm_dir: Path, notes: dict):
                             f"'prompt' column in the parquet)", path=row.where, field="prompt")
     width, height = _probe(row.gt, "ground truth", row.where)
     rec = {"group": row.group, "number": row.number, "prompt": prompt, "w": width, "h": height,
-           "expected": str(row.gt), "inputs": [], "sha": _sha(row.gt), "layout": None,
+           "expected": str(row.gt), "inputs": [], "sha": _sha(row.gt, row.where), "layout": None,
            "notes": []}
 
     def note(text):
