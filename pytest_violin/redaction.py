@@ -26,7 +26,8 @@ import base64
 import logging
 import re
 import threading
-from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
+from urllib.parse import (quote, quote_plus, unquote, unquote_plus, unquote_to_bytes, urlsplit,
+                          urlunsplit)
 
 __all__ = [
     "MASK",
@@ -124,16 +125,25 @@ def contains_secret(text) -> bool:
 
     Read-only. The registered forms (plain, percent-encoded, ``+``-encoded,
     base64) are looked for in ``text`` and in its percent-decoded and
-    ``+``-decoded forms (``%2f`` and ``%2F`` alike); ``bytes`` are searched
-    as UTF-8. Cut secrets (prefixes) do not count: this decides whether a
-    request may leave, not what a message shows.
+    ``+``-decoded forms (``%2f`` and ``%2F`` alike); ``bytes`` get the same
+    decodings, byte for byte (a body need not be UTF-8: an image in a
+    multipart form), and are searched for the secrets' UTF-8 forms. Cut
+    secrets (prefixes) do not count: this decides whether a request may
+    leave, not what a message shows.
+
+    Linear in the size of ``text`` (at most two decoded copies are made); the
+    bodies checked are requests the adapters build from bounded inputs.
     """
     secrets = _ordered
     if not secrets or text is None:
         return False
     if isinstance(text, (bytes, bytearray, memoryview)):
         data = bytes(text)
-        return any(secret.encode("utf-8") in data for secret in secrets)
+        datas = {data}
+        if b"%" in data or b"+" in data:
+            datas |= {unquote_to_bytes(data), unquote_to_bytes(data.replace(b"+", b" "))}
+        encoded = [secret.encode("utf-8") for secret in secrets]
+        return any(secret in form for form in datas for secret in encoded)
     text = str(text)
     forms = {text}
     if "%" in text or "+" in text:

@@ -533,6 +533,25 @@ def test_guard_refuses_secrets_to_foreign_origins_only():
     assert guard("http://cdn.test/x", named) == ("http", "cdn.test", 80)
 
 
+def test_a_bytes_body_is_percent_and_plus_decoded_as_a_str_body_is():
+    from pytest_violin.redaction import contains_secret, register_secret
+
+    register_secret(KEY)
+    named = Origins([API])
+    # forms no registered variant spells out: every byte %-encoded in lower case, one space
+    # %-encoded, lower-case form encoding (``%2f`` and ``+`` for the space)
+    forms = [_every_byte(KEY, "%%%02x"), KEY.replace(" ", "%20"), quote_plus(KEY).lower()]
+    for form in forms:
+        assert contains_secret(f"k={form}")  # the str body: decoded before the check
+        for body in (f"k={form}".encode(), bytearray(f"k={form}".encode()),
+                     b"\x89PNG\r\n\x1a\n\xff\xfe--boundary\r\nk=" + form.encode() + b"\r\n\xc3("):
+            assert contains_secret(body), (form, body)
+            with pytest.raises(UrlRefused, match="body"):
+                guard("http://cdn.test/x", named, body=body)
+    innocent = b"\x89PNG\xff%zz%4+" + quote(KEY[:5], safe="").encode()
+    assert not contains_secret(innocent) and guard("http://cdn.test/x", named, body=innocent)
+
+
 @pytest.mark.parametrize("value", ["..", "../../etc", "a/../b", "%2e%2e", "/etc", "a\\b", "a//b", ".", ""])
 def test_path_ids_stay_under_the_base(value):
     from pytest_violin.errors import ModelSpecError
