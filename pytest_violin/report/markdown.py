@@ -83,9 +83,13 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
+    from .sequential import decided, sequential_markdown
+
+    lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
-        lines += _gate_section(comparison)
+        if not (decided(meta.get("sequential")) and not comparison.errored):
+            lines += _gate_section(comparison)  # undecided: the fixed-sample rule judges
 
     for task_row in agg.get("tasks", []):
         task = task_row["task"]
@@ -122,6 +126,11 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     modes = failure_mode_lines(records)
     if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
         lines += ["### Failure modes", "", *(f"- {md_escape(m)}" for m in modes), ""]
+    from ..diagnosis.probes import probe_lines
+
+    probes = probe_lines(records)
+    if probes:  # the paper's three observations, measured (docs/diagnoses.md)
+        lines += ["### Probe readings", "", *(f"- {md_escape(p)}" for p in probes), ""]
     if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", [])):
         from .terminal import NO_IMAGE_NOTE
 

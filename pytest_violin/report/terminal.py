@@ -90,6 +90,11 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
     modes = failure_mode_lines(r.to_dict() for r in store.results if r.outcome == "failed")
     if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
         lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
+    from ..diagnosis.probes import PROBES_SUITE, probe_lines
+
+    probes = probe_lines([r.to_dict() for r in store.results if r.suite == PROBES_SUITE])
+    if probes:  # the paper's three observations, measured (docs/diagnoses.md)
+        lines += ["", f"probe readings ({PROBES_SUITE}):", *(f"  {p}" for p in probes)]
     if any(getattr(row, "no_image", 0) or row.refused for row in rows):
         lines.append("")
         lines.append(NO_IMAGE_NOTE)
