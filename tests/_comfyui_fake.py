@@ -17,6 +17,12 @@ answers). Like the real server it runs one prompt at a time, in order.
 ``queued`` (never leaves the queue), ``vanish`` (deleted from the queue by
 another client right after it was queued) and ``interrupt`` (interrupted by
 another client while it runs).
+
+``stall_cancel`` makes the server never finish its answer to the cancel
+requests (``POST /queue`` and ``/interrupt``): ``"silent"`` sends nothing,
+``"trickle"`` sends the headers and then a byte every 0.2 s for ever (each
+read is quick, so no per-read time-out fires). ``stalled`` is set when one
+begins; :meth:`FakeComfyUI.stop` ends them.
 """
 
 from __future__ import annotations
@@ -86,10 +92,13 @@ class FakeComfyUI:
         ``CheckpointLoaderSimple`` may name (default one, ``model.safetensors``).
     job_seconds : float
         How long each prompt runs (one at a time).
+    stall_cancel : str, optional
+        ``"silent"`` or ``"trickle"``: the cancel requests are never answered
+        in full (see the module docstring).
     """
 
     def __init__(self, samples: dict, plan: dict | None = None, auth: str | None = None,
-                 models: dict | None = None, job_seconds: float = 0.0):
+                 models: dict | None = None, job_seconds: float = 0.0, stall_cancel: str | None = None):
         self.samples = samples
         self.plan = dict(plan or {})
         self.auth = auth
@@ -110,6 +119,9 @@ class FakeComfyUI:
         self.number = 0
         self.polled = threading.Event()
         self.interrupt_seen = threading.Event()
+        self.stall_cancel = stall_cancel
+        self.stalled = threading.Event()
+        self._released = threading.Event()
         self._wake = threading.Condition()
         self._stop = False
         self.lock = threading.RLock()
@@ -122,6 +134,7 @@ class FakeComfyUI:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def stop(self) -> None:
+        self._released.set()
         with self._wake:
             self._stop = True
             self._wake.notify_all()
@@ -330,6 +343,8 @@ class FakeComfyUI:
                 body = {"queue_running": [item(self.running)] if self.running else [],
                         "queue_pending": [item(p) for p in self.pending]}
             return h.send(200, body)
+        if self.stall_cancel and method == "POST" and path in ("/queue", "/interrupt"):
+            return self._stall(h)
         if method == "POST" and path == "/queue":
             with self._wake:
                 for pid in json.loads(h.body()).get("delete", []):
@@ -347,6 +362,23 @@ class FakeComfyUI:
             self.interrupt_seen.set()
             return h.send(200, body=b"", ctype=None)
         return h.send(404, body=b"404: Not Found", ctype="text/plain; charset=utf-8")
+
+    def _stall(self, h) -> None:
+        """Never finish the answer (``stall_cancel``), until :meth:`stop`."""
+        self.stalled.set()
+        if self.stall_cancel == "trickle":
+            h.send_response(200)
+            h.send_header("Content-Length", str(10**6))
+            h.end_headers()
+            while not self._released.wait(0.2):
+                try:
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+                except OSError:  # the client gave up
+                    return
+        else:
+            self._released.wait()
+        h.close_connection = True
 
     def _post_prompt(self, h):
         payload = json.loads(h.body())

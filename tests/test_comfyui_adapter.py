@@ -285,6 +285,37 @@ def test_interrupt_deletes_the_prompt_and_interrupts_it_only_while_it_runs(tmp_p
         assert fake.deleted == [pid] and fake.interrupted == ([pid] if kind == "hang" else [])
 
 
+@pytest.mark.parametrize("stall", ["silent", "trickle"])
+def test_the_cancel_requests_end_at_one_deadline_when_the_server_never_answers_them(
+        tmp_path, samples, stall, monkeypatch):
+    from pytest_violin.models.comfyui import adapter as comfyui_adapter
+
+    monkeypatch.setattr(comfyui_adapter, "CANCEL_DEADLINE", 0.5)
+    sample = _pick(samples, "color")
+    cancel = threading.Event()
+    with FakeComfyUI(samples, {sample.id: "hang"}, stall_cancel=stall) as fake:
+        adapter = _adapter(tmp_path, fake, cancel=cancel)
+        raised, ended = [], threading.Event()
+
+        def run():
+            try:
+                _run(adapter, sample)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                raised.append(exc)
+            finally:
+                ended.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert fake.polled.wait(10)
+        cancel.set()
+        assert fake.stalled.wait(10)  # the delete went out and is never answered in full
+        # the whole cancel ends at its deadline (a per-request time-out of 3 s would let a
+        # silent server hold it 3 s per request, a trickling one for ever)
+        assert ended.wait(comfyui_adapter.CANCEL_DEADLINE + 1.5)
+        assert isinstance(raised[0], GenerationCancelled)
+        assert fake.requests.count(("POST", "/queue")) == 1  # tried once, not retried
+
+
 def test_cache_identity_follows_the_servers_models_and_version(tmp_path, samples):
     with FakeComfyUI(samples) as fake:
         first = _adapter(tmp_path, fake).cache_identity()

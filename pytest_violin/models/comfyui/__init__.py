@@ -39,7 +39,8 @@ missing at run time) is an error, never a score (the server's message is shown);
 one interrupted by someone else is an error; a finished prompt without an
 image is a setup error. On Ctrl-C the prompt is taken off the queue
 (``POST /queue`` with ``delete``) and, only when ``GET /queue`` lists it as
-running, interrupted (``POST /interrupt`` with the ``prompt_id``).
+running, interrupted (``POST /interrupt`` with the ``prompt_id``), all of it
+within :data:`~.adapter.CANCEL_DEADLINE` seconds.
 
 The cache key includes what the server reports of the models the workflow
 loads and of its version (:meth:`~.adapter.ComfyUIAdapter.cache_identity`).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -17,13 +18,14 @@ from ..base import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
 from ..transport.client import HttpClient
+from ..transport.deadline import WATCHDOG, Attempt, state as _transport_state
 from ..transport.decode import image_from_response, load_json
 from ..transport.jobs import JobStates, poll_job
 from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
 from .workflow import LOADER_FOLDERS, Workflow
 
-__all__ = ["CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
+__all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
 
 #: Seconds before the first poll of the history (a ``Retry-After`` on the
 #: ``/prompt`` answer wins) and the cap of the backoff between polls.
@@ -31,6 +33,13 @@ FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
+
+#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the
+#: ``GET /queue`` look and the ``/interrupt``, together. A deadline, not a per-read
+#: time-out: the transport's watchdog shuts the socket down when it passes, so a
+#: server that never answers, or trickles a byte a second, cannot hold a stopping run;
+#: the steps not reached by then are skipped.
+CANCEL_DEADLINE = 4.0
 
 #: Bytes of the ``GET /queue`` answer read while cancelling.
 QUEUE_BYTES = 2**20
@@ -241,24 +250,44 @@ class ComfyUIAdapter(NetworkAdapter):
 
         def cancel() -> None:
             # the client refuses requests once the run is cancelled: these go
-            # through the session, bounded by CANCEL_TIMEOUT, once
+            # through the session, once, all of them within CANCEL_DEADLINE
             if done.is_set():
                 return
             done.set()
-            limit = (CANCEL_TIMEOUT, CANCEL_TIMEOUT)
-            session = self.client.session
-            session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit)
-            # /interrupt stops whatever runs now on servers that ignore the
-            # prompt_id: send it only while this prompt is the running one
-            answer = session.get(f"{self.base_url}/queue", timeout=limit, stream=True)
+            attempt = Attempt(time.monotonic() + CANCEL_DEADLINE, None)
+            outer = getattr(_transport_state, "attempt", None)
+            _transport_state.attempt = attempt  # the watchdog sees these requests' sockets
+            WATCHDOG.add(attempt)
             try:
-                queue = json.loads(answer.raw.read(QUEUE_BYTES, decode_content=True)) if answer.ok else {}
+                self._cancel_steps(prompt_id, attempt)
             finally:
-                answer.close()
-            if queue_position(queue, prompt_id) == "running":
-                session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit)
+                attempt.finish()
+                WATCHDOG.remove(attempt)
+                _transport_state.attempt = outer
 
         return cancel
+
+    def _cancel_steps(self, prompt_id: str, attempt: Attempt) -> None:
+        """Delete the prompt from the queue and interrupt it if it runs, before ``attempt``'s deadline."""
+        session = self.client.session
+
+        def limit():
+            left = attempt.deadline - time.monotonic()
+            if left <= 0 or attempt.fired:
+                raise GenerationCancelled(f"comfyui: the cancel of prompt {prompt_id} passed its "
+                                          f"deadline of {CANCEL_DEADLINE:g} s")
+            return (min(CANCEL_TIMEOUT, left), min(CANCEL_TIMEOUT, left))
+
+        session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit())
+        # /interrupt stops whatever runs now on servers that ignore the
+        # prompt_id: send it only while this prompt is the running one
+        answer = session.get(f"{self.base_url}/queue", timeout=limit(), stream=True)
+        try:
+            queue = json.loads(answer.raw.read(QUEUE_BYTES, decode_content=True)) if answer.ok else {}
+        finally:
+            answer.close()
+        if queue_position(queue, prompt_id) == "running":
+            session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit())
 
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
