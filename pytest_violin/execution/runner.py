@@ -40,7 +40,6 @@ swapped checkpoint is a cache miss.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from concurrent.futures import Future
@@ -48,6 +47,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
+from .pool import DaemonPool
+from .usage import CallLimitReached
 from ..errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
 from ..errors import SetupError
 from ..models.directory import output_path
@@ -95,51 +96,6 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class _DaemonPool:
-    """A fixed set of daemon threads running submitted callables as futures.
-
-    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the
-    interpreter exits, so one generation stuck in a socket read holds up the
-    end of an interrupted run; daemon threads do not.
-    """
-
-    def __init__(self, workers: int, name: str):
-        self._workers = int(workers)
-        self._name = name
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-
-    def submit(self, fn, *args) -> Future:
-        future: Future = Future()
-        self._queue.put((future, fn, args))
-        if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
-            thread = threading.Thread(target=self._work, daemon=True,
-                                      name=f"{self._name}-{len(self._threads)}")
-            self._threads.append(thread)
-            thread.start()
-        return future
-
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn, args = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as exc:  # delivered to the waiting test
-                    future.set_exception(exc)
-            del item, future, fn, args
-
-    def shutdown(self, *, wait: bool) -> None:
-        for _ in self._threads:
-            self._queue.put(None)
-        if wait:
-            for thread in self._threads:
-                thread.join()
-
-
 @dataclass
 class Generation:
     """The outcome of generating the images of one sample.
@@ -164,6 +120,9 @@ class Generation:
         Adapter calls made (cache hits excluded).
     cached : bool
         Whether every image came from the cache.
+    capped : bool
+        The call was refused by the run's call cap (``--violin-max-calls``,
+        ``--violin-max-cost``): nothing was sent; ``fault`` says so.
     """
 
     images: list = field(default_factory=list)
@@ -173,6 +132,7 @@ class Generation:
     attempts: int = 0
     cached: bool = False
     original_size: tuple | None = None
+    capped: bool = False
 
 
 class Runner:
@@ -244,7 +204,7 @@ class Runner:
         self._setup_stop: str | None = None
         self._answered = False
         self._cache_identity: list = []  # [value] once asked (cache_identity may call the server)
-        self._pool: _DaemonPool | None = None
+        self._pool: DaemonPool | None = None
         self._warm: set = set()
         self._lock = threading.Lock()
         self._plan: list = []
@@ -254,6 +214,9 @@ class Runner:
         self._closed = False
         self.generated = 0  # generations started (for tests and benchmarks)
         self.usage = usage  # the run's CallCounter: cache hits counted here (calls: CountingAdapter)
+        #: ``admit(sample_id) -> bool``: whether a planned sample may still be prefetched
+        #: (the sequential gate's say; None admits every sample)
+        self.admit = None
 
     # -- planning -------------------------------------------------------
     def plan(self, samples) -> None:
@@ -277,7 +240,9 @@ class Runner:
     def _fill(self) -> None:
         while len(self._futures) < self.window and self._next < len(self._plan):
             sample = self._plan[self._next]
-            if sample.id not in self._futures:  # a repeated plan entry already in flight
+            if self.admit is not None and not self.admit(sample.id):
+                pass  # no longer needed: never prefetched
+            elif sample.id not in self._futures:  # a repeated plan entry already in flight
                 self._futures[sample.id] = (self._next, self._submit(sample))
             self._next += 1
 
@@ -285,7 +250,7 @@ class Runner:
         if self._closed:
             raise InternalError("runner is closed: no generation can start after close()")
         if self._pool is None:
-            self._pool = _DaemonPool(self.concurrency, "violin-gen")
+            self._pool = DaemonPool(self.concurrency, "violin-gen")
         if sample.task not in self._warm:
             self._warm_up(sample)
         self.generated += 1
@@ -341,6 +306,33 @@ class Runner:
         gen = future.result()
         self._fill()
         return gen
+
+    def withdraw(self, sample) -> bool:
+        """Take ``sample`` out of the prefetch; True when nothing was sent for it.
+
+        False when its generation is running or done (it was paid for: consume
+        it with :meth:`get`); True when it was never submitted or its queued
+        submission was cancelled before a thread took it.
+        """
+        entry = self._futures.get(sample.id)
+        if entry is None:
+            return True
+        if entry[1].cancel():
+            self._futures.pop(sample.id, None)
+            self._fill()
+            return True
+        return False
+
+    def drop_unadmitted(self) -> int:
+        """Cancel the queued prefetches :attr:`admit` no longer admits; return how many."""
+        if self.admit is None:
+            return 0
+        dropped = 0
+        for key, (_, fut) in list(self._futures.items()):
+            if not self.admit(key) and fut.cancel():
+                self._futures.pop(key, None)
+                dropped += 1
+        return dropped
 
     def generate_now(self, sample) -> Generation:
         """Generate ``sample`` in the calling thread (no prefetch)."""
@@ -493,6 +485,9 @@ class Runner:
                 images.append(image)
         except GenerationError as exc:
             return failed(exc)
+        except CallLimitReached as exc:  # nothing was sent: the cap refused the call
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts - 1,
+                              False, capped=True)
         except Exception as exc:  # a bug or an environment fault, not the model's failure
             return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts, False)
         return Generation(images, None, None, time.perf_counter() - start, attempts,

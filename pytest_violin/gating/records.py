@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ..results import _jsonable, aggregate, sample_value
 from ..errors import InvalidArgumentError
 
-__all__ = ["aggregate_records", "as_record", "sample_digest", "suite_fingerprint"]
+__all__ = ["aggregate_records", "as_record", "sample_definition", "sample_digest", "suite_fingerprint"]
 
 
 
@@ -55,6 +55,17 @@ def _value(rec: Mapping) -> float:
 def _canonical(obj) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       default=_jsonable).encode()
+
+
+def sample_definition(sample) -> str:
+    """The definition digest of a Sample (:func:`sample_digest` of its manifest)."""
+    to_manifest = getattr(sample, "to_manifest", None)
+    if callable(to_manifest):
+        manifest = to_manifest()
+    else:  # pragma: no cover - every Sample has to_manifest
+        manifest = {k: getattr(sample, k, None) for k in ("id", "task", "prompt", "width", "height")}
+        manifest["spec"] = dict(getattr(sample, "spec", {}) or {})
+    return sample_digest(manifest)
 
 
 def sample_digest(manifest: Mapping) -> str:

@@ -49,6 +49,7 @@ class GateState:
     compare_runs: list = field(default_factory=list)  # --violin-compare: loaded Runs
     compare_paper: bool = False  # --violin-compare=paper
     runs_comparison: object = None  # compare.model.Comparison of this run and compare_runs
+    sequential: dict | None = None  # --violin-sequential: the gate's summary (gating.sequential)
 
     # the options, read through the state for brevity
     save_baseline = property(lambda self: self.settings.save_baseline)
@@ -118,22 +119,20 @@ def _settings(config) -> GateState | None:
 
 
 def pytest_configure(config):
-    config.stash[GATE_KEY] = _new_state(config)
+    config.stash[GATE_KEY] = state = _new_state(config)
+    if state.settings.sequential:  # the samples in a seeded order, no more once decided (sequential.py)
+        from .sequential import register
+
+        register(config, state)
 
 
 # --------------------------------------------------------------------------- per sample (any process)
 
 
 def _definition(sample) -> str:
-    from ..gating import sample_digest
+    from ..gating.records import sample_definition
 
-    to_manifest = getattr(sample, "to_manifest", None)
-    if callable(to_manifest):
-        manifest = to_manifest()
-    else:  # pragma: no cover - every Sample has to_manifest
-        manifest = {k: getattr(sample, k, None) for k in ("id", "task", "prompt", "width", "height")}
-        manifest["spec"] = dict(getattr(sample, "spec", {}) or {})
-    return sample_digest(manifest)
+    return sample_definition(sample)
 
 
 def pytest_violin_sample_scored(config, sample, images, result):
@@ -233,6 +232,12 @@ def pytest_violin_session_results(config, store):
     extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
     if "dataset" in meta:  # the official data's identity, kept in the baseline too
         extra["dataset"] = meta.pop("dataset")
+    from .sequential import get_run
+
+    run = get_run(config)
+    if run is not None and run.gate is not None:  # what decided, its intervals, what it saved
+        state = config.stash.get(STATE_KEY, None)
+        s.sequential = extra["sequential"] = run.summary(price=state.settings.price if state else None)
     current = build_baseline(results, extra_metadata=extra, **meta)
     if (s.compare_runs or s.compare_paper) and results:
         _build_runs_comparison(s, results, current)
@@ -356,6 +361,14 @@ def _fail_on_regressions(s: GateState) -> None:
     is a usage error (exit 4): the gate compared nothing.
     """
     session = s.session
+    from ..report.sequential import decided
+
+    if session is not None and s.comparison is not None and decided(s.sequential):
+        # the sequential gate decided: its verdict, not the fixed-sample rule on the samples it
+        # needed (an error still keeps the gate from green)
+        if (s.sequential["verdict"] == "regressed" or s.comparison.errored) and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        return
     if session is None or s.comparison is None or s.comparison.ok:
         return
     if s.comparison.compared == 0 and not s.comparison.errored and not s.interrupted:
@@ -379,7 +392,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
     styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},
               "info": {}}
-    lines = comparison_lines(s.comparison) if s.comparison is not None else []
+    from ..report.sequential import decided, sequential_lines
+
+    lines = sequential_lines(s.sequential)
+    if s.comparison is not None and not (decided(s.sequential) and not s.comparison.errored):
+        lines += comparison_lines(s.comparison)  # undecided: the fixed-sample rule judges
     lines += [(m, "info") for m in s.messages]
     from ..report.text import printable
 

@@ -59,7 +59,17 @@ class ViolinItem(pytest.Item):
         state = get_state(self.config)
         sample = self.violin_sample
         runner = state.get_runner()
+        from .sequential import skip_reason
+
+        unneeded = skip_reason(self.config, sample)
+        if unneeded is not None and runner.withdraw(sample):
+            pytest.skip(unneeded)  # nothing was sent for it: not run, never passed
         generation = runner.get(sample)
+        if generation.capped:
+            from .sequential import spend
+
+            if spend(self, generation.fault):  # the sequential gate ends undecided at the cap
+                pytest.skip(f"not generated: {printable(generation.fault)}")
         stop = runner.unreachable or runner.setup_stop
         if stop is not None and not self.session.shouldstop:
             # pytest stops after this item; thousands of identical failures would

@@ -220,29 +220,53 @@ def plan_generations(state, samples, *, price: float | None = None) -> Plan:
     -------
     Plan
     """
+    s = state.settings
+    unique = list({sample.id: sample for sample in samples}.values())
+    cached = sum(cached_repeats(state, unique).values())
+    return Plan(adapter=str(state.identity or s.model), suite=str(s.suite), samples=len(unique),
+                repeats=int(s.repeats), cached=cached, price=price)
+
+
+def cached_repeats(state, samples) -> dict:
+    """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none).
+
+    Parameters
+    ----------
+    state : ViolinState
+        The run state (settings, adapter identity, cache).
+    samples : iterable of Sample
+        Distinct samples.
+
+    Returns
+    -------
+    dict
+        Only samples with at least one cached image are listed. An empty or
+        disabled cache costs nothing; otherwise a key needs the request's input
+        images (rendered for mask samples, ~1 ms each).
+    """
     from ..models.request import GenerationRequest, derive_seed
 
     s = state.settings
-    unique = list({sample.id: sample for sample in samples}.values())
-    cached = 0
-    cache = state.make_cache() if unique else None
-    # a key needs the request's input images (rendered for mask samples, ~1 ms
-    # each): look them up only when the cache holds anything at all
-    if cache is not None and not cache.is_empty():
-        from ..execution.runner import cache_identity
+    samples = list(samples)
+    out: dict = {}
+    cache = state.make_cache() if samples else None
+    if cache is None or cache.is_empty():
+        return out
+    from ..execution.runner import cache_identity
 
-        identity = state.identity or s.model
-        if state.adapter is not None:  # what the server reports of its models (see cache_identity)
-            identity = cache_identity(state.adapter, identity)
-        for sample in unique:
-            request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
-            for repeat in range(s.repeats):
-                if repeat:
-                    request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-                try:
-                    if identity is not None and cache.contains(cache.key(identity, request)):
-                        cached += 1
-                except Exception:  # an unreadable cache entry counts as a generation to make
-                    pass
-    return Plan(adapter=str(state.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=cached, price=price)
+    identity = state.identity or s.model
+    if state.adapter is not None:  # what the server reports of its models (see cache_identity)
+        identity = cache_identity(state.adapter, identity)
+    if identity is None:
+        return out
+    for sample in samples:
+        request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
+        for repeat in range(s.repeats):
+            if repeat:
+                request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
+            try:
+                if cache.contains(cache.key(identity, request)):
+                    out[sample.id] = out.get(sample.id, 0) + 1
+            except Exception:  # an unreadable cache entry counts as a generation to make
+                pass
+    return out

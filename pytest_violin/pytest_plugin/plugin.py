@@ -332,6 +332,10 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     plan = replace(plan, reruns=reruns_note(config, cached=state.make_cache() is not None))
     plan = replace(plan, calls=calls_note(limit, given=state.settings.max_calls_given, bills=bills,
                                           network=state.network))
+    if state.admit is not None:  # --violin-sequential: the caps end the gate, they refuse no run
+        from .sequential import plan_note
+
+        note, limit, max_cost = note + plan_note(limit, max_cost), None, None
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")
@@ -426,7 +430,8 @@ def pytest_runtest_makereport(item, call):
         outcome.get_result().violin_result = entry[1]
     state = item.config.stash.get(STATE_KEY, None)
     capped = state.usage.capped if state is not None else None
-    if capped is not None and not item.session.shouldstop:
+    sequential = state is not None and state.admit is not None  # the gate skips the rest itself
+    if capped is not None and not item.session.shouldstop and not sequential:
         # a call past --violin-max-calls / --violin-max-cost was refused: stop here
         item.session.shouldstop = f"violin: {capped}; the run stops here"
 

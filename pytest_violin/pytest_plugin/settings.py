@@ -64,6 +64,8 @@ class GateSettings:
     max_regression: float = DEFAULT_MAX_REGRESSION
     report: Path | None = None
     compare: tuple = ()
+    sequential: bool = False
+    sequential_alpha: float = 0.05
 
     @property
     def active(self) -> bool:
@@ -145,6 +147,13 @@ def parse_gate_settings(config) -> GateSettings:
     baseline, _ = read_option(config, "baseline")
     max_regression, _ = read_option(config, "max_regression")
     compare, _ = read_option(config, "compare")
+    sequential, _ = read_option(config, "sequential")
+    alpha, _ = read_option(config, "sequential_alpha")
+    if sequential and baseline is None:
+        raise pytest.UsageError("--violin-sequential needs a baseline to decide against; accepted: "
+                                "--violin-baseline=PATH beside it (ini violin_baseline), or no "
+                                "--violin-sequential")
     return GateSettings(save_baseline=save, baseline=baseline, compare=tuple(compare),
                         baseline_label=None if baseline is None else _raw_text(config, "baseline"),
-                        max_regression=float(max_regression), report=report)
+                        max_regression=float(max_regression), report=report,
+                        sequential=bool(sequential), sequential_alpha=float(alpha))

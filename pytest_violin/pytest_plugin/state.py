@@ -44,6 +44,8 @@ class ViolinState:
     #: every model call of this process, counted and capped where it is made
     #: (pytest_violin.execution.usage); see counted() and the plan's call cap
     usage: object = field(default_factory=lambda: _call_counter())
+    #: ``admit(sample_id) -> bool`` for the runner's prefetch (the sequential gate's; None: all)
+    admit: object = None
 
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
@@ -111,6 +113,7 @@ class ViolinState:
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
                                  cancel=self.cancel, usage=self.usage)
+            self.runner.admit = self.admit
         return self.runner
 
     def make_cache(self):

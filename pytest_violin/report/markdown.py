@@ -83,9 +83,13 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
+    from .sequential import decided, sequential_markdown
+
+    lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
-        lines += _gate_section(comparison)
+        if not (decided(meta.get("sequential")) and not comparison.errored):
+            lines += _gate_section(comparison)  # undecided: the fixed-sample rule judges
 
     for task_row in agg.get("tasks", []):
         task = task_row["task"]

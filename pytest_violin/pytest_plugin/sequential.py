@@ -1,0 +1,318 @@
+"""The sequential gate in a pytest run: ``--violin-sequential`` (ini ``violin_sequential``).
+
+The statistics are :mod:`pytest_violin.gating.sequential`; this module wires
+them to pytest and pytest-xdist (public hooks only):
+
+* the order: computed once from the suite, the baseline and the cache, by
+  the one process or the xdist controller, before any sample runs. xdist
+  workers receive it in ``workerinput`` and sort their items by it, so every
+  worker collects the same order (as xdist requires) and the load scheduler
+  hands the samples out in it;
+* the decision: the process that receives every report (the one process, or
+  the controller) feeds each sample's result to the gate;
+* the stop: a sample the gate no longer needs is never prefetched and is
+  skipped in setup ("gate decided after N of M samples"); under xdist the
+  controller writes the decisions to a file in a private folder, which each
+  worker looks at (one ``stat``) before each sample. Generations already in
+  flight when the gate decides were paid for: they are scored as usual;
+* the budget: under ``--violin-sequential`` the plan does not refuse a run
+  over ``--violin-max-calls`` / ``--violin-max-cost``; the cap ends the gate
+  *undecided* instead, and the samples left are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from .state import STATE_KEY
+
+__all__ = ["INPUT_KEY", "SEQUENTIAL_KEY", "SequentialRun", "register", "skip_reason", "spend"]
+
+#: ``workerinput`` key: the order, the ids outside the population, the decisions' folder.
+INPUT_KEY = "violin_sequential"
+#: The decisions file in that folder (written atomically by the controller).
+STATE_FILE = "gate.json"
+#: The user property a skipped item carries when the call cap refused its generation.
+BUDGET_PROPERTY = "violin.sequential_budget"
+
+
+class SequentialRun:
+    """The sequential gate of one process (``config.stash[SEQUENTIAL_KEY]``)."""
+
+    def __init__(self, config, state, gate_state):
+        self.config = config
+        self.state = state
+        self.gate_state = gate_state
+        self.worker = hasattr(config, "workerinput")
+        self.order: list | None = None
+        self.outside: set = set()      # run ids the gate never needs (not in the baseline)
+        self.members: dict = {}        # the population over the suite (controller)
+        self.cached: set = set()
+        self.gate = None               # gating.sequential.SequentialGate (controller / one process)
+        self.total = 0                 # Violin samples in the run
+        self.received = 0              # their results (each a generation made, or a cached image)
+        self.folder: Path | None = None
+        self.decided_after: int | None = None
+        self._mtime = None
+        self._seen: dict = {}          # the decisions as this worker read them
+        self._told = ""
+        if self.worker:
+            info = config.workerinput.get(INPUT_KEY) or {}
+            self.order = [str(x) for x in info.get("order") or ()]
+            self.outside = {str(x) for x in info.get("outside") or ()}
+            self.folder = Path(info["dir"]) if info.get("dir") else None
+
+    # -- the order (controller / one process) -------------------------------
+    def ensure_order(self) -> list:
+        if self.order is not None:
+            return self.order
+        from ..gating.sequential import population, sequential_order
+        from ..gating.records import sample_definition as _definition
+        from .planning import cached_repeats
+
+        samples = list(self.state.samples or ())
+        baseline = self.gate_state.baseline_doc or {}
+        self.members = population(baseline, ((s.id, s.task, getattr(s, "variation", None), _definition(s))
+                                             for s in samples))
+        repeats = int(self.state.settings.repeats)
+        inside = [s for s in samples if s.id in self.members]
+        self.cached = {sid for sid, n in cached_repeats(self.state, inside).items() if n >= repeats}
+        groups = {sid: f"{m.task}/{m.variation}" for sid, m in self.members.items()}
+        self.order = sequential_order([s.id for s in samples], groups, seed=int(self.state.settings.seed),
+                                      cached=self.cached)
+        self.outside = {s.id for s in samples} - set(self.members)
+        return self.order
+
+    def start(self, run_ids) -> None:
+        """Build the gate over the samples this run holds (after -k, --deselect, a path)."""
+        from ..gating.sequential import SequentialGate
+
+        self.ensure_order()
+        run_ids = [str(x) for x in run_ids]
+        self.total = len(run_ids)
+        inside = set(run_ids) & set(self.members)
+        settings = self.gate_state.settings
+        self.gate = SequentialGate({k: self.members[k] for k in inside}, self.order,
+                                   cached=self.cached & inside, margin=float(settings.max_regression),
+                                   alpha=float(settings.sequential_alpha))
+        self._publish()
+
+    # -- what a sample may do (any process) -----------------------------------
+    def admit(self, sample_id: str) -> bool:
+        return skip_text(self, str(sample_id)) is None
+
+    def add(self, record: dict) -> None:
+        if self.gate is None or not isinstance(record, dict):
+            return
+        from ..results import sample_value
+
+        self.received += 1
+        value = None if record.get("outcome") == "error" else sample_value(record.get("metrics") or {})
+        self.gate.add(str(record.get("id") or record.get("sample_id")), value)
+        self._publish()
+
+    def summary(self, *, price=None) -> dict:
+        """The gate's summary for the reports and the baseline (``to_dict``)."""
+        return self.gate.to_dict(total=self.total, generated=self.received, price=price,
+                                 repeats=int(self.state.settings.repeats))
+
+    def spent(self, reason: str) -> None:
+        """The call cap refused a generation: the gate ends undecided."""
+        if self.gate is not None:
+            self.gate.stop(f"budget spent: {reason}")
+            self._publish()
+
+    def _publish(self) -> None:
+        gate = self.gate
+        if gate is None:
+            return
+        if gate.finished is not None and self.decided_after is None:
+            self.decided_after = gate.used
+        done = sorted({g.task for g in gate.groups if g.role == "decide" and g.status != "undecided"})
+        told = json.dumps({"finished": gate.finished, "done": done, "used": gate.used,
+                           "decided_after": self.decided_after, "total": self.total}, sort_keys=True)
+        if told == self._told:
+            return
+        self._told = told
+        if self.folder is not None:  # xdist: the workers read it before each sample
+            tmp = self.folder / f".{STATE_FILE}.{os.getpid()}"
+            tmp.write_text(told, encoding="utf-8")
+            os.replace(tmp, self.folder / STATE_FILE)
+        runner = self.state.runner
+        if runner is not None and hasattr(runner, "drop_unadmitted"):
+            runner.drop_unadmitted()  # queued prefetches the gate no longer needs
+
+    def worker_view(self) -> dict:
+        """The controller's decisions as this worker last read them (re-read when the file changed)."""
+        if self.folder is None:
+            return {}
+        path = self.folder / STATE_FILE
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            return self._seen
+        if mtime != self._mtime:
+            try:
+                self._seen = json.loads(path.read_text(encoding="utf-8")[:1_000_000])
+                self._mtime = mtime
+            except (OSError, ValueError):
+                pass
+        return self._seen if isinstance(self._seen, dict) else {}
+
+
+def _decided(used, total) -> str:
+    return f"gate decided after {used} of {total} samples"
+
+
+def skip_text(run: SequentialRun, sample_id: str) -> str | None:
+    """Why ``sample_id`` is not needed, or None while it is."""
+    if sample_id in run.outside:
+        return ("not in the baseline (or redefined, or an error there): the sequential gate does not "
+                "need it")
+    if run.worker:
+        view = run.worker_view()
+        total = view.get("total") or "?"
+        finished = view.get("finished")
+        if finished:
+            return f"{_decided(view.get('decided_after'), total)}: {finished}"
+        state = run.state
+        index = state.index.get(sample_id)
+        task = state.samples[index].task if index is not None and state.samples else None
+        if task is not None and task in (view.get("done") or ()):
+            return f"{_decided(view.get('used'), total)}: task {task} is shown not to have regressed"
+        return None
+    gate = run.gate
+    if gate is None or sample_id not in gate.members:
+        return None
+    if gate.finished is not None:
+        return f"{_decided(run.decided_after, run.total)}: {gate.finished}"
+    task = gate.members[sample_id].task
+    if gate.task_done(task):
+        return f"{_decided(gate.used, run.total)}: task {task} is shown not to have regressed"
+    return None
+
+
+SEQUENTIAL_KEY = pytest.StashKey[SequentialRun]()
+
+
+def get_run(config) -> SequentialRun | None:
+    return config.stash.get(SEQUENTIAL_KEY, None)
+
+
+def skip_reason(config, sample) -> str | None:
+    """For :class:`~.items.ViolinItem`: why the gate does not need ``sample`` (then skip it), or None."""
+    run = get_run(config)
+    if run is None:
+        return None
+    return skip_text(run, str(sample.id))
+
+
+def plan_note(limit, max_cost) -> str:
+    """The plan line's words for a sequential run: what ends it early, what caps it."""
+    caps = []
+    if limit is not None:
+        caps.append(f"{limit} calls")
+    if max_cost is not None:
+        caps.append(f"${max_cost:g}")
+    budget = (f"; the budget ({' / '.join(caps)}) ends it undecided" if caps else "")
+    return (f"; sequential: samples in a seeded random order, no more generated once the gate "
+            f"decides{budget}")
+
+
+def spend(item, reason) -> bool:
+    """The call cap refused ``item``'s generation: end the gate undecided; False without one.
+
+    Under xdist the controller learns it from the item's skip report (a user property).
+    """
+    run = get_run(item.config)
+    if run is None:
+        return False
+    text = str(reason or "the call limit is reached")
+    item.user_properties.append((BUDGET_PROPERTY, text))
+    if not run.worker:
+        run.spent(text)
+    return True
+
+
+def _is_violin(item) -> bool:
+    """A built-in ``violin::`` item (items.ViolinItem; the fixtures' tests are not ordered)."""
+    return getattr(item, "violin_sample", None) is not None and item.nodeid.startswith("violin::")
+
+
+class _Hooks:
+    """The sequential gate's hooks (registered only with ``--violin-sequential``)."""
+
+    def __init__(self, run: SequentialRun):
+        self.run = run
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        order = self.run.ensure_order()
+        rank = {sid: i for i, sid in enumerate(order)}
+        slots = [i for i, item in enumerate(items) if _is_violin(item)]
+        violin = sorted((items[i] for i in slots),
+                        key=lambda item: rank.get(item.violin_sample.id, len(rank)))
+        for i, item in zip(slots, violin):
+            items[i] = item
+
+    def pytest_collection_finish(self, session):
+        if self.run.worker or self.run.state.is_xdist_controller:
+            return
+        self.run.start(item.violin_sample.id for item in session.items if _is_violin(item))
+
+    def pytest_runtest_logreport(self, report):
+        if self.run.worker:
+            return
+        text = getattr(report, "violin_result", None)
+        if text and report.when in ("setup", "call"):
+            try:
+                self.run.add(json.loads(text))
+            except ValueError:
+                pass
+        if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
+            for name, value in getattr(report, "user_properties", ()) or ():
+                if name == BUDGET_PROPERTY:
+                    self.run.spent(str(value))
+
+
+class _ControllerHooks:
+    """pytest-xdist controller: hand the order to the workers, start the gate on their collection."""
+
+    def __init__(self, run: SequentialRun):
+        self.run = run
+        self.started = False
+
+    def pytest_configure_node(self, node):
+        run = self.run
+        if run.folder is None:
+            run.folder = Path(tempfile.mkdtemp(prefix="violin-gate-"))
+            folder = run.folder
+            run.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        node.workerinput[INPUT_KEY] = {"order": run.ensure_order(), "outside": sorted(run.outside),
+                                       "dir": str(run.folder)}
+
+    def pytest_xdist_node_collection_finished(self, node, ids):
+        if self.started:
+            return
+        self.started = True
+        self.run.start(i[len("violin::"):] for i in ids if i.startswith("violin::"))
+
+
+def register(config, gate_state) -> None:
+    """Set up the sequential gate of this process (``--violin-sequential`` given)."""
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not state.settings.model:
+        raise pytest.UsageError("--violin-sequential decides on generated images; accepted: "
+                                "--violin-model=SPEC beside it, or no --violin-sequential")
+    run = SequentialRun(config, state, gate_state)
+    config.stash[SEQUENTIAL_KEY] = run
+    state.admit = run.admit
+    config.pluginmanager.register(_Hooks(run), "violin-sequential")
+    if state.is_xdist_controller:
+        config.pluginmanager.register(_ControllerHooks(run), "violin-sequential-controller")
