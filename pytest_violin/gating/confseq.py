@@ -8,8 +8,13 @@ replacement" (NeurIPS 2020, section 3), with the approximate-GRAPA bets of
 Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
 betting" (JRSS-B 86(1), 2024, section 5.3), one-sided on each side:
 
-* the population is ``N`` paired differences ``d = new - old`` in [-1, 1]
-  (metrics are in [0, 1]), mapped to ``y = (d + 1) / 2`` in [0, 1];
+* the population is ``N`` paired differences ``d = new - old`` in
+  ``[low, high]``, mapped to ``y = (d - low) / (high - low)`` in [0, 1]. Metrics
+  are in [0, 1], so ``d`` is in [-1, 1]; the baseline values are known, so a
+  group whose worst baseline value is ``b_max`` and best ``b_min`` has every
+  ``d`` in ``[-b_max, 1 - b_min]`` (against a perfect baseline, [0, 1]): a
+  narrower range lets the bets be larger, which is what makes a regression
+  against a good baseline show after a few samples;
 * ``known`` of them may be known exactly before the stream starts (cached
   images: free, scored first); the rest, ``M`` values, arrive one at a time
   in a uniformly random order (a seeded permutation);
@@ -25,7 +30,7 @@ betting" (JRSS-B 86(1), 2024, section 5.3), one-sided on each side:
 * the confidence sequence is every ``m`` of a grid (``GRID`` points plus the
   gate's margin) not yet rejected, intersected over time (once rejected a
   value stays rejected) and with what the values already seen prove
-  (the unseen ones lie in [-1, 1]). When the stream is exhausted the interval
+  (the unseen ones lie in ``[low, high]``). When the stream is exhausted the interval
   is the exact mean.
 
 So the lower bound (from ``K+`` at level ``alpha_low``) and the upper bound
@@ -43,8 +48,8 @@ from ..errors import InvalidArgumentError
 
 __all__ = ["GRID", "BET_CAP", "MeanSequence"]
 
-#: Candidate means of ``d`` tested at once (the gate's margin is added):
-#: a resolution of 0.001 on [-1, 1].
+#: Candidate means of ``d`` tested at once, spread over ``[low, high]`` (the
+#: gate's margin is added): a resolution of 0.001 on [-1, 1].
 GRID = 2001
 
 #: The largest bet, as a share of what keeps the capital non-negative
@@ -74,6 +79,9 @@ class MeanSequence:
         Error rates of the lower and the upper bound, each in (0, 1).
     known : sequence of float, optional
         Differences known before the stream starts (cached images).
+    low, high : float, optional
+        Bounds every difference of the population lies in (default -1 and 1;
+        ``high - low >= 1`` since metrics span [0, 1]).
 
     Notes
     -----
@@ -82,20 +90,27 @@ class MeanSequence:
     """
 
     def __init__(self, size: int, margin: float, *, alpha_low: float, alpha_high: float,
-                 known=()):
+                 known=(), low: float = -1.0, high: float = 1.0):
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise InvalidArgumentError(f"size must be an int >= 1, got {size!r}")
         if not (isinstance(margin, (int, float)) and math.isfinite(margin) and -1 <= margin <= 1):
             raise InvalidArgumentError(f"margin must be a finite number in [-1, 1], got {margin!r}")
         self.alpha_low = _check_alpha("alpha_low", alpha_low)
         self.alpha_high = _check_alpha("alpha_high", alpha_high)
+        if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and -1 <= low <= 0
+                and 0 < high <= 1 and high - low >= 1 - 1e-12):
+            raise InvalidArgumentError(f"low and high must bound the differences: -1 <= low <= 0 < high "
+                                       f"<= 1 with high - low >= 1, got low={low!r}, high={high!r}")
+        self.low, self.high = float(low), float(high)
         known = np.asarray(list(known), dtype=np.float64)
-        if known.size > size or (known.size and not np.all(np.abs(known) <= 1)):
+        if known.size > size or (known.size and not np.all((known >= low - 1e-12) & (known <= high + 1e-12))):
             raise InvalidArgumentError(
-                f"known must hold at most size={size} differences in [-1, 1], got {known.size} values")
+                f"known must hold at most size={size} differences in [{low:g}, {high:g}], got "
+                f"{known.size} values")
         self.size = size
         self.margin = float(margin)
-        self.grid = np.unique(np.concatenate([np.linspace(-1.0, 1.0, GRID), [self.margin]]))
+        points = max(3, int(round((self.high - self.low) / 2.0 * (GRID - 1))) + 1)
+        self.grid = np.unique(np.concatenate([np.linspace(self.low, self.high, points), [self.margin]]))
         self._known_sum = float(known.sum())
         self.remaining = size - int(known.size)  # M: the values still to stream
         self.seen = 0
@@ -104,7 +119,7 @@ class MeanSequence:
         # hypothesis is decided by what is known alone
         if self.remaining:
             m_r = (size * self.grid - self._known_sum) / self.remaining
-            self._target = (m_r + 1.0) / 2.0
+            self._target = (m_r - self.low) / (self.high - self.low)
         else:
             self._target = np.zeros_like(self.grid)
         self._log_up = np.zeros_like(self.grid)    # log K+ (evidence: mean > m)
@@ -118,13 +133,15 @@ class MeanSequence:
 
     # -- the stream -------------------------------------------------------
     def add(self, d: float) -> None:
-        """Take the next value of the stream (a difference in [-1, 1])."""
+        """Take the next value of the stream (a difference in ``[low, high]``)."""
         d = float(d)
-        if not (math.isfinite(d) and -1.0 <= d <= 1.0):
-            raise InvalidArgumentError(f"a paired difference must be a finite number in [-1, 1], got {d!r}")
+        if not (math.isfinite(d) and self.low - 1e-9 <= d <= self.high + 1e-9):
+            raise InvalidArgumentError(f"a paired difference must be a finite number in "
+                                       f"[{self.low:g}, {self.high:g}], got {d!r}")
+        d = min(self.high, max(self.low, d))
         if self.seen >= self.remaining:
             raise InvalidArgumentError(f"the stream holds {self.remaining} values; a value past them was added")
-        y = (d + 1.0) / 2.0
+        y = (d - self.low) / (self.high - self.low)
         left = self.remaining - self.seen  # values not yet seen, this one included
         c = (self.remaining * self._target - self._sum_y) / left  # conditional mean under each m
         live = (c > 0.0) & (c < 1.0)
@@ -148,11 +165,12 @@ class MeanSequence:
         self._update_certain()
 
     def _update_certain(self) -> None:
-        """Reject what the values already seen prove: the unseen ones lie in [-1, 1]."""
+        """Reject what the values already seen prove: the unseen ones lie in ``[low, high]``."""
         unseen = self.remaining - self.seen
-        shown = self._known_sum + (2.0 * self._sum_y - self.seen)  # sum of d seen so far
-        low = (shown - unseen) / self.size
-        high = (shown + unseen) / self.size
+        span = self.high - self.low
+        shown = self._known_sum + (span * self._sum_y + self.low * self.seen)  # sum of d seen so far
+        low = (shown + self.low * unseen) / self.size
+        high = (shown + self.high * unseen) / self.size
         self._above |= self.grid < low - 1e-12
         self._below |= self.grid > high + 1e-12
         self._exact = (shown / self.size) if unseen == 0 else None
@@ -174,9 +192,9 @@ class MeanSequence:
         open_low = np.flatnonzero(~self._above)
         open_high = np.flatnonzero(~self._below)
         low = grid[open_low[0] - 1] if open_low.size and open_low[0] > 0 else (
-            -1.0 if open_low.size else 1.0)
+            self.low if open_low.size else self.high)
         high = grid[open_high[-1] + 1] if open_high.size and open_high[-1] + 1 < grid.size else (
-            1.0 if open_high.size else -1.0)
+            self.high if open_high.size else self.low)
         return (float(low), float(max(high, low)))
 
     @property

@@ -226,7 +226,7 @@ class SequentialGate:
         if value is None:
             d = None
         else:
-            d = min(1.0, max(-1.0, float(value) - self.members[sid].old))
+            d = min(1.0, max(0.0, float(value))) - self.members[sid].old
         self._values[sid] = d
         for g in self._of.get(sid, ()):
             self._advance(g)
@@ -269,8 +269,10 @@ class SequentialGate:
         self._next[id(g)] = i
 
     def _sequence(self, g: _Group) -> MeanSequence:
+        # every new value is in [0, 1], so d = new - old is in [-max old, 1 - min old]
+        olds = [self.members[sid].old for sid in g.members]
         return MeanSequence(g.size, self.margin, alpha_low=self.alpha_low, alpha_high=self.alpha_high,
-                            known=g.known)
+                            known=g.known, low=-max(olds), high=1.0 - min(olds))
 
     def _decide(self) -> None:
         self.used = len(self._fed)

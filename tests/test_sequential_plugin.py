@@ -1,0 +1,184 @@
+"""The sequential gate in pytest runs (``--violin-sequential``): order, stop, skips, budget, xdist, reports.
+
+The statistics themselves are tested in tests/test_sequential_stats.py; the
+simulated error rates are benchmarks/bench_sequential.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_violin.thresholds import KNOWN_METRICS
+
+MODELS = '''
+import numpy as np
+
+
+def degraded(request):
+    """Every colour shifted by 40 levels: clearly worse, same layout."""
+    img = request.sample.expected().astype(np.int16)
+    return np.clip(img + 40, 0, 255).astype(np.uint8)
+
+
+def slightly(request):
+    """One level lighter: a difference far below the margin, never decided in a few samples."""
+    img = request.sample.expected().astype(np.int16)
+    return np.clip(img + 1, 0, 255).astype(np.uint8)
+
+
+class Cached:
+    """The exact answer, cacheable (the cache may serve it)."""
+
+    cacheable = True
+    identity = "python:violin_models:Cached"
+
+    def generate(self, request):
+        return request.sample.expected()
+'''
+
+TASKS = "--violin-tasks=color,shape"
+LIMIT = "--violin-limit=300"
+# every limit at 1.0: the exit code is the gate's alone
+LOOSE = [f"--violin-threshold={task}.{m}=1" for task, ms in KNOWN_METRICS.items()
+         if task in ("color", "shape") for m in (*ms, "mean")]
+
+
+_BASELINE: dict = {}  # the oracle's baseline, made once per process (deterministic)
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(violin_models=MODELS)
+    if "text" not in _BASELINE:
+        result = pytester.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-save-baseline=base.json",
+                                    "-p", "no:cacheprovider", "-q")
+        assert result.ret == 0, result.stdout.str()
+        _BASELINE["text"] = (pytester.path / "base.json").read_text()
+    (pytester.path / "base.json").write_text(_BASELINE["text"])
+    return pytester
+
+
+def _sequential(project, model, *extra, report="out", runner=None):
+    run = runner or project.runpytest
+    return run(f"--violin-model={model}", LIMIT, TASKS, "--violin-baseline=base.json",
+               "--violin-sequential", f"--violin-report={report}", "-p", "no:cacheprovider", "-rs",
+               *LOOSE, *extra)
+
+
+def _summary(project, report="out"):
+    doc = json.loads((project.path / report / "results.json").read_text())
+    return doc, doc["metadata"]["sequential"]
+
+
+def test_a_clear_regression_fails_after_a_few_samples_and_skips_the_rest(project):
+    result = _sequential(project, "python:violin_models:degraded")
+    assert result.ret == 1, result.stdout.str()
+    doc, seq = _summary(project)
+    outcomes = result.parseoutcomes()
+    assert seq["verdict"] == "regressed" and seq["total"] == 300
+    assert 0 < seq["used"] < 0.5 * seq["total"]
+    assert outcomes["skipped"] == seq["samples_not_generated"] > 0
+    assert len(doc["samples"]) == seq["total"] - seq["samples_not_generated"]
+    assert any(g["status"] == "regressed" and g["interval"][0] >= seq["margin"] for g in seq["groups"])
+    out = result.stdout.str()
+    assert f"gate decided after {seq['used']} of 300 samples" in out  # the skip reason
+    assert "sequential gate" in out.lower()
+    md = (project.path / "out" / "summary.md").read_text()
+    assert "### Sequential gate" in md and "REGRESSED" in md
+
+
+def test_the_same_model_passes_and_nothing_is_reported_as_passed_that_did_not_run(project):
+    result = _sequential(project, "oracle")
+    assert result.ret == 0, result.stdout.str()
+    doc, seq = _summary(project)
+    assert seq["verdict"] == "not-regressed"
+    assert all(g["status"] == "not-regressed" for g in seq["groups"] if g["role"] == "decide")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == len(doc["samples"])  # only what was generated passed
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 300
+
+
+def test_the_order_is_seeded_stratified_and_the_same_for_the_same_seed(project):
+    def order(*extra):
+        result = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+                                   "--violin-sequential", "--collect-only", "-q", "-p", "no:cacheprovider",
+                                   *extra)
+        assert result.ret == 0, result.stdout.str()
+        return [line for line in result.outlines if line.startswith("violin::")]
+
+    first, again, other = order(), order(), order("--violin-seed=7")
+    assert first == again and first != other
+    head = first[:30]  # both tasks, several variations, from the start
+    assert {x.split("::")[1].split("/")[0] for x in head} == {"color", "shape"}
+    assert len({"/".join(x.split("::")[1].split("/")[:2]) for x in head}) >= 4
+    plain = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--collect-only", "-q",
+                              "-p", "no:cacheprovider")
+    assert [line for line in plain.outlines if line.startswith("violin::")] != first  # suite order
+
+
+def test_the_budget_ends_the_gate_undecided_and_skips_instead_of_erroring(project):
+    result = _sequential(project, "python:violin_models:slightly", "--violin-max-calls=25",
+                         "--violin-concurrency=1")
+    doc, seq = _summary(project)
+    assert seq["verdict"] == "undecided" and seq["finished"].startswith("budget spent")
+    assert all(s["outcome"] != "error" for s in doc["samples"])  # the cap is no error
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("error", 0) == 0 and outcomes["skipped"] >= 300 - 25
+    # undecided: the fixed-sample rule judges the samples made (a +1 shift is no regression)
+    assert result.ret == 0, result.stdout.str()
+    assert "undecided" in result.stdout.str()
+
+
+def test_cached_images_are_used_first_and_enter_exactly(project):
+    # an earlier ordinary run cached every shape image (not a random subset: -k chose them)
+    warm = project.runpytest("--violin-model=python:violin_models:Cached", LIMIT, TASKS, "-k", "shape",
+                             "-p", "no:cacheprovider", "-q")
+    assert warm.ret == 0, warm.stdout.str()
+    shapes = warm.parseoutcomes()["passed"]
+    order = project.runpytest("--violin-model=python:violin_models:Cached", LIMIT, TASKS,
+                              "--violin-baseline=base.json", "--violin-sequential", "--collect-only", "-q",
+                              "-p", "no:cacheprovider")
+    ids = [line for line in order.outlines if line.startswith("violin::")]
+    assert all(x.startswith("violin::shape/") for x in ids[:shapes])  # the cached lead the order
+    assert not ids[shapes].startswith("violin::shape/") or shapes == len(ids)
+    result = _sequential(project, "python:violin_models:Cached")
+    assert result.ret == 0, result.stdout.str()
+    _, seq = _summary(project)
+    assert seq["cached"] == shapes
+    shape = next(g for g in seq["groups"] if g["group"] == "shape")
+    # known values are a census, not draws: the task is decided by them alone, exactly
+    assert shape["status"] == "not-regressed" and shape["used"] == shape["size"] == shapes
+    assert shape["interval"] == [0.0, 0.0]
+
+
+def test_usage_errors(project):
+    alone = project.runpytest("--violin-model=oracle", "--violin-sequential", "-p", "no:cacheprovider")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--violin-baseline" in alone.stderr.str()
+    no_model = project.runpytest("--violin-sequential", "--violin-baseline=base.json", "-p", "no:cacheprovider")
+    assert no_model.ret == pytest.ExitCode.USAGE_ERROR
+    bad = project.runpytest("--violin-model=oracle", "--violin-baseline=base.json", "--violin-sequential",
+                            "--violin-sequential-alpha=0.9", "-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR and "0.9" in bad.stderr.str()
+
+
+def test_ini_key_turns_it_on(project):
+    project.makeini("[pytest]\nviolin_sequential = true\nviolin_baseline = base.json\n")
+    result = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, TASKS,
+                               "--violin-report=out", "-p", "no:cacheprovider", *LOOSE)
+    assert result.ret == 1
+    _, seq = _summary(project)
+    assert seq["verdict"] == "regressed"
+
+
+def test_xdist_the_controller_decides_and_the_workers_stop(project):
+    result = _sequential(project, "python:violin_models:degraded", "-n", "2",
+                         runner=project.runpytest_subprocess)
+    assert result.ret == 1, result.stdout.str()
+    doc, seq = _summary(project)
+    assert seq["verdict"] == "regressed"
+    outcomes = result.parseoutcomes()
+    assert outcomes["skipped"] > 0.3 * 300
+    assert len(doc["samples"]) + outcomes["skipped"] == 300
