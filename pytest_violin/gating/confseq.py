@@ -126,7 +126,7 @@ class MeanSequence:
         self._log_down = np.zeros_like(self.grid)  # log K- (evidence: mean < m)
         self._above = np.zeros(self.grid.shape, dtype=bool)  # rejected: the mean is > m
         self._below = np.zeros(self.grid.shape, dtype=bool)  # rejected: the mean is < m
-        # the plug-in estimates of WSR 2024 (5.3): mean and variance with a prior of 1/2 and 1/4
+        # the plug-in variance of WSR 2024 (5.3), with a prior of 1/4 (the largest variance)
         self._mu_hat = 0.5
         self._var_sum = 0.25
         self._update_certain()
@@ -147,8 +147,12 @@ class MeanSequence:
         live = (c > 0.0) & (c < 1.0)
         t = self.seen + 1
         var = self._var_sum / t
-        gap = self._mu_hat - c
-        # aGRAPA: l = (mu_hat - c) / (var + (mu_hat - c)^2), truncated to [0, BET_CAP / c] on the
+        # the mean so far against each candidate, shrunk toward the candidate itself (one pseudo
+        # value at c, so the first bet is 0): a fixed prior of 1/2 (WSR) would bet the wrong way
+        # for dozens of samples when the differences sit at one end of their range (d = 0
+        # against a perfect baseline is y = 0)
+        gap = (self._sum_y - self.seen * c) / t
+        # aGRAPA: l = gap / (var + gap^2), truncated to [0, BET_CAP / c] on the
         # upper side and [0, BET_CAP / (1 - c)] on the lower side, so every factor stays > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             bet = gap / (var + gap * gap)
@@ -161,7 +165,7 @@ class MeanSequence:
         self.seen = t
         self._sum_y += y
         self._var_sum += (y - self._mu_hat) ** 2
-        self._mu_hat = (0.5 + self._sum_y) / (t + 1)
+        self._mu_hat = self._sum_y / t  # the plain mean of what was seen (1/2 before anything)
         self._update_certain()
 
     def _update_certain(self) -> None:
