@@ -146,6 +146,7 @@ class Comparison:
     baseline_path: str | None = None
     baseline_samples: int = 0
     current_samples: int = 0
+    not_needed: int = 0  # baseline samples the sequential gate decided without (not generated)
 
     @property
     def selection(self) -> bool:
@@ -371,6 +372,9 @@ def selection_text(comparison) -> str | None:
         return None
     total = comparison.baseline_samples
     selected = total - len(comparison.missing)
+    if getattr(comparison, "not_needed", 0):
+        return (f"{selected} of {total} baseline samples generated: the sequential gate "
+                f"(--violin-sequential) did not need the other {len(comparison.missing)}")
     return (f"{selected} of {total} baseline samples selected (a -k, --deselect, --lf or narrower "
             f"selection; the suite is unchanged): the gate compared the selected samples only, "
             f"{len(comparison.missing)} were not run")

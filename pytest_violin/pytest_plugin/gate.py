@@ -248,6 +248,10 @@ def pytest_violin_session_results(config, store):
     elif s.baseline_doc is not None:
         s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
                                baseline_path=s.baseline_label or str(s.baseline))
+        if s.sequential is not None and s.sequential.get("samples_not_generated"):
+            from dataclasses import replace
+
+            s.comparison = replace(s.comparison, not_needed=int(s.sequential["samples_not_generated"]))
         from ..gating.baseline import dataset_change
 
         changed = dataset_change(s.baseline_doc.get("metadata", {}), current["metadata"])
@@ -264,6 +268,10 @@ def pytest_violin_session_results(config, store):
             try:
                 write_baseline(s.save_baseline, current)
                 s.messages.append(f"baseline of {len(results)} samples written to {s.save_baseline}")
+                if s.sequential is not None and s.sequential.get("samples_not_generated"):
+                    s.messages.append(f"that baseline is a sequential run's: the "
+                                      f"{s.sequential['samples_not_generated']} samples the gate did not "
+                                      f"need are not in it; gate later runs against a full run's baseline")
             except BaselineError as exc:
                 from pathlib import Path
 
