@@ -131,6 +131,18 @@ def test_square_instead_of_triangle():
     assert n == {"found": "square", "requested": "triangle"}
 
 
+def test_a_shape_of_no_class_reads_another_shape():
+    sample = _pick("violin", task="shape", shape="circle", size=0.3, anchor="center")
+    x0, y0, bw, _ = sample.spec["bbox"]
+    img = np.zeros_like(sample.expected())  # a cross: neither circle, square nor triangle
+    img[y0 + bw // 3: y0 + 2 * bw // 3, x0: x0 + bw] = 255
+    img[y0: y0 + bw, x0 + bw // 3: x0 + 2 * bw // 3] = 255
+    d = diagnose(sample, img)
+    first = d.first
+    assert first.kind == "wrong_shape" and first.numbers == {"found": "other", "requested": "circle"}
+    assert first.text == "another shape instead of a circle"
+
+
 def test_missing_and_extra_shapes():
     sample = _pick("violin", task="shape", shape="square", size=0.2, anchor="center")
     _first(diagnose(sample, np.zeros_like(sample.expected())), "missing_shape")

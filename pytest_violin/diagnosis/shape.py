@@ -142,7 +142,7 @@ def diagnose_shape(sample, image, expected) -> list:
         c_gen, c_exp = (x + bw / 2.0, y + bh / 2.0), (tx + tw / 2.0, ty + th / 2.0)
         scale = bw / tw
         findings.append(Finding(
-            "wrong_shape", f"a {cls} instead of a {requested}",
+            "wrong_shape", (f"a {cls}" if cls != "other" else "another shape") + f" instead of a {requested}",
             {"found": cls, "requested": requested}, loss0))
     dx, dy = c_gen[0] - c_exp[0], c_gen[1] - c_exp[1]
     back = _warp(filled, [[1, 0, -dx], [0, 1, -dy]])
