@@ -28,6 +28,15 @@ def slightly(request):
     return np.clip(img + 1, 0, 255).astype(np.uint8)
 
 
+def unjudged_sometimes(request):
+    """A time-out (an error, never a score) for every seventh shape sample, else the exact answer."""
+    from pytest_violin.errors import GenerationUnjudged
+
+    if request.task == "shape" and sum(map(ord, request.sample_id)) % 7 == 0:
+        raise GenerationUnjudged("timed out (test)")
+    return request.sample.expected()
+
+
 class Cached:
     """The exact answer, cacheable (the cache may serve it)."""
 
@@ -182,3 +191,16 @@ def test_xdist_the_controller_decides_and_the_workers_stop(project):
     outcomes = result.parseoutcomes()
     assert outcomes["skipped"] > 0.3 * 300
     assert len(doc["samples"]) + outcomes["skipped"] == 300
+    # one sample at a time to the workers (--maxschedchunk=1): few answers the gate could not use
+    assert len(doc["samples"]) <= seq["used"] + 12
+    assert "--maxschedchunk=1" in result.stdout.str()
+
+
+def test_errors_leave_the_population_the_gate_still_decides_and_is_not_green(project):
+    result = _sequential(project, "python:violin_models:unjudged_sometimes")
+    doc, seq = _summary(project)
+    errors = [s for s in doc["samples"] if s["outcome"] == "error"]
+    assert errors and seq["verdict"] == "not-regressed"
+    assert result.ret == 1  # an error keeps the gate from green, as in the ordinary gate
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", outcomes.get("error")) == len(errors)

@@ -335,7 +335,7 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     if state.admit is not None:  # --violin-sequential: the caps end the gate, they refuse no run
         from .sequential import plan_note
 
-        note, limit, max_cost = note + plan_note(limit, max_cost), None, None
+        note, limit, max_cost = note + plan_note(limit, max_cost, config), None, None
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")
