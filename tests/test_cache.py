@@ -170,3 +170,39 @@ def test_is_empty(tmp_path):
     key = "ab" * 32
     cache.put(key, np.zeros((4, 4, 3), np.uint8))
     assert not cache.is_empty() and cache.contains(key)
+
+
+def test_asking_the_server_for_the_cache_identity_holds_up_no_other_generation(tmp_path):
+    """cache_identity() may make HTTP calls (ComfyUI): while one thread waits for it, the
+    runner's bookkeeping of answers and failures (every other generation thread) goes on."""
+    import threading
+
+    from pytest_violin.execution.cache import ImageCache
+    from pytest_violin.execution.runner import Runner
+
+    asked, answer = threading.Event(), threading.Event()
+
+    class SlowIdentity:
+        identity = "slow"
+        cacheable = True
+
+        def cache_identity(self):
+            asked.set()
+            answer.wait(10)
+            return "slow@1"
+
+        def generate(self, request):  # pragma: no cover - not called
+            raise AssertionError
+
+    runner = Runner(SlowIdentity(), cache=ImageCache(tmp_path), concurrency=2)
+    keyed = threading.Thread(target=runner._key_identity, args=("slow",), daemon=True)
+    keyed.start()
+    assert asked.wait(10)
+    noted = threading.Thread(target=runner._note_answer, daemon=True)  # what an answer does
+    noted.start()
+    noted.join(5)
+    alive = noted.is_alive()
+    answer.set()
+    keyed.join(10)
+    assert not alive
+    assert runner._key_identity("slow") == "slow@1"

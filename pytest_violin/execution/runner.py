@@ -207,6 +207,7 @@ class Runner:
         self._pool: DaemonPool | None = None
         self._warm: set = set()
         self._lock = threading.Lock()
+        self._identity_lock = threading.Lock()
         self._plan: list = []
         self._plan_pos: dict[str, list[int]] = {}
         self._next = 0
@@ -405,7 +406,9 @@ class Runner:
                 self._setup_stop = f"setup error after {self._setup_streak} samples: {_redact(error.reason)}"
 
     def _key_identity(self, identity: str) -> str | None:
-        with self._lock:
+        # its own lock: the first thread asks the server (cache_identity may make HTTP calls)
+        # while the others wait for the answer, without holding up _note_transport / _note_answer
+        with self._identity_lock:
             if not self._cache_identity:
                 self._cache_identity.append(cache_identity(self.adapter, identity))
             return self._cache_identity[0]
