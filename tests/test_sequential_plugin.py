@@ -96,6 +96,8 @@ def test_a_clear_regression_fails_after_a_few_samples_and_skips_the_rest(project
     assert "sequential gate" in out.lower()
     md = (project.path / "out" / "summary.md").read_text()
     assert "### Sequential gate" in md and "REGRESSED" in md
+    html = (project.path / "out" / "report.html").read_text()
+    assert 'id="sequential"' in html and "REGRESSED" in html
 
 
 def test_the_same_model_passes_and_nothing_is_reported_as_passed_that_did_not_run(project):

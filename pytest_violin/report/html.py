@@ -354,8 +354,11 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
     if meta.get("interrupted"):
         parts.append('<div class="banner warn">The run was interrupted: this report covers only the '
                      'samples that ran.</div>')
-    if comparison is not None:
-        parts.append(_gate_html(comparison))
+    from .sequential import decided, sequential_html
+
+    parts.append(sequential_html(meta.get("sequential")))  # --violin-sequential: what decided
+    if comparison is not None and not (decided(meta.get("sequential")) and not comparison.errored):
+        parts.append(_gate_html(comparison))  # undecided: the fixed-sample rule judges
     parts.append(_summary_html(agg, groups))
     if runs_comparison is not None:
         from ..compare.html import comparison_section

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["decided", "sequential_lines", "sequential_markdown"]
+__all__ = ["decided", "sequential_html", "sequential_lines", "sequential_markdown"]
 
 _STATUS = {"regressed": "REGRESSED", "not-regressed": "not regressed", "undecided": "undecided"}
 
@@ -86,6 +86,33 @@ def sequential_markdown(summary) -> list:
         low, high = g.get("interval") or (None, None)
         interval = "n/a" if low is None else f"[{low:+.4f}, {high:+.4f}]"
         after = "" if g.get("decided_after") is None else str(g["decided_after"])
-        lines.append(f"| {g.get('group')} | {g.get('role')} | {_STATUS.get(g.get('status'), g.get('status'))} "
+        group = str(g.get("group")).replace("|", "\\|").replace("\n", " ")  # a manifest's variation name
+        lines.append(f"| {group} | {g.get('role')} | {_STATUS.get(g.get('status'), g.get('status'))} "
                      f"| {interval} | {g.get('used', 0)} | {g.get('size', 0)} | {after} |")
     return lines + [""]
+
+
+def sequential_html(summary) -> str:
+    """report.html's section: the verdict as a banner, what was saved, one table row per group."""
+    if not isinstance(summary, Mapping):
+        return ""
+    from html import escape
+
+    text, level = _headline(summary)
+    css = {"bad": "bad", "good": "good", "warn": "warn"}.get(level, "")
+    out = ['<h2 id="sequential">Sequential gate</h2>', f'<div class="banner {css}">{escape(text)}</div>']
+    saved = _saved(summary)
+    if saved:
+        out.append(f"<p>{escape(saved[0].upper() + saved[1:])}. Margin {summary.get('margin', 0):g}, "
+                   f"error rate {summary.get('alpha', 0.05):g}; {escape(str(summary.get('method', '')))}.</p>")
+    out.append("<table><tr><th>group</th><th>role</th><th>status</th><th>interval of the mean "
+               "difference</th><th>used</th><th>of</th><th>decided after</th></tr>")
+    for g in summary.get("groups", ()):
+        low, high = g.get("interval") or (None, None)
+        interval = "n/a" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+        after = "" if g.get("decided_after") is None else str(g["decided_after"])
+        status = _STATUS.get(g.get("status"), g.get("status"))
+        out.append(f"<tr><td>{escape(str(g.get('group')))}</td><td>{escape(str(g.get('role')))}</td>"
+                   f"<td>{escape(str(status))}</td><td>{interval}</td><td>{int(g.get('used', 0))}</td>"
+                   f"<td>{int(g.get('size', 0))}</td><td>{after}</td></tr>")
+    return "\n".join(out) + "</table>"
