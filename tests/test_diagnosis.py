@@ -458,3 +458,20 @@ def test_held_out_defects_get_their_kind_first_and_numbers():
         if not d or d.kinds[0] != kind or not check(d.first.numbers):
             wrong.append((name, sample.id, d.texts()[:2]))
     assert not wrong, wrong
+
+
+def test_a_block_one_pixel_wide_is_fitted_without_its_singular_column(monkeypatch):
+    """u is 0 on every pixel of a one-column block: the fit falls back to lstsq."""
+    from pytest_violin.diagnosis.color import block_findings
+
+    calls = []
+    lstsq = np.linalg.lstsq
+    monkeypatch.setattr(np.linalg, "lstsq", lambda *a, **k: calls.append(1) or lstsq(*a, **k))
+
+    ramp = np.rint(np.linspace(-10, 10, 512)).astype(np.int16)
+    block = np.clip(120 + ramp, 0, 255).astype(np.uint8)[:, None, None].repeat(3, axis=2)
+    findings, _ = block_findings(block, (120, 120, 120), where="strip")
+    gradient = next(f for f in findings if f.kind == "gradient")
+    assert gradient.numbers["orientation"] == "vertical"
+    _close(gradient.numbers["levels"], 20.0)
+    assert calls  # the normal equations were singular

@@ -87,16 +87,17 @@ def delta_e(found, requested) -> float:
     return float(ciede2000(_lab(found)[None, :], _lab(requested)[None, :])[0])
 
 
-def color_change(found, requested) -> dict:
+def color_change(found, requested, de: float | None = None) -> dict:
     """The numbers of a colour change: hex and names, CIEDE2000, ``dL``, ``dC``, hue shift.
 
     ``dL`` and ``dC`` are CIE Lab lightness and chroma differences (found
     minus requested); ``hue_shift_deg`` the signed hue-angle difference in
     degrees (None when either colour is nearly gray, chroma < 5); ``levels``
-    the mean RGB channel difference.
+    the mean RGB channel difference. ``de``: their :func:`delta_e` when the
+    caller has it already (not computed twice).
     """
     lab_f, lab_r = _lab(found), _lab(requested)
-    de = float(ciede2000(lab_f[None, :], lab_r[None, :])[0])
+    de = float(ciede2000(lab_f[None, :], lab_r[None, :])[0]) if de is None else float(de)
     c_f, c_r = math.hypot(lab_f[1], lab_f[2]), math.hypot(lab_r[1], lab_r[2])
     hue = None
     if c_f >= 5.0 and c_r >= 5.0:
@@ -125,6 +126,15 @@ def _design(hh: int, ww: int, ys, xs):
     v = (ys + 0.5) / hh - 0.5
     r2 = u * u + v * v
     return u, v, r2 - (1.0 / 6.0)  # mean of u^2 + v^2 over the unit square is 1/6
+
+
+def _least_squares(design: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The least-squares coefficients: the normal equations (5x faster than an SVD on
+    4,096 x 4), or ``lstsq`` where they are singular (a block one pixel wide has u = 0)."""
+    try:
+        return np.linalg.solve(design.T @ design, design.T @ values)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(design, values, rcond=None)[0]
 
 
 def _objects(far: np.ndarray):
@@ -190,15 +200,17 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
     ys, xs = np.nonzero(use)
     u, v, q = _design(hh, ww, ys * step_y, xs * step_x)
     design = np.stack([np.ones_like(u), u, v, q], axis=1)
-    coef, *_ = np.linalg.lstsq(design, (grid[use] - target).astype(np.float64), rcond=None)
+    coef = _least_squares(design, (grid[use] - target).astype(np.float64))
     coef = coef.astype(np.float32)
     # the fit is separable: a + b_v v + k v^2 (rows) plus b_u u + k (u^2 - 1/6) (columns)
     uu = ((np.arange(ww, dtype=np.float32) + 0.5) / ww - 0.5)[:, None]
     vv = ((np.arange(hh, dtype=np.float32) + 0.5) / hh - 0.5)[:, None]
     lin_rows, lin_cols = vv * coef[2], uu * coef[1]
     rad_rows, rad_cols = vv * vv * coef[3], (uu * uu - np.float32(1 / 6)) * coef[3]
-    fitted = (target.astype(np.float32) + coef[0] + lin_rows + rad_rows)[:, None, :] \
-        + (lin_cols + rad_cols)[None, :, :]
+    rows = target.astype(np.float32) + coef[0] + lin_rows + rad_rows  # (hh, 3)
+    cols = np.ascontiguousarray((lin_cols + rad_cols).T)  # (3, ww)
+    # one plane per channel, merged: numpy's broadcast over a last axis of 3 is 5x slower
+    fitted = cv2.merge([rows[:, c:c + 1] + cols[c][None, :] for c in range(3)])
     np.clip(fitted, 0.0, 255.0, out=fitted)
     # objects: pixels far from the fit (largest channel difference), as components
     planes = cv2.split(cv2.absdiff(block, cv2.convertScaleAbs(fitted)))
@@ -211,13 +223,14 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
         inl = cv2.bitwise_and(inl, ordinary * 255)
     n_in = max(cv2.countNonZero(inl), 1)
     # energies (sums of squared RGB error against the expected colour)
-    want = np.empty_like(block)
-    want[:] = target.astype(np.uint8)
+    want = cv2.merge([np.full((hh, ww), v, np.uint8) for v in target.astype(np.uint8)])
     total = cv2.norm(block, want, cv2.NORM_L2SQR, mask=ordinary)
     obj_energy = cv2.norm(block, want, cv2.NORM_L2SQR, mask=obj) if cv2.countNonZero(obj) else 0.0
     frac = n_in / float(hh * ww)
     lin_energy = frac * (ww * float(np.sum(lin_rows ** 2)) + hh * float(np.sum(lin_cols ** 2)))
-    rad_energy = frac * float(np.sum((rad_rows[:, None, :] + rad_cols[None, :, :]) ** 2))
+    # sum over pixels of (row term + column term)^2, per channel, without the (hh, ww, 3) array
+    rad_energy = frac * float(np.sum(ww * np.sum(rad_rows ** 2, axis=0) + hh * np.sum(rad_cols ** 2, axis=0)
+                                     + 2.0 * rad_rows.sum(axis=0) * rad_cols.sum(axis=0)))
     off_energy = float(np.sum(coef[0] ** 2)) * n_in
     rest_energy = max(total - obj_energy - off_energy - lin_energy - rad_energy, 0.0)
     target = target.astype(np.float32)
@@ -227,9 +240,10 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
     corner = float(GRAY_WEIGHTS @ coef[3]) * 0.5
     offset = coef[0] - coef[3] / 6.0 if abs(corner) >= VIGNETTE_MIN_LEVELS else coef[0]
     found = target + offset
-    if delta_e(found, target) >= WRONG_COLOR_DE:
+    de = delta_e(found, target)
+    if de >= WRONG_COLOR_DE:
         off_energy = float(np.sum(offset ** 2)) * n_in
-        numbers = color_change(found, target)
+        numbers = color_change(found, target, de)
         findings.append(Finding(
             "wrong_color",
             f"{where}: {numbers['found']} ({numbers['found_name']}) instead of "

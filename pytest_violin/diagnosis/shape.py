@@ -185,8 +185,9 @@ def diagnose_shape(sample, image, expected) -> list:
         if cv2.countNonZero(mask) < MIN_COMPONENT_PX:
             continue
         found = cv2.mean(image, mask=mask)[:3]
-        if delta_e(found, want) >= WRONG_COLORS_DE:
-            change = color_change(found, want)
+        de = delta_e(found, want)
+        if de >= WRONG_COLORS_DE:
+            change = color_change(found, want, de)
             findings.append(Finding(
                 "wrong_colors", f"{part} colour {change['found']} ({change['found_name']}) instead "
                                 f"of {change['requested']}, CIEDE2000 {change['ciede2000']:.1f}",
