@@ -32,10 +32,16 @@ The order
 ---------
 :func:`sequential_order`: the samples with a cached image first (they are
 free, and their values enter the test exactly, not as a draw), then every
-group's members in a seeded random permutation, interleaved so that every
-task and variation is drawn from the start in proportion to its size; the
-samples outside the population last (they are never needed). Values enter
-each group's sequence in that order, whatever order the answers arrive in.
+stratum's members in a seeded random permutation, the strata interleaved so
+that each is drawn from the start in proportion to its size; the samples
+outside the population last (they are never needed). Values enter each
+group's sequence in that order, whatever order the answers arrive in.
+
+The strata must be the decision groups (the tasks): the confidence sequence
+needs each next value to be equally likely any of the group's remaining ones,
+which a stratified order *within* a group breaks (its next value would come
+from a chosen stratum, whose mean may differ). A variation, a part of its
+task, then comes in random order too, so it also shows from the start.
 """
 
 from __future__ import annotations
@@ -110,8 +116,8 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
     ids : iterable of str
         Every sample of the run.
     groups : Mapping
-        Sample id -> group label (``task/variation``) for the population;
-        ids outside it go last, in their given order.
+        Sample id -> stratum (the task: see the module docstring) for the
+        population; ids outside it go last, in their given order.
     seed : int
         The run's seed: the same seed gives the same order on every machine
         and every xdist worker.

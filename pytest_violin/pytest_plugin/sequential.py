@@ -83,7 +83,10 @@ class SequentialRun:
         repeats = int(self.state.settings.repeats)
         inside = [s for s in samples if s.id in self.members]
         self.cached = {sid for sid, n in cached_repeats(self.state, inside).items() if n >= repeats}
-        groups = {sid: f"{m.task}/{m.variation}" for sid, m in self.members.items()}
+        # strata are the tasks: within a task the order must be one uniform random permutation
+        # (the confidence sequence's premise: each next sample is equally likely any remaining
+        # one), so a variation's samples, a part of it, come in random order too
+        groups = {sid: m.task for sid, m in self.members.items()}
         self.order = sequential_order([s.id for s in samples], groups, seed=int(self.state.settings.seed),
                                       cached=self.cached)
         self.outside = {s.id for s in samples} - set(self.members)
