@@ -475,3 +475,50 @@ def test_a_block_one_pixel_wide_is_fitted_without_its_singular_column(monkeypatc
     assert gradient.numbers["orientation"] == "vertical"
     _close(gradient.numbers["levels"], 20.0)
     assert calls  # the normal equations were singular
+
+
+# weak spots (issue 24 item 5) ------------------------------------------------
+@pytest.mark.parametrize("shape", ["circle", "square", "triangle"])
+def test_a_uniform_gray_answer_to_a_shape_task_is_no_shape(shape):
+    sample = _pick("violin", task="shape", shape=shape, size=0.3, anchor="center")
+    d = diagnose(sample, np.full_like(sample.expected(), 128))
+    n = _first(d, "missing_shape")
+    assert n["uniform"] == "#808080" and n["found"] == 0
+    assert d.kinds == ("missing_shape", "wrong_colors")  # not "a square 3.3x the size": the frame
+    assert d.findings[1].numbers["part"] == "background"
+    plain = diagnose(sample, np.zeros_like(sample.expected()))  # the background colour itself
+    assert plain.kinds == ("missing_shape",) and plain.first.numbers["uniform"] == "#000000"
+
+
+@pytest.mark.parametrize("blur, width", [("box 9", 9.0), ("gaussian 4", 3.204 * 4)])
+def test_a_blurred_block_boundary_is_a_blurred_edge_not_objects(blur, width):
+    sample = _pick("violin-absolute", task="color", layout="quad")
+    exp = sample.expected()
+    img = cv2.blur(exp, (9, 9)) if blur.startswith("box") else cv2.GaussianBlur(exp, (0, 0), 4)
+    d = diagnose(sample, img)
+    assert set(d.kinds) == {"blurred_edge"} and len(d) == 4, d.texts()
+    for f in d:
+        _close(f.numbers["width_px"], width)
+    assert {f.numbers["orientation"] for f in d} == {"vertical", "horizontal"}
+
+
+def test_a_blurred_ratio_split_is_a_blurred_edge():
+    sample = _pick("violin-extra", task="ratio", orientation="horizontal", ratio=0.13)
+    d = diagnose(sample, cv2.blur(sample.expected(), (7, 7)))
+    n = _first(d, "blurred_edge")
+    assert n["orientation"] == "horizontal" and n["position_px"] == sample.spec["split"]
+    _close(n["width_px"], 7.0)
+
+
+def test_an_all_black_mask_answer_is_blacked_out():
+    sample, source, keep, expected = _mask_case()
+    d = diagnose(sample, np.zeros_like(expected))
+    n = _first(d, "blacked_out")
+    assert n["share"] == 1.0 and d.kinds == ("blacked_out",)  # nothing else is left to be altered
+    assert "whole image is black" in d.first.text
+    half = expected.copy()
+    half[: half.shape[0] * 3 // 4] = 0  # three quarters of the image black
+    d = diagnose(sample, half)
+    n = _first(d, "blacked_out")
+    lit = keep & (cv2.cvtColor(source, cv2.COLOR_RGB2GRAY) > 30)
+    _close(n["share"], float(lit[: half.shape[0] * 3 // 4].sum()) / lit.sum())

@@ -7,8 +7,10 @@ requested colours fits with less than half the error), two-colour splits
 for ``wrong_split`` (orientation and position of the border between the two
 colours, from the pixel classes of
 :func:`pytest_violin.metrics.geometric.nearer_first`); then every block is
-decomposed by :func:`.color.block_findings`. Weights are shares of the
-image's squared RGB error.
+decomposed by :func:`.color.block_findings`, after
+:func:`.edges.blurred_edges` has taken out the band of a blurred boundary
+between blocks (``blurred_edge``). Weights are shares of the image's squared
+RGB error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from ..metrics.geometric import nearer_first
 from .color import block_findings
+from .edges import blurred_edges
 from .model import Finding
 
 __all__ = ["SPLIT_MIN_SHARE", "SPLIT_NEAR", "SPLIT_TWO_TONE_SHARE", "swap_finding", "split_finding", "diagnose_regions",
@@ -137,6 +140,12 @@ def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, tar
         if found is not None:
             findings.append(found)
             total += found.weight
+    if len(boxes) > 1 and not findings:  # the blocks where asked: are their edges sharp?
+        more, band = blurred_edges(image, boxes, colors, names)
+        if more:
+            findings.extend(more)
+            total += sum(f.weight for f in more)
+            misplaced = band
     for (x, y, w, h), color, name in zip(boxes, colors, names):
         explained = None if misplaced is None else misplaced[y:y + h, x:x + w]
         more, energy = block_findings(image[y:y + h, x:x + w], target or color, where=name,

@@ -14,7 +14,10 @@ the metrics' black threshold (gray <= 30,
   a pixel: the answer's gray over the source's, binned by the signed
   distance to the border (``cv2.distanceTransform``), rises from 10% to 90%
   over ``0.8 * width`` pixels (a linear ramp's 10-90% rise);
-* ``altered_kept``: the kept region changed (PSNR against the source).
+* ``blacked_out``: most of the kept region is black where the source is
+  not (an all-black answer);
+* ``altered_kept``: the kept region changed (PSNR against the source; of
+  what is not blacked out).
 
 Weights are shares of the masked (or, for ``altered_kept``, the kept) area
 each finding accounts for.
@@ -33,7 +36,7 @@ from ..metrics.mask import BLACK_THRESHOLD
 from .model import Finding
 
 __all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "FEATHER_MIN_PX", "OFFSET_MIN_PX", "OFFSET_MAX_PX",
-           "ALTERED_PSNR_DB", "INVERTED_SHARE", "diagnose_mask", "edge_width"]
+           "ALTERED_PSNR_DB", "INVERTED_SHARE", "BLACKED_OUT_SHARE", "diagnose_mask", "edge_width"]
 
 #: Share of the masked core that is not black reported as a leak (1%).
 LEAK_MIN_SHARE = 0.01
@@ -59,6 +62,9 @@ OFFSET_MAX_PX = 64
 ALTERED_PSNR_DB = 35.0
 #: Share of both regions the wrong way round that makes an inverted mask.
 INVERTED_SHARE = 0.5
+#: Share of the kept region black (where the source is not) that is blacked
+#: out: an all-black answer gives 1, an exact one 0.
+BLACKED_OUT_SHARE = 0.5
 #: Pixels of the masked region further than this from the border form its core.
 CORE_PX = 3.0
 #: Kept pixels further than this from the border are compared with the source.
@@ -163,6 +169,15 @@ def diagnose_mask(sample, image, expected) -> list:
                         f"mask inverted: {100 * kept_black:.0f}% of the kept region is black and "
                         f"{100 * masked_lit:.0f}% of the masked region is not",
                         {"kept_black_share": kept_black, "masked_not_black_share": masked_lit}, 1.0)]
+    # the kept region black where the source is not (an exact answer keeps the source's own blacks)
+    lit_keep = keep & (g_src > BLACK_THRESHOLD)
+    blacked = float((black & lit_keep).sum()) / max(int(lit_keep.sum()), 1)
+    if blacked >= BLACKED_OUT_SHARE:
+        whole = " (the whole image is black)" if masked_lit < LEAK_MIN_SHARE and blacked >= 0.99 else ""
+        findings.append(Finding(
+            "blacked_out", f"kept region blacked out: {100 * blacked:.0f}% of it is black where the "
+                           f"source is not{whole}", {"share": blacked, "masked_not_black_share": masked_lit},
+            blacked))
     dx = dy = 0.0
     want_black = (gray(expected) <= BLACK_THRESHOLD).astype(np.uint8)
     loss0 = region_iou_distance(black, want_black)
@@ -209,6 +224,8 @@ def diagnose_mask(sample, image, expected) -> list:
                 "feathered_edge", f"feathered mask edge, {width:.1f} px wide",
                 {"width_px": width}, min(float((band & (masked > 0)).sum()) / n_masked, 1.0)))
     kept_core = cv2.compare(in_keep, KEPT_CORE_PX + shift, cv2.CMP_GT)
+    if findings and findings[0].kind == "blacked_out":  # altered: what is not blacked out
+        kept_core = cv2.bitwise_and(kept_core, cv2.compare(black, 0, cv2.CMP_EQ))
     if cv2.countNonZero(kept_core):
         psnr = _psnr(image, source, kept_core)
         if psnr < ALTERED_PSNR_DB:

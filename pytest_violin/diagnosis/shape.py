@@ -44,6 +44,10 @@ EXTRA_MIN_SHARE = 0.01
 WRONG_COLORS_DE = 3.0
 #: Components below this many pixels are specks, not shapes.
 MIN_COMPONENT_PX = 4
+#: Largest standard deviation (levels, any channel) of an answer that is one
+#: uniform colour, so no shape at all: the smallest shape of the suites (10%
+#: of the side, 0.8% of the image) gives about 22, JPEG noise about 1.
+UNIFORM_MAX_STD = 2.0
 
 
 def classify(region: np.ndarray) -> str:
@@ -109,6 +113,25 @@ def _warp(region, matrix):
     return cv2.warpAffine(region, np.asarray(matrix, np.float64), (w, h), flags=cv2.INTER_NEAREST)
 
 
+def _uniform_findings(spec, colour, bg, a_exp) -> list:
+    """An answer of one colour: ``missing_shape`` (with that colour) and, where it is not
+    the background's, ``wrong_colors`` of the background."""
+    change = color_change(colour, bg)
+    findings = [Finding("missing_shape", f"no shape: the whole image is one colour, {change['found']} "
+                        f"({change['found_name']}) (requested a {spec.get('shape', 'shape')} of "
+                        f"{int(a_exp)} px)", {"found": 0, "requested": 1, "uniform": change["found"],
+                                               "uniform_name": change["found_name"]}, 1.0)]
+    if change["ciede2000"] >= WRONG_COLORS_DE:
+        findings.append(_wrong_colors("background", change))
+    return findings
+
+
+def _wrong_colors(part: str, change: dict) -> Finding:
+    return Finding("wrong_colors", f"{part} colour {change['found']} ({change['found_name']}) instead "
+                                   f"of {change['requested']}, CIEDE2000 {change['ciede2000']:.1f}",
+                   {"part": part, **change}, change["ciede2000"] / 100.0)
+
+
 def diagnose_shape(sample, image, expected) -> list:
     """Findings of a shape answer against its rendered ground truth."""
     spec = sample.spec
@@ -122,6 +145,9 @@ def diagnose_shape(sample, image, expected) -> list:
     a_exp, c_exp = _moments(target)
     if a_exp == 0:
         return []
+    mean, std = cv2.meanStdDev(image)
+    if float(std.max()) <= UNIFORM_MAX_STD:  # one colour: no shape (not the whole frame as one)
+        return _uniform_findings(spec, tuple(float(v) for v in mean.ravel()), bg, a_exp)
     big = [i + 1 for i in np.argsort(-areas) if areas[i] >= MIN_COMPONENT_PX]
     if not big:
         return [Finding("missing_shape", f"no shape found (requested a {spec.get('shape', 'shape')} "
@@ -187,9 +213,5 @@ def diagnose_shape(sample, image, expected) -> list:
         found = cv2.mean(image, mask=mask)[:3]
         de = delta_e(found, want)
         if de >= WRONG_COLORS_DE:
-            change = color_change(found, want, de)
-            findings.append(Finding(
-                "wrong_colors", f"{part} colour {change['found']} ({change['found_name']}) instead "
-                                f"of {change['requested']}, CIEDE2000 {change['ciede2000']:.1f}",
-                {"part": part, **change}, change["ciede2000"] / 100.0))
+            findings.append(_wrong_colors(part, color_change(found, want, de)))
     return findings
