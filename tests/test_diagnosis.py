@@ -522,3 +522,15 @@ def test_an_all_black_mask_answer_is_blacked_out():
     n = _first(d, "blacked_out")
     lit = keep & (cv2.cvtColor(source, cv2.COLOR_RGB2GRAY) > 30)
     _close(n["share"], float(lit[: half.shape[0] * 3 // 4].sum()) / lit.sum())
+
+
+def test_text_across_two_halves_is_objects_not_a_wrong_split():
+    sample = _pick("violin", task="color", layout="vertical")
+    img = sample.expected()
+    cv2.putText(img, "SAMPLE", (100, 256), cv2.FONT_HERSHEY_SIMPLEX, 3, (255, 255, 255), 8)
+    d = diagnose(sample, img)
+    assert "objects" in d.kinds and "wrong_split" not in d.kinds, d.texts()
+    # a split really moved is still found, at its place
+    moved = render_ratio("vertical", 300, [img[0, 0].tolist(), img[0, -1].tolist()], 512, 512)
+    n = _first(diagnose(sample, moved), "wrong_split")
+    _close(n["position_pct"], 100 * 300 / 512)

@@ -71,8 +71,9 @@ def split_finding(image, colors, orientation: str, split: int):
     cols, rows = first.mean(axis=0), first.mean(axis=1)
     found_orient = "vertical" if np.var(cols) >= np.var(rows) else "horizontal"
     side = w if found_orient == "vertical" else h
-    profile = cols if found_orient == "vertical" else rows
-    pos = float(profile.sum())  # first colour assumed on the left / top
+    # first colour assumed on the left / top: the median over the lines across the border of
+    # their first-colour pixel counts (their mean moves with text drawn over the border)
+    pos = float(np.median(first.sum(axis=1 if found_orient == "vertical" else 0)))
     side_req = w if orientation == "vertical" else h
     expected = np.zeros((h, w), bool)
     if orientation == "vertical":
