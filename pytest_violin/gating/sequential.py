@@ -277,8 +277,10 @@ class SequentialGate:
     def _sequence(self, g: _Group) -> MeanSequence:
         # every new value is in [0, 1], so d = new - old is in [-max old, 1 - min old]
         olds = [self.members[sid].old for sid in g.members]
+        # a baseline of 1.0 everywhere (refused, no image) leaves d <= 0: the range [-1, 0] is
+        # widened by a hair (MeanSequence needs high > 0), and the group is decided at once
         return MeanSequence(g.size, self.margin, alpha_low=self.alpha_low, alpha_high=self.alpha_high,
-                            known=g.known, low=-max(olds), high=1.0 - min(olds))
+                            known=g.known, low=-max(olds), high=max(1.0 - min(olds), 1e-6))
 
     def _decide(self) -> None:
         self.used = len(self._fed)

@@ -122,6 +122,11 @@ class SequentialRun:
 
     def summary(self, *, price=None) -> dict:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
+        if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
+            # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
+            session = getattr(self.gate_state, "session", None)
+            why = (session.shouldstop or session.shouldfail) if session is not None else None
+            self.gate.stop(f"the run was interrupted ({why or 'Ctrl-C'})")
         return self.gate.to_dict(total=self.total, generated=self.received, price=price,
                                  repeats=int(self.state.settings.repeats))
 
@@ -152,20 +157,22 @@ class SequentialRun:
             runner.drop_unadmitted()  # queued prefetches the gate no longer needs
 
     def worker_view(self) -> dict:
-        """The controller's decisions as this worker last read them (re-read when the file changed)."""
+        """The controller's decisions as this worker last read them (re-read at every look).
+
+        Not only when the file's mtime changed: with coarse file timestamps (a jiffy on Linux
+        before 6.13) two decisions written within one tick have the same ``st_mtime_ns`` (and
+        ``os.replace`` alternates between two inodes), and the write that ends the gate is the
+        last one: a worker that kept the one before would generate the rest of the suite. The
+        file is a few hundred bytes, read at most once per look.
+        """
         if self.folder is None:
             return {}
         path = self.folder / STATE_FILE
         try:
-            mtime = path.stat().st_mtime_ns
-        except OSError:
-            return self._seen
-        if mtime != self._mtime:
-            try:
-                self._seen = json.loads(path.read_text(encoding="utf-8")[:1_000_000])
-                self._mtime = mtime
-            except (OSError, ValueError):
-                pass
+            with open(path, "rb") as fh:
+                self._seen = json.loads(fh.read(1_000_000).decode("utf-8"))
+        except (OSError, ValueError):
+            pass  # not written yet, or being replaced: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
 
 
@@ -281,13 +288,31 @@ class _Hooks:
         text = getattr(report, "violin_result", None)
         if text and report.when in ("setup", "call"):
             try:
-                self.run.add(json.loads(text))
-            except ValueError:
-                pass
+                record = json.loads(text)
+            except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
+                record = None
+            self.run.add(record)
         if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
             for name, value in getattr(report, "user_properties", ()) or ():
                 if name == BUDGET_PROPERTY:
                     self.run.spent(str(value))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        """A baseline that shares no sample with the run compared nothing: a usage error (exit 4),
+        as in the ordinary gate, not a green run of skips."""
+        run = self.run
+        gate = run.gate
+        if run.worker or gate is None or gate.groups or not run.total:
+            return
+        if getattr(run.gate_state, "interrupted", False) or session.exitstatus != 0:
+            return
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        messages = getattr(run.gate_state, "messages", None)
+        if isinstance(messages, list):
+            messages.append(f"sequential gate: none of the {run.total} samples of this run is in the baseline "
+                            f"(same id and definition, no error there): nothing was compared; the session "
+                            f"fails as a usage error")
 
 
 class _ControllerHooks:

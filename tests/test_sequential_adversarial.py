@@ -1,0 +1,181 @@
+"""An adversarial review of the sequential gate (issue 25): runs a demanding user would make.
+
+Each test is one finding: a run where the sequential gate's exit code or
+reports said something that was not so, or where the tool tripped instead of
+judging the model. A red gate must mean "the model got worse"; a green one
+must mean the model was compared. The plugin wiring's ordinary behaviour is
+tests/test_sequential_plugin.py, the statistics tests/test_sequential_stats.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_violin.gating.sequential import Member, SequentialGate, population, sequential_order
+from pytest_violin.thresholds import KNOWN_METRICS
+
+MODELS = '''
+import numpy as np
+
+
+def degraded(request):
+    """Every colour shifted by 40 levels: clearly worse, same layout."""
+    img = request.sample.expected().astype(np.int16)
+    return np.clip(img + 40, 0, 255).astype(np.uint8)
+
+
+def refuse_shape(request):
+    """Refuses every shape sample (a baseline whose shape values are all 1.0), else exact."""
+    from pytest_violin.errors import GenerationRefused
+
+    if request.task == "shape":
+        raise GenerationRefused("no shapes (test)")
+    return request.sample.expected()
+'''
+
+TASKS = "--violin-tasks=color,shape"
+LIMIT = "--violin-limit=60"
+# every limit at 1.0: the exit code is the gate's alone
+LOOSE = [f"--violin-threshold={task}.{m}=1" for task, ms in KNOWN_METRICS.items()
+         if task in ("color", "shape") for m in (*ms, "mean")]
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(violin_models=MODELS)
+    return pytester
+
+
+def _baseline(project, name, *args):
+    result = project.runpytest(LIMIT, f"--violin-save-baseline={name}", "-p", "no:cacheprovider", "-q", *args)
+    assert (project.path / name).is_file(), result.stdout.str()
+    return name
+
+
+def _sequential(project, model, baseline, *extra, report="out"):
+    return project.runpytest(f"--violin-model={model}", LIMIT, f"--violin-baseline={baseline}",
+                             "--violin-sequential", f"--violin-report={report}", "-p", "no:cacheprovider",
+                             "-rs", *extra)
+
+
+def _summary(project, report="out"):
+    doc = json.loads((project.path / report / "results.json").read_text())
+    return doc, doc["metadata"]["sequential"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 1: a baseline that shares no sample with the run. The ordinary gate calls it a usage
+# error (exit 4: it compared nothing); the sequential gate skipped every sample as "not in the
+# baseline" and the session exited 0, so a clearly worse model went green without a comparison.
+
+
+def test_a_baseline_sharing_no_sample_with_the_run_is_not_green(project):
+    base = _baseline(project, "color.json", "--violin-model=oracle", "--violin-tasks=color")
+    ordinary = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, "--violin-tasks=shape",
+                                 f"--violin-baseline={base}", "-p", "no:cacheprovider", *LOOSE)
+    assert ordinary.ret == pytest.ExitCode.USAGE_ERROR  # the ordinary gate's rule
+    result = _sequential(project, "python:violin_models:degraded", base, "--violin-tasks=shape", *LOOSE)
+    _, seq = _summary(project)
+    assert seq["population"] == 0 and seq["verdict"] == "undecided"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 2: a group whose baseline values are all 1.0 (the baseline refused, or gave no image
+# for, a whole task or variation) made the confidence sequence's range [-1, 0], which MeanSequence
+# refuses (high must be > 0). The InvalidArgumentError (a ValueError) was swallowed by the report
+# hook's `except ValueError` (meant for the JSON), so that group never started, the gate never
+# finished, every sample was generated and the summary read "undecided ...: None".
+
+
+def test_a_group_the_baseline_refused_entirely_is_decided_not_crashed():
+    members = {f"s{i}": Member(f"s{i}", "shape", "circle", 1.0) for i in range(5)}
+    gate = SequentialGate(members, list(members), margin=0.01)
+    gate.add("s0", 0.0)  # every d is <= 0: the task cannot have regressed
+    assert gate.verdict == "not-regressed" and gate.finished is not None
+    assert gate.groups[0].to_dict()["interval"][1] <= 0.01
+
+
+def test_a_baseline_that_refused_a_whole_task_gates_the_run(project):
+    base = _baseline(project, "refused.json", "--violin-model=python:violin_models:refuse_shape", TASKS)
+    result = _sequential(project, "oracle", base, TASKS, *LOOSE)
+    _, seq = _summary(project)
+    shape = next(g for g in seq["groups"] if g["group"] == "shape")
+    assert shape["status"] == "not-regressed", seq
+    assert seq["verdict"] == "not-regressed" and seq["finished"]
+    assert result.parseoutcomes().get("skipped", 0) > 0  # shape needed no more than its first samples
+    assert result.ret == 0, result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 3: an interrupted run (-x, --maxfail, Ctrl-C) is undecided "the same way" as a spent
+# budget (docs/gating.md), but the gate was never told: results.json had "finished": null and the
+# terminal and summary.md read "sequential gate undecided after 2 of 60 samples: None".
+
+
+def test_an_interrupted_run_says_why_the_gate_is_undecided(project):
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    result = _sequential(project, "python:violin_models:degraded", base, TASKS, "-x")  # a sample fails
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    doc, seq = _summary(project)
+    assert doc["metadata"]["interrupted"] is True
+    assert seq["verdict"] == "undecided"
+    assert isinstance(seq["finished"], str) and "interrupt" in seq["finished"]
+    md = (project.path / "out" / "summary.md").read_text()
+    assert ": None" not in md and ": None" not in result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 4: under xdist a worker re-read the controller's decisions only when the file's mtime
+# changed. On kernels with coarse file timestamps (a jiffy, 1-10 ms: Linux before 6.13's
+# multigrain timestamps, i.e. most CI runners) two decisions written within one tick have the
+# same st_mtime_ns; os.replace alternates between two inodes, so nothing else tells them apart.
+# The decision that ends the gate comes right after the previous write (one add each), and no
+# write follows it: a worker that read the previous one kept generating the rest of the suite.
+
+
+def test_a_worker_sees_a_decision_written_within_the_same_timestamp(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import INPUT_KEY, STATE_FILE, SequentialRun
+
+    config = SimpleNamespace(workerinput={INPUT_KEY: {"order": [], "outside": [], "dir": str(tmp_path)}})
+    run = SequentialRun(config, state=None, gate_state=None)
+    path = tmp_path / STATE_FILE
+    path.write_text(json.dumps({"finished": None, "done": [], "used": 7, "total": 60}))
+    first = path.stat().st_mtime_ns
+    assert run.worker_view()["finished"] is None
+    tmp = tmp_path / f".{STATE_FILE}.1"
+    tmp.write_text(json.dumps({"finished": "a regression is shown (color)", "done": [], "used": 8,
+                               "decided_after": 8, "total": 60}))
+    os.replace(tmp, path)
+    os.utime(path, ns=(first, first))  # the same coarse tick as the write before
+    assert run.worker_view()["finished"] == "a regression is shown (color)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Checks that held (kept as tests: they would catch a regression of the fixes above)
+
+
+def test_the_order_within_a_task_is_one_permutation_whatever_its_variations():
+    # the confidence sequence needs each next sample of a group to be any remaining one with
+    # equal chance: a variation must not come in a fixed rhythm inside its task
+    ids = [f"t/v{i % 2}/{i}" for i in range(400)]
+    groups = {sid: "t" for sid in ids}
+    order = sequential_order(ids, groups, seed=3)
+    first = [sid.split("/")[1] for sid in order[:200]]
+    runs = sum(1 for a, b in zip(first, first[1:]) if a != b)
+    assert 60 < runs < 140  # about 100 alternations for a random order, 199 for a strict rhythm
+
+
+def test_population_leaves_out_redefined_and_baseline_error_samples():
+    base = {"samples": [
+        {"id": "a", "task": "t", "variation": "v", "outcome": "passed", "definition": "x", "metrics": {"mean": 0.1}},
+        {"id": "b", "task": "t", "variation": "v", "outcome": "error", "definition": "x", "metrics": {}},
+        {"id": "c", "task": "t", "variation": "v", "outcome": "passed", "definition": "x", "metrics": {"mean": 0.2}},
+    ]}
+    members = population(base, [("a", "t", "v", "x"), ("b", "t", "v", "x"), ("c", "t", "v", "y"),
+                                ("d", "t", "v", "x")])
+    assert set(members) == {"a"} and members["a"].old == pytest.approx(0.1)
