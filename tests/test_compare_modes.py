@@ -148,6 +148,22 @@ def test_loaded_diagnoses_are_small_and_shared(tmp_path):
     assert slims[5] == [{"kind": "wrong_color", "direction": "lighter"}]
     # the thumbnails rule is unchanged: only image data URIs are kept
     assert "thumbnails" not in a.records["color/v1/f0"]["extra"]
+    # records without thumbnails share one extra dict per distinct diagnosis
+    assert a.records["color/v1/f0"]["extra"] is a.records["color/v1/f4"]["extra"]
+
+
+def test_thumbnails_attached_later_stay_with_their_own_record(tmp_path):
+    """thumbnails.json beside results.json: attached to one record, not to those sharing its extra."""
+    a = _run(tmp_path, "A", ["gradient"] * 3)
+    png = "data:image/png;base64,iVBORw0KGgo="
+    (tmp_path / "A" / "thumbnails.json").write_text(json.dumps(
+        {"thumbnails": {"color/v1/f1": {"generated": png}}}))
+    run = load_run(str(tmp_path / "A"))
+    assert run.records["color/v1/f1"]["extra"]["thumbnails"] == {"generated": png}
+    assert run.records["color/v1/f1"]["extra"]["diagnosis"] == [{"kind": "gradient"}]
+    assert "thumbnails" not in run.records["color/v1/f0"]["extra"]
+    assert "thumbnails" not in run.records["color/v1/f2"]["extra"]
+    assert len(a.records) == len(run.records)
 
 
 def test_hostile_diagnoses_are_cut_and_escaped(tmp_path):

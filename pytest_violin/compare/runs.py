@@ -218,8 +218,9 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
         kept = _thumbnails(extra)
         # the first finding of a diagnosis, for the failure-mode table (compare/modes.py)
         found = slim_diagnosis(extra.get("diagnosis"), interned) if isinstance(extra, Mapping) else None
-        if found is not None:
-            kept = {**(kept or {}), "diagnosis": found}
+        if found is not None:  # without thumbnails one shared {"diagnosis": ...} per distinct one
+            kept = {**kept, "diagnosis": found} if kept else interned.setdefault(
+                (slim_diagnosis, id(found)), {"diagnosis": found})
         if kept is not None:
             rec["extra"] = kept
     return sid, rec
@@ -290,11 +291,9 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
             continue
         clean = {k: v for k, v in uris.items() if k in ("expected", "generated", "diff")
                  and is_image_data_uri(v)}
-        if clean:
+        if clean:  # a new dict: a record's extra may be shared with others (_record)
             extra = rec.get("extra")
-            if not isinstance(extra, dict):
-                extra = rec["extra"] = {}
-            extra["thumbnails"] = clean
+            rec["extra"] = {**(extra if isinstance(extra, dict) else {}), "thumbnails": clean}
 
 
 def _from_baseline(path: Path, doc, label) -> Run:
