@@ -179,3 +179,38 @@ def test_population_leaves_out_redefined_and_baseline_error_samples():
     members = population(base, [("a", "t", "v", "x"), ("b", "t", "v", "x"), ("c", "t", "v", "y"),
                                 ("d", "t", "v", "x")])
     assert set(members) == {"a"} and members["a"].old == pytest.approx(0.1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 5: the money saved counted the samples without a result, times the repeats. With
+# --violin-repeats=2 the cap can refuse a sample's second image after its first was paid for:
+# that sample is skipped (no result) and its paid call was counted as saved (a run capped at 25
+# calls said (60 - 12) x 2 = 96 generations saved, of 120, having made 25: 95 at most).
+
+
+def test_the_generations_saved_never_count_a_call_that_was_made(project):
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    result = _sequential(project, "oracle", base, TASKS, *LOOSE, "--violin-repeats=2", "--violin-concurrency=1",
+                         "--violin-max-calls=25", "--violin-price=0.04")
+    doc, seq = _summary(project)
+    made = doc["metadata"]["generations"]
+    assert seq["finished"].startswith("budget spent") and made == 25, result.stdout.str()
+    assert seq["generations_saved"] + made <= seq["total"] * 2
+    assert seq["usd_saved"] == pytest.approx(seq["generations_saved"] * 0.04)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 6 (not fixed: pytest_plugin/gate.py): an interrupted sequential run (-x, Ctrl-C) says in
+# the terminal and summary.md "2 of 60 baseline samples generated: the sequential gate
+# (--violin-sequential) did not need the other 58", and counts them as generations saved; the
+# gate needed them, the run was stopped before it could decide (Comparison.not_needed is set from
+# samples_not_generated whatever stopped the run).
+
+
+@pytest.mark.xfail(strict=True, reason="gate.py sets Comparison.not_needed for an interrupted sequential run too")
+def test_an_interrupted_run_does_not_say_the_gate_did_not_need_the_rest(project):
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    result = _sequential(project, "python:violin_models:degraded", base, TASKS, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    md = (project.path / "out" / "summary.md").read_text()
+    assert "did not need" not in md and "did not need" not in result.stdout.str()

@@ -125,10 +125,22 @@ class SequentialRun:
         if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
             session = getattr(self.gate_state, "session", None)
-            why = (session.shouldstop or session.shouldfail) if session is not None else None
-            self.gate.stop(f"the run was interrupted ({why or 'Ctrl-C'})")
-        return self.gate.to_dict(total=self.total, generated=self.received, price=price,
-                                 repeats=int(self.state.settings.repeats))
+            why = str((session.shouldstop or session.shouldfail) if session is not None else "") or "Ctrl-C"
+            self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
+        repeats = int(self.state.settings.repeats)
+        out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
+        usage = getattr(self.state, "usage", None)
+        if usage is not None and "generations_saved" in out:
+            # a sample skipped after some of its images were paid for (the cap refused its next
+            # repeat) has no result, but its calls were made: never count them as saved
+            counted = usage.snapshot()
+            made = int(counted.get("calls", 0) or 0) + int(counted.get("cache_hits", 0) or 0)
+            honest = max(0, self.total * repeats - made)
+            if honest < out["generations_saved"]:
+                out["generations_saved"] = honest
+                if "usd_saved" in out:
+                    out["usd_saved"] = round(honest * float(price), 2)
+        return out
 
     def spent(self, reason: str) -> None:
         """The call cap refused a generation: the gate ends undecided."""
