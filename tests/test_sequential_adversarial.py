@@ -267,3 +267,26 @@ def test_a_task_absent_from_the_baseline_does_not_pass_unseen(project):
     _, seq = _summary(project)
     assert {g["task"] for g in seq["groups"]} == {"color"}
     assert result.ret != 0, result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 9 (not fixed: gate.py's terminal summary, report/markdown.py, report/html.py): once the
+# sequential gate decides, the terminal, summary.md and report.html show only its lines and drop
+# the comparison's warnings about the baseline itself: "seed differs: baseline 7, this run 0",
+# "suite fingerprint changed", "adapter differs", the redefined samples. Against a baseline made
+# with another --violin-seed most samples are redefined (skipped as "not in the baseline") and the
+# verdict rests on the few shared ones; nothing says so.
+
+
+@pytest.mark.xfail(strict=True, reason="a decided sequential gate hides the comparison's baseline warnings")
+def test_a_decided_gate_still_says_the_baseline_is_from_another_seed(project):
+    project.runpytest("--violin-model=oracle", "--violin-limit=300", TASKS, "--violin-seed=7",
+                      "--violin-save-baseline=seed7.json", "-p", "no:cacheprovider", "-q")
+    result = project.runpytest("--violin-model=python:violin_models:degraded", "--violin-limit=300", TASKS,
+                               "--violin-baseline=seed7.json", "--violin-sequential", "--violin-report=out",
+                               "-p", "no:cacheprovider", *LOOSE)
+    _, seq = _summary(project)
+    assert seq["verdict"] == "regressed" and result.ret == pytest.ExitCode.TESTS_FAILED
+    md = (project.path / "out" / "summary.md").read_text()
+    gate = result.stdout.str().split("violin regression gate")[-1]
+    assert "7" in gate and "differs" in gate and "differs" in md  # the baseline's seed, named
