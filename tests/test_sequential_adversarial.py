@@ -178,6 +178,22 @@ def test_the_order_within_a_task_is_one_permutation_whatever_its_variations():
     assert 60 < runs < 140  # about 100 alternations for a random order, 199 for a strict rhythm
 
 
+def test_the_plugin_orders_a_tasks_variations_at_random_not_in_rhythm(project):
+    # the same premise end to end: an order stratified by variation (fixed while this review ran,
+    # 2d7d1c4) put one circle, one square and one triangle in every block of three shape samples
+    project.runpytest(LIMIT, "--violin-model=oracle", "--violin-tasks=shape", "--violin-save-baseline=b.json",
+                      "-p", "no:cacheprovider", "-q")
+    result = project.runpytest("--violin-model=oracle", "--violin-limit=60", "--violin-tasks=shape",
+                               "--violin-baseline=b.json", "--violin-sequential", "--collect-only", "-q",
+                               "-p", "no:cacheprovider")
+    ids = [line.split("::")[1] for line in result.outlines if line.startswith("violin::shape/")]
+    assert len(ids) == 60, result.stdout.str()
+    variations = [sid.split("/")[1] for sid in ids]
+    triples = [set(variations[i:i + 3]) for i in range(0, 60, 3)]
+    full = sum(1 for t in triples if len(t) == 3)
+    assert full < 12  # 2 in 9 of the triples for a random order (about 4 of 20); all 20 in rhythm
+
+
 def test_population_leaves_out_redefined_and_baseline_error_samples():
     base = {"samples": [
         {"id": "a", "task": "t", "variation": "v", "outcome": "passed", "definition": "x", "metrics": {"mean": 0.1}},
