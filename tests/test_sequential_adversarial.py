@@ -306,3 +306,22 @@ def test_a_decided_gate_still_says_the_baseline_is_from_another_seed(project):
     md = (project.path / "out" / "summary.md").read_text()
     gate = result.stdout.str().split("violin regression gate")[-1]
     assert "7" in gate and "differs" in gate and "differs" in md  # the baseline's seed, named
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 10: the baseline reader checks that metric values are finite numbers, not that they are
+# in [0, 1]; a baseline value of 1.5 (a hand-edited file, a plugin's task of another scale) made
+# the group's range [-1.5, ...], which MeanSequence refuses: an InternalError of the gate in the
+# middle of a paid run. The new values are clipped to [0, 1] before d = new - old; the old ones
+# are now too.
+
+
+def test_a_baseline_value_outside_0_1_does_not_trip_the_gate():
+    base = {"samples": [{"id": f"s{i}", "task": "t", "variation": "v", "outcome": "failed", "definition": "x",
+                         "metrics": {"mean": 1.5 if i == 0 else -0.25}} for i in range(4)]}
+    members = population(base, [(f"s{i}", "t", "v", "x") for i in range(4)])
+    assert {m.old for m in members.values()} <= {0.0, 1.0}
+    gate = SequentialGate(members, sorted(members), margin=0.01)
+    for sid in sorted(members):
+        gate.add(sid, 0.5)
+    assert gate.verdict == "regressed"  # exhausted: the exact mean of d = 0.5 - clip(old) is +0.25

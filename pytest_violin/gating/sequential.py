@@ -98,8 +98,9 @@ def population(baseline: Mapping, samples) -> dict:
             continue
         if definition and rec.get("definition") and rec.get("definition") != definition:
             continue
+        # clipped to [0, 1] as the new values are (the reader checks only that metrics are finite)
         out[str(sid)] = Member(str(sid), str(task), None if variation is None else str(variation),
-                               float(_value(rec)))
+                               min(1.0, max(0.0, float(_value(rec)))))
     return out
 
 
