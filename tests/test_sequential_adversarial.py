@@ -325,3 +325,18 @@ def test_a_baseline_value_outside_0_1_does_not_trip_the_gate():
     for sid in sorted(members):
         gate.add(sid, 0.5)
     assert gate.verdict == "regressed"  # exhausted: the exact mean of d = 0.5 - clip(old) is +0.25
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 11: a budget spent before one sample was made (--violin-max-calls=1 with
+# --violin-repeats=2: the first sample's second image is refused) skipped every sample and
+# exited 0 with nothing compared, for any model; the ordinary gate refuses that run (exit 4).
+
+
+def test_a_budget_spent_before_anything_was_compared_is_not_green(project):
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    result = _sequential(project, "python:violin_models:degraded", base, TASKS, *LOOSE, "--violin-max-calls=1",
+                         "--violin-repeats=2", "--violin-concurrency=1")
+    doc, seq = _summary(project)
+    assert seq["used"] == 0 and seq["finished"].startswith("budget spent") and not doc["samples"]
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()

@@ -311,20 +311,26 @@ class _Hooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
-        """A baseline that shares no sample with the run compared nothing: a usage error (exit 4),
-        as in the ordinary gate, not a green run of skips."""
+        """A gate that compared nothing is a usage error (exit 4), as in the ordinary gate, not a
+        green run of skips: a baseline that shares no sample with the run, or a budget spent
+        before one sample's images were made (the ordinary plan refuses such a run up front)."""
         run = self.run
         gate = run.gate
-        if run.worker or gate is None or gate.groups or not run.total:
+        if run.worker or gate is None or not run.total or (gate.groups and gate.used):
             return
-        if getattr(run.gate_state, "interrupted", False) or session.exitstatus != 0:
+        if (getattr(run.gate_state, "interrupted", False) or session.exitstatus != 0
+                or getattr(session.config.option, "collectonly", False)):
             return
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if not gate.groups:
+            why = (f"none of the {run.total} samples of this run is in the baseline (same id and "
+                   f"definition, no error there)")
+        else:
+            why = f"no sample's value reached it ({gate.finished or 'none was generated'})"
         messages = getattr(run.gate_state, "messages", None)
         if isinstance(messages, list):
-            messages.append(f"sequential gate: none of the {run.total} samples of this run is in the baseline "
-                            f"(same id and definition, no error there): nothing was compared; the session "
-                            f"fails as a usage error")
+            messages.append(f"sequential gate: {why}: nothing was compared; the session fails as a "
+                            f"usage error")
 
 
 class _ControllerHooks:
