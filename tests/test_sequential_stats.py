@@ -37,8 +37,8 @@ def _build(old, new, *, seed=0, sizes=SUITE):
             sid = f"{task}/{var}/{i:04d}"
             members[sid] = Member(sid, task, var, float(o[i]))
             values[sid] = float(v[i])
-    groups = {sid: f"{m.task}/{m.variation}" for sid, m in members.items()}
-    return members, sequential_order(list(members), groups, seed=seed), values
+    strata = {sid: m.task for sid, m in members.items()}  # as the plugin: stratified by task
+    return members, sequential_order(list(members), strata, seed=seed), values
 
 
 def _run(members, order, values, *, alpha=0.05):
@@ -419,6 +419,22 @@ def test_every_group_is_drawn_from_the_start_in_proportion_to_its_size(seed):
     # and within a group the order is a shuffle, not the ids' order
     v1 = [sid for sid in order if groups[sid] == "color/v1"]
     assert v1 != sorted(v1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 17])
+def test_stratified_by_task_every_variation_still_shows_in_the_first_tenth(seed):
+    """The plugin's strata are the tasks; a variation is a random part of its task, so it shows
+    from the start too, in proportion up to the draw (a generous 4-sigma band, fixed seeds)."""
+    ids, groups = _ids()
+    order = sequential_order(ids, {sid: sid.split("/")[0] for sid in ids}, seed=seed)
+    head = order[:len(ids) // 10]
+    for task, var, n in SUITE:
+        task_share = sum(m for t, _, m in SUITE if t == task) / len(ids)
+        in_task = sum(1 for sid in head if sid.startswith(task + "/"))
+        assert abs(in_task - len(head) * task_share) <= 2.0
+        count = sum(1 for sid in head if groups[sid] == f"{task}/{var}")
+        expect = len(head) * n / len(ids)
+        assert abs(count - expect) <= 4 * math.sqrt(expect) and count > 0, (task, var, count, expect)
 
 
 # -- needed, task_done, finished, stop, to_dict ------------------------------------------------
