@@ -316,7 +316,7 @@ class _Hooks:
         before one sample's images were made (the ordinary plan refuses such a run up front)."""
         run = self.run
         gate = run.gate
-        if run.worker or gate is None or not run.total or (gate.groups and gate.used):
+        if run.worker or gate is None or not run.total or (gate.groups and run.received):
             return
         if (getattr(run.gate_state, "interrupted", False) or session.exitstatus != 0
                 or getattr(session.config.option, "collectonly", False)):
@@ -326,7 +326,7 @@ class _Hooks:
             why = (f"none of the {run.total} samples of this run is in the baseline (same id and "
                    f"definition, no error there)")
         else:
-            why = f"no sample's value reached it ({gate.finished or 'none was generated'})"
+            why = f"no sample of this run was generated ({gate.finished or 'none ran'})"
         messages = getattr(run.gate_state, "messages", None)
         if isinstance(messages, list):
             messages.append(f"sequential gate: {why}: nothing was compared; the session fails as a "
