@@ -58,9 +58,15 @@ def project(pytester):
     return pytester
 
 
+_BASELINES: dict = {}  # args -> baseline text, made once per process (the runs are deterministic)
+
+
 def _baseline(project, name, *args):
-    result = project.runpytest(LIMIT, f"--violin-save-baseline={name}", "-p", "no:cacheprovider", "-q", *args)
-    assert (project.path / name).is_file(), result.stdout.str()
+    if args not in _BASELINES:
+        result = project.runpytest(LIMIT, f"--violin-save-baseline={name}", "-p", "no:cacheprovider", "-q", *args)
+        assert (project.path / name).is_file(), result.stdout.str()
+        _BASELINES[args] = (project.path / name).read_text()
+    (project.path / name).write_text(_BASELINES[args])
     return name
 
 
@@ -340,3 +346,26 @@ def test_a_budget_spent_before_anything_was_compared_is_not_green(project):
     doc, seq = _summary(project)
     assert seq["used"] == 0 and seq["finished"].startswith("budget spent") and not doc["samples"]
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 12 (not the sequential gate's, found by it; not fixed: pytest_plugin/items.py): a skip
+# marker a team's conftest puts on a violin:: item (a known-flaky sample) is an INTERNALERROR
+# (exit 3), with or without --violin-sequential: pytest reports a marker skip at the item's
+# location and asserts a line number, and ViolinItem.reportinfo() gives None for it (0 would do).
+
+
+@pytest.mark.xfail(strict=True, reason="ViolinItem.reportinfo() has no line: a skip marker is an INTERNALERROR")
+def test_a_skip_marker_on_a_violin_item_is_a_skip(project):
+    project.makeconftest('''
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith("violin::color/"):
+            item.add_marker(pytest.mark.skip(reason="the team's own skip"))
+''')
+    result = project.runpytest("--violin-model=oracle", "--violin-limit=10", TASKS, "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    assert result.parseoutcomes().get("skipped", 0) > 0
