@@ -37,6 +37,15 @@ def refuse_shape(request):
     return request.sample.expected()
 
 
+def unjudged_shapes(request):
+    """A time-out (an error, never a score) for every shape sample, else the exact answer."""
+    from pytest_violin.errors import GenerationUnjudged
+
+    if request.task == "shape":
+        raise GenerationUnjudged("timed out (test)")
+    return request.sample.expected()
+
+
 def circle_off(request):
     """Every circle two pixels to the right (a circle regression of about the margin), else exact."""
     img = request.sample.expected()
@@ -369,3 +378,39 @@ def pytest_collection_modifyitems(items):
     result = project.runpytest("--violin-model=oracle", "--violin-limit=10", TASKS, "-p", "no:cacheprovider")
     assert result.ret == 0, result.stdout.str()
     assert result.parseoutcomes().get("skipped", 0) > 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 13: a sample of the gate that ended without a result (a team's conftest skipping some
+# samples in setup, a setup failure outside the plugin, a crashed xdist worker) stalled its task's
+# stream at that sample for good: values enter in the gate's order and that one never came. The
+# same model as its baseline, with twelve circle samples skipped by the team, left shape
+# "undecided, used 14 of 180" and generated every shape sample (unskipped: decided after 164);
+# the summary read "undecided ...: None". Such a sample now leaves the population as an error does.
+
+
+def test_a_sample_skipped_outside_the_gate_does_not_stall_its_task(project):
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    project.makeconftest('''
+import pytest
+
+
+def pytest_runtest_setup(item):
+    if item.nodeid.startswith("violin::shape/") and sum(map(ord, item.nodeid)) % 9 == 0:
+        pytest.skip("the team's own skip")
+''')
+    result = _sequential(project, "oracle", base, TASKS, *LOOSE)
+    doc, seq = _summary(project)
+    shape = next(g for g in seq["groups"] if g["group"] == "shape")
+    assert shape["status"] == "not-regressed" and seq["verdict"] == "not-regressed", seq
+    assert "the team's own skip" in result.stdout.str() and result.ret == 0
+
+
+def test_a_run_that_ends_undecided_says_why(project):
+    # every shape sample ends in an error: the task never has a value, the gate cannot decide it
+    base = _baseline(project, "base.json", "--violin-model=oracle", TASKS)
+    result = _sequential(project, "python:violin_models:unjudged_shapes", base, TASKS, *LOOSE)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # errors are never green
+    _, seq = _summary(project)
+    assert seq["verdict"] == "undecided" and "shape" in seq["finished"], seq["finished"]
+    assert ": None" not in result.stdout.str()

@@ -120,6 +120,16 @@ class SequentialRun:
         self.gate.add(str(record.get("id") or record.get("sample_id")), value)
         self._publish()
 
+    def lost(self, sample_id: str) -> None:
+        """A sample the gate still needed ended without a result (a team's own skip, a setup
+        failure outside the plugin, a crashed xdist worker): it leaves the population as an error
+        does; else its group's stream would wait for it for ever and never decide."""
+        gate = self.gate
+        if gate is None or sample_id not in gate.members or skip_text(self, sample_id) is not None:
+            return  # not the gate's, or skipped by the gate itself (decided, budget)
+        gate.add(sample_id, None)
+        self._publish()
+
     def summary(self, *, price=None) -> dict:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
         if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
@@ -127,6 +137,10 @@ class SequentialRun:
             session = getattr(self.gate_state, "session", None)
             why = str((session.shouldstop or session.shouldfail) if session is not None else "") or "Ctrl-C"
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
+        if self.gate.finished is None:  # every sample ran or was left out, and no task was decided
+            open_ = [g.label for g in self.gate.groups if g.role == "decide" and g.status == "undecided"]
+            self.gate.stop(f"the run ended before the gate decided {', '.join(open_) or 'every task'} "
+                           f"(samples ended in errors or were left out)")
         repeats = int(self.state.settings.repeats)
         out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
         usage = getattr(self.state, "usage", None)
@@ -308,6 +322,10 @@ class _Hooks:
             for name, value in getattr(report, "user_properties", ()) or ():
                 if name == BUDGET_PROPERTY:
                     self.run.spent(str(value))
+        nodeid = str(getattr(report, "nodeid", ""))
+        if not text and nodeid.startswith("violin::") and (
+                (report.when == "setup" and not report.passed) or report.when not in ("setup", "call", "teardown")):
+            self.run.lost(nodeid[len("violin::"):])  # skipped or failed outside the gate, a crashed worker
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
