@@ -62,6 +62,7 @@ class SequentialRun:
         self._mtime = None
         self._seen: dict = {}          # the decisions as this worker read them
         self._told = ""
+        self.judged: set = set()       # ids this process scored (a rerun of one is never skipped)
         if self.worker:
             info = config.workerinput.get(INPUT_KEY) or {}
             self.order = [str(x) for x in info.get("order") or ()]
@@ -246,6 +247,8 @@ def skip_reason(config, sample) -> str | None:
     run = get_run(config)
     if run is None:
         return None
+    if str(sample.id) in run.judged:
+        return None  # a rerun (pytest-rerunfailures) of a sample scored here: judged again, not hidden as a skip
     return skip_text(run, str(sample.id))
 
 
@@ -309,9 +312,12 @@ class _Hooks:
         self.run.start(item.violin_sample.id for item in session.items if _is_violin(item))
 
     def pytest_runtest_logreport(self, report):
+        text = getattr(report, "violin_result", None)
+        nodeid = str(getattr(report, "nodeid", ""))
+        if text and nodeid.startswith("violin::"):
+            self.run.judged.add(nodeid[len("violin::"):])
         if self.run.worker:
             return
-        text = getattr(report, "violin_result", None)
         if text and report.when in ("setup", "call"):
             try:
                 record = json.loads(text)
@@ -322,7 +328,6 @@ class _Hooks:
             for name, value in getattr(report, "user_properties", ()) or ():
                 if name == BUDGET_PROPERTY:
                     self.run.spent(str(value))
-        nodeid = str(getattr(report, "nodeid", ""))
         if not text and nodeid.startswith("violin::") and (
                 (report.when == "setup" and not report.passed) or report.when not in ("setup", "call", "teardown")):
             self.run.lost(nodeid[len("violin::"):])  # skipped or failed outside the gate, a crashed worker
