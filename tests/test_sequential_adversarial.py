@@ -430,3 +430,19 @@ def test_a_rerun_of_a_failed_sample_is_not_hidden_as_a_skip(project):
     outcomes = result.parseoutcomes()
     # the model is deterministic: every sample that failed and was rerun fails again
     assert outcomes["rerun"] > 0 and outcomes["failed"] == outcomes["rerun"], result.stdout.str()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Finding 15 (reports): a variation whose every sample was seen, with an exact mean difference of
+# 0, was reported "undecided, mean difference in [+0.0000, +0.0000], used 60 of 60 (watch)".
+
+
+def test_a_variation_known_exactly_below_the_margin_is_reported_not_regressed():
+    members = {f"t/{v}/{i}": Member(f"t/{v}/{i}", "t", v, 0.1) for v in ("a", "b") for i in range(3)}
+    order = [f"t/a/{i}" for i in range(3)] + [f"t/b/{i}" for i in range(3)]
+    gate = SequentialGate(members, order, margin=0.01)
+    for sid in order[:3]:
+        gate.add(sid, 0.1)
+    status = {g.label: g.status for g in gate.groups}
+    assert status["t/a"] == "not-regressed" and status["t/b"] == "undecided"
+    assert gate.verdict == "undecided" and gate.finished is None  # the task is not decided by it

@@ -291,7 +291,9 @@ class SequentialGate:
                 continue
             if seq.above_margin:
                 g.status, g.decided_at = "regressed", self.used
-            elif g.role == "decide" and seq.below_margin:
+            elif (g.role == "decide" or seq.exhausted) and seq.below_margin:
+                # a watch group only once its mean is known exactly (its upper bounds are not in
+                # the error budget); it changes no decision, only what the reports say of it
                 g.status, g.decided_at = "not-regressed", self.used
         if any(g.status == "regressed" for g in self.groups):
             self.verdict = "regressed"
