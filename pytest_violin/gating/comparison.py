@@ -146,7 +146,13 @@ class Comparison:
     baseline_path: str | None = None
     baseline_samples: int = 0
     current_samples: int = 0
-    not_needed: int = 0  # baseline samples the sequential gate decided without (not generated)
+    #: Why the baseline samples this run lacks were not run, when it is not a selection: e.g.
+    #: "the sequential gate (--violin-sequential) did not need" (read by :func:`selection_text`).
+    unrun_reason: str = ""
+    #: ``"sequential"`` when --violin-sequential decided the gate (its verdict is then
+    #: :attr:`sequential_regressions`, the groups it showed regressed); else ``"fixed-sample"``.
+    decided_by: str = "fixed-sample"
+    sequential_regressions: tuple = ()
 
     @property
     def selection(self) -> bool:
@@ -177,7 +183,10 @@ class Comparison:
     @property
     def ok(self) -> bool:
         """True when samples were compared, none ended in an error, and nothing regressed
-        (neither a mean metric nor a refusal rate)."""
+        (neither a mean metric nor a refusal rate; with a decided sequential gate, no group it
+        showed regressed)."""
+        if self.decided_by == "sequential":
+            return not self.sequential_regressions and not self.errored and self.compared > 0
         return (not self.regressions and not self.refusal_regressions and not self.errored
                 and self.compared > 0)
 
@@ -190,8 +199,16 @@ class Comparison:
             "compared": self.compared,
             "errored": list(self.errored),
             "errored_in_baseline": list(self.errored_in_baseline),
-            "regressions": [g.label for g in self.regressions],
-            "refusal_regressions": [g.label for g in self.refusal_regressions],
+            "decided_by": self.decided_by,
+            "regressions": (list(self.sequential_regressions) if self.decided_by == "sequential"
+                            else [g.label for g in self.regressions]),
+            "refusal_regressions": ([] if self.decided_by == "sequential"
+                                    else [g.label for g in self.refusal_regressions]),
+            # what the fixed-sample rule says of the samples a sequential gate generated (for
+            # information: a prefix the gate stopped; not the verdict)
+            **({"fixed_sample": {"regressions": [g.label for g in self.regressions],
+                                 "refusal_regressions": [g.label for g in self.refusal_regressions]}}
+               if self.decided_by == "sequential" else {}),
             "improvements": [g.label for g in self.improvements],
             "groups": [g.to_dict() for g in self.groups],
             "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
@@ -372,9 +389,8 @@ def selection_text(comparison) -> str | None:
         return None
     total = comparison.baseline_samples
     selected = total - len(comparison.missing)
-    if getattr(comparison, "not_needed", 0):
-        return (f"{selected} of {total} baseline samples generated: the sequential gate "
-                f"(--violin-sequential) did not need the other {len(comparison.missing)}")
+    if getattr(comparison, "unrun_reason", ""):
+        return f"{selected} of {total} baseline samples ran: {comparison.unrun_reason} the other {len(comparison.missing)}"
     return (f"{selected} of {total} baseline samples selected (a -k, --deselect, --lf or narrower "
             f"selection; the suite is unchanged): the gate compared the selected samples only, "
             f"{len(comparison.missing)} were not run")

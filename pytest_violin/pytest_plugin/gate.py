@@ -248,10 +248,7 @@ def pytest_violin_session_results(config, store):
     elif s.baseline_doc is not None:
         s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
                                baseline_path=s.baseline_label or str(s.baseline))
-        if s.sequential is not None and s.sequential.get("samples_not_generated"):
-            from dataclasses import replace
-
-            s.comparison = replace(s.comparison, not_needed=int(s.sequential["samples_not_generated"]))
+        _sequential_verdict(s)
         from ..gating.baseline import dataset_change
 
         changed = dataset_change(s.baseline_doc.get("metadata", {}), current["metadata"])
@@ -361,6 +358,28 @@ def _fail_unwritten(s: GateState) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _sequential_verdict(s: GateState) -> None:
+    """Put what the run's end says into the comparison: who decided (a decided sequential gate's
+    verdict is the gate's), and why the baseline samples this run lacks were not run."""
+    from dataclasses import replace
+
+    from ..report.sequential import decided
+
+    seq, changes = s.sequential, {}
+    if decided(seq):
+        changes["decided_by"] = "sequential"
+        changes["sequential_regressions"] = tuple(g["group"] for g in seq.get("groups", ())
+                                                  if g.get("status") == "regressed")
+    if s.interrupted:
+        changes["unrun_reason"] = "the run was interrupted before"
+    elif decided(seq):
+        changes["unrun_reason"] = "the sequential gate (--violin-sequential) did not need"
+    elif seq is not None:
+        changes["unrun_reason"] = f"the sequential gate ended undecided ({seq.get('finished')}) before"
+    if changes:
+        s.comparison = replace(s.comparison, **changes)
+
+
 def _fail_on_regressions(s: GateState) -> None:
     """Make an otherwise green session exit non-zero when the gate is not green.
 
@@ -369,14 +388,6 @@ def _fail_on_regressions(s: GateState) -> None:
     is a usage error (exit 4): the gate compared nothing.
     """
     session = s.session
-    from ..report.sequential import decided
-
-    if session is not None and s.comparison is not None and decided(s.sequential):
-        # the sequential gate decided: its verdict, not the fixed-sample rule on the samples it
-        # needed (an error still keeps the gate from green)
-        if (s.sequential["verdict"] == "regressed" or s.comparison.errored) and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        return
     if session is None or s.comparison is None or s.comparison.ok:
         return
     if s.comparison.compared == 0 and not s.comparison.errored and not s.interrupted:
@@ -400,11 +411,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
     styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},
               "info": {}}
-    from ..report.sequential import decided, sequential_lines
+    from ..report.sequential import sequential_lines
 
     lines = sequential_lines(s.sequential)
-    if s.comparison is not None and not (decided(s.sequential) and not s.comparison.errored):
-        lines += comparison_lines(s.comparison)  # undecided: the fixed-sample rule judges
+    if s.comparison is not None:  # a decided sequential gate: the facts only, not a second verdict
+        lines += comparison_lines(s.comparison)
     lines += [(m, "info") for m in s.messages]
     from ..report.text import printable
 

@@ -124,7 +124,9 @@ class ViolinItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"violin::{printable(self.violin_sample.id)}"
+        # a line number (0: the samples have no source line): pytest's skip and xfail markers
+        # point their reports at it, and a None there is an INTERNALERROR
+        return self.path, 0, f"violin::{printable(self.violin_sample.id)}"
 
 
 def make_items(session, samples) -> list[ViolinItem]:

@@ -51,7 +51,7 @@ class SequentialRun:
         self.gate_state = gate_state
         self.worker = hasattr(config, "workerinput")
         self.order: list | None = None
-        self.outside: set = set()      # run ids the gate never needs (not in the baseline)
+        self.outside: set = set()      # suite ids outside the population (they run last, ungated)
         self.members: dict = {}        # the population over the suite (controller)
         self.cached: set = set()
         self.gate = None               # gating.sequential.SequentialGate (controller / one process)
@@ -144,6 +144,7 @@ class SequentialRun:
                            f"(samples ended in errors or were left out)")
         repeats = int(self.state.settings.repeats)
         out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
+        out["not_in_baseline"] = self.total - len(self.gate.members)  # run as ordinary tests
         usage = getattr(self.state, "usage", None)
         if usage is not None and "generations_saved" in out:
             # a sample skipped after some of its images were paid for (the cap refused its next
@@ -209,9 +210,11 @@ def _decided(used, total) -> str:
 
 def skip_text(run: SequentialRun, sample_id: str) -> str | None:
     """Why ``sample_id`` is not needed, or None while it is."""
+    # a sample outside the population (not in the baseline, redefined, an error there) is no
+    # part of the gate's decision but is still a test of the run: it runs (last) and its limits
+    # judge it, as in the ordinary gate
     if sample_id in run.outside:
-        return ("not in the baseline (or redefined, or an error there): the sequential gate does not "
-                "need it")
+        return None
     if run.worker:
         view = run.worker_view()
         total = view.get("total") or "?"

@@ -117,10 +117,14 @@ def _id_list(ids, shown: int = 20) -> str:
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 def _gate_html(comparison) -> str:
-    out = ['<h2 id="gate">Regression gate</h2>']
+    # a decided sequential gate gave the verdict (its own section): the facts only here
+    sequential = getattr(comparison, "decided_by", "") == "sequential"
+    out = ['<h2 id="gate">' + ("Baseline" if sequential else "Regression gate") + "</h2>"]
     regs, imps = comparison.regressions, comparison.improvements
     refs = comparison.refusal_regressions
     base = f" <code>{_e(comparison.baseline_path)}</code>" if comparison.baseline_path else ""
+    if sequential:
+        regs, imps, refs = (), (), ()
     if regs:
         out.append(f'<div class="banner bad">FAILED: {len(regs)} regression(s) against baseline{base} '
                    f'(max regression {comparison.max_regression:g}): '
@@ -129,7 +133,7 @@ def _gate_html(comparison) -> str:
         out.append(f'<div class="banner bad">FAILED: the refusal rate rose in {len(refs)} group(s) against '
                    f'baseline{base} (max regression {comparison.max_regression:g}): '
                    + ", ".join(_e(g.label) for g in refs) + "</div>")
-    if not regs and not refs:
+    if not regs and not refs and not sequential:
         out.append(f'<div class="banner good">No regression against baseline{base} '
                    f'(max regression {comparison.max_regression:g}).</div>')
     from ..gating.comparison import selection_text
@@ -354,11 +358,11 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
     if meta.get("interrupted"):
         parts.append('<div class="banner warn">The run was interrupted: this report covers only the '
                      'samples that ran.</div>')
-    from .sequential import decided, sequential_html
+    from .sequential import sequential_html
 
     parts.append(sequential_html(meta.get("sequential")))  # --violin-sequential: what decided
-    if comparison is not None and not (decided(meta.get("sequential")) and not comparison.errored):
-        parts.append(_gate_html(comparison))  # undecided: the fixed-sample rule judges
+    if comparison is not None:  # after a decided sequential gate: the facts only
+        parts.append(_gate_html(comparison))
     parts.append(_summary_html(agg, groups))
     if runs_comparison is not None:
         from ..compare.html import comparison_section

@@ -83,13 +83,12 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
-    from .sequential import decided, sequential_markdown
+    from .sequential import sequential_markdown
 
     lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
-        if not (decided(meta.get("sequential")) and not comparison.errored):
-            lines += _gate_section(comparison)  # undecided: the fixed-sample rule judges
+        lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
 
     for task_row in agg.get("tasks", []):
         task = task_row["task"]
@@ -143,20 +142,28 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
 
 
 def _gate_section(comparison) -> list[str]:
-    lines = ["### Regression gate", ""]
+    # a decided sequential gate gave the verdict (its own section): the facts only here
+    sequential = getattr(comparison, "decided_by", "") == "sequential"
+    lines = ["### Baseline" if sequential else "### Regression gate", ""]
     where = f" {_code(comparison.baseline_path)}" if comparison.baseline_path else ""
     regs, imps = comparison.regressions, comparison.improvements
     refs = comparison.refusal_regressions
-    if regs:
+    if sequential:
+        regs, imps, refs = (), (), ()
+        if comparison.errored:
+            lines += [f"**FAILED: {len(comparison.errored)} sample(s) ended in an error** and could not "
+                      f"be compared with baseline{where}.", ""]
+    elif regs:
         lines.append(f"**FAILED: {len(regs)} regression(s)** against baseline{where} "
                      f"(max regression {comparison.max_regression:g}).")
     if refs:
         lines.append(f"**FAILED: the refusal rate rose in {len(refs)} group(s)** against baseline{where} "
                      f"(max regression {comparison.max_regression:g}).")
-    if not regs and not refs:
+    if not regs and not refs and not sequential:
         lines.append(f"Passed: no regression against baseline{where} "
                      f"(max regression {comparison.max_regression:g}).")
-    lines.append("")
+    if not sequential:
+        lines.append("")
     for title, items in (("Regressions", regs), ("Improvements", imps)):
         if not items:
             continue

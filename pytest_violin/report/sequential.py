@@ -33,6 +33,14 @@ def _headline(summary: Mapping) -> tuple:
             f"the fixed-sample rule below judges the samples generated", "warn")
 
 
+def _outside(summary: Mapping) -> str | None:
+    n = summary.get("not_in_baseline")
+    if not n:
+        return None
+    return (f"{n} samples of this run are not in the baseline (or were redefined, or ended in an "
+            f"error there): they ran as ordinary tests, judged by their limits, not by the gate")
+
+
 def _saved(summary: Mapping) -> str | None:
     n = summary.get("samples_not_generated")
     if n is None:
@@ -60,6 +68,8 @@ def sequential_lines(summary) -> list:
     saved = _saved(summary)
     if saved:
         out.append((saved, "info"))
+    if _outside(summary):
+        out.append((_outside(summary), "warn"))
     out.append((f"rule: anytime-valid {1 - summary.get('alpha', 0.05):.0%} confidence sequences of the "
                 f"mean paired difference (margin {summary.get('margin', 0):g}; {summary.get('method', '')})",
                 "info"))
@@ -78,6 +88,8 @@ def sequential_markdown(summary) -> list:
     saved = _saved(summary)
     if saved:
         lines += [saved[0].upper() + saved[1:] + ".", ""]
+    if _outside(summary):
+        lines += [_outside(summary)[0].upper() + _outside(summary)[1:] + ".", ""]
     lines += [f"Margin {summary.get('margin', 0):g}, error rate {summary.get('alpha', 0.05):g} "
               f"(Bonferroni over the groups); {summary.get('method', '')}.", "",
               "| group | role | status | interval of the mean difference | used | of | decided after |",
@@ -105,6 +117,8 @@ def sequential_html(summary) -> str:
     if saved:
         out.append(f"<p>{escape(saved[0].upper() + saved[1:])}. Margin {summary.get('margin', 0):g}, "
                    f"error rate {summary.get('alpha', 0.05):g}; {escape(str(summary.get('method', '')))}.</p>")
+    if _outside(summary):
+        out.append(f'<div class="banner warn">{escape(_outside(summary))}.</div>')
     out.append("<table><tr><th>group</th><th>role</th><th>status</th><th>interval of the mean "
                "difference</th><th>used</th><th>of</th><th>decided after</th></tr>")
     for g in summary.get("groups", ()):

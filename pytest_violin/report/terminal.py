@@ -163,6 +163,10 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     where = f" {comparison.baseline_path}" if comparison.baseline_path else ""
     regs, imps = comparison.regressions, comparison.improvements
     refs = getattr(comparison, "refusal_regressions", ())
+    # a decided sequential gate gave the verdict (report/sequential.py): the facts only here
+    sequential = getattr(comparison, "decided_by", "") == "sequential"
+    if sequential:
+        regs, imps, refs = (), (), ()
     if regs or refs:
         if regs:
             out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
@@ -177,11 +181,12 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     elif comparison.compared == 0:
         out.append((f"FAILED: this run shares no comparable sample with baseline{where}: nothing was "
                     f"compared (another suite, selection or seed?)", "bad"))
-    else:
+    elif not sequential:
         out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
                     "good"))
-    out.append((f"rule: mean (or refusal rate) worsens by more than {comparison.max_regression:g} and "
-                "the 95% paired bootstrap interval lies above 0", "info"))
+    if not sequential:
+        out.append((f"rule: mean (or refusal rate) worsens by more than {comparison.max_regression:g} "
+                    "and the 95% paired bootstrap interval lies above 0", "info"))
     for title, items, level in (("regressed", regs, "bad"), ("improved", imps, "good")):
         for g in items:
             out.append((f"  {title:9s} {g.label:<28s} old {_f(g.old)}  new {_f(g.new)}  "
