@@ -28,11 +28,14 @@ def slightly(request):
     return np.clip(img + 1, 0, 255).astype(np.uint8)
 
 
+FAIL_EVERY = int(__import__("os").environ.get("VIOLIN_TEST_FAIL_EVERY", "40"))
+
+
 def unjudged_sometimes(request):
-    """A time-out (an error, never a score) for every seventh shape sample, else the exact answer."""
+    """A time-out (an error, never a score) for one shape sample in FAIL_EVERY, else the exact answer."""
     from pytest_violin.errors import GenerationUnjudged
 
-    if request.task == "shape" and sum(map(ord, request.sample_id)) % 7 == 0:
+    if request.task == "shape" and sum(map(ord, request.sample_id)) % FAIL_EVERY == 0:
         raise GenerationUnjudged("timed out (test)")
     return request.sample.expected()
 
@@ -206,3 +209,13 @@ def test_errors_leave_the_population_the_gate_still_decides_and_is_not_green(pro
     assert result.ret == 1  # an error keeps the gate from green, as in the ordinary gate
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == len(errors)
+
+
+def test_many_errors_stop_the_gate_it_says_why_and_is_not_green(project, monkeypatch):
+    monkeypatch.setenv("VIOLIN_TEST_FAIL_EVERY", "7")  # one shape sample in seven times out
+    result = _sequential(project, "python:violin_models:unjudged_sometimes")
+    doc, seq = _summary(project)
+    errors = [s for s in doc["samples"] if s["outcome"] == "error"]
+    assert seq["verdict"] == "undecided" and "ended in an error" in seq["finished"]
+    assert 10 < len(errors) < 20  # stopped soon after the limit, not at the end of the suite
+    assert result.ret == 1 and result.parseoutcomes()["skipped"] > 0

@@ -261,19 +261,31 @@ class SequentialGate:
                 return
             g.sequence = self._sequence(g)
         i = self._next[id(g)]
+        dropped = False  # errors in a row are replayed once, not once each
         while i < len(g.stream) and g.stream[i] in self._values:
             d = self._values[g.stream[i]]
             i += 1
             if d is None:
                 g.size -= 1
-                g.sequence = self._sequence(g) if g.size >= 1 else None
-                for value in g.fed:
-                    g.sequence.add(value)
-            elif g.sequence is not None:
+                dropped = True
+                continue
+            if dropped:
+                self._rebuild(g)
+                dropped = False
+            if g.sequence is not None:
                 g.sequence.add(d)
                 g.fed.append(d)
                 self._fed.add(g.stream[i - 1])
+        if dropped:
+            self._rebuild(g)
         self._next[id(g)] = i
+
+    def _rebuild(self, g: _Group) -> None:
+        """``g``'s sequence over its population as it now is, the values fed so far replayed."""
+        g.sequence = self._sequence(g) if g.size >= 1 else None
+        if g.sequence is not None:
+            for value in g.fed:
+                g.sequence.add(value)
 
     def _sequence(self, g: _Group) -> MeanSequence:
         # every new value is in [0, 1], so d = new - old is in [-max old, 1 - min old]

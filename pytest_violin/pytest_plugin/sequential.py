@@ -38,6 +38,9 @@ __all__ = ["INPUT_KEY", "SEQUENTIAL_KEY", "SequentialRun", "register", "skip_rea
 INPUT_KEY = "violin_sequential"
 #: The decisions file in that folder (written atomically by the controller).
 STATE_FILE = "gate.json"
+#: Errors among the gate's samples after which it stops generating: more than this many and
+#: more than this share of its population (each error also costs a replay of its task's values).
+ERRORS_STOP, ERRORS_STOP_SHARE = 10, 0.02
 #: The user property a skipped item carries when the call cap refused its generation.
 BUDGET_PROPERTY = "violin.sequential_budget"
 
@@ -57,6 +60,7 @@ class SequentialRun:
         self.gate = None               # gating.sequential.SequentialGate (controller / one process)
         self.total = 0                 # Violin samples in the run
         self.received = 0              # their results (each a generation made, or a cached image)
+        self.errors = 0                # of which ended in an error (population samples)
         self.folder: Path | None = None
         self.decided_after: int | None = None
         self._mtime = None
@@ -118,7 +122,15 @@ class SequentialRun:
 
         self.received += 1
         value = None if record.get("outcome") == "error" else sample_value(record.get("metrics") or {})
-        self.gate.add(str(record.get("id") or record.get("sample_id")), value)
+        sid = str(record.get("id") or record.get("sample_id"))
+        if value is None and sid in self.gate.members and self.gate.finished is None:
+            self.errors += 1
+            if self.errors > max(ERRORS_STOP, ERRORS_STOP_SHARE * len(self.gate.members)):
+                # an error keeps the gate from green whatever comes next: stop paying
+                self.gate.stop(f"{self.errors} samples ended in an error (no answer, a time-out, a "
+                               f"setup fault): the gate stops, an error keeps it from green; fix the "
+                               f"cause and run again (the images made are cached)")
+        self.gate.add(sid, value)
         self._publish()
 
     def lost(self, sample_id: str) -> None:
