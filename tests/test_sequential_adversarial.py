@@ -239,11 +239,10 @@ def test_the_generations_saved_never_count_a_call_that_was_made(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 6 (not fixed: pytest_plugin/gate.py): an interrupted sequential run (-x, Ctrl-C) says in
-# the terminal and summary.md "2 of 60 baseline samples generated: the sequential gate
-# (--violin-sequential) did not need the other 58", and counts them as generations saved; the
-# gate needed them, the run was stopped before it could decide (Comparison.not_needed is set from
-# samples_not_generated whatever stopped the run).
+# Finding 6 (fixed in pytest_plugin/gate.py, Comparison.unrun_reason): an interrupted sequential run
+# (-x, Ctrl-C) said in the terminal and summary.md "2 of 60 baseline samples generated: the
+# sequential gate (--violin-sequential) did not need the other 58"; the gate needed them, the run
+# was stopped before it could decide. It now says the run was interrupted.
 
 
 
@@ -256,7 +255,7 @@ def test_an_interrupted_run_does_not_say_the_gate_did_not_need_the_rest(project)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 7 (not fixed: the comparison in results.json is gate.py / report/json_report.py's): when
+# Finding 7 (fixed: Comparison.decided_by, results.json agrees with the exit code): when
 # the sequential gate decides "not regressed", the session exits 0, but results.json still carries
 # the fixed-sample comparison of the samples it generated, here {"ok": false, "regressions":
 # ["shape/circle"]}: the circle variation sits at the margin (+0.0101 over its 100 samples), the
@@ -279,7 +278,7 @@ def test_results_json_agrees_with_the_exit_code_when_the_gate_decided(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 8 (not fixed: a policy the gate's author has to choose): a baseline that holds only some
+# Finding 8 (fixed: such samples run last as ordinary tests, judged by their limits): a baseline that holds only some
 # of the run's tasks. The samples of the other tasks are "not in the baseline" and skipped, never
 # generated nor judged by their limits, and the headline says "no regression, every task
 # decided": a model that refuses every shape sample passes (exit 0) against a colour-only
@@ -301,7 +300,7 @@ def test_a_task_absent_from_the_baseline_does_not_pass_unseen(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 9 (not fixed: gate.py's terminal summary, report/markdown.py, report/html.py): once the
+# Finding 9 (fixed: the facts are still shown, only not a second verdict): once the
 # sequential gate decides, the terminal, summary.md and report.html show only its lines and drop
 # the comparison's warnings about the baseline itself: "seed differs: baseline 7, this run 0",
 # "suite fingerprint changed", "adapter differs", the redefined samples. Against a baseline made
@@ -360,7 +359,7 @@ def test_a_budget_spent_before_anything_was_compared_is_not_green(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 12 (not the sequential gate's, found by it; not fixed: pytest_plugin/items.py): a skip
+# Finding 12 (not the sequential gate's, found by it; fixed in pytest_plugin/items.py, reportinfo gives line 0): a skip
 # marker a team's conftest puts on a violin:: item (a known-flaky sample) is an INTERNALERROR
 # (exit 3), with or without --violin-sequential: pytest reports a marker skip at the item's
 # location and asserts a line number, and ViolinItem.reportinfo() gives None for it (0 would do).
