@@ -206,3 +206,34 @@ def test_asking_the_server_for_the_cache_identity_holds_up_no_other_generation(t
     keyed.join(10)
     assert not alive
     assert runner._key_identity("slow") == "slow@1"
+
+
+def test_the_cache_is_looked_up_once_before_the_run_and_again_once_the_runner_exists(tmp_path):
+    """The sequential gate's order and the plan line both ask which images are cached: one pass
+    over the cache serves both, until the runner starts filling it."""
+    from types import SimpleNamespace
+
+    from pytest_violin.execution.cache import ImageCache
+    from pytest_violin.models.request import GenerationRequest
+    from pytest_violin.pytest_plugin.planning import cached_repeats
+    from pytest_violin.suite import load_suite
+
+    samples = load_suite("violin", tasks=["color"])[:4]
+    cache = ImageCache(tmp_path)
+    first = GenerationRequest.from_sample(samples[0], base_seed=0, repeat=0)
+    cache.put(cache.key("m", first), samples[0].expected())
+    asked = []
+
+    class Counting(ImageCache):
+        def contains(self, key):
+            asked.append(key)
+            return super().contains(key)
+
+    state = SimpleNamespace(settings=SimpleNamespace(seed=0, repeats=1, model="m"), identity="m",
+                            adapter=None, cache_lookups={}, make_cache=lambda: Counting(tmp_path))
+    assert cached_repeats(state, samples) == {samples[0].id: 1}
+    assert cached_repeats(state, samples[:2]) == {samples[0].id: 1}
+    assert len(asked) == 4  # the second question was answered from the first pass
+    state.cache_lookups = None  # what get_runner does
+    assert cached_repeats(state, samples[:2]) == {samples[0].id: 1}
+    assert len(asked) == 6

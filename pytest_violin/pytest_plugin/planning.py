@@ -248,25 +248,29 @@ def cached_repeats(state, samples) -> dict:
 
     s = state.settings
     samples = list(samples)
-    out: dict = {}
-    cache = state.make_cache() if samples else None
-    if cache is None or cache.is_empty():
-        return out
-    from ..execution.runner import cache_identity
+    # the sequential gate's order and the plan line both ask, before anything is generated: the
+    # answers are kept until the runner starts (ViolinState.get_runner ends the memo)
+    memo = getattr(state, "cache_lookups", None)
+    todo = [sample for sample in samples if memo is None or sample.id not in memo]
+    cache = state.make_cache() if todo else None
+    found: dict = {}
+    if cache is not None and not cache.is_empty():
+        from ..execution.runner import cache_identity
 
-    identity = state.identity or s.model
-    if state.adapter is not None:  # what the server reports of its models (see cache_identity)
-        identity = cache_identity(state.adapter, identity)
-    if identity is None:
-        return out
-    for sample in samples:
-        request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
-        for repeat in range(s.repeats):
-            if repeat:
-                request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-            try:
-                if cache.contains(cache.key(identity, request)):
-                    out[sample.id] = out.get(sample.id, 0) + 1
-            except Exception:  # an unreadable cache entry counts as a generation to make
-                pass
-    return out
+        identity = state.identity or s.model
+        if state.adapter is not None:  # what the server reports of its models (see cache_identity)
+            identity = cache_identity(state.adapter, identity)
+        for sample in todo if identity is not None else ():
+            request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
+            for repeat in range(s.repeats):
+                if repeat:
+                    request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
+                try:
+                    if cache.contains(cache.key(identity, request)):
+                        found[sample.id] = found.get(sample.id, 0) + 1
+                except Exception:  # an unreadable cache entry counts as a generation to make
+                    pass
+    if memo is None:
+        return found
+    memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)
+    return {sample.id: memo[sample.id] for sample in samples if memo[sample.id]}

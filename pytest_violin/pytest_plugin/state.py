@@ -46,6 +46,9 @@ class ViolinState:
     usage: object = field(default_factory=lambda: _call_counter())
     #: ``admit(sample_id) -> bool`` for the runner's prefetch (the sequential gate's; None: all)
     admit: object = None
+    #: sample id -> images the cache holds, asked before the run (planning.cached_repeats); None
+    #: once the runner exists, when the cache starts to change
+    cache_lookups: dict | None = field(default_factory=dict)
 
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
@@ -108,6 +111,8 @@ class ViolinState:
     def get_runner(self):
         if self.runner is None:
             from ..execution.runner import Runner
+
+            self.cache_lookups = None  # generations fill the cache from here on
 
             s = self.settings
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
