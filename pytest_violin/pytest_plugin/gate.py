@@ -129,17 +129,13 @@ def pytest_configure(config):
 # --------------------------------------------------------------------------- per sample (any process)
 
 
-def _definition(sample) -> str:
-    from ..gating.records import sample_definition
-
-    return sample_definition(sample)
-
-
 def pytest_violin_sample_scored(config, sample, images, result):
     s = _settings(config)
     if s is None or not s.active:
         return
-    result.extra["definition"] = _definition(sample)
+    from ..gating.records import sample_definition
+
+    result.extra["definition"] = sample_definition(sample)
     if hasattr(config, "workerinput"):
         identity = _adapter_identity(config)
         if identity:

@@ -78,12 +78,13 @@ class SequentialRun:
         if self.order is not None:
             return self.order
         from ..gating.sequential import population, sequential_order
-        from ..gating.records import sample_definition as _definition
+        from ..gating.records import sample_definition
         from .planning import cached_repeats
 
         samples = list(self.state.samples or ())
         baseline = self.gate_state.baseline_doc or {}
-        self.members = population(baseline, ((s.id, s.task, getattr(s, "variation", None), _definition(s))
+        self.members = population(baseline, ((s.id, s.task, getattr(s, "variation", None),
+                                              sample_definition(s))
                                              for s in samples))
         repeats = int(self.state.settings.repeats)
         inside = [s for s in samples if s.id in self.members]

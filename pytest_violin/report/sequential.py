@@ -51,9 +51,14 @@ def _saved(summary: Mapping) -> str | None:
     return text + ")"
 
 
-def _group_line(g: Mapping) -> str:
+def _interval(g: Mapping) -> str:
+    """A group's interval of the mean difference, as every format prints it."""
     low, high = g.get("interval") or (None, None)
-    interval = "[n/a]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+    return "[n/a]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+
+
+def _group_line(g: Mapping) -> str:
+    interval = _interval(g)
     role = "" if g.get("role") == "decide" else " (watch)"
     after = f", decided after {g['decided_after']}" if g.get("decided_after") is not None else ""
     return (f"{g.get('group', '?'):<24s} {_STATUS.get(g.get('status'), g.get('status')):<14s} "
@@ -95,8 +100,7 @@ def sequential_markdown(summary) -> list:
               "| group | role | status | interval of the mean difference | used | of | decided after |",
               "|---|---|---|---|---:|---:|---:|"]
     for g in summary.get("groups", ()):
-        low, high = g.get("interval") or (None, None)
-        interval = "n/a" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+        interval = _interval(g)
         after = "" if g.get("decided_after") is None else str(g["decided_after"])
         group = str(g.get("group")).replace("|", "\\|").replace("\n", " ")  # a manifest's variation name
         lines.append(f"| {group} | {g.get('role')} | {_STATUS.get(g.get('status'), g.get('status'))} "
@@ -122,8 +126,7 @@ def sequential_html(summary) -> str:
     out.append("<table><tr><th>group</th><th>role</th><th>status</th><th>interval of the mean "
                "difference</th><th>used</th><th>of</th><th>decided after</th></tr>")
     for g in summary.get("groups", ()):
-        low, high = g.get("interval") or (None, None)
-        interval = "n/a" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+        interval = _interval(g)
         after = "" if g.get("decided_after") is None else str(g["decided_after"])
         status = _STATUS.get(g.get("status"), g.get("status"))
         out.append(f"<tr><td>{escape(str(g.get('group')))}</td><td>{escape(str(g.get('role')))}</td>"
