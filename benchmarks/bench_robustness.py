@@ -235,18 +235,7 @@ def _default_signals() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def alive_in_group(pgid: int) -> list[int]:
-    """Pids of process group ``pgid`` still running (zombies excluded); Linux ``/proc``."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                alive.append(int(entry))
-    return alive
+from _processes import alive_in_group  # noqa: E402  (tests/_processes.py, shared with the interrupt tests)
 
 
 @dataclass

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from _processes import alive_in_group  # tests/_processes.py
+
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 INTERRUPTED = int(pytest.ExitCode.INTERRUPTED)
@@ -124,21 +126,6 @@ def _finish(proc, t0, timeout=30):
             proc.wait()
 
 
-def _alive_in_group(pgid):
-    """Pids of the process group ``pgid`` that still run (zombies excluded); Linux /proc."""
-    alive = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            alive.append(int(entry))
-    return alive
-
-
 def _results(tmp_path):
     return json.loads((tmp_path / "report" / "results.json").read_text())
 
@@ -239,7 +226,7 @@ def test_xdist_controller_alone_signalled_ends_its_workers(tmp_path, hanging, si
     # far below the endpoint's 120 s time-out (before: up to 235 s); the 5 s
     # target is measured on a quiet machine by benchmarks/bench_robustness.py
     assert elapsed < 20.0, f"took {elapsed:.1f} s"
-    assert _alive_in_group(proc.pid) == [], "a worker outlived its controller"
+    assert alive_in_group(proc.pid) == [], "a worker outlived its controller"
     assert _results(tmp_path)["metadata"]["interrupted"] is True
     assert "INTERNALERROR" not in text
 
@@ -254,9 +241,9 @@ def test_xdist_workers_end_when_their_controller_is_killed(tmp_path, hanging):
     proc.kill()  # SIGKILL: nothing of the controller runs
     proc.wait(30)
     deadline = time.monotonic() + 10
-    while _alive_in_group(proc.pid) and time.monotonic() < deadline:
+    while alive_in_group(proc.pid) and time.monotonic() < deadline:
         threading.Event().wait(0.1)  # the workers check their parent every 0.1 s
-    assert _alive_in_group(proc.pid) == [], "a worker outlived its killed controller"
+    assert alive_in_group(proc.pid) == [], "a worker outlived its killed controller"
 
 
 # --------------------------------------------------------------------------- per session
