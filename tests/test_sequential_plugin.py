@@ -174,7 +174,7 @@ def test_usage_errors(project):
     no_model = project.runpytest("--violin-sequential", "--violin-baseline=base.json", "-p", "no:cacheprovider")
     assert no_model.ret == pytest.ExitCode.USAGE_ERROR
     bad = project.runpytest("--violin-model=oracle", "--violin-baseline=base.json", "--violin-sequential",
-                            "--violin-sequential-alpha=0.9", "-p", "no:cacheprovider")
+                            "--violin-alpha=0.9", "-p", "no:cacheprovider")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR and "0.9" in bad.stderr.str()
 
 

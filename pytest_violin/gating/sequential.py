@@ -56,7 +56,7 @@ from .confseq import MeanSequence
 
 __all__ = ["DEFAULT_ALPHA", "Member", "SequentialGate", "population", "sequential_order"]
 
-#: The gate's error rate (``violin_sequential_alpha``): at most 5% of runs of an
+#: The gate's error rate (``violin_alpha``): at most 5% of runs of an
 #: unchanged model fail, at most 5% of clearly worse ones pass.
 DEFAULT_ALPHA = 0.05
 

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import pytest
 
-from ..gating.policy import DEFAULT_MAX_REGRESSION
+from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 from .echo import bounded_messages, cut as _cut
 from ..errors import InternalError
 
@@ -230,16 +230,24 @@ OPTIONS: tuple[Option, ...] = (
            "compare this run with the baseline at PATH; credible regressions fail the session",
            path=True, metavar="PATH"),
     Option("max_regression", number(0.0, 1.0, low_open=False, what="a number"), DEFAULT_MAX_REGRESSION,
-           "smallest absolute worsening of a task's or variation's mean metric that counts as a "
-           f"regression (default {DEFAULT_MAX_REGRESSION})", metavar="FLOAT"),
-    # issue 25: the sequential gate
+           "the margin of the mean metric: a task or variation regresses when its mean is shown to "
+           f"worsen by more than this (default {DEFAULT_MAX_REGRESSION})", metavar="FLOAT"),
+    Option("max_pass_drop", number(0.0, 1.0, low_open=False, what="a share"), DEFAULT_MAX_PASS_DROP,
+           "the margin of the pass rate: a task or variation regresses when its share of samples within "
+           f"their limits is shown to fall by more than this (default {DEFAULT_MAX_PASS_DROP}: 5 points)",
+           metavar="SHARE"),
+    Option("allow_mismatch", boolean, False,
+           "with --violin-baseline: decide even when a task shares too few samples with the baseline "
+           "to show a regression of the margins (another seed, suite or selection; docs/gating.md)",
+           kind="flag"),
     Option("sequential", boolean, False,
            "with --violin-baseline: generate the samples in a seeded random order and stop as soon as "
-           "an anytime-valid test decides every task (docs/gating.md); samples not needed are skipped",
-           kind="flag"),
-    Option("sequential_alpha", number(0.0, 0.5, low_open=True, what="an error rate"), 0.05,
-           "the sequential gate's error rate: false alarms and missed regressions each at most this "
-           "(default 0.05)", metavar="ALPHA"),
+           "an anytime-valid test decides every task and variation (docs/gating.md); samples not "
+           "needed are skipped", kind="flag"),
+    Option("alpha", number(0.0, 0.5, low_open=True, what="an error rate"), DEFAULT_ALPHA,
+           "the gate's error rate over all its groups and statistics together: the chance of failing a "
+           "model that did not get worse, and (sequential) of passing one that did "
+           f"(default {DEFAULT_ALPHA})", metavar="ALPHA"),
     Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR"),
 )

@@ -109,7 +109,7 @@ class SequentialRun:
         settings = self.gate_state.settings
         self.gate = SequentialGate({k: self.members[k] for k in inside}, self.order,
                                    cached=self.cached & inside, margin=float(settings.max_regression),
-                                   alpha=float(settings.sequential_alpha))
+                                   alpha=float(settings.alpha))
         self._publish()
 
     # -- what a sample may do (any process) -----------------------------------

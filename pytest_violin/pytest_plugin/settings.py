@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP
 from .options import DEFAULT_MAX_ANSWER_MB, DEFAULT_MAX_REGRESSION, PASS_RULES, PROFILES, read_option, resolve_path
 
 __all__ = ["GateSettings", "PASS_RULES", "PROFILES", "ViolinSettings", "parse_gate_settings",
@@ -62,10 +63,12 @@ class GateSettings:
     baseline: Path | None = None
     baseline_label: str | None = None
     max_regression: float = DEFAULT_MAX_REGRESSION
+    max_pass_drop: float = DEFAULT_MAX_PASS_DROP
+    allow_mismatch: bool = False
     report: Path | None = None
     compare: tuple = ()
     sequential: bool = False
-    sequential_alpha: float = 0.05
+    alpha: float = DEFAULT_ALPHA
 
     @property
     def active(self) -> bool:
@@ -147,13 +150,16 @@ def parse_gate_settings(config) -> GateSettings:
     baseline, _ = read_option(config, "baseline")
     max_regression, _ = read_option(config, "max_regression")
     compare, _ = read_option(config, "compare")
+    max_pass_drop, _ = read_option(config, "max_pass_drop")
+    allow_mismatch, _ = read_option(config, "allow_mismatch")
     sequential, _ = read_option(config, "sequential")
-    alpha, _ = read_option(config, "sequential_alpha")
+    alpha, _ = read_option(config, "alpha")
     if sequential and baseline is None:
         raise pytest.UsageError("--violin-sequential needs a baseline to decide against; accepted: "
                                 "--violin-baseline=PATH beside it (ini violin_baseline), or no "
                                 "--violin-sequential")
     return GateSettings(save_baseline=save, baseline=baseline, compare=tuple(compare),
                         baseline_label=None if baseline is None else _raw_text(config, "baseline"),
-                        max_regression=float(max_regression), report=report,
-                        sequential=bool(sequential), sequential_alpha=float(alpha))
+                        max_regression=float(max_regression), max_pass_drop=float(max_pass_drop),
+                        allow_mismatch=bool(allow_mismatch), report=report,
+                        sequential=bool(sequential), alpha=float(alpha))
