@@ -311,7 +311,8 @@ def _load(text: str, metadata) -> OfficialSamples:
         files, base = _parquets(path), path
         if not files:
             raise ManifestError("no .parquet file and no data/Task_* folder; expected "
-                                "violin-test.parquet or the converted folder", path=shown_path(path))
+                                "violin-test.parquet or the converted folder",
+                                path=shown_path(path))
     identity["form"] = "parquet"
     meta = read_metadata(*_metadata_dir(metadata, base, files[0].parent))
     identity["metadata"] = {g: p.name for g, p in meta.files.items()}

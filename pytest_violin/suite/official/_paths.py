@@ -1,4 +1,4 @@
-"""Paths from outside must stay inside their folder (symlinks followed); text from them is shown cut.
+"""Paths from outside stay inside their folder (symlinks followed); text from them is shown cut.
 
 A dataset is hostile until bounded: a metadata CSV may be a symlink to
 ``/proc/self/environ`` (a ``git clone`` of someone's dataset repository), a
@@ -17,7 +17,8 @@ from pathlib import Path
 from ...redaction import redact
 from ...report.text import printable
 
-__all__ = ["inside", "regular_inside", "shown", "shown_path", "MAX_SHOWN", "MAX_PATH_SHOWN"]
+__all__ = ["inside", "regular_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
+           "MAX_PATH_SHOWN"]
 
 #: Characters of a value from a dataset (a cell, a file name, a header) shown in a message.
 MAX_SHOWN = 120
@@ -40,7 +41,7 @@ def regular_inside(path, folder) -> str | None:
     ``.env`` beside the clone) is refused before it is opened.
     """
     if not inside(path, folder):
-        return f"resolves outside {shown(os.path.realpath(folder))}"
+        return f"resolves outside {quoted_path(os.path.realpath(folder))}"
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
@@ -84,3 +85,8 @@ def shown_path(path, limit: int = MAX_PATH_SHOWN) -> str:
         return text
     out = shown(text, limit)
     return out[1:out.rindex("'")] + out[out.rindex("'") + 1:]
+
+
+def quoted_path(path) -> str:
+    """A path for a message, quoted: :func:`shown` with :data:`MAX_PATH_SHOWN` characters."""
+    return quoted_path(path)

@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 
 from ...errors import ManifestError, SuiteError
-from ._paths import regular_inside, shown, shown_path
+from ._paths import quoted_path, regular_inside, shown, shown_path
 from .schema import IMAGE_COLUMNS, MAX_CELL_BYTES, MAX_PROMPT_CHARS, MAX_TEXT_CELL_CHARS
 
 __all__ = ["require_pyarrow", "iter_rows", "sha256_file", "EXTRA_HINT", "BATCH_ROWS",
@@ -163,7 +163,7 @@ def _cell_bytes(value, column: str, where: dict, base: Path):
         why = regular_inside(base / value, base)
         if why is not None:
             raise ManifestError(f"{column} path {shown(value)} {why}; expected image bytes or a "
-                                f"regular file inside {shown(base)}", **where)
+                                f"regular file inside {quoted_path(base)}", **where)
         real = (base / value).resolve()
         if real.stat().st_size > MAX_CELL_BYTES:
             raise ManifestError(f"{column} path {shown(value)} is over {MAX_CELL_BYTES:,} bytes; "
@@ -238,7 +238,8 @@ def iter_rows(path):
     try:
         file_size = os.stat(path).st_size
     except OSError as exc:
-        raise ManifestError(f"cannot be read ({exc.strerror or exc})", path=shown_path(path)) from None
+        raise ManifestError(f"cannot be read ({exc.strerror or exc})",
+                            path=shown_path(path)) from None
     pf = _open(path, pq)
     names = set(pf.schema_arrow.names)
     found = ", ".join(shown(n, 40) for n in sorted(names)[:20]) + (

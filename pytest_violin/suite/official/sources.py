@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..._fs import atomic_write
 from ...errors import ManifestError
-from ._paths import inside, regular_inside, shown, shown_path
+from ._paths import quoted_path, inside, regular_inside, shown, shown_path
 from .parquet import iter_rows
 from .schema import (MASK_TYPES, RAW_FOLDER, TASK_NUMBERS, group_of, gt_folder, parse_number)
 
@@ -70,7 +70,8 @@ def parquet_rows(parquet: Path, data: Path, skipped: dict, seen: dict | None = N
         task_no = parse_number(task)
         if task_no not in TASK_NUMBERS:
             raise ManifestError(f"unknown task {shown(task)}; expected 1 (color var-1), 2 (color "
-                                f"var-2), 3 (geometric) or 4 (image mask)", path=where, field="task")
+                                f"var-2), 3 (geometric) or 4 (image mask)", path=where,
+                                field="task")
         number = parse_number(rec.get("id"))
         if number is None:
             raise ManifestError(f"id {shown(rec.get('id'))} is not an official id; expected id_N",
@@ -96,8 +97,9 @@ def parquet_rows(parquet: Path, data: Path, skipped: dict, seen: dict | None = N
         if task_no == 4:
             image_id = str(rec.get("image_id") or "").strip() or f"id_{number}"
             if not _SAFE_NAME.fullmatch(image_id) or ".." in image_id:
-                raise ManifestError(f"image_id {shown(image_id)} is not a plain file name; expected "
-                                    f"letters, digits, '.', '_' or '-'", path=where, field="image_id")
+                raise ManifestError(f"image_id {shown(image_id)} is not a plain file name; "
+                                    f"expected letters, digits, '.', '_' or '-'", path=where,
+                                    field="image_id")
             photo, mask = rec.get("image1_path"), rec.get("image2_path")
             for name, value in (("image1_path", photo), ("image2_path", mask)):
                 if not value:
@@ -150,14 +152,14 @@ def _input_path(value: str | None, root: Path, data: Path, fallback: Path | None
         if cand is not None and cand.is_file():
             if not inside(cand, root):
                 raise ManifestError(f"{field} {shown(value)} resolves outside the dataset folder "
-                                    f"{shown(root)}", path=where, field=field)
+                                    f"{quoted_path(root)}", path=where, field=field)
             return cand.resolve()
     if not value:
         raise ManifestError(f"no {field} for this id; expected the mask task's "
                             f"{'photo' if field == 'image1_path' else 'mask'} path (a file under "
                             f"{RAW_FOLDER}/) in the metadata CSV", path=where, field=field)
     raise ManifestError(f"{field} {shown(value)}: no such image in the dataset folder "
-                        f"{shown(root)}; expected a file under {RAW_FOLDER}/", path=where,
+                        f"{quoted_path(root)}; expected a file under {RAW_FOLDER}/", path=where,
                         field=field)
 
 
