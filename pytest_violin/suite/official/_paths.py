@@ -89,4 +89,4 @@ def shown_path(path, limit: int = MAX_PATH_SHOWN) -> str:
 
 def quoted_path(path) -> str:
     """A path for a message, quoted: :func:`shown` with :data:`MAX_PATH_SHOWN` characters."""
-    return quoted_path(path)
+    return shown(path, MAX_PATH_SHOWN)
