@@ -287,7 +287,7 @@ def _load(text: str, metadata) -> OfficialSamples:
                                 "violin-test.parquet", path=shown_path(folder))
         folder_meta, root = _metadata_dir(metadata, folder, files[0].parent)
         meta = read_metadata(folder_meta, root=bound if metadata is None else root)
-        identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+        identity["metadata"] = {g: shown_path(p.name) for g, p in meta.files.items()}
         return _samples(_from_parquets(files, meta, identity), identity)
     path = Path(text)
     if not path.exists():
@@ -304,7 +304,8 @@ def _load(text: str, metadata) -> OfficialSamples:
         data = data_dir_of(path)
         if data is not None:
             meta = read_metadata(*_metadata_dir(metadata, path, data.parent))
-            identity.update(form="folder", metadata={g: p.name for g, p in meta.files.items()})
+            identity.update(form="folder",
+                            metadata={g: shown_path(p.name) for g, p in meta.files.items()})
             doc, key = _from_folder(path, data, meta)
             identity["key"] = key[:16]
             return _samples(doc, identity)
@@ -315,7 +316,7 @@ def _load(text: str, metadata) -> OfficialSamples:
                                 path=shown_path(path))
     identity["form"] = "parquet"
     meta = read_metadata(*_metadata_dir(metadata, base, files[0].parent))
-    identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+    identity["metadata"] = {g: shown_path(p.name) for g, p in meta.files.items()}
     return _samples(_from_parquets(files, meta, identity), identity)
 
 
