@@ -20,6 +20,15 @@ Peak RSS is the child's ``VmHWM`` (Linux); the parquet is written by another chi
 no process measured holds the generator's arrays.
 
 Memory is flat when the peak RSS of the large and the small file are close.
+
+    python benchmarks/bench_official.py --bomb         # a 64-row dictionary bomb
+
+``--bomb`` writes the hostile file instead: mask rows whose three image cells
+repeat one value of ``--cell-mib`` MiB (a 1x1 PNG and zeros), dictionary
+encoded and zstd compressed, so a file of some tens of KB decodes to
+gigabytes, and no prompts (a loader that decodes it all stops at row 0 after
+its first record batch). It measures the load's peak RSS, its seconds and what
+it left in the official cache; the load must be refused.
 """
 
 from __future__ import annotations
@@ -53,6 +62,62 @@ if phase == "score":
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
 print(len(samples), samples.dataset["rows"], load, peak / 1024)
 '''
+
+
+BOMB_CHILD = r'''
+import os, sys, time
+from pytest_violin import load_suite
+from pytest_violin.errors import ManifestError
+t = time.perf_counter()
+try:
+    load_suite(sys.argv[1])
+    said = "LOADED"
+except ManifestError as exc:
+    said = str(exc)
+took = time.perf_counter() - t
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+print(f"{took} {peak / 1024} {said[:300]}")
+'''
+
+
+def write_bomb(folder: Path, rows: int, cell_mib: int) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import _official_data as od
+
+    cell = od.png(od.solid((1, 2, 3), 1))
+    cell += b"\0" * ((cell_mib << 20) - len(cell))
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    struct = [{"bytes": cell, "path": None}] * rows
+    path = folder / "violin-test.parquet"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({
+        "task": pa.array([4] * rows, pa.int64()), "id": [f"id_{i + 1}" for i in range(rows)],
+        "mask_type": ["inpainting"] * rows, "image_id": [f"img_{i}" for i in range(rows)],
+        "ground_truth": pa.array(struct, image), "image1_path": pa.array(struct, image),
+        "image2_path": pa.array(struct, image)}), str(path), compression="zstd",
+        dictionary_pagesize_limit=(cell_mib + 1) << 20)
+    return path
+
+
+def bomb(rows: int, cell_mib: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        subprocess.run([sys.executable, __file__, "--write-bomb", str(tmp), "--rows", str(rows),
+                        "--cell-mib", str(cell_mib)], check=True)
+        path = tmp / "violin-test.parquet"
+        env = dict(os.environ, VIOLIN_OFFICIAL_CACHE=str(tmp / "cache"))
+        proc = subprocess.run([sys.executable, "-c", BOMB_CHILD, str(path)], env=env,
+                              capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"the load crashed:\n{proc.stderr[-3000:]}")
+        took, peak, said = proc.stdout.split(" ", 2)
+        cached = sum(p.stat().st_size for p in (tmp / "cache").rglob("*") if p.is_file())
+        decoded = 3 * rows * (cell_mib << 20)
+        print(f"file {path.stat().st_size / 1024:.0f} KB, {decoded / 2**30:.1f} GiB decoded; "
+              f"load {float(took):.1f} s, peak RSS {float(peak):.0f} MB, official cache "
+              f"{cached / 2**20:.0f} MB\n  {said.strip()[:200]}")
 
 
 def write_dataset(folder: Path, rows: int, size: int = 512) -> Path:
@@ -117,9 +182,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=3000)
     parser.add_argument("--write", metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--bomb", action="store_true", help="measure a dictionary bomb instead")
+    parser.add_argument("--cell-mib", type=int, default=60, help="--bomb: MiB per image cell")
+    parser.add_argument("--write-bomb", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write:
         write_dataset(Path(args.write), args.rows)
+        return
+    if args.write_bomb:
+        write_bomb(Path(args.write_bomb), args.rows, args.cell_mib)
+        return
+    if args.bomb:
+        bomb(args.rows if args.rows != 3000 else 64, args.cell_mib)
         return
     print(f"{'rows':>6} {'file MB':>8} {'first load s':>12} {'rows/s':>8} {'RSS MB':>8} "
           f"{'cached s':>9} {'score s':>8} {'samples/s':>9} {'RSS MB':>8}")

@@ -208,3 +208,62 @@ def test_data_ships_as_package_data():
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     globs = tomllib.loads(pyproject.read_text("utf-8"))["tool"]["setuptools"]["package-data"]
     assert any(Path(paper.DATA_FILE).match(g) for g in globs["pytest_violin"])
+
+
+# ------------------------------------------------------------------ what the paper's rows sit beside
+def _official_run(per_task, *, scored=None, profile="violin", label="mine"):
+    from pytest_violin.compare.model import Run
+
+    total = sum(per_task.values())
+    records = {f"official/x/id_{i}": {"task": "color", "variation": "v1", "outcome": "passed",
+                                      "metrics": {"rgb_ed": 0.1, "lab_00": 0.1, "sd": 0.0,
+                                                  "ced": 0.0, "hf": 0.0, "mean": 0.04}}
+               for i in range(total if scored is None else scored)}
+    dataset = {"form": "parquet", "source": "VIOLIN/violin-test.parquet", "sha256": "ab" * 32,
+               "rows": total, "samples": total, "per_task": dict(per_task)}
+    return Run(label=label, source="x", kind="results", records=records,
+               metadata={"suite": "VIOLIN/violin-test.parquet", "profile": profile,
+                         "dataset": dataset})
+
+
+def _notes(*runs):
+    from pytest_violin.compare.paper import comparability_notes
+    from pytest_violin.compare.table import build
+
+    return comparability_notes(build(list(runs), paper=published_rows()))
+
+
+def test_a_hand_made_parquet_in_the_official_form_is_not_called_the_official_data():
+    notes = _notes(_official_run({"color/v1": 4, "color/v2": 3, "shape": 3}))
+    line = next(n for n in notes if n.startswith("run mine"))
+    assert "not the paper's dataset" in line and "indicative only" in line
+    assert "color/v1 4 of 435" in line and "mask/random 0 of 1,800" in line
+    assert paper.PAPER_DATASET["source"] in line
+    assert not any("on the official data" in n for n in notes)
+
+
+def test_the_published_counts_are_the_paper_s_and_a_match_says_what_was_checked():
+    counts = paper.PAPER_DATASET["per_task"]
+    assert sum(counts.values()) == paper.PAPER_DATASET["samples"] == 7745
+    assert paper.PAPER_DATASET["source"] == "violin-paper.txt:306"
+    notes = _notes(_official_run(counts))
+    line = next(n for n in notes if n.startswith("run mine"))
+    assert "on the official data" in line and "7745 samples" in line
+    assert ("sha256" in line) and ("checked" in line)
+    subset = _notes(_official_run(counts, scored=100))
+    line = next(n for n in subset if n.startswith("run mine"))
+    assert "subset" in line and "100 of its 7,745" in line and "indicative only" in line
+
+
+def test_a_published_sha256_is_compared_when_there_is_one(monkeypatch):
+    counts = paper.PAPER_DATASET["per_task"]
+    monkeypatch.setitem(paper.PAPER_DATASET, "sha256", "cd" * 32)
+    line = next(n for n in _notes(_official_run(counts)) if n.startswith("run mine"))
+    assert "not the paper's dataset" in line and "sha256 abababababab" in line
+
+
+def test_a_strict_run_beside_the_paper_s_rows_is_warned():
+    counts = paper.PAPER_DATASET["per_task"]
+    notes = _notes(_official_run(counts, profile="strict"))
+    assert any("--violin-profile=strict" in n and "not comparable" in n for n in notes)
+    assert not any("--violin-profile" in n for n in _notes(_official_run(counts)))

@@ -290,7 +290,7 @@ def test_a_converted_folder_without_the_mask_paths_names_the_csv_and_id(tmp_path
 
 
 # ------------------------------------------------------------------ bounds: bytes read from outside
-def test_a_row_group_over_the_decoded_size_cap_is_refused_from_the_footer_before_it_is_read(
+def test_a_row_group_over_the_encoded_size_cap_is_refused_from_the_footer_before_it_is_read(
         tmp_path, rows, monkeypatch):
     from pytest_violin.suite.official import parquet as official_parquet
 

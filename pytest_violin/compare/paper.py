@@ -33,11 +33,25 @@ from ..metrics import COLOR_METRICS, MASK_METRICS, SHAPE_METRICS
 from .model import PublishedRow
 
 __all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_data",
-           "comparability_notes", "PAPER_SAMPLES"]
+           "comparability_notes", "dataset_differences", "PAPER_SAMPLES", "PAPER_DATASET"]
 
 #: Where the paper's rows were measured (its Appendix D.1 and the authors' README).
 PAPER_SAMPLES = ("the official Violin samples (Hugging Face dataset Perkzi/VIOLIN: 7,745 "
                  "samples at 512x512, the mask task on 1,800 BrushNet photographs)")
+
+#: The published dataset's identity, as far as it is published. The paper states the
+#: samples per task (``violin-paper.txt:306``: 435 colour var-1, 1,160 var-2, 750 shapes,
+#: 1,800 per mask type); no SHA-256 of ``violin-test.parquet`` is published in the paper,
+#: the authors' README or a dataset card we could read, so ``sha256`` is None and the
+#: counts are what a run's data is checked against. Set ``sha256`` (the LFS object id of
+#: the hub's ``violin-test.parquet``) to check the file itself.
+PAPER_DATASET = {
+    "per_task": {"color/v1": 435, "color/v2": 1160, "shape": 750, "mask/inpainting": 1800,
+                 "mask/outpainting": 1800, "mask/random": 1800},
+    "samples": 7745,
+    "sha256": None,
+    "source": "violin-paper.txt:306",
+}
 
 
 def _on_official_data(run) -> bool:
@@ -46,28 +60,92 @@ def _on_official_data(run) -> bool:
                                            or data.get("key"))
 
 
+def dataset_differences(data: dict) -> list:
+    """How a run's official data differs from :data:`PAPER_DATASET` (empty: it matches).
+
+    Parameters
+    ----------
+    data : dict
+        The run's ``metadata["dataset"]`` (``per_task``, ``sha256``, ``files``).
+
+    Returns
+    -------
+    list of str
+        ``"color/v1 2 of 435"`` for each task whose count differs, and
+        ``"sha256 ... (published ...)"`` when a published hash is known and
+        no file of the run's data has it.
+    """
+    per = data.get("per_task") if isinstance(data.get("per_task"), dict) else {}
+    out = []
+    for group, want in PAPER_DATASET["per_task"].items():
+        got = per.get(group, 0)
+        if got != want:
+            out.append(f"{group} {got:,} of {want:,}")
+    extra = sorted(set(per) - set(PAPER_DATASET["per_task"]))
+    out += [f"{group} {per[group]} not in the paper" for group in extra[:3]]
+    published = PAPER_DATASET["sha256"]
+    if published:
+        hashes = {str(f.get("sha256")) for f in data.get("files") or () if isinstance(f, dict)}
+        hashes.add(str(data.get("sha256")))
+        if published not in hashes:
+            out.append(f"sha256 {str(data.get('sha256') or 'unknown')[:12]} (published "
+                       f"{published[:12]})")
+    return out
+
+
+def _run_note(run) -> list:
+    meta = getattr(run, "metadata", None) or {}
+    lines = []
+    if not _on_official_data(run):
+        lines.append(f"run {run.label} did not use the paper's samples (suite "
+                     f"{meta.get('suite') or '?'!r}: other photos, masks, prompts, colour pairs "
+                     f"and shape placements); its numbers beside the paper's are indicative only")
+    else:
+        data = meta["dataset"]
+        ident = str(data.get("revision") or data.get("sha256") or data.get("key"))[:12]
+        what = f"{data.get('repo') or data.get('source')}, {ident}"
+        differs = dataset_differences(data)
+        scored = len(getattr(run, "records", None) or ())
+        if differs:
+            lines.append(f"run {run.label}: on data in the official format that is not the "
+                         f"paper's dataset ({what}; samples per task: {', '.join(differs[:8])}; "
+                         f"the paper's counts from {PAPER_DATASET['source']}); its numbers beside "
+                         f"the paper's are indicative only")
+        elif scored and scored < PAPER_DATASET["samples"]:
+            lines.append(f"run {run.label}: on a subset of the official data ({what}: "
+                         f"{scored:,} of its {PAPER_DATASET['samples']:,} samples scored); its "
+                         f"numbers beside the paper's are indicative only")
+        else:
+            checked = ("its sha256" if PAPER_DATASET["sha256"] else
+                       "no sha256 of the dataset is published: its samples per task were checked")
+            lines.append(f"run {run.label}: on the official data ({what}, "
+                         f"{data.get('samples', '?')} samples, as the paper's counts "
+                         f"({PAPER_DATASET['source']}); {checked})")
+    profile = meta.get("profile")
+    if profile and profile != "violin":
+        lines.append(f"run {run.label} used --violin-profile={profile}: only 'violin' reads and "
+                     f"scores as the reference scripts do, so its numbers are not comparable "
+                     f"with the paper's")
+    return lines
+
+
 def comparability_notes(comparison) -> list:
     """Lines saying where the paper's rows and each run were measured (empty without paper rows).
 
-    The paper's rows come from :data:`PAPER_SAMPLES`; a run on any other
-    suite (the built-in ``violin`` suite generates its own photos, masks,
-    prompts, colour pairs and shape placements) is said not to have used
-    them, so its numbers beside the paper's are read as indicative only.
+    The paper's rows come from :data:`PAPER_SAMPLES`. A run is said to be on
+    the official data only when its data's identity matches
+    :data:`PAPER_DATASET` (the samples per task; the sha256 when one is
+    published) and it scored all of it; a run on any other suite or data
+    (the built-in ``violin`` suite generates its own photos, masks, prompts,
+    colour pairs and shape placements; a hand-made parquet in the official
+    format), on a subset, or under a profile other than ``violin`` is said
+    to be so, its numbers beside the paper's indicative only.
     """
     if not any(getattr(r, "published", False) for r in getattr(comparison, "rows", ()) or ()):
         return []
     lines = [f"paper rows: published values, measured on {PAPER_SAMPLES}"]
     for run in getattr(comparison, "runs", ()) or ():
-        meta = getattr(run, "metadata", None) or {}
-        if _on_official_data(run):
-            data = meta["dataset"]
-            ident = data.get("revision") or data.get("sha256") or data.get("key")
-            lines.append(f"run {run.label}: on the official data ({data.get('repo') or data.get('source')}, "
-                         f"{str(ident)[:12]}, {data.get('samples', '?')} samples)")
-        else:
-            lines.append(f"run {run.label} did not use the paper's samples (suite "
-                         f"{meta.get('suite') or '?'!r}: other photos, masks, prompts, colour pairs "
-                         f"and shape placements); its numbers beside the paper's are indicative only")
+        lines += _run_note(run)
     return lines
 
 #: The package data file, relative to the ``pytest_violin`` package.

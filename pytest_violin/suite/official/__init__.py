@@ -29,7 +29,9 @@ from pathlib import Path
 
 from ..._fs import atomic_write
 from ...errors import ManifestError, SuiteError
+from ...report.text import printable
 from ..sample import Sample
+from ._paths import regular_inside, shown, shown_path
 from .loader import INDEX_VERSION, build_index, cache_root, write_json
 from .metadata import read_metadata
 from .schema import sample_id
@@ -47,52 +49,80 @@ class OfficialSamples(list):
     dataset: dict = {}
 
 
-def _parquets(folder: Path) -> list:
-    found = sorted(p for p in folder.rglob("*.parquet") if p.is_file() and ".cache" not in p.parts)
+def _parquets(folder: Path, root: Path | None = None) -> list:
+    """The ``*.parquet`` files of ``folder`` (``violin-test.parquet`` when there is one).
+
+    Each must resolve to a regular file inside ``root`` (default ``folder``):
+    a clone holding a link out of itself is refused, naming the link.
+    """
+    root = folder if root is None else root
+    found = sorted(p for p in folder.rglob("*.parquet") if ".cache" not in p.parts)
+    for p in found:
+        why = regular_inside(p, root)
+        if why is not None:
+            raise ManifestError(f"parquet {why}; expected a regular file inside "
+                                f"{shown_path(root)} (a symlink out of the dataset is not "
+                                f"followed)", path=shown_path(p))
     preferred = [p for p in found if p.name == "violin-test.parquet"]
     return preferred or found
 
 
 def is_official_source(name_or_path) -> bool:
-    """Whether ``--violin-suite`` names official data (``hf:``, a parquet, a converted folder)."""
+    """Whether ``--violin-suite`` names official data (``hf:``, a parquet, a converted folder).
+
+    A path ending ``.parquet`` is official data whether or not it exists, so
+    that a missing one is "file not found", not "unknown suite".
+    """
     text = str(name_or_path)
     if text.startswith("hf:"):
         return True
     path = Path(text)
-    if path.is_file():
-        return path.suffix.lower() == ".parquet"
+    if path.suffix.lower() == ".parquet" and not path.is_dir():
+        return True
     if path.is_dir() and not (path / "manifest.jsonl").exists():
         return data_dir_of(path) is not None or bool(_parquets(path))
     return False
 
 
 def _metadata_dir(explicit, *candidates):
+    """``(metadata folder or None, the folder its files must resolve into)``."""
     if explicit is not None:
-        return Path(explicit)
+        return Path(explicit), Path(explicit)
     for cand in candidates:
         if cand is not None and (cand / "metadata").is_dir():
-            return cand / "metadata"
-    return None
+            return cand / "metadata", cand
+    return None, None
 
 
 def _sha_memo(path: Path) -> str:
-    """SHA-256 of a (large) file, remembered by path, size and mtime in the cache."""
+    """SHA-256 of a (large) file, remembered by its identity in the file system.
+
+    The key is every field of ``stat`` that a rewrite of the file changes and
+    that nobody can set back: the device and inode (a new file replacing it),
+    the size and the inode change time ``st_ctime_ns`` (a rewrite in place
+    sets it to now, and ``touch -d`` or ``os.utime`` restoring the mtime sets
+    it again). Size and mtime alone were restored in a minute.
+    """
     from .parquet import sha256_file
 
     info = path.stat()
-    key = hashlib.blake2b(f"{path.resolve()}|{info.st_size}|{info.st_mtime_ns}".encode(),
-                          digest_size=12).hexdigest()
+    ident = (f"{path.resolve()}|{info.st_dev}|{info.st_ino}|{info.st_size}|{info.st_mtime_ns}|"
+             f"{info.st_ctime_ns}")
+    key = hashlib.blake2b(ident.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
     memo = cache_root() / "sha256" / key
     try:
-        return memo.read_text().strip()
+        text = memo.read_text().strip()
+        if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
+            return text
     except OSError:
-        digest = sha256_file(path)
-        try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(memo, digest.encode())
-        except OSError:
-            pass
-        return digest
+        pass
+    digest = sha256_file(path)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(memo, digest.encode())
+    except OSError:
+        pass
+    return digest
 
 
 def _load_index(index: Path):
@@ -125,9 +155,11 @@ def _from_parquets(files, meta, identity: dict):
         total = sum(pq.ParquetFile(str(p)).metadata.num_rows for p in files)
         bar = _progress(total)
 
+        seen = {}  # one id in two files is refused, not written over the first one's images
+
         def rows():
             for p in files:
-                yield from parquet_rows(p, root / "data", skipped)
+                yield from parquet_rows(p, root / "data", skipped, seen)
 
         records, notes = build_index(rows(), meta, root / "masks-normalized", skipped, bar)
         bar.close()
@@ -138,13 +170,18 @@ def _from_parquets(files, meta, identity: dict):
 
 
 def _folder_key(root: Path, data: Path, meta) -> str:
+    """The key of a converted folder's index: every file's identity (as :func:`_sha_memo`'s)."""
     digest = hashlib.blake2b(digest_size=16)
-    digest.update(str(root.resolve()).encode() + meta.digest.encode())
+    digest.update(str(root.resolve()).encode("utf-8", "surrogateescape") + meta.digest.encode())
     for dirpath, dirnames, filenames in os.walk(data):
         dirnames.sort()
         for name in sorted(filenames):
-            st = os.stat(os.path.join(dirpath, name))
-            digest.update(f"{dirpath}/{name}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:  # a dangling link: the pass over the rows names it, if it is read
+                continue
+            digest.update(f"{dirpath}/{name}|{st.st_dev}|{st.st_ino}|{st.st_size}|"
+                          f"{st.st_mtime_ns}|{st.st_ctime_ns}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -215,37 +252,71 @@ def load_official(source, *, metadata=None) -> OfficialSamples:
     ManifestError
         One line naming the file, the row or id and what was expected.
     """
-    text = str(source)
+    try:
+        return _load(str(source), metadata)
+    except (ManifestError, SuiteError) as exc:
+        # the one boundary: whatever a message quotes of the dataset leaves it printable
+        text = str(exc)
+        if text.isprintable() and len(text) <= _MAX_MESSAGE:
+            raise
+        raise type(exc)(_one_line(text)) from None
+
+
+#: Characters of a loader error, at most (its start and its "expected ..." end are kept).
+_MAX_MESSAGE = 2000
+
+
+def _one_line(text: str) -> str:
+    if len(text) > _MAX_MESSAGE:
+        text = f"{text[:_MAX_MESSAGE // 2]} ... {text[-_MAX_MESSAGE // 2:]}"
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _load(text: str, metadata) -> OfficialSamples:
     identity = {"source": text}
     if text.startswith("hf:"):
-        from .hub import download
+        from .hub import download, hub_cache_dir, repo_cache
 
         folder, repo, commit = download(text)
         identity.update(form="hub", repo=repo, revision=commit)
-        files = _parquets(folder)
+        # the snapshot's files are links into the repository's blobs/: that folder bounds them
+        bound = repo_cache(hub_cache_dir(), repo)
+        files = _parquets(folder, bound)
         if not files:
             raise ManifestError("the hub snapshot holds no .parquet file; expected "
-                                "violin-test.parquet", path=folder)
-        meta = read_metadata(_metadata_dir(metadata, folder, files[0].parent))
-        identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+                                "violin-test.parquet", path=shown_path(folder))
+        folder_meta, root = _metadata_dir(metadata, folder, files[0].parent)
+        meta = read_metadata(folder_meta, root=bound if metadata is None else root)
+        identity["metadata"] = {g: shown_path(p.name) for g, p in meta.files.items()}
         return _samples(_from_parquets(files, meta, identity), identity)
     path = Path(text)
     if not path.exists():
-        raise SuiteError(f"official data {text!r} does not exist")
+        what = "file" if path.suffix.lower() == ".parquet" else "file or folder"
+        raise SuiteError(f"official data {shown(text)}: {what} not found; expected "
+                         f"violin-test.parquet, a folder holding it, the converted folder "
+                         f"(data/Task_*) or hf:OWNER/NAME")
     if path.is_file():
         files, base = [path], path.parent
+    elif path.suffix.lower() == ".parquet" and not path.is_dir():
+        raise SuiteError(f"official data {shown(text)} is not a regular file; expected a .parquet "
+                         f"file")
     else:
         data = data_dir_of(path)
         if data is not None:
-            meta = read_metadata(_metadata_dir(metadata, path, data.parent))
-            identity.update(form="folder", metadata={g: p.name for g, p in meta.files.items()})
+            meta = read_metadata(*_metadata_dir(metadata, path, data.parent))
+            identity.update(form="folder",
+                            metadata={g: shown_path(p.name) for g, p in meta.files.items()})
             doc, key = _from_folder(path, data, meta)
             identity["key"] = key[:16]
             return _samples(doc, identity)
         files, base = _parquets(path), path
+        if not files:
+            raise ManifestError("no .parquet file and no data/Task_* folder; expected "
+                                "violin-test.parquet or the converted folder",
+                                path=shown_path(path))
     identity["form"] = "parquet"
-    meta = read_metadata(_metadata_dir(metadata, base, files[0].parent))
-    identity["metadata"] = {g: p.name for g, p in meta.files.items()}
+    meta = read_metadata(*_metadata_dir(metadata, base, files[0].parent))
+    identity["metadata"] = {g: shown_path(p.name) for g, p in meta.files.items()}
     return _samples(_from_parquets(files, meta, identity), identity)
 
 

@@ -25,10 +25,11 @@ from pathlib import Path
 
 from ..._fs import atomic_write
 from ...errors import SuiteError
+from ._paths import shown
 from .parquet import EXTRA_HINT
 
-__all__ = ["parse_hub_spec", "hub_cache_dir", "offline", "download", "MAX_HUB_BYTES",
-           "HUB_TIMEOUT_S"]
+__all__ = ["parse_hub_spec", "hub_cache_dir", "offline", "download", "repo_cache",
+           "MAX_HUB_BYTES", "HUB_TIMEOUT_S"]
 
 _SPEC = re.compile(r"hf:([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:@([\w./-]{1,128}))?")
 ALLOW = ["*.parquet", "**/*.parquet", "metadata/*.csv", "*metadata*.csv", "**/*metadata*.csv"]
@@ -126,7 +127,7 @@ def _keep_ref(cache: Path, repo_id: str, revision, commit: str) -> None:
     name = revision or "main"
     if name == commit:
         return
-    ref = cache / ("datasets--" + repo_id.replace("/", "--")) / "refs" / name
+    ref = repo_cache(cache, repo_id) / "refs" / name
     try:
         if not ref.is_file() or ref.read_text().strip() != commit:
             atomic_write(ref, commit)
@@ -136,6 +137,38 @@ def _keep_ref(cache: Path, repo_id: str, revision, commit: str) -> None:
 
 def _commit_of(snapshot: Path) -> str:
     return snapshot.name if re.fullmatch(r"[0-9a-f]{40}", snapshot.name) else ""
+
+
+def repo_cache(cache: Path, repo_id: str) -> Path:
+    """The cache folder of a dataset repository (its ``refs/``, ``snapshots/`` and ``blobs/``)."""
+    return cache / ("datasets--" + repo_id.replace("/", "--"))
+
+
+def _one_snapshot(spec: str, cache: Path, repo_id: str, revision, folder: Path) -> Path:
+    """``folder`` when it is exactly one cached commit's snapshot of the repository, else refused.
+
+    The hub client turns ``refs/<branch>`` into a folder name as it reads it: an
+    empty ref gives ``snapshots/`` itself (every cached revision at once), a ref
+    holding ``..`` a folder outside the cache.
+    """
+    snapshots = repo_cache(cache, repo_id) / "snapshots"
+    real = Path(os.path.realpath(folder))
+    if real.parent == Path(os.path.realpath(snapshots)) and _commit_of(real):
+        return folder
+    try:
+        cached = sorted(p.name for p in snapshots.iterdir() if _commit_of(p))
+    except OSError:
+        cached = []
+    ref = repo_cache(cache, repo_id) / "refs" / (revision or "main")
+    try:
+        said = ref.read_text(encoding="utf-8", errors="replace")[:100]
+    except OSError:
+        said = "(none)"
+    listed = ", ".join(c[:12] for c in cached[:5]) + (" ..." if len(cached) > 5 else "")
+    raise SuiteError(f"{spec}: the Hugging Face cache does not resolve {revision or 'main'!r} to "
+                     f"one snapshot (refs/{revision or 'main'} holds {shown(said, 60)}; cached "
+                     f"revisions: {listed or 'none'}); expected one revision: give "
+                     f"hf:{repo_id}@<commit> or download it once online")
 
 
 def download(spec: str) -> tuple[Path, str, str]:
@@ -179,9 +212,9 @@ def download(spec: str) -> tuple[Path, str, str]:
         first = (str(exc).splitlines() or [""])[0][:200]
         raise SuiteError(f"{spec}: the Hugging Face hub download failed "
                          f"({type(exc).__name__}: {first})") from None
-    folder = Path(folder)
+    folder = _one_snapshot(spec, cache, repo_id, revision, Path(folder))
     if pinned != revision and _commit_of(folder) == pinned:
         _keep_ref(cache, repo_id, revision, pinned)
     if local_only:
-        _refuse_over_cap(spec, _cached_sizes(folder), f"in the cache {str(folder)!r}")
-    return folder, repo_id, _commit_of(folder) or str(revision or "")
+        _refuse_over_cap(spec, _cached_sizes(folder), f"in the cache {shown(folder)}")
+    return folder, repo_id, _commit_of(Path(os.path.realpath(folder)))

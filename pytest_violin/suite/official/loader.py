@@ -19,6 +19,7 @@ import cv2
 
 from ...errors import InvalidImageError, ManifestError
 from ...imaging import as_rgb8, encode_png, probe_image_file
+from ._paths import quoted_path
 from .infer import mask_polarity, prompt_shape, prompt_split, shape_class, split_of
 from .schema import MAX_CELL_BYTES, MASK_VARIATIONS
 
@@ -44,8 +45,8 @@ def _read(path: Path, what: str, where: str):
         return as_rgb8(path, reader="opencv")
     except (InvalidImageError, OSError) as exc:
         reason = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason}); expected "
-                            f"a PNG, JPEG or WebP image within the image limits",
+        raise ManifestError(f"{what} {quoted_path(path)} is not a usable image ({reason}); "
+                            f"expected a PNG, JPEG or WebP image within the image limits",
                             path=where) from None
 
 
@@ -54,8 +55,8 @@ def _probe(path: Path, what: str, where: str):
         return probe_image_file(path)
     except InvalidImageError as exc:
         reason = getattr(exc, "problem", str(exc))
-        raise ManifestError(f"{what} {str(path)!r} is not a usable image ({reason}); expected "
-                            f"a PNG, JPEG or WebP image within the image limits",
+        raise ManifestError(f"{what} {quoted_path(path)} is not a usable image ({reason}); "
+                            f"expected a PNG, JPEG or WebP image within the image limits",
                             path=where) from None
 
 
@@ -69,14 +70,14 @@ def _sha(path: Path, where: str) -> str:
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > MAX_CELL_BYTES:
-            raise ManifestError(f"ground truth {str(path)!r} is {size:,} bytes, over the limit "
-                                f"of {MAX_CELL_BYTES:,} bytes per image file; expected a PNG, "
-                                f"JPEG or WebP image within the image limits", path=where)
+            raise ManifestError(f"ground truth {quoted_path(path)} is {size:,} bytes, over the "
+                                f"limit of {MAX_CELL_BYTES:,} bytes per image file; expected a "
+                                f"PNG, JPEG or WebP image within the image limits", path=where)
         read = 0
         for block in iter(lambda: fh.read(1 << 20), b""):
             read += len(block)
             if read > MAX_CELL_BYTES:  # grew while read
-                raise ManifestError(f"ground truth {str(path)!r} grew over the limit of "
+                raise ManifestError(f"ground truth {quoted_path(path)} grew over the limit of "
                                     f"{MAX_CELL_BYTES:,} bytes while read", path=where)
             digest.update(block)
     return digest.hexdigest()[:16]

@@ -30,7 +30,8 @@ import re
 
 __all__ = ["TASK_NUMBERS", "MASK_TYPES", "MASK_VARIATIONS", "GT_FOLDERS", "RAW_FOLDER",
            "IMAGE_COLUMNS", "parse_number", "group_of", "sample_id", "gt_folder", "group_of_sample",
-           "MAX_CELL_BYTES"]
+           "MAX_CELL_BYTES", "MAX_PROMPT_CHARS", "MAX_TEXT_CELL_CHARS", "METADATA_NAMES",
+           "metadata_name"]
 
 #: ``task`` value -> (plugin task, variation or None when read per row).
 TASK_NUMBERS = {1: ("color", "v1"), 2: ("color", "v2"), 3: ("shape", None), 4: ("mask", None)}
@@ -46,6 +47,16 @@ RAW_FOLDER = "Task_Image_Mask_raw_image"
 IMAGE_COLUMNS = ("ground_truth", "image1_path", "image2_path")
 #: Largest image cell (or file) read, in bytes: 64 MiB.
 MAX_CELL_BYTES = 64 * 1024 * 1024
+#: Longest prompt, in characters (the paper's prompts are one or two sentences; a
+#: megabyte prompt would be copied into every report, index and request).
+MAX_PROMPT_CHARS = 4000
+#: Longest ``task``, ``id``, ``mask_type`` or ``image_id`` cell, in characters.
+MAX_TEXT_CELL_CHARS = 256
+#: The metadata CSV each group's prompts are read from, as the authors' generation
+#: scripts name it (other spellings are recognised: :func:`.metadata.classify`).
+METADATA_NAMES = {"color/v1": "Task_Color_Var1_metadata.csv",
+                  "color/v2": "Task_Color_Var2_metadata.csv",
+                  "shape": "Task_Geometric_metadata.csv"}
 
 _NUMBER = re.compile(r"(?:id_)?(\d{1,9})")
 
@@ -82,6 +93,13 @@ def group_of_sample(sid: str) -> tuple[str, int] | None:
     """Inverse of :func:`sample_id`: ``(group, number)`` or None."""
     m = re.fullmatch(r"official/(.+)/id_(\d+)", sid)
     return (m.group(1), int(m.group(2))) if m else None
+
+
+def metadata_name(group: str) -> str:
+    """``Task_Color_Var1_metadata.csv``, ..., ``Task_Image_Mask_<mask_type>_metadata.csv``."""
+    if group.startswith("mask/"):
+        return f"Task_Image_Mask_{group.split('/', 1)[1]}_metadata.csv"
+    return METADATA_NAMES[group]
 
 
 def gt_folder(group: str) -> str:

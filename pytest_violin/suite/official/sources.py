@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..._fs import atomic_write
 from ...errors import ManifestError
-from ._paths import inside
+from ._paths import quoted_path, inside, regular_inside, shown, shown_path
 from .parquet import iter_rows
 from .schema import (MASK_TYPES, RAW_FOLDER, TASK_NUMBERS, group_of, gt_folder, parse_number)
 
@@ -49,15 +49,18 @@ def _write(path: Path, data) -> None:
     atomic_write(path, data)
 
 
-def parquet_rows(parquet: Path, data: Path, skipped: dict):
+def parquet_rows(parquet: Path, data: Path, skipped: dict, seen: dict | None = None):
     """Yield the :class:`Row` of every parquet row, writing its images under ``data``.
 
     Rows without ``task`` and ``variation`` are skipped (as the authors'
-    converter skips them) and counted in ``skipped``.
+    converter skips them) and counted in ``skipped``. ``seen`` (group, id ->
+    where) is shared by the files of one dataset: an id in two files is
+    refused, naming both, before the second one's images are written over
+    the first one's.
     """
-    seen = {}
+    seen = {} if seen is None else seen
     for n, rec in iter_rows(parquet):
-        where = f"{parquet} row {n}"
+        where = f"{shown_path(parquet)} row {n}"
         task = rec.get("task")
         if task is None:
             task = rec.get("variation")
@@ -66,21 +69,24 @@ def parquet_rows(parquet: Path, data: Path, skipped: dict):
             continue
         task_no = parse_number(task)
         if task_no not in TASK_NUMBERS:
-            raise ManifestError(f"unknown task {task!r}; expected 1 (color var-1), 2 (color var-2), "
-                                f"3 (geometric) or 4 (image mask)", path=where, field="task")
+            raise ManifestError(f"unknown task {shown(task)}; expected 1 (color var-1), 2 (color "
+                                f"var-2), 3 (geometric) or 4 (image mask)", path=where,
+                                field="task")
         number = parse_number(rec.get("id"))
         if number is None:
-            raise ManifestError(f"id {rec.get('id')!r} is not an official id; expected id_N",
+            raise ManifestError(f"id {shown(rec.get('id'))} is not an official id; expected id_N",
                                 path=where, field="id")
         mask_type = str(rec.get("mask_type") or "").strip() or "inpainting"
         if task_no == 4 and mask_type not in MASK_TYPES:
-            raise ManifestError(f"unknown mask_type {mask_type!r}; expected "
+            raise ManifestError(f"unknown mask_type {shown(mask_type)}; expected "
                                 f"{', '.join(MASK_TYPES)}", path=where, field="mask_type")
         group = group_of(task_no, mask_type)
         if (group, number) in seen:
-            raise ManifestError(f"id_{number} of {group} occurs twice (first in row "
-                                f"{seen[(group, number)]})", path=where, field="id")
-        seen[(group, number)] = n
+            raise ManifestError(f"id_{number} of {group} occurs twice: first in "
+                                f"{seen[(group, number)]} (ids are compared as numbers: id_5 "
+                                f"and id_05 are one id); expected each id once in the dataset",
+                                path=where, field="id")
+        seen[(group, number)] = where
         gt = rec.get("ground_truth")
         if not gt:
             raise ManifestError(f"id_{number}: no ground_truth image; expected an image struct "
@@ -91,8 +97,9 @@ def parquet_rows(parquet: Path, data: Path, skipped: dict):
         if task_no == 4:
             image_id = str(rec.get("image_id") or "").strip() or f"id_{number}"
             if not _SAFE_NAME.fullmatch(image_id) or ".." in image_id:
-                raise ManifestError(f"image_id {image_id!r} is not a plain file name; expected "
-                                    f"letters, digits, '.', '_' or '-'", path=where, field="image_id")
+                raise ManifestError(f"image_id {shown(image_id)} is not a plain file name; "
+                                    f"expected letters, digits, '.', '_' or '-'", path=where,
+                                    field="image_id")
             photo, mask = rec.get("image1_path"), rec.get("image2_path")
             for name, value in (("image1_path", photo), ("image2_path", mask)):
                 if not value:
@@ -144,34 +151,54 @@ def _input_path(value: str | None, root: Path, data: Path, fallback: Path | None
     for cand in candidates:
         if cand is not None and cand.is_file():
             if not inside(cand, root):
-                raise ManifestError(f"{field} {value!r} resolves outside the dataset folder "
-                                    f"{str(root)!r}", path=where, field=field)
+                raise ManifestError(f"{field} {shown(value)} resolves outside the dataset folder "
+                                    f"{quoted_path(root)}", path=where, field=field)
             return cand.resolve()
     if not value:
         raise ManifestError(f"no {field} for this id; expected the mask task's "
                             f"{'photo' if field == 'image1_path' else 'mask'} path (a file under "
                             f"{RAW_FOLDER}/) in the metadata CSV", path=where, field=field)
-    raise ManifestError(f"{field} {value!r}: no such image in the dataset folder {str(root)!r}; "
-                        f"expected a file under {RAW_FOLDER}/", path=where, field=field)
+    raise ManifestError(f"{field} {shown(value)}: no such image in the dataset folder "
+                        f"{quoted_path(root)}; expected a file under {RAW_FOLDER}/", path=where,
+                        field=field)
+
+
+def _ground_truths(folder: Path, root: Path, skipped: dict) -> list:
+    """``[(number, path)]`` of the ``id_N`` images of ``folder``, each id once.
+
+    ``id_5.png``, ``id_05.png``, ``id_5.jpg`` and ``id_5.PNG`` are all id 5:
+    two of them are refused, naming both, rather than one silently chosen.
+    """
+    found = {}
+    for entry in os.scandir(folder):
+        m = _GT_NAME.fullmatch(entry.name)
+        if m is None:
+            if entry.is_file():
+                key = f"not an id_N image file in {folder.name}/"
+                skipped[key] = skipped.get(key, 0) + 1
+            continue
+        path = Path(entry.path)
+        why = regular_inside(path, root)
+        if why is not None:
+            raise ManifestError(f"ground truth {why}; expected a regular image file inside the "
+                                f"dataset folder (a symlink out of it is not followed)",
+                                path=shown_path(path))
+        number = int(m.group(1))
+        if number in found:
+            first, second = sorted([found[number], path])
+            raise ManifestError(f"id_{number} has two ground truths: {shown_path(first)} and "
+                                f"{shown_path(second)} (ids are compared as numbers, whatever "
+                                f"the zero-padding, extension or case); expected one file per "
+                                f"id", path=shown_path(folder))
+        found[number] = path
+    return sorted(found.items())
 
 
 def folder_rows(root: Path, data: Path, meta, skipped: dict):
     """Yield the :class:`Row` of every ``id_N`` ground truth of a converted folder."""
     for group, folder in _groups(data):
-        files = []
-        for entry in os.scandir(folder):
-            m = _GT_NAME.fullmatch(entry.name)
-            if m and entry.is_file():
-                files.append((int(m.group(1)), Path(entry.path)))
-            elif entry.is_file():
-                key = f"not an id_N image file in {folder.name}/"
-                skipped[key] = skipped.get(key, 0) + 1
-        files.sort()
-        for number, path in files:
-            if not inside(path, root):
-                raise ManifestError(f"ground truth resolves outside the dataset folder "
-                                    f"{str(root)!r}", path=path)
-            row = Row(str(path), group, number, None, path.resolve())
+        for number, path in _ground_truths(folder, root, skipped):
+            row = Row(shown_path(path), group, number, None, path.resolve())
             if group.startswith("mask/"):
                 info = meta.lookup(group, number) or {}
                 where = f"{meta.file_of(group)} id {number}"
