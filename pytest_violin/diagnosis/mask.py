@@ -39,8 +39,8 @@ from ..metrics.mask import BLACK_THRESHOLD
 from ..tasks.mask import LIMITS
 from .model import Finding
 
-__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN_PX", "OFFSET_MIN_PX", "OFFSET_MAX_PX",
-           "ALTERED_PSNR_DB", "INVERTED_SHARE", "BLACKED_OUT_SHARE", "diagnose_mask", "edge_width"]
+__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN_PX", "OFFSET_MIN_PX",
+           "OFFSET_MAX_PX", "ALTERED_PSNR_DB", "INVERTED_SHARE", "BLACKED_OUT_SHARE", "diagnose_mask", "edge_width"]
 
 #: Share of the masked core that is not black reported as a leak (1%).
 LEAK_MIN_SHARE = 0.01
@@ -48,8 +48,8 @@ LEAK_MIN_SHARE = 0.01
 GRAY_FILL_STD = 6.0
 #: Mean gray of a masked core that is black by the threshold (<= 30) but not
 #: black enough: the first level the default ``mask.leak`` limit (the mean
-#: gray / 255 there) fails, 6 for a limit of 0.02. A JPEG of pure black stays
-#: at 0-2 in the core.
+#: gray / 255 there) fails, 6 for a limit of 0.02. The exact answers of 200
+#: mask samples re-encoded as JPEG q90 stay below it (no finding).
 DARK_FILL_MIN_GRAY = math.floor(LIMITS["leak"] * 255) + 1
 #: Transition width (px) reported as a feathered edge; an exact answer's
 #: step measures 1 px.
