@@ -10,6 +10,16 @@
 * ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
   [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
   (and with the paper's published rows) in the paper's layout.
+
+Exit status (pytest's numbers, so a script treats both alike):
+
+* 0: done;
+* 1: the command could not finish: an output could not be written (an
+  ``OSError``: disk full, no permission) or an internal error;
+* 4: usage error: a bad argument or option, or input that is not accepted
+  (a RUN that does not exist or is not a run, runs that cannot be compared,
+  a suite or manifest that does not load); one line names the value and
+  what is accepted.
 """
 
 from __future__ import annotations
@@ -21,7 +31,22 @@ from pathlib import Path
 
 from .errors import ViolinError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE"]
+
+#: Exit statuses (module docstring): pytest's OK, TESTS_FAILED and USAGE_ERROR.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors exit :data:`EXIT_USAGE` (argparse's own is 2).
+
+    Sub-commands' parsers are of this class too (``add_subparsers`` makes
+    them with the parent's class), so each prints its own usage.
+    """
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
 def _positive_int(text: str) -> int:
@@ -39,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .suite import SUITES
     from .suite.sample import TASKS
 
-    parser = argparse.ArgumentParser(prog="python -m pytest_violin",
-                                     description="Violin suites: export and inspect samples.")
+    parser = _Parser(prog="python -m pytest_violin",
+                     description="Violin suites: export and inspect samples.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare}")
 
     def add_source(p):
@@ -57,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: $VIOLIN_PHOTOS_DIR or scikit-image's)")
 
     ex = sub.add_parser("export", help="write manifest.jsonl and PNGs of a suite")
+    ex.set_defaults(command_parser=ex)
     ex.add_argument("out_dir", metavar="OUT_DIR")
     add_source(ex)
     ex.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -64,14 +90,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="PNG zlib level (default 1)")
 
     ls = sub.add_parser("list", help="print sample counts per task and variation")
+    ls.set_defaults(command_parser=ls)
     add_source(ls)
 
     sh = sub.add_parser("sheet", help="draw a contact sheet PNG of expected images")
+    sh.set_defaults(command_parser=sh)
     sh.add_argument("out_png", metavar="OUT_PNG")
     add_source(sh)
     sh.add_argument("--columns", type=_positive_int, default=10)
 
     cmp = sub.add_parser("compare", help="compare runs side by side (and with the paper)")
+    cmp.set_defaults(command_parser=cmp)
     cmp.add_argument("runs", nargs="+", metavar="RUN",
                      help="a --violin-report folder or results.json, a baseline file, or "
                           "dir:FOLDER of saved images (with --suite)")
@@ -170,14 +199,16 @@ def _print_counts(samples, suite, out) -> None:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status (module docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # errors found after parsing are the sub-command's: its usage, not the top-level one
+    command_parser = args.command_parser
     try:
         if args.command == "compare":
-            _compare(args, parser, sys.stdout)
-            return 0
-        samples = _load(args, parser)
+            _compare(args, command_parser, sys.stdout)
+            return EXIT_OK
+        samples = _load(args, command_parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)
         elif args.command == "export":
@@ -195,14 +226,17 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
     except ViolinError as exc:
+        from .errors import InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return 1
+        return EXIT_FAILED if isinstance(exc, InternalError) else EXIT_USAGE
     except OSError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 1
-    return 0
+        from .report.text import printable
+
+        sys.stderr.write(f"error: {printable(exc)}\n")
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

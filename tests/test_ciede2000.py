@@ -222,3 +222,82 @@ def test_atan2f_is_the_c_library_function_where_that_is_fdlibm():
     x = np.concatenate([x, anywhere[1], np.float32([-0.0, -0.0, 0.0, -0.0, 1e-38])])
     want = np.array([libm.atan2f(float(a), float(b)) for a, b in zip(y, x)], np.float32)
     np.testing.assert_array_equal(atan2f(y, x).view(np.uint32), want.view(np.uint32))
+
+
+# The child of the test below: prints, as JSON, whether numpy dispatches to AVX-512 here, the
+# project's lab_00 and per-pixel value of the tie example, and what numpy's own float32 arctan2
+# path (the reference's skimage call) gives for the same pixel.
+_DISPATCH_CHILD = r"""
+import json
+import numpy as np
+from skimage.color import deltaE_ciede2000
+try:
+    from numpy._core._multiarray_umath import __cpu_features__ as features
+except ImportError:  # numpy < 2
+    from numpy.core._multiarray_umath import __cpu_features__ as features
+from pytest_violin.metrics import color_metrics
+from pytest_violin.metrics._lab import lab8_to_cie32
+from pytest_violin.metrics._ref32 import ciede2000_32
+
+exp = np.full((16, 16, 3), (0x2E, 0x8B, 0x57), np.uint8)
+gen = np.full((16, 16, 3), (0xF5, 0x00, 0xD9), np.uint8)
+g, r = lab8_to_cie32(np.array([[144, 220, 82]])), lab8_to_cie32(np.array([[132, 88, 148]]))
+print(json.dumps({
+    "avx512": bool(features.get("AVX512F")) and any(features.get(k) for k in ("X86_V4", "AVX512_SKX")),
+    "lab_00": color_metrics(gen, exp)["lab_00"],
+    "ref32": float(ciede2000_32(g, r)[0]),
+    "numpy_arctan2_path": float(deltaE_ciede2000(g, r)[0]),
+}))
+"""
+
+
+def _avx512_off_env():
+    """This environment with numpy's AVX-512 dispatch turned off.
+
+    Only names this numpy dispatches to *and* this CPU has (numpy refuses to
+    disable what it does not know or what is not there, depending on its
+    version): e.g. ``X86_V4 AVX512_ICL`` on an AVX-512 machine, none elsewhere.
+    """
+    import os
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    names = [f for f in __cpu_dispatch__
+             if ("AVX512" in f or f == "X86_V4") and __cpu_features__.get(f)]
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    if names:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(names)
+    return env, names
+
+
+def test_the_tie_example_is_the_same_with_numpy_avx512_dispatch_on_and_off(record_property):
+    """#2E8B57 expected, #F500D9 answered: an exactly opposite hue. numpy's float32 arctan2 takes
+    AVX-512 code where the CPU has it, and the reference's own call (skimage on float32 Lab) then
+    gives 50.09 instead of 82.56; the project's value is 82.56 either way (its own atan2f)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    off_env, names = _avx512_off_env()
+    on_env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    on, off = ({**json.loads(subprocess.run([sys.executable, "-c", _DISPATCH_CHILD], env=env,
+                                            capture_output=True, text=True, check=True,
+                                            timeout=300).stdout), "disabled": disabled}
+               for env, disabled in ((on_env, ""), (off_env, " ".join(names))))
+    record_property("avx512_dispatch_on", on)
+    record_property("avx512_dispatch_off", off)
+    assert not off["avx512"]
+    # the project's function: one value, with and without AVX-512
+    assert on["lab_00"] == off["lab_00"] == pytest.approx(0.8256, abs=1e-4)
+    assert on["ref32"] == off["ref32"] == pytest.approx(82.5584, abs=1e-3)
+    # numpy's own path: the portable loop (glibc's atan2f) is the reference's value ...
+    assert off["numpy_arctan2_path"] == pytest.approx(82.5584, abs=1e-3)
+    if on["avx512"]:
+        # ... and AVX-512 takes the other branch: a project value computed through numpy's
+        # arctan2 would differ between the two children, which this test would catch
+        assert on["numpy_arctan2_path"] == pytest.approx(50.09, abs=0.01)
+    else:
+        assert on["numpy_arctan2_path"] == off["numpy_arctan2_path"]  # nothing to turn off here

@@ -33,8 +33,23 @@ def test_list_other_suite_and_tasks(capsys):
 def test_bad_options_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
-    assert info.value.code == 2
-    assert "usage:" in capsys.readouterr().err
+    assert info.value.code == 4  # pytest's usage error, the CLI's documented status
+    err = capsys.readouterr().err
+    assert "usage:" in err
+    if argv[0] in ("list", "export"):  # the sub-command's usage, also for errors found after parsing
+        assert err.startswith(f"usage: python -m pytest_violin {argv[0]} ")
+
+
+def test_input_that_does_not_load_is_a_usage_error_and_a_failed_write_is_not(tmp_path, capsys):
+    bad = tmp_path / "manifest.jsonl"
+    bad.write_text("{not json\n")
+    assert main(["list", "--suite", str(bad)]) == 4
+    assert str(bad) in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    # the output cannot be written (its folder is a file): the command failed, exit 1
+    assert main(["sheet", str(blocker / "sheet.png"), "--limit", "2"]) == 1
+    assert capsys.readouterr().err.startswith("error: ")
 
 
 def test_export_writes_manifest_pngs_and_progress(tmp_path, capsys):

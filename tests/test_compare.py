@@ -193,6 +193,59 @@ def test_a_run_of_another_profile_is_refused_unless_allowed(made, two, tmp_path)
     assert "warning: profile differs" in render(comp, "terminal")
 
 
+def _subset(made, tmp_path, name, keep, edit=None):
+    """The noisy run's results.json cut to its first ``keep`` samples, with the fingerprint the
+    plugin writes for a run holding only those (a sequential gate's, a selection's)."""
+    from pytest_violin.gating.records import suite_fingerprint
+
+    def cut(doc):
+        del doc["samples"][keep:]
+        if edit is not None:
+            edit(doc["samples"])
+        doc["metadata"]["fingerprint"] = suite_fingerprint(
+            (r["sample_id"], r["extra"].get("definition", "")) for r in doc["samples"])
+
+    return _copy_results(made, tmp_path, name, cut)
+
+
+def test_a_run_of_a_subset_of_the_samples_is_compared_on_the_shared_ones(made, two, tmp_path, capsys):
+    full = two[1]
+    sub = load_run(str(_subset(made, tmp_path, "seq.json", 5)), label="seq")
+    assert sub.metadata["fingerprint"] != full.metadata["fingerprint"]
+    comp = build([full, sub], resamples=50)
+    assert comp.shared == 5 and not comp.mismatches
+    (note,) = comp.notes
+    assert "seq holds a subset of the samples of python:violin_models:noisy" in note
+    assert "the 5 samples they share are defined alike, so those are compared" in note
+    for fmt in ("terminal", "md"):
+        assert "holds a subset" in render(comp, fmt)
+    assert main(["compare", str(made / "noisy"), str(tmp_path / "seq.json"), "--label", "full",
+                 "--label", "seq"]) == 0
+    out = capsys.readouterr().out
+    assert "seq holds a subset of the samples of full" in out and "full: 7 samples dropped" in out
+    # a baseline file holds the same definitions (its samples' "definition")
+    base = load_run(str(made / "noisy.json"), label="base")
+    assert build([base, sub], resamples=50).notes
+
+
+def test_a_subset_whose_samples_are_defined_differently_is_still_refused(made, two, tmp_path):
+    def redefine(samples):
+        samples[2]["extra"]["definition"] = "0" * 32
+
+    changed = load_run(str(_subset(made, tmp_path, "changed.json", 5, redefine)), label="changed")
+    with pytest.raises(InvalidArgumentError, match="fingerprint differs") as info:
+        build([two[1], changed])
+    assert "1 of the 5 samples the runs share are defined differently" in str(info.value)
+
+    def forget(samples):
+        for r in samples:
+            r["extra"].pop("definition")
+
+    bare = load_run(str(_subset(made, tmp_path, "bare.json", 5, forget)), label="bare")
+    with pytest.raises(InvalidArgumentError, match="bare records no sample definitions"):
+        build([two[1], bare])
+
+
 # --------------------------------------------------------------------------- formats
 
 
@@ -267,11 +320,19 @@ def test_cli_writes_every_format(made, tmp_path, capsys):
     assert "Violin comparison of 2 run(s)" in capsys.readouterr().out
     assert main([*args, "--format", "csv", "--output", str(tmp_path / "c.csv")]) == 0
     assert {r["label"] for r in csv.DictReader((tmp_path / "c.csv").open())} == {"A", "B"}
-    assert main(["compare", str(made / "oracle"), str(tmp_path / "nope")]) == 1
+    # bad input and bad arguments are one thing, a usage error: exit 4, as pytest's
+    assert main(["compare", str(made / "oracle"), str(tmp_path / "nope")]) == 4
     assert "nope" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         main([*args, "--label", "C"])
-    assert info.value.code == 2
+    assert info.value.code == 4
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--format", "html"])
+    assert info.value.code == 4
+    err = capsys.readouterr().err
+    # the compare command's own usage, not the top-level one
+    assert err.startswith("usage: python -m pytest_violin compare ") and "--output" in err
+    assert "{export,list,sheet,compare}" not in err
 
 
 def test_violin_compare_prints_the_comparison_and_adds_it_to_summary_md(made, pytester):

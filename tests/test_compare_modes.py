@@ -87,10 +87,12 @@ def test_the_run_summary_rule_is_the_one_used(tmp_path):
     kinds = ["gradient", "objects", "objects", "noise", "wrong_color-"]
     a = _run(tmp_path, "A", kinds)
     raw = json.loads((tmp_path / "A" / "results.json").read_text())["samples"]
-    ((task, n, expected),) = failure_modes(raw)
+    (expected,) = failure_modes(raw)
     (color,) = build([a], resamples=50).modes
-    assert color.runs[0].diagnosed == n
-    assert {k: s for k, s, _ in expected} == color.runs[0].shares
+    cell = color.runs[0]
+    assert (cell.failing, cell.recorded, cell.diagnosed) == (expected.failing, expected.recorded,
+                                                            expected.diagnosed)
+    assert {k: s for k, s, _ in expected.modes} == cell.shares
 
 
 def test_a_run_without_diagnoses_says_so_and_gets_no_change(tmp_path):

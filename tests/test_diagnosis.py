@@ -175,6 +175,41 @@ def test_masked_pixels_at_gray_60():
     assert abs(n["gray"] - 60) <= PX
 
 
+@pytest.mark.parametrize("level", [6, 12, 20, 30])
+@pytest.mark.parametrize("sid", ["mask/random/astronaut/n148", "mask/random/coins/n102",
+                                 "mask/random/colorwheel/n003", "mask/outpaint/coins/n086"])
+def test_a_dark_gray_fill_is_named_with_its_level(sid, level):
+    """Gray 6-30 is black for the regions (gray <= 30) but fails leak and edge: the fill is named,
+    with its level, and nothing else (the first three read as a feathered edge before)."""
+    sample = next(s for s in _suite("violin") if s.id == sid)
+    keep = sample.inputs[1][:, :, 0] >= 128
+    img = sample.expected()
+    img[~keep] = level
+    metrics = sample.score(img)
+    assert metrics["leak"] > 0.02 and metrics["iou"] == 0.0
+    d = diagnose(sample, img)
+    assert d.kinds == ("gray_fill",), d.texts()
+    assert d.first.numbers["gray"] == level and f"gray {level}" in d.first.text
+
+
+def test_a_dark_masked_area_that_is_not_one_gray_is_a_leak():
+    sample, source, keep, exp = _mask_case()
+    img = exp.copy()
+    rng = np.random.default_rng(3)
+    img[~keep] = rng.integers(0, 31, size=(int((~keep).sum()), 1), dtype=np.uint8)  # dark noise, mean 15
+    n = _first(diagnose(sample, img), "leak")
+    assert abs(n["mean_gray"] - 15) <= PX and n["share"] > 0.7
+
+
+def test_an_exact_mask_answer_with_pure_black_keeps_no_dark_finding():
+    from pytest_violin.diagnosis.mask import DARK_FILL_MIN_GRAY
+
+    sample, _, keep, exp = _mask_case()
+    img = exp.copy()
+    img[~keep] = DARK_FILL_MIN_GRAY - 1  # passes the default leak limit (5/255 < 0.02)
+    assert sample.score(img)["leak"] <= 0.02 and not diagnose(sample, img)
+
+
 def test_inverted_mask():
     sample, source, keep, _ = _mask_case()
     img = source.copy()
@@ -346,11 +381,27 @@ def test_failure_modes_count_first_findings_of_failing_samples():
         + [_record("color", "failed", "wrong_color", dL=-2.0)] \
         + [_record("color", "passed", "objects"), _record("color", "failed")] \
         + [_record("mask", "failed", "leak")]
-    (task, n, modes), (task2, n2, _) = failure_modes(records)
-    assert (task, n, task2, n2) == ("color", 6, "mask", 1)
-    assert modes == [("gradient", 0.5, None), ("wrong_color", 0.5, "lighter")]
-    assert failure_mode_lines(records) == ["color (6 failing): 50% gradient, 50% wrong_color (mostly lighter)",
-                                           "mask (1 failing): 100% leak"]
+    color, mask = failure_modes(records)
+    assert (color.task, color.failing, color.recorded, color.diagnosed) == ("color", 7, 6, 6)
+    assert (mask.task, mask.failing, mask.diagnosed) == ("mask", 1, 1)
+    assert color.modes == [("gradient", 0.5, None), ("wrong_color", 0.5, "lighter")]
+    assert failure_mode_lines(records) == [
+        "color (7 failing, 6 with a finding): 50% gradient, 50% wrong_color (mostly lighter)",
+        "mask (1 failing): 100% leak"]
+
+
+def test_every_failing_sample_is_counted_with_or_without_a_finding():
+    """37 failing mask samples, one with a finding: the line says 37, and a task whose failing
+    samples have no finding still gets its line."""
+    from pytest_violin.diagnosis.summary import failure_mode_lines
+
+    no_finding = {"task": "mask", "outcome": "failed", "extra": {"diagnosis": []}}
+    records = [_record("mask", "failed", "feathered_edge")] + [no_finding] * 36
+    assert failure_mode_lines(records) == ["mask (37 failing, 1 with a finding): 100% feathered_edge"]
+    assert failure_mode_lines([no_finding] * 36 + [_record("color", "failed", "gradient")]) == [
+        "mask (36 failing, none with a finding)", "color (1 failing): 100% gradient"]
+    # nothing diagnosed at all (an error on every one): no section, rather than a line of zeros
+    assert failure_mode_lines([_record("mask", "failed")] * 3) == []
 
 
 def test_summary_md_lists_failure_modes_only_when_diagnosed():
@@ -379,6 +430,21 @@ def test_report_html_shows_the_diagnosis_and_filters_by_kind():
     assert 'data-outcome="passed" data-kinds=""' in page
     assert escape(text) in page and "<th>diagnosis</th>" in page
     assert '<select id="f-kind"' not in render_html([_scored(sample, sample.expected())])
+
+
+def test_a_dark_gray_mask_answer_is_counted_by_its_fill():
+    from pytest_violin.report.markdown import render_markdown
+    from pytest_violin.report.terminal import format_summary
+    from pytest_violin.results import ResultsStore
+
+    sample, _, keep, exp = _mask_case()
+    img = exp.copy()
+    img[~keep] = 12
+    store = ResultsStore()
+    store.add(_scored(sample, img))
+    lines = format_summary(store)
+    assert lines[lines.index("failure modes:") + 1] == "  mask (1 failing): 100% gray_fill"
+    assert "- mask (1 failing): 100% gray\\_fill" in render_markdown(store.results)
 
 
 def test_terminal_summary_lists_failure_modes():
@@ -436,6 +502,9 @@ def _held_out_cases():
         img = s.expected()
         img[~keep] = 60
         yield "gray 60", s, img, "gray_fill", lambda n: abs(n["gray"] - 60) <= PX
+        img = s.expected()
+        img[~keep] = 12
+        yield "dark gray 12", s, img, "gray_fill", lambda n: abs(n["gray"] - 12) <= PX
         img = source.copy()
         img[keep] = 0
         yield "inverted", s, img, "inverted_mask", lambda n: True

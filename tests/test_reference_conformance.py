@@ -395,10 +395,11 @@ def _held_out_cases():
 def _reference_platform_env():
     """Environment for a child numpy that uses its portable loops, not AVX-512."""
     try:
-        from numpy._core._multiarray_umath import __cpu_dispatch__
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_dispatch__
-    disable = [f for f in __cpu_dispatch__ if "AVX512" in f or f == "X86_V4"]
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    # only what this CPU has: numpy refuses (or warns about) disabling a feature that is not there
+    disable = [f for f in __cpu_dispatch__ if ("AVX512" in f or f == "X86_V4") and __cpu_features__.get(f)]
     env = dict(os.environ)
     env["NPY_DISABLE_CPU_FEATURES"] = " ".join(disable)
     return env

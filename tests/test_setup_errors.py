@@ -83,13 +83,20 @@ def test_a_rejected_key_is_a_setup_error_with_the_servers_reason(name, sample, m
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_a_server_that_does_not_answer_in_time_is_an_error(name, sample, monkeypatch, tmp_path):
-    with FaultServer(default=Reply.json({}, delay=5)) as server:
+    # the server holds every request until the test is over (its delay is waited on the server's
+    # stop event): no answer ever comes, however loaded the machine, and the client gives up
+    with FaultServer(default=Reply.json({}, delay=3600)) as server:
         adapter = _adapter(name, server, monkeypatch, tmp_path, timeout=0.2)
         with pytest.raises(GenerationError) as info:
             adapter.generate(GenerationRequest.from_sample(sample))
         adapter.close()
-    assert info.value.unjudged and "timed out" in str(info.value)
-    assert not isinstance(info.value, (SetupError, GenerationRefused))
+        received = len(server.requests)
+    error = info.value
+    assert received >= 1 and error.status is None  # the request arrived, no answer came back
+    assert error.unjudged and not isinstance(error, (SetupError, GenerationRefused))
+    # which time-out ends it depends on the load: the attempt's own, or the sample's budget
+    # (2 x the timeout) spent before a retry could start; both are a time-out, never a verdict
+    assert "timed out" in str(error) or "no time left in the sample's budget" in str(error)
 
 
 def test_a_safety_400_stays_the_samples_refusal(sample, monkeypatch, tmp_path):

@@ -90,6 +90,7 @@ def _notes(comparison) -> list:
     from .paper import comparability_notes
 
     lines = [f"warning: {_line(m)}" for m in comparison.mismatches]
+    lines += [_line(n) for n in getattr(comparison, "notes", ())]
     lines += [printable(n) for n in comparability_notes(comparison)]
     if comparison.all_samples:
         lines.append("all samples of every run compared (--all-samples): runs may differ in "

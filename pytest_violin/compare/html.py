@@ -215,6 +215,8 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     out = [f'<section id="violin-compare"><h2>{_e(heading)}</h2>']
     for m in comparison.mismatches or ():
         out.append(f'<div class="banner warn">{_e(m)}</div>')
+    for m in getattr(comparison, "notes", None) or ():
+        out.append(f'<div class="banner">{_e(m)}</div>')
     from .paper import comparability_notes
 
     for m in comparability_notes(comparison):  # where the paper's rows and each run were measured

@@ -28,6 +28,11 @@ class Run:
         ``error`` and ``extra`` with thumbnails), in suite order. Records
         loaded from files hold only these keys (cut to bounded lengths), not
         the whole results.json record: a run may hold 1,000,000 of them.
+    digests : bytes or None
+        The sample definition digests the run recorded (16 bytes each, in
+        the order of ``records``), or None when some record has none; what
+        the suite fingerprint is made of, so runs holding different samples
+        of one suite can be told apart from runs of a changed suite.
     """
 
     label: str
@@ -37,6 +42,26 @@ class Run:
     # not in the repr: a run may hold 1,000,000 records (a message or a log line
     # that shows a Run must not format them all)
     records: dict = field(default_factory=dict, repr=False)
+    digests: bytes | None = field(default=None, repr=False)
+
+    def definitions(self, ids) -> dict | None:
+        """Sample id -> definition digest (32 hex digits) of ``ids``; None when one is unknown.
+
+        From :attr:`digests`, else from the records themselves (a run built
+        from full result records, ``extra.definition``).
+        """
+        if self.digests is not None and len(self.digests) == 16 * len(self.records):
+            at = {sid: i for i, sid in enumerate(self.records)}
+            return {sid: self.digests[16 * at[sid]:16 * at[sid] + 16].hex() for sid in ids}
+        out = {}
+        for sid in ids:
+            rec = self.records.get(sid) or {}
+            extra = rec.get("extra") if isinstance(rec.get("extra"), dict) else {}
+            digest = rec.get("definition") or extra.get("definition")
+            if not isinstance(digest, str) or not digest:
+                return None
+            out[sid] = digest
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,6 +152,9 @@ class Comparison:
         Run label -> why its dropped samples were left out (``"not held by B"``).
     modes : list of TaskModes
         Failure modes per task and run (:mod:`pytest_violin.compare.modes`).
+    notes : list of str
+        Facts shown above the table that are no warning (runs holding
+        different samples of one suite: why their fingerprints differ).
     """
 
     runs: list
@@ -138,3 +166,4 @@ class Comparison:
     all_samples: bool = False
     dropped_reasons: dict = field(default_factory=dict)
     modes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)

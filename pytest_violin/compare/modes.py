@@ -86,19 +86,6 @@ class TaskModes:
         return 100.0 * (other.shares.get(kind, 0.0) - first.shares.get(kind, 0.0))
 
 
-def _counts(records) -> dict:
-    """Task -> [failing, with a recorded diagnosis]."""
-    out: dict = {}
-    for rec in records:
-        if rec.get("outcome") != "failed":
-            continue
-        row = out.setdefault(str(rec.get("task", "")), [0, 0])
-        row[0] += 1
-        extra = rec.get("extra")
-        row[1] += isinstance(extra, dict) and isinstance(extra.get("diagnosis"), list)
-    return out
-
-
 def build_modes(runs, selected=None) -> list:
     """The failure-mode table of ``runs``.
 
@@ -118,17 +105,18 @@ def build_modes(runs, selected=None) -> list:
     per_run = []
     for run in runs:
         records = list((selected or {}).get(run.label, run.records.values()))
-        modes = {task: (n, dict((k, s) for k, s, _ in m), {k: w for k, _, w in m if w})
-                 for task, n, m in failure_modes(records)}
-        per_run.append((run.label, _counts(records), modes))
-    tasks = list(dict.fromkeys(t for _, counts, _ in per_run for t in counts))
+        per_run.append((run.label, {t.task: t for t in failure_modes(records)}))
+    tasks = list(dict.fromkeys(task for _, modes in per_run for task in modes))
     out = []
     for task in tasks:
         cells = []
-        for label, counts, modes in per_run:
-            failing, recorded = counts.get(task, (0, 0))
-            n, shares, ways = modes.get(task, (0, {}, {}))
-            cells.append(RunModes(label, failing, recorded, n, shares, ways))
+        for label, modes in per_run:
+            t = modes.get(task)
+            if t is None:
+                cells.append(RunModes(label, 0, 0, 0))
+                continue
+            cells.append(RunModes(label, t.failing, t.recorded, t.diagnosed, {k: s for k, s, _ in t.modes},
+                                  {k: w for k, _, w in t.modes if w}))
         best: dict = {}
         for cell in cells:
             for kind, share in cell.shares.items():

@@ -226,7 +226,8 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     return sid, rec
 
 
-def _records(path, samples, id_key, suite) -> dict:
+def _records(path, samples, id_key, suite) -> tuple:
+    """``(sample id -> record, the definition digests or None)`` of a run's sample list."""
     if not isinstance(samples, list):
         raise InvalidArgumentError(f"{path}: 'samples' must be a list")
     if len(samples) > MAX_SAMPLES:
@@ -234,13 +235,33 @@ def _records(path, samples, id_key, suite) -> dict:
                                    f"accepted")
     interned: dict = {}
     out: dict = {}
+    digests: bytearray | None = bytearray()
     for i, raw in enumerate(samples):
         sid, rec = _record(path, raw, id_key, suite, interned)
         if sid in out:
             raise InvalidArgumentError(f"{path}: sample id {sid!r} occurs more than once")
         out[sid] = rec
+        if digests is not None:
+            digests = _add_digest(digests, raw)
         samples[i] = None  # the parsed record is not needed any more: memory stays flat
-    return out
+    return out, (bytes(digests) if digests is not None else None)
+
+
+def _add_digest(digests: bytearray, raw) -> bytearray | None:
+    """``digests`` with the record's definition digest (16 bytes) added; None when it has none.
+
+    A baseline keeps it as ``definition``, a results.json as ``extra.definition``
+    (:func:`pytest_violin.gating.records.sample_definition`, 32 hex digits).
+    """
+    extra = raw.get("extra")
+    digest = raw.get("definition") or (extra.get("definition") if isinstance(extra, Mapping) else None)
+    if type(digest) is not str or len(digest) != 32:
+        return None
+    try:
+        digests += bytes.fromhex(digest)
+    except ValueError:
+        return None
+    return digests
 
 
 def _label(label, meta, fallback) -> str:
@@ -264,10 +285,10 @@ def _meta(path, doc) -> dict:
 def _from_results(path: Path, doc, label) -> Run:
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
-    records = _records(path, doc.get("samples"), "sample_id", suite)
+    records, digests = _records(path, doc.get("samples"), "sample_id", suite)
     _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
     return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
-               kind="results", metadata=meta, records=records)
+               kind="results", metadata=meta, records=records, digests=digests)
 
 
 def _attach_thumbnails(path: Path, records: dict) -> None:
@@ -299,9 +320,9 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
 def _from_baseline(path: Path, doc, label) -> Run:
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
-    records = _records(path, doc.get("samples"), "id", suite)
+    records, digests = _records(path, doc.get("samples"), "id", suite)
     return Run(label=_label(label, meta, path.stem), source=str(path), kind="baseline",
-               metadata=meta, records=records)
+               metadata=meta, records=records, digests=digests)
 
 
 # --------------------------------------------------------------------------- dir:
@@ -326,13 +347,12 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
     from .. import __version__
     from ..gating.records import sample_digest, suite_fingerprint
 
-    held = [s for s in samples if s.id in records]
+    held = {s.id: sample_digest(s.to_manifest()) for s in samples if s.id in records}
     meta = {"suite": str(suite_name), "profile": "violin", "adapter": spec,
-            "package_version": __version__,
-            "fingerprint": suite_fingerprint((s.id, sample_digest(s.to_manifest())) for s in held),
+            "package_version": __version__, "fingerprint": suite_fingerprint(held.items()),
             "samples": len(records)}
     return Run(label=_label(label, {}, root.name or spec), source=spec, kind="dir",
-               metadata=meta, records=records)
+               metadata=meta, records=records, digests=b"".join(bytes.fromhex(held[sid]) for sid in records))
 
 
 def _score_dir(root: Path, samples, progress) -> dict:

@@ -56,13 +56,22 @@ def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = F
     if not runs:
         raise InvalidArgumentError("compare needs at least one RUN, got none")
     _unique_labels(runs)
-    mismatches = _mismatches(runs)
-    if mismatches and not allow_mismatch:
-        raise InvalidArgumentError("runs differ and are not compared (pass --allow-mismatch to "
-                                   "compare them anyway): " + "; ".join(mismatches))
     shared_ids = set(runs[0].records)
     for run in runs[1:]:
         shared_ids &= set(run.records)
+    found = _mismatches(runs)
+    notes = []
+    if "fingerprint" in found:  # one suite, different samples held: not a mismatch
+        note, why = _held_samples(runs, shared_ids, all_samples)
+        if note:
+            del found["fingerprint"]
+            notes.append(note)
+        else:
+            found["fingerprint"] += why
+    mismatches = list(found.values())
+    if mismatches and not allow_mismatch:
+        raise InvalidArgumentError("runs differ and are not compared (pass --allow-mismatch to "
+                                   "compare them anyway): " + "; ".join(mismatches))
     dropped, reasons = {}, {}
     if not all_samples:
         if len(runs) > 1 and not shared_ids:
@@ -95,7 +104,7 @@ def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = F
     from .modes import build_modes
 
     return Comparison(runs=runs, rows=rows, pairs=pairs, dropped=dropped,
-                      shared=len(shared_ids), mismatches=mismatches if allow_mismatch else [],
+                      shared=len(shared_ids), mismatches=mismatches if allow_mismatch else [], notes=notes,
                       all_samples=bool(all_samples), dropped_reasons=reasons,
                       modes=build_modes(runs, selected))
 
@@ -109,15 +118,55 @@ def _unique_labels(runs) -> None:
             run.label = f"{base} #{seen[base]}"
 
 
-def _mismatches(runs) -> list:
-    out = []
+def _mismatches(runs) -> dict:
+    """Key of :data:`MISMATCH_KEYS` -> what differs, of the keys whose recorded values differ."""
+    out = {}
     for key in MISMATCH_KEYS:
         values = {r.label: r.metadata.get(key) for r in runs}
         known = {str(v) for v in values.values() if v is not None}  # a list/dict from a file too
         if len(known) > 1:
             shown = ", ".join(f"{_shown(label)}: {_shown(v, 40)}" for label, v in values.items())
-            out.append(f"{key.replace('_', ' ')} differs ({shown})")
+            out[key] = f"{key.replace('_', ' ')} differs ({shown})"
     return out
+
+
+def _held_samples(runs, shared_ids, all_samples: bool) -> tuple:
+    """Whether differing suite fingerprints only say that the runs hold different samples.
+
+    The fingerprint covers the samples a run holds, so a sequential gate's run,
+    a ``--violin-limit`` or a ``-k`` selection differs from the full run of
+    the same suite. Returns ``(note, "")`` when every run recorded the
+    definitions of the samples they share and those agree, else ``(None, why)``
+    with why the difference stands (added to the mismatch's message).
+    """
+    if not shared_ids:
+        return None, ""
+    first = None
+    for run in runs:
+        defs = run.definitions(shared_ids)
+        if defs is None:
+            return None, (f"; {_shown(run.label)} records no sample definitions, so its "
+                          f"{len(shared_ids):,} samples shared with the other runs could not be checked "
+                          f"to be the same samples")
+        if first is None:
+            first = defs
+            continue
+        differ = sorted(sid for sid in shared_ids if defs[sid] != first[sid])
+        if differ:
+            return None, (f"; {len(differ):,} of the {len(shared_ids):,} samples the runs share are "
+                          f"defined differently (e.g. {_shown(differ[0])!r}): a changed suite")
+    larger = [r for r in runs if len(r.records) > len(shared_ids)]
+    if not larger:  # the same samples, defined alike: the recorded fingerprints do not match them
+        return None, "; the runs hold the same samples, defined alike: a recorded fingerprint does not match them"
+    subsets = [_shown(r.label) for r in runs if len(r.records) == len(shared_ids)]
+    held = ", ".join(f"{_shown(r.label)}: {len(r.records):,}" for r in runs)
+    which = (f"{', '.join(subsets)} {'holds' if len(subsets) == 1 else 'hold'} a subset of the samples of "
+             f"{', '.join(_shown(r.label) for r in larger)} (a sequential gate, --violin-limit or a "
+             f"selection)" if subsets else "they overlap")
+    what = "each run is compared on all its samples (--all-samples)" if all_samples else "those are compared"
+    return (f"the suite fingerprints differ only because the runs hold different samples of one suite "
+            f"({held}): {which}, and the {len(shared_ids):,} samples they share are defined alike, so "
+            f"{what}"), ""
 
 
 def _shown(text, limit: int = 80) -> str:

@@ -9,7 +9,10 @@ the metrics' black threshold (gray <= 30,
   ``(dx, dy)`` (its per-column and per-row pixel counts best aligned,
   accepted when the move halves the IoU loss);
 * ``gray_fill`` / ``leak``: the masked area is not black, uniformly (one
-  gray level) or not (the photo or something else shows through);
+  gray level) or not (the photo or something else shows through); a dark
+  gray (up to gray 30) is black for the regions but not for ``leak``, the
+  mean gray there, nor for ``edge``, so from
+  :data:`DARK_FILL_MIN_GRAY` on it is named as well ("dark gray 12");
 * ``feathered_edge``: the transition across the mask's border is wider than
   a pixel: the answer's gray over the source's, binned by the signed
   distance to the border (``cv2.distanceTransform``), rises from 10% to 90%
@@ -33,15 +36,21 @@ import numpy as np
 from ..metrics._common import gray
 from ..metrics._regions import region_iou_distance
 from ..metrics.mask import BLACK_THRESHOLD
+from ..tasks.mask import LIMITS
 from .model import Finding
 
-__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "FEATHER_MIN_PX", "OFFSET_MIN_PX", "OFFSET_MAX_PX",
-           "ALTERED_PSNR_DB", "INVERTED_SHARE", "BLACKED_OUT_SHARE", "diagnose_mask", "edge_width"]
+__all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN_PX", "OFFSET_MIN_PX",
+           "OFFSET_MAX_PX", "ALTERED_PSNR_DB", "INVERTED_SHARE", "BLACKED_OUT_SHARE", "diagnose_mask", "edge_width"]
 
 #: Share of the masked core that is not black reported as a leak (1%).
 LEAK_MIN_SHARE = 0.01
 #: Largest gray standard deviation of a non-black masked area that is one gray fill.
 GRAY_FILL_STD = 6.0
+#: Mean gray of a masked core that is black by the threshold (<= 30) but not
+#: black enough: the first level the default ``mask.leak`` limit (the mean
+#: gray / 255 there) fails, 6 for a limit of 0.02. The exact answers of 200
+#: mask samples re-encoded as JPEG q90 stay below it (no finding).
+DARK_FILL_MIN_GRAY = math.floor(LIMITS["leak"] * 255) + 1
 #: Transition width (px) reported as a feathered edge; an exact answer's
 #: step measures 1 px.
 FEATHER_MIN_PX = 2.5
@@ -144,6 +153,37 @@ def _psnr(a, b, mask) -> float:
     return math.inf if mse == 0 else 10.0 * math.log10(255.0 ** 2 / mse)
 
 
+def _fill_findings(g_core) -> tuple:
+    """``(fill level or None, findings)`` of the masked core's gray levels.
+
+    Not black (above gray 30) on :data:`LEAK_MIN_SHARE` of it: a
+    ``gray_fill`` when one level (std <= :data:`GRAY_FILL_STD`), else a
+    ``leak``. Black by the threshold but with a mean gray of at least
+    :data:`DARK_FILL_MIN_GRAY`: the same two kinds, said as dark gray. The
+    level is returned for a uniform fill only.
+    """
+    lit = g_core > BLACK_THRESHOLD
+    share = float(lit.mean())
+    std, median = float(np.std(g_core)), float(np.median(g_core))
+    if share >= LEAK_MIN_SHARE:
+        if share >= 0.9 and std <= GRAY_FILL_STD:
+            return median, [Finding("gray_fill", f"masked area filled with gray {median:.0f} instead of black",
+                                    {"gray": median, "std": std, "share": share}, share)]
+        level = float(g_core[lit].mean())
+        return None, [Finding("leak", f"{100 * share:.1f}% of the masked area is not black (mean gray "
+                                      f"{level:.0f} there)", {"share": share, "mean_gray": level}, share)]
+    mean = float(g_core.mean())
+    if mean < DARK_FILL_MIN_GRAY:
+        return None, []
+    dark = float((g_core >= DARK_FILL_MIN_GRAY).mean())
+    why = f"black for the region (gray <= {BLACK_THRESHOLD}), not for leak and edge"
+    if std <= GRAY_FILL_STD:
+        return median, [Finding("gray_fill", f"masked area filled with dark gray {median:.0f} instead of black: "
+                                             f"{why}", {"gray": median, "std": std, "share": dark}, dark)]
+    return None, [Finding("leak", f"{100 * dark:.1f}% of the masked area is dark gray, not black (mean gray "
+                                  f"{mean:.0f}; {why})", {"share": dark, "mean_gray": mean}, dark)]
+
+
 def diagnose_mask(sample, image, expected) -> list:
     """Findings of a masking answer (needs the sample's inputs: source and mask)."""
     inputs = sample.inputs
@@ -202,22 +242,12 @@ def diagnose_mask(sample, image, expected) -> list:
     core = in_masked > CORE_PX + shift
     if not core.any():
         core = masked > 0
-    g_core = g_ans[core]
-    lit = g_core > BLACK_THRESHOLD
-    share = float(lit.mean())
-    if share >= LEAK_MIN_SHARE:
-        level = float(g_core[lit].mean())
-        if share >= 0.9 and float(np.std(g_core)) <= GRAY_FILL_STD:
-            findings.append(Finding(
-                "gray_fill", f"masked area filled with gray {np.median(g_core):.0f} instead of black",
-                {"gray": float(np.median(g_core)), "std": float(np.std(g_core)), "share": share},
-                share))
-        else:
-            findings.append(Finding(
-                "leak", f"{100 * share:.1f}% of the masked area is not black (mean gray "
-                        f"{level:.0f} there)", {"share": share, "mean_gray": level}, share))
+    fill, found = _fill_findings(g_ans[core])
+    findings += found
     if not shift:
-        width = edge_width(g_ans, g_src, signed)
+        # a uniform fill's level removed, the masked side reads black again: only the edge's shape is left
+        g_edge = g_ans if fill is None else np.where(masked > 0, np.clip(g_ans - fill, 0, 255), g_ans)
+        width = edge_width(g_edge, g_src, signed)
         if width is not None and width >= FEATHER_MIN_PX:
             band = np.abs(signed) <= width / 2.0
             findings.append(Finding(

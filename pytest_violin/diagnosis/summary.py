@@ -5,13 +5,18 @@ Reads result records (``results.json`` samples, or
 ``extra.diagnosis`` the run recorded, so a run summary (or a comparison of
 two model versions) says which failure mode dominates and which changed:
 ``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``.
+Every failing sample is counted, with a finding or not, so a task whose
+failures the diagnosers cannot name says so:
+``mask (37 failing, 1 with a finding): 100% feathered_edge``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
-__all__ = ["failure_modes", "failure_mode_lines", "first_findings", "slim_diagnosis", "MAX_KINDS"]
+__all__ = ["TaskFailures", "FailureModes", "failure_modes", "failure_mode_lines", "failing_words",
+           "first_findings", "slim_diagnosis", "MAX_KINDS"]
 
 #: Kinds listed per task (the rest are summed as "other").
 MAX_KINDS = 4
@@ -55,50 +60,105 @@ def slim_diagnosis(findings, interned: dict | None = None) -> list | None:
     return slim
 
 
-def first_findings(records) -> dict:
-    """Task -> the first finding (a dict) of each failing record whose diagnosis has one.
+class TaskFailures(NamedTuple):
+    """The failing samples of one task, as :func:`first_findings` counts them."""
 
-    The rule every failure-mode table uses: a failing sample counts by its
-    diagnosis' first finding (the one that explains most); a passing sample,
-    one not diagnosed, or one diagnosed without a finding does not count.
+    #: Failing samples.
+    failing: int
+    #: Of them, those whose record holds a diagnosis (a list, with findings or not).
+    recorded: int
+    #: The first finding (a dict) of each one with at least one finding.
+    firsts: list
+
+
+class FailureModes(NamedTuple):
+    """One task's failure modes (:func:`failure_modes`)."""
+
+    task: str
+    failing: int
+    recorded: int
+    #: Failing samples with at least one finding: the shares' denominator.
+    diagnosed: int
+    #: ``(kind, share, direction or None)``, largest share first.
+    modes: list
+
+
+def first_findings(records) -> dict:
+    """Task -> :class:`TaskFailures` of its failing records (first-seen order).
+
+    The rule every failure-mode count uses: a failing sample counts by its
+    diagnosis' first finding (the one that explains most); one diagnosed
+    without a finding, or not diagnosed (an error while diagnosing, a record
+    written before diagnoses), counts as failing without a finding; a
+    passing sample does not count.
     """
-    firsts: dict = {}
+    counts: dict = {}
     for rec in records:
-        findings = (rec.get("extra") or {}).get("diagnosis") if isinstance(rec, dict) else None
-        if rec.get("outcome") != "failed" or not findings or not isinstance(findings, list):
+        if not isinstance(rec, dict) or rec.get("outcome") != "failed":
             continue
-        first = findings[0] if isinstance(findings[0], dict) else {}
-        firsts.setdefault(str(rec.get("task", "")), []).append(first)
-    return firsts
+        task = str(rec.get("task", ""))
+        failing, recorded, firsts = counts.get(task, (0, 0, []))
+        extra = rec.get("extra")
+        findings = extra.get("diagnosis") if isinstance(extra, dict) else None
+        if isinstance(findings, list):
+            recorded += 1
+            if findings:
+                firsts.append(findings[0] if isinstance(findings[0], dict) else {})
+        counts[task] = (failing + 1, recorded, firsts)
+    return {task: TaskFailures(*row) for task, row in counts.items()}
 
 
 def failure_modes(records) -> list:
-    """Per task, in first-seen order: ``(task, diagnosed, [(kind, share, direction or None)])``.
+    """Per task with a failing record, in first-seen order: a :class:`FailureModes`.
 
-    ``diagnosed`` counts the failing samples with at least one finding; a
-    kind's ``share`` is the fraction of them whose first finding has that
-    kind; ``direction`` the more common of lighter/darker (``wrong_color``)
-    or larger/smaller (``scale``) among those.
+    A kind's ``share`` is the fraction of the failing samples with a
+    finding whose first finding has that kind; ``direction`` the more
+    common of lighter/darker (``wrong_color``) or larger/smaller
+    (``scale``) among those.
     """
     out = []
-    for task, items in first_findings(records).items():
+    for task, counted in first_findings(records).items():
+        items = counted.firsts
         counts = Counter(str(f.get("kind", "?")) for f in items)
         modes = []
         for kind, n in counts.most_common():
             ways = Counter(d for f in items if f.get("kind") == kind and (d := _direction(f)))
             modes.append((kind, n / len(items), ways.most_common(1)[0][0] if ways else None))
-        out.append((task, len(items), modes))
+        out.append(FailureModes(task, counted.failing, counted.recorded, len(items), modes))
     return out
 
 
+def failing_words(failing: int, recorded: int, diagnosed: int) -> str:
+    """``37 failing``, then how many have a finding when not all do.
+
+    ``37 failing`` (all with a finding), ``37 failing, 1 with a finding``,
+    ``36 failing, none with a finding``, ``36 failing, no diagnosis recorded``.
+    """
+    if diagnosed == failing:
+        return f"{failing} failing"
+    if diagnosed:
+        return f"{failing} failing, {diagnosed} with a finding"
+    return f"{failing} failing, {'none with a finding' if recorded else 'no diagnosis recorded'}"
+
+
 def failure_mode_lines(records) -> list:
-    """One line per task: ``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``."""
+    """One line per task with a failing sample, when any failing sample was diagnosed.
+
+    ``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``;
+    ``mask (37 failing, 1 with a finding): 100% feathered_edge`` (the shares
+    are of the one with a finding); ``mask (36 failing, none with a finding)``.
+    No line at all when no failing record holds a diagnosis.
+    """
+    tasks = failure_modes(records)
+    if not any(t.recorded for t in tasks):
+        return []
     lines = []
-    for task, n, modes in failure_modes(records):
+    for t in tasks:
         parts = [f"{100 * share:.0f}% {kind}" + (f" (mostly {way})" if way else "")
-                 for kind, share, way in modes[:MAX_KINDS]]
-        rest = sum(share for _, share, _ in modes[MAX_KINDS:])
+                 for kind, share, way in t.modes[:MAX_KINDS]]
+        rest = sum(share for _, share, _ in t.modes[MAX_KINDS:])
         if rest:
             parts.append(f"{100 * rest:.0f}% other")
-        lines.append(f"{task} ({n} failing): {', '.join(parts)}")
+        head = f"{t.task} ({failing_words(t.failing, t.recorded, t.diagnosed)})"
+        lines.append(f"{head}: {', '.join(parts)}" if parts else head)
     return lines
