@@ -92,7 +92,28 @@ def test_example_suite_passes_with_the_oracle_and_its_baseline(project):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     out = result.stdout
     assert " passed" in out and " failed" not in out
-    assert "no regression against baseline" in out
+    assert "PASSED: no regression shown against baseline" in out
+
+
+def test_the_realistic_model_is_green_against_its_own_baseline_and_red_when_worse(project):
+    """The real case: a model that fails about half the samples, gated against a baseline of
+    itself; its known failures are xfailed with their numbers, a worse candidate fails the gate."""
+    base = json.loads((project / "baselines" / "production.json").read_text())
+    failing = sum(s["outcome"] != "passed" for s in base["samples"])
+    assert 0.3 * len(base["samples"]) < failing < 0.7 * len(base["samples"])
+    # the shape samples alone (-k) keep the test short; the gate compares the samples run
+    failing = sum(s["outcome"] != "passed" for s in base["samples"] if s["task"] == "shape")
+    same = run(project, "violin", "-rx", "-k", "shape", "--violin-model=python:acme_models:production",
+               "--violin-baseline=baselines/production.json", "--junitxml=junit.xml")
+    out = same.stdout
+    assert same.returncode == 0, out[-3000:] + same.stderr[-2000:]
+    assert f"{failing} xfailed" in out and "known failure: over its limits in the baseline too" in out
+    junit = (project / "junit.xml").read_text()
+    assert re.search(r'<testsuite [^>]*failures="0"', junit) and 'name="gate"' in junit
+    worse = run(project, "violin", "-k", "shape", "--violin-model=python:acme_models:worse",
+                "--violin-baseline=baselines/production.json")
+    assert worse.returncode == 1, worse.stdout[-3000:] + worse.stderr[-2000:]
+    assert "FAILED violin::gate" in worse.stdout and "the model got worse" in worse.stdout
 
 
 @pytest.mark.slow  # a subprocess run with hypothesis shrinking failures: 5-8 s (the oracle run stays in the default run)

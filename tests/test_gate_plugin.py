@@ -9,7 +9,7 @@ import pytest
 
 from pytest_violin.thresholds import KNOWN_METRICS
 
-LIMIT = "--violin-limit=12"
+LIMIT = "--violin-limit=60"  # 12 per variation: every task shares over MIN_SHARED samples
 TASKS = "--violin-tasks=color,shape"
 
 MODELS = '''
@@ -59,23 +59,26 @@ def _baseline(project, name="base.json", *extra):
 def test_oracle_passes_against_itself_and_a_degraded_model_fails(project):
     path = _baseline(project)
     doc = json.loads(path.read_text())
-    assert len(doc["samples"]) == 12 and doc["metadata"]["adapter"] == "oracle"
+    assert len(doc["samples"]) == 60 and doc["metadata"]["adapter"] == "oracle"
     assert {s["task"] for s in doc["samples"]} == {"color", "shape"}
     assert all(s["definition"] for s in doc["samples"])
 
     same = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
                              "-p", "no:cacheprovider")
     assert same.ret == 0
-    same.stdout.fnmatch_lines(["*violin regression gate*", "no regression against baseline*"])
+    same.stdout.fnmatch_lines(["*violin regression gate*", "PASSED: no regression shown against baseline*"])
+    same.assert_outcomes(passed=61)  # the samples and violin::gate
 
     worse = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, TASKS,
                               "--violin-baseline=base.json", "-p", "no:cacheprovider", *LOOSE)
     out = worse.stdout.str()
-    assert "12 passed" in out  # the absolute limits pass ...
-    assert worse.ret == 1  # ... the gate fails the session
-    regressed = re.search(r"FAILED: \d+ regression\(s\) against baseline \S+: (.*)", out).group(1)
-    assert "color" in regressed.split(", ")
-    assert re.search(r"regressed color\s+old 0\.0000\s+new 0\.\d+\s+delta \+0\.\d+\s+95% CI \[\+", out)
+    worse.assert_outcomes(passed=60, failed=1)  # the absolute limits pass, violin::gate fails ...
+    assert worse.ret == 1  # ... and the session
+    regressed = re.search(r"FAILED: the model got worse against baseline \S+: (.*)", out).group(1)
+    assert "color (mean metric)" in regressed
+    assert re.search(r"regressed color\s+\(n=24\)\n\s+mean metric\s+old\s+0\.0000\s+new\s+0\.\d+\s+delta "
+                     r"\+0\.\d+\s+bounds \[\+", out)
+    assert "FAILED violin::gate" in out
 
 
 @pytest.mark.slow  # two workers start: seconds (test_plugin_run's xdist smoke test compares a baseline too)
@@ -123,7 +126,7 @@ def test_interrupted_run_writes_reports_but_no_baseline(project, monkeypatch, mo
     assert result.ret == code
     doc = json.loads((project.path / "out" / "results.json").read_text())
     assert doc["metadata"]["interrupted"] is True
-    assert 1 <= len(doc["samples"]) < 12
+    assert 1 <= len(doc["samples"]) < 60
     assert {s["task"] for s in doc["samples"][:-1]} == {"color"}
     assert "interrupted" in (project.path / "out" / "report.html").read_text()
     assert not (project.path / "base.json").exists()

@@ -204,7 +204,7 @@ def test_bootstrap_rejects_unpaired_input():
 
 
 def test_identical_runs_do_not_regress():
-    recs = make_records(np.random.default_rng(0).random(40) * 0.3)
+    recs = make_records(np.random.default_rng(0).random(100) * 0.3)
     c = compare(baseline_of(recs), baseline_of(recs))
     assert c.ok and not c.improvements and not c.missing and not c.added
     assert all(g.delta == 0 for g in c.groups)
@@ -234,7 +234,7 @@ def test_degradation_regresses_and_names_groups():
 
 
 def test_improvement_is_reported_not_failed():
-    base = np.full(30, 0.3)
+    base = np.full(100, 0.3)
     c = compare(baseline_of(make_records(base)), baseline_of(make_records(base - 0.1)))
     assert c.ok and {g.label for g in c.improvements} >= {"color", "shape", "mask"}
 
@@ -259,7 +259,7 @@ def test_zero_mean_noise_is_never_a_regression_across_20_seeds(max_regression):
 
 
 def test_one_outlier_is_not_credible_even_above_the_threshold():
-    base = np.full(40, 0.1)
+    base = np.full(100, 0.1)
     worse = base.copy()
     worse[0] = 0.9  # one sample of color/v1 got much worse
     c = compare(baseline_of(make_records(base)), baseline_of(make_records(worse)))
@@ -281,12 +281,12 @@ def test_errors_count_as_worst_value():
 
 
 def test_missing_added_and_redefined_samples_are_reported_not_compared():
-    old = make_records(np.full(12, 0.1))
-    new = make_records(np.full(12, 0.1))
+    old = make_records(np.full(110, 0.1))
+    new = make_records(np.full(110, 0.1))
     new[2]["extra"]["definition"] = "changed"
     new[2]["metrics"] = {"a": 1.0, "b": 1.0, "mean": 1.0}  # would regress if it were compared
     removed = new.pop(5)
-    extra = make_records(np.full(13, 0.1))[12]
+    extra = make_records(np.full(111, 0.1))[110]
     new.append(extra)
     old_doc, new_doc = baseline_of(old), baseline_of(new)
     c = compare(old_doc, new_doc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 
 import pytest
@@ -53,12 +55,12 @@ def test_rising_refusal_rate_is_a_regression_of_its_own():
     assert doc["ok"] is False and doc["refusal_regressions"] == ["color", "color/v1"]
     assert doc["groups"][0]["refusals"]["status"] == "regressed"
     text = "\n".join(t for t, _ in comparison_lines(c))
-    assert "refusal rate rose in 2 group(s)" in text and "refusals  color/v1" in text
-    assert "old 0.0%  new 30.0%" in text
+    assert "color (refusal rate), color/v1 (refusal rate)" in text.splitlines()[0]
+    assert re.search(r"refusal rate\s+old\s+0\.0%\s+new\s+30\.0%", text)
     md = render_markdown(new["samples"], comparison=c)
-    assert "refusal rate rose in 2 group(s)" in md and "Refusal rate regressions" in md
+    assert "color/v1 (refusal rate)" in md and "| color/v1 | refusal rate |" in md
     html = render_html(new["samples"], comparison=c)
-    assert "Refusal rate regressions" in html and "the refusal rate rose in 2 group(s)" in html
+    assert "color/v1 (refusal rate)" in html and "<td>refusal rate</td>" in html
 
 
 def test_one_more_refusal_is_not_a_credible_regression():
@@ -147,6 +149,8 @@ def test_the_gate_fails_when_the_model_starts_refusing(pytester):
     result = pytester.runpytest(*ARGS, "--violin-baseline=base.json", "--violin-report=rep")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
-    assert "the refusal rate rose in" in out and "refusals  shape" in out
+    assert "shape (mean metric, pass rate, refusal rate)" in out
+    assert "refused (" in out  # the cause before the numbers: no image, because refused
+    result.assert_outcomes(passed=12 - 7, xfailed=7, failed=1)  # the new refusals; violin::gate
     comparison = json.loads((pytester.path / "rep" / "results.json").read_text())["comparison"]
     assert "shape" in comparison["refusal_regressions"] and comparison["ok"] is False

@@ -169,7 +169,8 @@ def test_markdown_gate_section(thumbs):
     args = dict(suite="violin", profile="violin", seed=0, adapter="oracle")
     c = compare(build_baseline(recs, **args), build_baseline(worse, **args), baseline_path="base.json")
     text = render_markdown(worse, comparison=c)
-    assert "**FAILED: 2 regression(s)**" in text and "| color |" in text and "❌ regressed" in text
+    assert "**FAILED: the model got worse" in text and "| color |" in text and "❌ regressed" in text
+    assert "| color | mean metric |" in text and "| color/v1 | mean metric |" in text
 
 
 # --------------------------------------------------------------------------- HTML
@@ -226,8 +227,8 @@ def test_html_highlights_regressions(tmp_path, thumbs):
     c = compare(build_baseline(recs, **args), build_baseline(worse, **args), baseline_path=EVIL)
     path = write_html(tmp_path / "report.html", worse, comparison=c)
     html = path.read_text()
-    assert "FAILED: 2 regression(s)" in html and html.count('<tr class="reg">') >= 2
-    assert html.count("newly failing") >= 4
+    assert "FAILED: the model got worse" in html and html.count('<tr class="reg">') >= 2
+    assert "<th>newly failing</th>" in html and f"<code>{worse[0]['sample_id']}</code>" in html
     assert '<tr class=" reg">' not in html and "<script>alert" not in html
     assert build_results(worse, comparison=c)["comparison"]["regressions"] == ["color", "color/v1"]
 

@@ -12,12 +12,13 @@ and the facts needed to judge whether two runs are comparable (suite name
 and fingerprint, metric profile, seed, package version, adapter identity).
 
 :func:`compare` decides, per task and per (task, variation), whether the
-current run is *credibly worse* than the baseline: the mean of the ``mean``
-metric over the samples both runs share must worsen by more than
-``max_regression`` **and** the 95% paired bootstrap interval of that
-worsening must lie entirely above zero. Samples present on one side only,
-and samples whose definition changed, are listed and left out of the
-arithmetic, never silently compared.
+model got *credibly worse* than in the baseline, on three paired statistics of
+the samples both runs share: the mean metric (margin ``max_regression``), the
+pass rate (``max_pass_drop``) and the refusal rate (``max_regression``). A
+statistic regresses when its one-sided paired bootstrap bound lies above its
+margin, the family of every group and statistic held at ``alpha``. Samples
+present on one side only, and samples whose definition changed, are listed
+and left out of the arithmetic, never silently compared.
 
 The functions take *sample records*: plain mappings as produced by
 ``SampleResult.to_json()`` (or any object with a ``to_json`` method).
@@ -29,7 +30,7 @@ import importlib
 
 _HOMES = {
     "DEFAULT_MAX_REGRESSION": "policy", "DEFAULT_RESAMPLES": "policy", "ERROR_VALUE": "policy",
-    "OUTCOMES": "policy",
+    "OUTCOMES": "policy", "DEFAULT_ALPHA": "policy", "DEFAULT_MAX_PASS_DROP": "policy", "MIN_SHARED": "policy",
     "as_record": "records", "sample_digest": "records", "suite_fingerprint": "records",
     "aggregate_records": "records",
     "BASELINE_FORMAT": "baseline", "SCHEMA_VERSION": "baseline", "build_baseline": "baseline",

@@ -3,239 +3,36 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from .policy import DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES
+from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES,
+                     MIN_SHARED, above_margin)
 from .baseline import _sample_entry
 from .records import _mean, _value, as_record
-from ..results import NO_IMAGE_VALUE
+from .delta import Comparison, GroupDelta, selection_text
 from .statistics import _group_seed, paired_bootstrap
 from ..errors import InvalidArgumentError
 
-__all__ = ["Comparison", "GroupDelta", "compare", "selection_text"]
+__all__ = ["Comparison", "GroupDelta", "compare", "no_image_cause", "selection_text"]
 
 
 
-@dataclass(frozen=True)
-class GroupDelta:
-    """The comparison of one task or (task, variation) between two runs.
-
-    Attributes
-    ----------
-    task : str
-    variation : str or None
-        ``None`` for the whole task.
-    n : int
-        Samples compared (shared by both runs, same definition).
-    old, new, delta : float
-        Mean of the ``mean`` metric in the baseline and now; ``new - old``.
-    ci_low, ci_high : float
-        Paired bootstrap interval of ``delta``.
-    status : str
-        ``regressed``, ``improved``, ``unchanged`` or ``not-compared``.
-    metric_deltas : dict
-        Metric name -> ``(old, new, delta)`` for every metric both runs have.
-    newly_failing, newly_passing : tuple of str
-        Shared sample ids whose outcome flipped.
-    refused_old, refused_new, refused_delta : float
-        Refusal rate (share of the shared samples whose outcome is
-        ``"refused"``) in the baseline and now; ``new - old``.
-    refused_ci_low, refused_ci_high : float
-        Paired bootstrap interval of ``refused_delta`` (over the samples'
-        0/1 refusal indicators).
-    refused_status : str
-        ``regressed`` when the refusal rate rose by more than
-        ``max_regression`` and the interval lies above 0, ``improved``
-        symmetrically, else ``unchanged`` (``not-compared`` without samples).
-    newly_refused : tuple of str
-        Shared sample ids refused now and not in the baseline.
-    """
-
-    task: str
-    variation: str | None
-    n: int
-    old: float
-    new: float
-    delta: float
-    ci_low: float
-    ci_high: float
-    status: str
-    metric_deltas: dict = field(default_factory=dict)
-    newly_failing: tuple = ()
-    newly_passing: tuple = ()
-    refused_old: float = math.nan
-    refused_new: float = math.nan
-    refused_delta: float = math.nan
-    refused_ci_low: float = math.nan
-    refused_ci_high: float = math.nan
-    refused_status: str = "not-compared"
-    newly_refused: tuple = ()
-
-    @property
-    def label(self) -> str:
-        """``task`` or ``task/variation``."""
-        return self.task if self.variation is None else f"{self.task}/{self.variation}"
-
-    def to_dict(self) -> dict:
-        """JSON-able form."""
-        return {
-            "task": self.task, "variation": self.variation, "n": self.n,
-            "old": _finite_or_none(self.old), "new": _finite_or_none(self.new),
-            "delta": _finite_or_none(self.delta),
-            "ci": [_finite_or_none(self.ci_low), _finite_or_none(self.ci_high)],
-            "status": self.status,
-            "metric_deltas": {k: [_finite_or_none(x) for x in v] for k, v in self.metric_deltas.items()},
-            "newly_failing": list(self.newly_failing), "newly_passing": list(self.newly_passing),
-            "refusals": {
-                "old": _finite_or_none(self.refused_old), "new": _finite_or_none(self.refused_new),
-                "delta": _finite_or_none(self.refused_delta),
-                "ci": [_finite_or_none(self.refused_ci_low), _finite_or_none(self.refused_ci_high)],
-                "status": self.refused_status, "newly_refused": list(self.newly_refused),
-            },
-        }
-
-
-def _finite_or_none(x):
-    return float(x) if x is not None and math.isfinite(float(x)) else None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything :func:`compare` found.
-
-    Attributes
-    ----------
-    groups : tuple of GroupDelta
-        Task rows then (task, variation) rows, sorted.
-    max_regression : float
-    errored : tuple of str
-        Shared ids that ended in an error (outcome ``"error"``) in this run:
-        not comparable, never scored; the gate is not green while there is one.
-    errored_in_baseline : tuple of str
-        Shared ids that ended in an error in the baseline only: not
-        comparable, reported, not failing (this run did its part).
-    missing : tuple of str
-        Baseline samples the current run does not have.
-    added : tuple of str
-        Current samples the baseline does not have.
-    changed : tuple of str
-        Shared ids whose definition digest differs (not compared).
-    fingerprint_changed : bool
-    old_fingerprint, new_fingerprint : str
-    metadata_changes : dict
-        Metadata field -> ``(baseline, current)`` for suite, profile, seed,
-        adapter and package version differences.
-    baseline_samples, current_samples : int
-        Samples in the baseline and in this run.
-    """
-
-    groups: tuple
-    max_regression: float
-    errored: tuple = ()
-    errored_in_baseline: tuple = ()
-    missing: tuple = ()
-    added: tuple = ()
-    changed: tuple = ()
-    fingerprint_changed: bool = False
-    old_fingerprint: str = ""
-    new_fingerprint: str = ""
-    metadata_changes: dict = field(default_factory=dict)
-    baseline_path: str | None = None
-    baseline_samples: int = 0
-    current_samples: int = 0
-    #: Why the baseline samples this run lacks were not run, when it is not a selection: e.g.
-    #: "the sequential gate (--violin-sequential) did not need" (read by :func:`selection_text`).
-    unrun_reason: str = ""
-    #: ``"sequential"`` when --violin-sequential decided the gate (its verdict is then
-    #: :attr:`sequential_regressions`, the groups it showed regressed); else ``"fixed-sample"``.
-    decided_by: str = "fixed-sample"
-    sequential_regressions: tuple = ()
-
-    @property
-    def selection(self) -> bool:
-        """True when this run holds part of the baseline's samples, none redefined and none
-        added: a ``-k`` / ``--deselect`` / ``--lf`` (or narrower) selection of an unchanged
-        suite, which is why the fingerprints differ; not a changed suite."""
-        return bool(self.missing) and not self.added and not self.changed
-    @property
-    def regressions(self) -> tuple:
-        """Groups whose status is ``regressed``."""
-        return tuple(g for g in self.groups if g.status == "regressed")
-
-    @property
-    def refusal_regressions(self) -> tuple:
-        """Groups whose refusal rate rose credibly (``refused_status == "regressed"``)."""
-        return tuple(g for g in self.groups if g.refused_status == "regressed")
-
-    @property
-    def improvements(self) -> tuple:
-        """Groups whose status is ``improved``."""
-        return tuple(g for g in self.groups if g.status == "improved")
-
-    @property
-    def compared(self) -> int:
-        """Samples compared (shared, same definition, no error on either side)."""
-        return sum(g.n for g in self.groups if g.variation is None)
-
-    @property
-    def ok(self) -> bool:
-        """True when samples were compared, none ended in an error, and nothing regressed
-        (neither a mean metric nor a refusal rate; with a decided sequential gate, no group it
-        showed regressed)."""
-        if self.decided_by == "sequential":
-            return not self.sequential_regressions and not self.errored and self.compared > 0
-        return (not self.regressions and not self.refusal_regressions and not self.errored
-                and self.compared > 0)
-
-    def to_dict(self) -> dict:
-        """JSON-able form (embedded in results.json)."""
-        return {
-            "baseline": self.baseline_path,
-            "max_regression": self.max_regression,
-            "ok": self.ok,
-            "compared": self.compared,
-            "errored": list(self.errored),
-            "errored_in_baseline": list(self.errored_in_baseline),
-            "decided_by": self.decided_by,
-            "regressions": (list(self.sequential_regressions) if self.decided_by == "sequential"
-                            else [g.label for g in self.regressions]),
-            "refusal_regressions": ([] if self.decided_by == "sequential"
-                                    else [g.label for g in self.refusal_regressions]),
-            # what the fixed-sample rule says of the samples a sequential gate generated (for
-            # information: a prefix the gate stopped; not the verdict)
-            **({"fixed_sample": {"regressions": [g.label for g in self.regressions],
-                                 "refusal_regressions": [g.label for g in self.refusal_regressions]}}
-               if self.decided_by == "sequential" else {}),
-            "improvements": [g.label for g in self.improvements],
-            "groups": [g.to_dict() for g in self.groups],
-            "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
-            "fingerprint_changed": self.fingerprint_changed,
-            "selection": ({"selected": self.baseline_samples - len(self.missing), "of": self.baseline_samples}
-                          if self.selection else None),
-            "old_fingerprint": self.old_fingerprint, "new_fingerprint": self.new_fingerprint,
-            "metadata_changes": {k: list(v) for k, v in self.metadata_changes.items()},
-        }
-
-
-def _verdict(delta: float, lo: float, hi: float, max_regression: float) -> str:
-    """``regressed``, ``improved`` or ``unchanged``: worse (better) by more than
-    ``max_regression`` with the interval wholly above (below) zero."""
-    if delta > max_regression and lo > 0:
+def _verdict(lo: float, hi: float, margin: float) -> str:
+    """``regressed`` when the lower bound of a worsening is above ``margin``, ``improved``
+    when the upper bound is below ``-margin``, else ``unchanged`` (ties: :func:`above_margin`)."""
+    if above_margin(lo, margin):
         return "regressed"
-    if delta < -max_regression and hi < 0:
+    if above_margin(-hi, margin):
         return "improved"
     return "unchanged"
 
 
 def _metric(rec: Mapping, name: str):
-    """One metric of a sample record: 1.0 when it has no image, None when it lacks that metric."""
-    metrics = rec.get("metrics") or {}
-    if not metrics:
-        return NO_IMAGE_VALUE
-    value = metrics.get(name)
+    """One metric of a sample record: None when it has no image or lacks that metric."""
+    value = (rec.get("metrics") or {}).get(name)
     return None if value is None else float(value)
 
 
@@ -247,10 +44,47 @@ def _samples_by_id(doc_or_records) -> dict:
     return {s["id"]: s for s in items}
 
 
+def _imaged(rec: Mapping) -> bool:
+    return bool(rec.get("metrics"))
+
+
+#: The longest cause of a missing image kept (the error's first line).
+_CAUSE_CHARS = 120
+
+
+def no_image_cause(rec: Mapping) -> str:
+    """Why a judged sample has no image: ``refused``, or its error's first line (cut), or
+    ``no image in the answer``."""
+    if rec.get("outcome") == "refused":
+        return "refused"
+    error = str(rec.get("error") or "").strip()
+    if not error:
+        return "no image in the answer"
+    line = error.splitlines()[0].strip()
+    return line if len(line) <= _CAUSE_CHARS else line[:_CAUSE_CHARS - 1] + "…"
+
+
+def _failing(rec: Mapping) -> bool:
+    return rec.get("outcome") in ("failed", "refused")
+
+
+def _too_few(shared_by_task: Mapping, in_run: Mapping) -> tuple:
+    """The tasks the gate cannot decide (see :attr:`Comparison.too_few`)."""
+    out = []
+    for task in sorted(in_run):
+        shared, total = int(shared_by_task.get(task, 0)), int(in_run[task])
+        if shared == 0 and task not in shared_by_task:
+            continue  # a task the baseline lacks: its samples are judged by their limits
+        if shared < MIN_SHARED or 2 * shared < total:
+            out.append((task, shared, total))
+    return tuple(out)
+
+
 def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_REGRESSION,
-            resamples: int = DEFAULT_RESAMPLES, seed: int = 0, confidence: float = 0.95,
-            baseline_path: str | None = None) -> Comparison:
-    """Compare a run with a baseline.
+            max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
+            resamples: int = DEFAULT_RESAMPLES, seed: int = 0, baseline_path: str | None = None,
+            population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
+    """Compare a run with a baseline: did the model get worse?
 
     Parameters
     ----------
@@ -260,27 +94,41 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         The current run: a baseline document (:func:`build_baseline`) or its
         sample results.
     max_regression : float, optional
-        Smallest absolute worsening of a group's mean metric that can count
-        as a regression (default :data:`DEFAULT_MAX_REGRESSION`).
-    resamples, seed, confidence : optional
-        Bootstrap settings; the seed is mixed with the group name, so every
-        group has its own reproducible stream (and the refusal rate its own).
+        The margin of the mean metric and of the refusal rate (default
+        :data:`DEFAULT_MAX_REGRESSION`).
+    max_pass_drop : float, optional
+        The margin of the pass rate (default :data:`DEFAULT_MAX_PASS_DROP`).
+    alpha : float, optional
+        The family's error rate (default :data:`DEFAULT_ALPHA`): each side of each
+        statistic's interval is at ``alpha / tests``, ``tests`` being three per group.
+    resamples, seed : optional
+        Bootstrap settings; the seed is mixed with the group and statistic, so each has
+        its own reproducible stream.
     baseline_path : str, optional
         Recorded in the result for reports.
+    population : Mapping, optional
+        Task -> ``(shared, in_run)`` to judge the overlap on (a sequential gate's
+        population, whose unneeded samples were not generated); by default the
+        samples compared and the run's samples of each task.
+    allow_mismatch : bool, optional
+        Decide tasks that share too few samples with the baseline anyway.
 
     Returns
     -------
     Comparison
-        A group *regresses* when ``delta > max_regression`` and the lower
-        bound of the paired bootstrap interval is above zero; it *improves*
-        when ``delta < -max_regression`` and the upper bound is below zero.
-        The same rule, applied to the samples' 0/1 refusal indicators, gives
-        each group's ``refused_status``: a rising refusal rate is a
-        regression of its own (:attr:`Comparison.refusal_regressions`).
+        For each task and (task, variation), the paired bootstrap bounds of the model's
+        expected worsening on three statistics (the mean metric, the pass rate, the
+        refusal rate). A statistic *regresses* when its lower bound is above its margin and
+        *improves* when its upper bound is below minus the margin. The bootstrap over
+        samples measures a stochastic model's run-to-run variation along with the
+        samples' spread (each paired difference holds both draws' noise), and the
+        family of every group and statistic is held at ``alpha`` (Bonferroni).
     """
-    if not (isinstance(max_regression, (int, float)) and math.isfinite(max_regression)
-            and max_regression >= 0):
-        raise InvalidArgumentError(f"max_regression must be a finite number >= 0, got {max_regression!r}")
+    for name, value in (("max_regression", max_regression), ("max_pass_drop", max_pass_drop)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
+            raise InvalidArgumentError(f"{name} must be a number in [0, 1], got {value!r}")
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
+        raise InvalidArgumentError(f"alpha must be a number in (0, 1), got {alpha!r}")
     old = _samples_by_id(baseline)
     new = _samples_by_id(current)
     missing = tuple(sorted(set(old) - set(new)))
@@ -312,6 +160,9 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
             keys.setdefault((task, None), [])
             keys.setdefault((task, "" if var is None else str(var)), [])
 
+    tests = 3 * sum(1 for ids in keys.values() if ids)
+    # each side of each of the family's intervals at alpha / tests (Bonferroni)
+    confidence = 1.0 - 2.0 * alpha / max(1, tests)
     groups = []
     for (task, var), ids in sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or "")):
         label = task if var is None else f"{task}/{var}"
@@ -319,44 +170,62 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
             groups.append(GroupDelta(task, var, 0, math.nan, math.nan, math.nan, math.nan, math.nan,
                                      "not-compared"))
             continue
-        o = np.array([_value(old[i]) for i in ids])
-        nw = np.array([_value(new[i]) for i in ids])
-        o_mean, n_mean = float(o.mean()), float(nw.mean())
-        delta = n_mean - o_mean
-        lo, hi = paired_bootstrap(o, nw, resamples=resamples, confidence=confidence,
-                                  seed=_group_seed(seed, label))
-        status = _verdict(delta, lo, hi, max_regression)
-        o_ref = np.array([old[i].get("outcome") == "refused" for i in ids], dtype=np.float64)
-        n_ref = np.array([new[i].get("outcome") == "refused" for i in ids], dtype=np.float64)
-        r_delta = float(n_ref.mean() - o_ref.mean())
-        r_lo, r_hi = paired_bootstrap(o_ref, n_ref, resamples=resamples, confidence=confidence,
-                                      seed=_group_seed(seed, label + "#refused"))
-        refusals = dict(refused_old=float(o_ref.mean()), refused_new=float(n_ref.mean()),
-                        refused_delta=r_delta, refused_ci_low=r_lo, refused_ci_high=r_hi,
-                        refused_status=_verdict(r_delta, r_lo, r_hi, max_regression),
-                        newly_refused=tuple(i for i, a, b in zip(ids, o_ref, n_ref) if b and not a))
-        # the per-metric deltas follow the rule of the tables: a sample without an
-        # image counts 1.0 on every metric, like its mean in ``old``/``new`` above
+
+        def paired(o, nw, key):
+            o, nw = np.asarray(o, dtype=np.float64), np.asarray(nw, dtype=np.float64)
+            lo, hi = paired_bootstrap(o, nw, resamples=resamples, confidence=confidence,
+                                      seed=_group_seed(seed, label + key))
+            return float(o.mean()), float(nw.mean()), float(nw.mean() - o.mean()), lo, hi
+
+        o_mean, n_mean, delta, lo, hi = paired([_value(old[i]) for i in ids], [_value(new[i]) for i in ids], "")
+        # the pass rate's test is on the share failing (a worsening is a rise, as for the others)
+        f_old, f_new, f_delta, f_lo, f_hi = paired([_failing(old[i]) for i in ids],
+                                                   [_failing(new[i]) for i in ids], "#failing")
+        r_old, r_new, r_delta, r_lo, r_hi = paired([old[i].get("outcome") == "refused" for i in ids],
+                                                   [new[i].get("outcome") == "refused" for i in ids],
+                                                   "#refused")
+        imaged = [i for i in ids if _imaged(old[i]) and _imaged(new[i])]
+        lost = [i for i in ids if _imaged(old[i]) and not _imaged(new[i])]
+        causes = Counter(no_image_cause(new[i]) for i in lost)
         names = []
-        for i in ids:
+        for i in imaged:
             for side in (old, new):
                 for k in (side[i].get("metrics") or {}):
                     if k != "mean" and k not in names:
                         names.append(k)
         metric_deltas = {}
         for k in names:
-            pairs = [(a, b) for a, b in ((_metric(old[i], k), _metric(new[i], k)) for i in ids)
+            pairs = [(a, b) for a, b in ((_metric(old[i], k), _metric(new[i], k)) for i in imaged)
                      if a is not None and b is not None]
             a = _mean([p[0] for p in pairs])
             b = _mean([p[1] for p in pairs])
             metric_deltas[k] = (a, b, b - a)
-        newly_failing = tuple(i for i in ids if old[i].get("outcome") == "passed"
-                              and new[i].get("outcome") in ("failed", "refused"))
-        newly_passing = tuple(i for i in ids if old[i].get("outcome") in ("failed", "refused")
-                              and new[i].get("outcome") == "passed")
-        groups.append(GroupDelta(task, var, len(ids), o_mean, n_mean, delta, lo, hi, status,
-                                 metric_deltas, newly_failing, newly_passing, **refusals))
+        groups.append(GroupDelta(
+            task, var, len(ids), o_mean, n_mean, delta, lo, hi, _verdict(lo, hi, max_regression),
+            metric_deltas,
+            newly_failing=tuple(i for i in ids if not _failing(old[i]) and _failing(new[i])),
+            newly_passing=tuple(i for i in ids if _failing(old[i]) and not _failing(new[i])),
+            still_failing=sum(1 for i in ids if _failing(old[i]) and _failing(new[i])),
+            passed_old=1.0 - f_old, passed_new=1.0 - f_new, passed_delta=-f_delta,
+            passed_ci_low=-f_hi, passed_ci_high=-f_lo, passed_status=_verdict(f_lo, f_hi, max_pass_drop),
+            refused_old=r_old, refused_new=r_new, refused_delta=r_delta, refused_ci_low=r_lo,
+            refused_ci_high=r_hi, refused_status=_verdict(r_lo, r_hi, max_regression),
+            newly_refused=tuple(i for i in ids if new[i].get("outcome") == "refused"
+                                and old[i].get("outcome") != "refused"),
+            no_image=len(lost), no_image_causes=tuple(causes.most_common()),
+            imaged_n=len(imaged),
+            imaged_delta=(_mean([_value(new[i]) for i in imaged]) - _mean([_value(old[i]) for i in imaged]))
+            if imaged else math.nan,
+        ))
 
+    if population is None:
+        shared_by_task = Counter(str(new[i].get("task")) for i in shared)
+        in_run = Counter(str(s.get("task")) for s in new.values())
+        for task in {str(s.get("task")) for s in old.values()} & set(in_run):
+            shared_by_task.setdefault(task, 0)
+    else:
+        shared_by_task = {t: int(v[0]) for t, v in population.items()}
+        in_run = {t: int(v[1]) for t, v in population.items()}
     old_meta = baseline.get("metadata", {}) if isinstance(baseline, Mapping) else {}
     new_meta = current.get("metadata", {}) if isinstance(current, Mapping) and "metadata" in current else {}
     old_fp = str(old_meta.get("fingerprint", ""))
@@ -368,6 +237,11 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     return Comparison(
         groups=tuple(groups),
         max_regression=float(max_regression),
+        max_pass_drop=float(max_pass_drop),
+        alpha=float(alpha),
+        tests=tests,
+        too_few=_too_few(shared_by_task, in_run),
+        allow_mismatch=bool(allow_mismatch),
         errored=tuple(errored),
         errored_in_baseline=tuple(errored_before),
         missing=missing,
@@ -381,16 +255,3 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         baseline_samples=len(old),
         current_samples=len(new),
     )
-
-
-def selection_text(comparison) -> str | None:
-    """The one sentence every report gives a selection (:attr:`Comparison.selection`), else None."""
-    if not getattr(comparison, "selection", False):
-        return None
-    total = comparison.baseline_samples
-    selected = total - len(comparison.missing)
-    if getattr(comparison, "unrun_reason", ""):
-        return f"{selected} of {total} baseline samples ran: {comparison.unrun_reason} the other {len(comparison.missing)}"
-    return (f"{selected} of {total} baseline samples selected (a -k, --deselect, --lf or narrower "
-            f"selection; the suite is unchanged): the gate compared the selected samples only, "
-            f"{len(comparison.missing)} were not run")

@@ -35,7 +35,7 @@ def above_margin(value: float, margin: float) -> bool:
 
 
 #: Bootstrap resamples used by :func:`~pytest_violin.gating.compare`.
-DEFAULT_RESAMPLES = 2000
+DEFAULT_RESAMPLES = 4000
 
 from ..results import NO_IMAGE_VALUE
 

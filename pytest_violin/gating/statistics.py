@@ -62,12 +62,30 @@ def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence
     if n == 1 or np.all(d == d[0]):
         return (float(d[0]), float(d[0]))
     rng = np.random.default_rng(seed)
-    means = np.empty(int(resamples), dtype=np.float64)
-    chunk = max(1, 2_000_000 // n)  # bounded memory: ~16 MB of indices per block
-    for start in range(0, int(resamples), chunk):
-        stop = min(int(resamples), start + chunk)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = d[idx].mean(axis=1)
+    values, counts = np.unique(d, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # few distinct differences (pass/fail and refusal indicators): how often each value is
+        # drawn is multinomial, the same distribution as drawing the pairs, at a cost per
+        # resample of the distinct values instead of the pairs
+        drawn = rng.multinomial(n, counts / n, size=int(resamples))
+        means = drawn @ values / n
+    else:
+        means = _resampled_means(rng, d, int(resamples))
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
+
+
+#: At most this many distinct differences take the multinomial path of :func:`paired_bootstrap`.
+_FEW_VALUES = 16
+
+
+def _resampled_means(rng, d, resamples: int):
+    n = d.size
+    means = np.empty(resamples, dtype=np.float64)
+    chunk = max(1, 2_000_000 // n)  # bounded memory: ~16 MB of indices per block
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = d[idx].mean(axis=1)
+    return means

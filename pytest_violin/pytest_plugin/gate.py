@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from .compare_runs import build_runs_comparison, load_compare_runs
+from .known_failures import INDEX_INPUT, SendIndex, baseline_index
 from .settings import GateSettings, ViolinSettings, parse_gate_settings
 from .state import STATE_KEY
 
@@ -38,8 +40,15 @@ PASSING_THUMBNAILS_PER_VARIATION = 12
 class GateState:
     """What the gate learns during one session (its options are the frozen :class:`GateSettings`)."""
 
-    settings: GateState
+    settings: GateSettings
     baseline_doc: dict | None = None
+    #: sample id -> ``(outcome, definition, mean)`` in the baseline: what a failing sample is
+    #: (known, new) in every process (the controller sends it to xdist workers)
+    baseline_index: dict | None = None
+    #: ``(records, baseline document)`` of this run once the comparison is made (at the end of
+    #: the test loop, or at the session's end after an interruption)
+    decided: tuple | None = None
+    gate_failed: bool = False  # violin::gate was reported failed (its text is in FAILURES)
     comparison: object = None
     exitstatus: int | None = None
     interrupted: bool = False
@@ -62,10 +71,14 @@ class GateState:
 
 GATE_KEY = pytest.StashKey[GateState]()
 
+#: Node id of the gate's own test, reported after the last sample (its failure is the gate's).
+GATE_NODEID = "violin::gate"
+
 
 def _new_state(config) -> GateState:
     state = GateState(parse_gate_settings(config))
-    if state.baseline is not None and not hasattr(config, "workerinput"):
+    worker = getattr(config, "workerinput", None)
+    if state.baseline is not None and worker is None:
         from ..errors import BaselineError
         from ..gating import read_baseline
 
@@ -73,45 +86,12 @@ def _new_state(config) -> GateState:
             state.baseline_doc = read_baseline(state.baseline)
         except BaselineError as exc:
             raise pytest.UsageError(f"--violin-baseline={state.baseline_label!r}: {exc}") from None
-    if not hasattr(config, "workerinput"):
-        _load_compare_runs(config, state)
+        state.baseline_index = baseline_index(state.baseline_doc)
+    elif worker is not None and worker.get(INDEX_INPUT) is not None:
+        state.baseline_index = {str(k): tuple(v) for k, v in worker[INDEX_INPUT].items()}
+    if worker is None:
+        load_compare_runs(config, state)
     return state
-
-
-def _load_compare_runs(config, state: GateState) -> None:
-    """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
-    from ..compare.runs import load_run
-    from ..errors import ViolinError
-
-    for spec in state.settings.compare:
-        if spec == "paper":
-            state.compare_paper = True
-            continue
-        path = spec if spec.startswith("dir:") else str(config.invocation_params.dir / spec)
-        try:
-            state.compare_runs.append(load_run(path))
-        except ViolinError as exc:
-            raise pytest.UsageError(f"--violin-compare={spec!r}: {exc}") from None
-
-
-def _build_runs_comparison(s: GateState, results, current) -> None:
-    """This run (labelled by its adapter) side by side with the ``--violin-compare`` runs."""
-    from ..compare.model import Run
-    from ..compare.table import build
-    from ..errors import ViolinError
-
-    meta = dict(current["metadata"])
-    this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
-               metadata=meta, records={str(r["id"]): r for r in results})
-    paper = ()
-    if s.compare_paper:
-        from ..compare.paper import published_rows
-
-        paper = published_rows()
-    try:
-        s.runs_comparison = build([this, *s.compare_runs], paper=paper)
-    except ViolinError as exc:
-        s.messages.append(f"comparison with --violin-compare runs NOT made: {exc}")
 
 
 def _settings(config) -> GateState | None:
@@ -120,6 +100,8 @@ def _settings(config) -> GateState | None:
 
 def pytest_configure(config):
     config.stash[GATE_KEY] = state = _new_state(config)
+    if state.baseline_index and config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(SendIndex(state.baseline_index), "violin-gate-index")
     if state.settings.sequential:  # the samples in a seeded order, no more once decided (sequential.py)
         from .sequential import register
 
@@ -214,14 +196,18 @@ def _run_metadata(config, store, s: GateState) -> dict:
     }
 
 
-def pytest_violin_session_results(config, store):
-    s = _settings(config)
-    if s is None or not s.active:
-        return
-    from ..errors import BaselineError
-    from ..gating import build_baseline, compare, write_baseline
+def _decide(config, store) -> tuple:
+    """Make this run's comparison (once): ``(results, current)``, ``s.comparison`` set.
 
+    Called at the end of the test loop, so that the gate's verdict is a test report of its own
+    (:func:`_report_gate`), and again at the session's end (a no-op then, unless the loop was
+    interrupted before it).
+    """
+    s = _settings(config)
+    if s.decided:
+        return s.decided
     from ..report.json_report import records_of
+    from ..gating import build_baseline, compare
 
     results = records_of(store.results)  # plain dicts, converted once for every writer
     meta = _run_metadata(config, store, s)
@@ -235,14 +221,19 @@ def pytest_violin_session_results(config, store):
         state = config.stash.get(STATE_KEY, None)
         s.sequential = extra["sequential"] = run.summary(price=state.settings.price if state else None)
     current = build_baseline(results, extra_metadata=extra, **meta)
+    s.decided = (results, current)
     if (s.compare_runs or s.compare_paper) and results:
-        _build_runs_comparison(s, results, current)
+        build_runs_comparison(s, results, current)
     if s.baseline_doc is not None and not results:
         # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
         s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared: no Violin sample "
                           f"ran in this session")
     elif s.baseline_doc is not None:
-        s.comparison = compare(s.baseline_doc, current, max_regression=s.max_regression,
+        settings = s.settings
+        s.comparison = compare(s.baseline_doc, current, max_regression=settings.max_regression,
+                               max_pass_drop=settings.max_pass_drop, alpha=settings.alpha,
+                               allow_mismatch=settings.allow_mismatch,
+                               population=_population(run, results),
                                baseline_path=s.baseline_label or str(s.baseline))
         _sequential_verdict(s)
         from ..gating.baseline import dataset_change
@@ -250,6 +241,74 @@ def pytest_violin_session_results(config, store):
         changed = dataset_change(s.baseline_doc.get("metadata", {}), current["metadata"])
         if changed:
             s.messages.append(changed)
+    return results, current
+
+
+def _population(run, results):
+    """A sequential run's overlap with the baseline, per task: ``(in the population, in the run)``
+    (the samples the gate did not need count, they were not generated); None otherwise."""
+    if run is None or run.gate is None:
+        return None
+    from collections import Counter
+
+    members = run.gate.members
+    shared = Counter(m.task for m in members.values())
+    in_run = Counter(shared)
+    in_run.update(str(r.get("task")) for r in results if str(r.get("id")) not in members)
+    return {task: (shared.get(task, 0), n) for task, n in in_run.items()}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtestloop(session):
+    """After the last sample (and every xdist worker's report): the gate decides, and its
+    verdict is reported as the test ``violin::gate``, so pytest's summary, JUnit, pytest-html and
+    a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
+    outcome = yield
+    config = session.config
+    s = _settings(config)
+    if (s is None or s.baseline_doc is None or hasattr(config, "workerinput") or outcome.excinfo is not None
+            or config.option.collectonly or session.shouldstop or session.shouldfail):
+        return
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or not len(state.store):
+        return
+    _decide(config, state.store)
+    if s.comparison is not None:
+        _report_gate(session, s)
+
+
+def _report_gate(session, s: GateState) -> None:
+    from ..report.sequential import sequential_lines
+    from ..report.terminal import comparison_lines
+    from ..report.text import printable
+
+    lines = sequential_lines(s.sequential) + comparison_lines(s.comparison)
+    text = printable("\n".join(line for line, _ in lines))
+    location = (GATE_NODEID.partition("::")[0], 0, GATE_NODEID)
+    ok = s.comparison.ok
+    report = pytest.TestReport(
+        nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when="call",
+        outcome="passed" if ok else "failed", longrepr=None if ok else text,
+        # a green gate's words reach JUnit's system-out and -rP; a red one's are its failure
+        sections=[("violin regression gate", text)] if ok else [],
+        duration=0.0, user_properties=[("violin.gate", "passed" if ok else "failed")])
+    s.gate_failed = not ok
+    session.testscollected += 1  # the gate is one more test: the progress stays at 100%
+    hook = session.config.hook
+    hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
+    hook.pytest_runtest_logreport(report=report)
+    hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
+
+
+def pytest_violin_session_results(config, store):
+    s = _settings(config)
+    if s is None or not s.active:
+        return
+    from ..errors import BaselineError
+    from ..gating import write_baseline
+
+    results, current = _decide(config, store)
+    if s.comparison is not None:
         _fail_on_regressions(s)
     if s.save_baseline is not None:
         if s.interrupted:
@@ -380,13 +439,20 @@ def _fail_on_regressions(s: GateState) -> None:
     """Make an otherwise green session exit non-zero when the gate is not green.
 
     A regression, or a baseline sample that ended in an error, fails the
-    session (exit 1); a baseline that shares no comparable sample with the run
-    is a usage error (exit 4): the gate compared nothing.
+    session (exit 1); a baseline that shares no comparable sample with the run,
+    or too few to decide (:attr:`Comparison.too_few`), is a usage error (exit 4).
     """
     session = s.session
     if session is None or s.comparison is None or s.comparison.ok:
         return
-    if s.comparison.compared == 0 and not s.comparison.errored and not s.interrupted:
+    c = s.comparison
+    # a regression shown on few samples is shown (the error rate holds at any size); only a
+    # gate that found none on too few samples cannot say "not worse"
+    undecided = (c.compared == 0 or c.undecidable) and not c.regressed_groups and not (
+        c.decided_by == "sequential" and c.sequential_regressions)
+    # ... and exit 4 says so, unless tests of the team's own failed too (they keep exit 1)
+    others_failed = session.testsfailed > (1 if s.gate_failed else 0)
+    if undecided and not c.errored and not s.interrupted and not others_failed:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
     elif session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -409,9 +475,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
               "info": {}}
     from ..report.sequential import sequential_lines
 
-    lines = sequential_lines(s.sequential)
-    if s.comparison is not None:  # a decided sequential gate: the facts only, not a second verdict
-        lines += comparison_lines(s.comparison)
+    if s.gate_failed and config.option.tbstyle != "no":
+        # the verdict and its table are the failure of violin::gate, shown above
+        lines = [(f"FAILED: see {GATE_NODEID} above", "bad")]
+    else:
+        lines = sequential_lines(s.sequential)
+        if s.comparison is not None:  # a decided sequential gate: the facts only, not a second verdict
+            lines += comparison_lines(s.comparison)
     lines += [(m, "info") for m in s.messages]
     from ..report.text import printable
 

@@ -37,7 +37,10 @@ class ViolinItem(pytest.Item):
 
     ``setup`` asks the session's runner for the sample's images and scores
     them; ``runtest`` fails with a metric table when a metric is over its
-    limit. Anything that keeps a sample from being judged (an unexpected
+    limit, unless a baseline is given and holds the sample: then it is an
+    xfail, a known failure (over its limits there too) or a new one (within
+    them there), and the gate (``violin::gate``) decides whether the model
+    got worse. Anything that keeps a sample from being judged (an unexpected
     exception while generating or scoring it: a bug, a broken expected image,
     a full disk) is raised in ``setup``, so pytest reports the item as an
     *error*, with one line naming the exception, and the result's outcome is
@@ -104,14 +107,25 @@ class ViolinItem(pytest.Item):
             self.user_properties.append((f"violin.{name}", round(float(value), 6)))
         if result.error is not None:
             self.user_properties.append(("violin.error", result.error))
-        self._violin_result = (result.outcome, message)
+        known = None
+        if result.outcome in ("failed", "refused"):  # against a baseline: known, new, or a failure
+            from .gate import GATE_KEY
+            from .known_failures import failure_context
+
+            gate = self.config.stash.get(GATE_KEY, None)
+            known = failure_context(gate.baseline_index if gate is not None else None, sample.id,
+                                    result.extra.get("definition"), result.metrics.get("mean"))
+        self._violin_result = (result.outcome, message, known)
         if result.outcome == "error":
             self.stash[RESULT_KEY] = ("setup", result.to_json())
             pytest.fail(printable(message), pytrace=False)
         self.stash[RESULT_KEY] = ("call", result.to_json())
 
     def runtest(self):
-        outcome, message = self._violin_result
+        outcome, message, known = self._violin_result
+        if outcome != "passed" and known is not None:
+            # with a baseline, a sample over its limits fails the run only through the gate
+            pytest.xfail(printable(f"{known}\n{message}"))
         if outcome != "passed":
             raise ViolinFailure(message)
 

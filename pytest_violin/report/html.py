@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..gating import aggregate_records
 from .._fs import atomic_write
-from .json_report import failures_first, fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
+from .json_report import failures_first, fmt, fmt_signed, metric_names, records_of, usage_text
 from .svg import bar_chart, color_scale
 from .text import is_image_data_uri
 
@@ -117,25 +117,23 @@ def _id_list(ids, shown: int = 20) -> str:
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 def _gate_html(comparison) -> str:
+    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
     out = ['<h2 id="gate">' + ("Baseline" if sequential else "Regression gate") + "</h2>"]
-    regs, imps = comparison.regressions, comparison.improvements
-    refs = comparison.refusal_regressions
-    base = f" <code>{_e(comparison.baseline_path)}</code>" if comparison.baseline_path else ""
     if sequential:
-        regs, imps, refs = (), (), ()
-    if regs:
-        out.append(f'<div class="banner bad">FAILED: {len(regs)} regression(s) against baseline{base} '
-                   f'(max regression {comparison.max_regression:g}): '
-                   + ", ".join(_e(g.label) for g in regs) + "</div>")
-    if refs:
-        out.append(f'<div class="banner bad">FAILED: the refusal rate rose in {len(refs)} group(s) against '
-                   f'baseline{base} (max regression {comparison.max_regression:g}): '
-                   + ", ".join(_e(g.label) for g in refs) + "</div>")
-    if not regs and not refs and not sequential:
-        out.append(f'<div class="banner good">No regression against baseline{base} '
-                   f'(max regression {comparison.max_regression:g}).</div>')
+        if comparison.too_few:
+            out.append(f'<div class="banner bad">{_e(too_few_line(comparison))}</div>')
+    else:
+        text, level = headline(comparison)
+        out.append(f'<div class="banner {level}">{_e(text)}</div>')
+        out.append(f'<p class="muted">{_e(rule_line(comparison)[0].upper() + rule_line(comparison)[1:])}.</p>')
+        if comparison.too_few and comparison.allow_mismatch:
+            out.append(f'<div class="banner warn">{_e(too_few_line(comparison))}</div>')
+        ratchet = ratchet_line(comparison)
+        if ratchet:
+            out.append(f'<div class="banner good">{_e(ratchet[0].upper() + ratchet[1:])}.</div>')
     from ..gating.comparison import selection_text
 
     selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
@@ -147,31 +145,25 @@ def _gate_html(comparison) -> str:
     for key, (a, b) in comparison.metadata_changes.items():
         out.append(f'<div class="banner warn">{_e(key)} changed: <code>{_e(a)}</code> &rarr; '
                    f'<code>{_e(b)}</code></div>')
-    for title, items, cls in (("Regressions", regs, "reg"), ("Improvements", imps, "imp")):
-        if not items:
+    for which, title, cls in (("regressed", "Regressions", "reg"), ("improved", "Improvements", "imp")):
+        found = [] if sequential else group_rows(comparison, which=which)
+        if not found:
             continue
-        out.append(f"<h3>{title}</h3><table><tr><th>group</th><th>n</th><th>old</th><th>new</th>"
-                   "<th>delta</th><th>95% CI</th><th>worst metric deltas</th><th>newly failing</th></tr>")
-        for g in items:
+        out.append(f"<h3>{title}</h3>")
+        causes = [(g, cause_line(g)) for g, _ in found if which == "regressed" and cause_line(g)]
+        if causes:  # causes before numbers: the samples without an image now
+            out.append("<ul>" + "".join(f"<li><b>{_e(g.label)}</b>: {_e(c)}</li>" for g, c in causes) + "</ul>")
+        out.append("<table><tr><th>group</th><th>statistic</th><th>n</th><th>old</th><th>new</th>"
+                   "<th>delta</th><th>bounds</th><th>worst metric deltas</th><th>newly failing</th></tr>")
+        for g, rows in found:
             md = sorted(g.metric_deltas.items(), key=lambda kv: -abs(kv[1][2]))[:3]
             mtxt = ", ".join(f"{_e(k)} {fmt_signed(v[2])}" for k, v in md)
             nf = _id_list(g.newly_failing)
-            out.append(f'<tr class="{cls}"><td>{_e(g.label)}</td><td class="n">{g.n}</td>'
-                       f'<td class="n">{fmt(g.old)}</td><td class="n">{fmt(g.new)}</td>'
-                       f'<td class="n">{fmt_signed(g.delta)}</td>'
-                       f'<td class="n">[{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}]</td>'
-                       f"<td>{mtxt}</td><td>{nf or '-'}</td></tr>")
-        out.append("</table>")
-    if refs:
-        out.append("<h3>Refusal rate regressions</h3><table><tr><th>group</th><th>n</th><th>old</th>"
-                   "<th>new</th><th>delta</th><th>95% CI</th><th>newly refused</th></tr>")
-        for g in refs:
-            nr = _id_list(g.newly_refused)
-            out.append(f'<tr class="reg"><td>{_e(g.label)}</td><td class="n">{g.n}</td>'
-                       f'<td class="n">{fmt_pct(g.refused_old)}</td><td class="n">{fmt_pct(g.refused_new)}</td>'
-                       f'<td class="n">{fmt_pct(g.refused_delta, True)}</td>'
-                       f'<td class="n">[{fmt_pct(g.refused_ci_low, True)}, {fmt_pct(g.refused_ci_high, True)}]</td>'
-                       f"<td>{nr or '-'}</td></tr>")
+            for r in rows:
+                out.append(f'<tr class="{cls}"><td>{_e(g.label)}</td><td>{_e(r.statistic)}</td>'
+                           f'<td class="n">{r.n}</td><td class="n">{_e(r.old)}</td><td class="n">{_e(r.new)}</td>'
+                           f'<td class="n">{_e(r.delta)}</td><td class="n">{_e(r.bounds)}</td>'
+                           f"<td>{mtxt}</td><td>{nf or '-'}</td></tr>")
         out.append("</table>")
     for title, ids in (("Missing from this run", () if selection else comparison.missing),
                        ("Not in the baseline", comparison.added),
@@ -191,7 +183,7 @@ def _summary_html(agg, groups) -> str:
         rows = [r for r in agg.get("variations", []) if r["task"] == task]
         names = metric_names([task_row, *rows])
         head = "".join(f"<th>{_e(n)}</th>" for n in names)
-        delta_head = "<th>&Delta; mean</th><th>95% CI</th>" if groups else ""
+        delta_head = "<th>&Delta; mean</th><th>bounds</th>" if groups else ""
         with_refused = any(r.get("refused") for r in agg.get("tasks", []))
         with_no_image = any(r.get("no_image") for r in agg.get("tasks", []))
         refused_head = ("<th>no image</th>" if with_no_image else "") + ("<th>refused</th>" if with_refused else "")
@@ -199,7 +191,7 @@ def _summary_html(agg, groups) -> str:
                    f"{refused_head}{head}{delta_head}</tr>")
         for row, label, cls in [*((r, r["variation"] or "-", "") for r in rows), (task_row, "all", "total")]:
             g = groups.get((task, row["variation"]))
-            status = f" {g.status}" if g is not None else ""
+            status = (" regressed" if g.regressed else " improved" if g.improved else "") if g is not None else ""
             classes = (cls + (" reg" if status == " regressed" else " imp" if status == " improved" else "")).strip()
             cells = "".join(f'<td class="n">{fmt(row["metrics"].get(n))}</td>' for n in names)
             if groups:
@@ -221,7 +213,7 @@ def _summary_html(agg, groups) -> str:
         series = [(r["variation"] or "-", r["metrics"]) for r in rows] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in rows
                      if groups.get((task, r["variation"])) is not None
-                     and groups[(task, r["variation"])].status == "regressed"]
+                     and groups[(task, r["variation"])].regressed]
         width = max(340, min(1200, 60 + len(names) * (24 + 10 * len(series))))
         charts.append(bar_chart(names, series, title=f"{task}: metric means (lower is better)",
                                 width=width, height=230 + 16 * ((len(series) + 3) // 4),

@@ -116,7 +116,7 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                 if g is None or g.status == "not-compared":
                     cells.append("not compared")
                 else:
-                    mark = {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(g.status, "")
+                    mark = " ❌ regressed" if g.regressed else " ✅ improved" if g.improved else ""
                     cells.append(fmt_signed(g.delta) + mark)
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
@@ -142,47 +142,41 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
 
 
 def _gate_section(comparison) -> list[str]:
+    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
     lines = ["### Baseline" if sequential else "### Regression gate", ""]
-    where = f" {_code(comparison.baseline_path)}" if comparison.baseline_path else ""
-    regs, imps = comparison.regressions, comparison.improvements
-    refs = comparison.refusal_regressions
     if sequential:
-        regs, imps, refs = (), (), ()
         if comparison.errored:
             lines += [f"**FAILED: {len(comparison.errored)} sample(s) ended in an error** and could not "
-                      f"be compared with baseline{where}.", ""]
-    elif regs:
-        lines.append(f"**FAILED: {len(regs)} regression(s)** against baseline{where} "
-                     f"(max regression {comparison.max_regression:g}).")
-    if refs:
-        lines.append(f"**FAILED: the refusal rate rose in {len(refs)} group(s)** against baseline{where} "
-                     f"(max regression {comparison.max_regression:g}).")
-    if not regs and not refs and not sequential:
-        lines.append(f"Passed: no regression against baseline{where} "
-                     f"(max regression {comparison.max_regression:g}).")
-    if not sequential:
-        lines.append("")
-    for title, items in (("Regressions", regs), ("Improvements", imps)):
-        if not items:
+                      f"be compared with the baseline.", ""]
+        if comparison.too_few:
+            lines += [md_escape(too_few_line(comparison)), ""]
+    else:
+        text, level = headline(comparison)
+        lines += [f"**{md_escape(text)}**" if level == "bad" else md_escape(text), "",
+                  md_escape(rule_line(comparison)[0].upper() + rule_line(comparison)[1:]) + ".", ""]
+        if comparison.too_few and comparison.allow_mismatch:
+            lines += [md_escape(too_few_line(comparison)), ""]
+    for which, title in (("regressed", "Regressions"), ("improved", "Improvements")):
+        found = [] if sequential else group_rows(comparison, which=which)
+        if not found:
             continue
-        lines += [f"{title}:", "", "| group | n | old | new | delta | 95% CI | newly failing |",
-                  "|---|---:|---:|---:|---:|---|---|"]
-        for g in items:
-            lines.append(f"| {md_escape(g.label)} | {g.n} | {fmt(g.old)} | {fmt(g.new)} | "
-                         f"{fmt_signed(g.delta)} | [{fmt_signed(g.ci_low)}, {fmt_signed(g.ci_high)}] | "
-                         f"{_ids(g.newly_failing) or '-'} |")
+        causes = [f"- **{md_escape(g.label)}**: {md_escape(cause_line(g))}" for g, _ in found
+                  if which == "regressed" and cause_line(g)]
+        if causes:  # causes before numbers: the samples without an image now
+            lines += ["Samples without an image:", "", *causes, ""]
+        lines += [f"{title}:", "", "| group | statistic | n | old | new | delta | bounds | newly failing |",
+                  "|---|---|---:|---:|---:|---:|---|---|"]
+        for g, rows in found:
+            for r in rows:
+                lines.append(f"| {md_escape(g.label)} | {r.statistic} | {r.n} | {r.old} | {r.new} | "
+                             f"{r.delta} | {r.bounds} | {_ids(g.newly_failing) or '-'} |")
         lines.append("")
-    if refs:
-        lines += ["Refusal rate regressions (the model refused more of the shared samples):", "",
-                  "| group | n | old | new | delta | 95% CI | newly refused |",
-                  "|---|---:|---:|---:|---:|---|---|"]
-        for g in refs:
-            lines.append(f"| {md_escape(g.label)} | {g.n} | {_pct(g.refused_old)} | {_pct(g.refused_new)} | "
-                         f"{_pct(g.refused_delta, True)} | [{_pct(g.refused_ci_low, True)}, "
-                         f"{_pct(g.refused_ci_high, True)}] | {_ids(g.newly_refused) or '-'} |")
-        lines.append("")
+    ratchet = None if sequential else ratchet_line(comparison)
+    if ratchet:
+        lines += [md_escape(ratchet[0].upper() + ratchet[1:]) + ".", ""]
     from ..gating.comparison import selection_text
 
     selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite

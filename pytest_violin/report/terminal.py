@@ -139,6 +139,10 @@ def _pct(x, signed=False) -> str:
     return f"{100 * float(x):+.1f}%" if signed else f"{100 * float(x):.1f}%"
 
 
+def _where(comparison) -> str:
+    return f" {comparison.baseline_path}" if comparison.baseline_path else ""
+
+
 def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     """Plain-text lines describing a comparison, for the terminal.
 
@@ -159,52 +163,43 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
         text = ", ".join(items[:max_ids])
         return text + (f" and {len(items) - max_ids} more" if len(items) > max_ids else "")
 
+    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+
     out = []
-    where = f" {comparison.baseline_path}" if comparison.baseline_path else ""
-    regs, imps = comparison.regressions, comparison.improvements
-    refs = getattr(comparison, "refusal_regressions", ())
     # a decided sequential gate gave the verdict (report/sequential.py): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
-    if sequential:
-        regs, imps, refs = (), (), ()
-    if regs or refs:
-        if regs:
-            out.append((f"FAILED: {len(regs)} regression(s) against baseline{where}: "
-                        + ", ".join(g.label for g in regs), "bad"))
-        if refs:
-            out.append((f"FAILED: the refusal rate rose in {len(refs)} group(s) against baseline{where}: "
-                        + ", ".join(g.label for g in refs), "bad"))
-    elif comparison.errored:
-        out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no "
-                    f"answer from the endpoint, or a fault of pytest-violin) and could not be compared "
-                    f"with baseline{where}: {ids(comparison.errored)}", "bad"))
-    elif comparison.compared == 0:
-        out.append((f"FAILED: this run shares no comparable sample with baseline{where}: nothing was "
-                    f"compared (another suite, selection or seed?)", "bad"))
-    elif not sequential:
-        out.append((f"no regression against baseline{where} ({comparison.compared} samples compared)",
-                    "good"))
     if not sequential:
-        out.append((f"rule: mean (or refusal rate) worsens by more than {comparison.max_regression:g} "
-                    "and the 95% paired bootstrap interval lies above 0", "info"))
-    for title, items, level in (("regressed", regs, "bad"), ("improved", imps, "good")):
-        for g in items:
-            out.append((f"  {title:9s} {g.label:<28s} old {_f(g.old)}  new {_f(g.new)}  "
-                        f"delta {_f(g.delta, True)}  95% CI [{_f(g.ci_low, True)}, {_f(g.ci_high, True)}]"
-                        f"  n={g.n}", level))
-            worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
-            if worst and title == "regressed":
-                out.append(("            worst metrics: " + ", ".join(
-                    f"{k} {_f(v[2], True)}" for k, v in worst), "info"))
-            if g.newly_failing:
-                out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
-                            level))
-    for g in refs:
-        out.append((f"  refusals  {g.label:<28s} old {_pct(g.refused_old)}  new {_pct(g.refused_new)}  "
-                    f"delta {_pct(g.refused_delta, True)}  95% CI [{_pct(g.refused_ci_low, True)}, "
-                    f"{_pct(g.refused_ci_high, True)}]  n={g.n}", "bad"))
-        if g.newly_refused:
-            out.append((f"            newly refused ({len(g.newly_refused)}): {ids(g.newly_refused)}", "bad"))
+        out.append(headline(comparison))
+        out.append((rule_line(comparison), "info"))
+        for which, level in (("regressed", "bad"), ("improved", "good")):
+            for g, rows in group_rows(comparison, which=which):
+                out.append((f"  {which:9s} {g.label}  (n={g.n})", level))
+                cause = cause_line(g)
+                if cause and which == "regressed":  # causes before numbers
+                    out.append((f"            {cause}", "bad"))
+                for r in rows:
+                    out.append((f"            {r.statistic:<13s} old {r.old:>7s}  new {r.new:>7s}  "
+                                f"delta {r.delta}  bounds {r.bounds}", level))
+                worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
+                if worst and which == "regressed":
+                    out.append((f"            worst metrics ({g.imaged_n} with an image on both sides): "
+                                + ", ".join(f"{k} {_f(v[2], True)}" for k, v in worst), "info"))
+                if g.newly_failing and which == "regressed":
+                    out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
+                                level))
+                if g.newly_refused and "refusal_rate" in g.regressed:
+                    out.append((f"            newly refused ({len(g.newly_refused)}): {ids(g.newly_refused)}",
+                                level))
+        ratchet = ratchet_line(comparison)
+        if ratchet:
+            out.append((ratchet, "good"))
+    elif comparison.errored:
+        out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error and could "
+                    f"not be compared with baseline{_where(comparison)}: {ids(comparison.errored)}", "bad"))
+    if sequential and comparison.too_few:
+        out.append((too_few_line(comparison), "bad" if comparison.undecidable else "warn"))
+    elif comparison.too_few and comparison.allow_mismatch:
+        out.append((too_few_line(comparison), "warn"))
     from ..gating.comparison import selection_text
 
     selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
