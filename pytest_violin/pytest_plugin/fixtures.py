@@ -19,7 +19,8 @@
     ``"task.metric"``.
 ``violin_check``
     ``check(sample, image) -> Metrics``: scores and fails the test with the
-    metric table when a metric is over its limit.
+    metric table when a metric is over its limit; with a baseline that holds
+    the sample, a known or new failure is an xfail instead (docs/gating.md).
 """
 
 from __future__ import annotations
@@ -149,6 +150,23 @@ def violin_thresholds(request):
     return _limits(state, marker_thresholds)
 
 
+def _xfail_if_in_baseline(config, sample, metrics, verdict) -> None:
+    """With a baseline that holds ``sample``, a failure is a known or new failure: an xfail, as
+    for the built-in items (docs/gating.md); the gate decides whether the model got worse."""
+    from .gate import GATE_KEY
+    from .known_failures import failure_context
+
+    gate = config.stash.get(GATE_KEY, None)
+    if gate is None or not gate.baseline_index:
+        return
+    from ..gating.records import sample_definition
+    from ..report.text import printable
+
+    known = failure_context(gate.baseline_index, sample.id, sample_definition(sample), metrics.mean)
+    if known is not None:
+        pytest.xfail(printable(f"{known}\n{verdict.message()}"))
+
+
 @pytest.fixture
 def violin_check(request, violin_thresholds):
     """``check(sample, image) -> Metrics``: score and assert with the metric table."""
@@ -163,6 +181,8 @@ def violin_check(request, violin_thresholds):
         verdict = judge(sample, metrics, limits_for_task(violin_thresholds, sample.task, list(metrics)))
         for row in verdict.rows:
             request.node.user_properties.append((f"violin.{row.metric}", round(row.value, 6)))
+        if not verdict.passed:
+            _xfail_if_in_baseline(request.config, sample, metrics, verdict)
         verdict.check()
         return metrics
 
