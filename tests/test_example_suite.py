@@ -54,7 +54,8 @@ def _reported_sample(out: str, test_name: str) -> str:
 
 
 def test_example_suite_layout_is_complete():
-    for rel in ("conftest.py", "pyproject.toml", "baseline.json", "README.md",
+    for rel in ("conftest.py", "pyproject.toml", "baseline.json", "README.md", "acme_models.py",
+                "baselines/production.json",
                 ".github/workflows/obedience.yml", "tests/acme_brand.py", "tests/test_brand.py",
                 "tests/test_builtin_selection.py", "tests/test_properties.py"):
         assert (EXAMPLE / rel).is_file(), rel
