@@ -276,7 +276,9 @@ class Comparison:
     def to_dict(self) -> dict:
         """JSON-able form (embedded in results.json)."""
         sequential = self.decided_by == "sequential"
-        fixed = {"regressions": [g.label for g in self.regressions],
+        # "regressions": every group the fixed-sample rule shows worse, on any statistic
+        fixed = {"regressions": [g.label for g in self.regressed_groups],
+                 "mean_regressions": [g.label for g in self.regressions],
                  "pass_rate_regressions": [g.label for g in self.pass_regressions],
                  "refusal_regressions": [g.label for g in self.refusal_regressions]}
         return {
@@ -293,6 +295,7 @@ class Comparison:
             "errored_in_baseline": list(self.errored_in_baseline),
             "decided_by": self.decided_by,
             "regressions": list(self.sequential_regressions) if sequential else fixed["regressions"],
+            "mean_regressions": [] if sequential else fixed["mean_regressions"],
             "pass_rate_regressions": [] if sequential else fixed["pass_rate_regressions"],
             "refusal_regressions": [] if sequential else fixed["refusal_regressions"],
             # what the fixed-sample rule says of the samples a sequential gate generated (for
