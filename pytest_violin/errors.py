@@ -24,9 +24,11 @@ __all__ = [
     "GenerationCancelled",
     "GenerationRefused",
     "GenerationUnjudged",
+    "GenerationCrashed",
     "SetupError",
     "BaselineError",
     "ViolinFailure",
+    "ViolinWarning",
 ]
 
 
@@ -177,6 +179,19 @@ class GenerationUnjudged(GenerationError):
         return True
 
 
+class GenerationCrashed(GenerationUnjudged):
+    """The code that makes the image raised: an exception inside a ComfyUI node
+    (its ``execution_error``: CUDA out of memory, a model file missing at run
+    time), or an exception other than a :class:`GenerationError` from a
+    ``python:`` model (the message ends with the traceback's last frames).
+
+    Says nothing about the model's obedience: an *error* outcome, never a
+    score. Like a :class:`SetupError`, when the first samples of a run all end
+    in the same crash before any image, the runner stops the run (see
+    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    """
+
+
 class SetupError(GenerationUnjudged):
     """The request itself is invalid, whatever the sample: a ComfyUI workflow
     that fails validation (a checkpoint that is not there, a wrong input type),
@@ -208,3 +223,8 @@ class ViolinFailure(ViolinError, AssertionError):
     def __init__(self, message: str, rows=()):
         super().__init__(message)
         self.rows = list(rows)
+
+
+class ViolinWarning(UserWarning):
+    """Something pytest-violin works around and wants the user to know (once):
+    a server without a route it would use, a fact it had to assume."""
