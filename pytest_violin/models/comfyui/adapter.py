@@ -243,23 +243,24 @@ class ComfyUIAdapter(NetworkAdapter):
 
     def _queue_position(self, prompt_id: str) -> str:
         """``running``, ``pending``, ``absent``, or ``unknown`` on a server without ``GET /queue``."""
-        if self.ledger.no_queue:
-            return "unknown"
-        try:
-            queue = self.client.request("GET", f"{self.base_url}/queue", what="ComfyUI queue")
-        except GenerationError as exc:
-            if exc.status not in (404, 405):
-                raise
-            self.ledger.no_queue = True
-            if not self._warned_queue:
-                self._warned_queue = True
-                warnings.warn(ViolinWarning(
-                    f"comfyui: {redact_url(self.base_url)} has no GET /queue (HTTP {exc.status}): time spent "
-                    "waiting in its queue now counts against each sample's budget (2 x --violin-timeout, from "
-                    "the submit), a prompt deleted by another client is seen only at its time-out, and a timed-out "
-                    "prompt is deleted from the queue but not interrupted"), stacklevel=2)
-            return "unknown"
-        return queue_position(_json_object(queue.content, "the /queue answer"), prompt_id)
+        if not self.ledger.no_queue:
+            try:
+                queue = self.client.request("GET", f"{self.base_url}/queue", what="ComfyUI queue")
+            except GenerationError as exc:
+                if exc.status not in (404, 405):
+                    raise
+                self.ledger.no_queue = True
+            else:
+                return queue_position(_json_object(queue.content, "the /queue answer"), prompt_id)
+        with self._live_lock:
+            warn, self._warned_queue = not self._warned_queue, True
+        if warn:
+            warnings.warn(ViolinWarning(
+                f"comfyui: {redact_url(self.base_url)} has no GET /queue (HTTP 404): time spent waiting in its "
+                "queue counts against each sample's budget (2 x --violin-timeout, from the submit), a prompt "
+                "deleted by another client is seen only at its time-out, and a timed-out prompt is deleted from "
+                "the queue but not interrupted"), stacklevel=2)
+        return "unknown"
 
     def _canceller(self, prompt_id: str):
         done = threading.Event()

@@ -78,7 +78,7 @@ def image_output_classes(session, base_url: str, classes, *,
     try:
         bounded(NODE_INFO_DEADLINE, steps, "GET /object_info", each=timeout)
     except Exception as exc:  # no answer: connection refused, the deadline
-        why.append(f"GET /object_info: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        why.append(f"GET /object_info: no answer ({type(exc).__name__})")
     if why:
         return None, redact(why[0])
     return frozenset(found), None
