@@ -25,6 +25,7 @@ __all__ = [
     "GenerationRefused",
     "GenerationUnjudged",
     "GenerationCrashed",
+    "ServerCrashed",
     "SetupError",
     "BaselineError",
     "ViolinFailure",
@@ -179,16 +180,26 @@ class GenerationUnjudged(GenerationError):
         return True
 
 
-class GenerationCrashed(GenerationUnjudged):
-    """The code that makes the image raised: an exception inside a ComfyUI node
-    (its ``execution_error``: CUDA out of memory, a model file missing at run
-    time), or an exception other than a :class:`GenerationError` from a
-    ``python:`` model (the message ends with the traceback's last frames).
+class GenerationCrashed(GenerationError):
+    """The code that makes the image raised an exception: a ``python:``
+    model's exception other than a :class:`GenerationError` (the message ends
+    with the traceback's last frames).
+
+    The model's failure for that sample (no image), as before; but when the
+    first samples of a run all end in the same crash before any image (glue
+    code raising ``KeyError: 'steps'`` on every call), the runner stops the
+    run as it does for a :class:`SetupError` (see
+    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    """
+
+
+class ServerCrashed(GenerationCrashed, GenerationUnjudged):
+    """An exception inside the server's pipeline: a ComfyUI node's
+    ``execution_error`` (CUDA out of memory, a model file missing at run time,
+    a wrong channel).
 
     Says nothing about the model's obedience: an *error* outcome, never a
-    score. Like a :class:`SetupError`, when the first samples of a run all end
-    in the same crash before any image, the runner stops the run (see
-    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    score; the same crash on the first samples stops the run.
     """
 
 

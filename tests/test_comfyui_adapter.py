@@ -19,7 +19,7 @@ import pytest
 import requests  # noqa: F401  same reason
 
 from _comfyui_fake import FakeComfyUI
-from pytest_violin.errors import (GenerationCancelled, GenerationCrashed, GenerationError, GenerationRefused,
+from pytest_violin.errors import (GenerationCancelled, ServerCrashed, GenerationError, GenerationRefused,
                                   GenerationUnjudged, ModelSpecError, SetupError)
 from pytest_violin.models.comfyui import Workflow
 from pytest_violin.models.registry import AdapterOptions, resolve_model
@@ -124,7 +124,7 @@ def test_execution_error_is_a_crash_naming_the_node_its_class_and_the_exception(
     fail = _pick(samples, "shape", 0)
     with FakeComfyUI(samples, {fail.id: "fail"}) as fake:
         adapter = _adapter(tmp_path, fake)
-        with pytest.raises(GenerationCrashed) as info:
+        with pytest.raises(ServerCrashed) as info:
             _run(adapter, fail)
         assert fake.history == {} and fake.history_deleted == list(fake.prompts)  # no entry left behind
     text = str(info.value)

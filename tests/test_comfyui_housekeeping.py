@@ -26,7 +26,7 @@ import pytest
 import requests  # noqa: F401  same reason
 
 from _comfyui_fake import FakeComfyUI
-from pytest_violin.errors import (GenerationCancelled, GenerationCrashed, GenerationUnjudged, ModelSpecError,
+from pytest_violin.errors import (GenerationCancelled, GenerationUnjudged, ModelSpecError, ServerCrashed,
                                   SetupError, ViolinWarning)
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
@@ -68,7 +68,7 @@ def _run(adapter, sample):
 
 
 # -- nothing left in the history -------------------------------------------------------------
-@pytest.mark.parametrize("kind, raised", [("fail", GenerationCrashed), ("vanish", GenerationUnjudged),
+@pytest.mark.parametrize("kind, raised", [("fail", ServerCrashed), ("vanish", GenerationUnjudged),
                                           ("interrupt", GenerationUnjudged), ("queued", GenerationUnjudged)])
 def test_a_failing_prompt_leaves_no_history_entry(tmp_path, samples, kind, raised):
     sample = _pick(samples, "color")
@@ -151,7 +151,7 @@ def test_ctrl_c_leaves_nothing_once_the_adapter_closes(tmp_path, samples):
 def test_history_keep_leaves_the_entries(tmp_path, samples):
     with FakeComfyUI(samples, {_pick(samples, "color").id: "fail"}) as fake:
         adapter = _adapter(tmp_path, fake, query="?history=keep")
-        with pytest.raises(GenerationCrashed):
+        with pytest.raises(ServerCrashed):
             _run(adapter, _pick(samples, "color"))
         _run(adapter, _pick(samples, "color", 1))
         adapter.close()

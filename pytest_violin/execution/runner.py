@@ -32,9 +32,9 @@ a missing checkpoint, a 401) or the same
 :class:`~pytest_violin.errors.GenerationCrashed` (the code that makes the
 image raised: a ComfyUI node's exception on every prompt, a ``python:``
 model's ``KeyError``) before any image, the runner stops calling the adapter
-the same way (:attr:`Runner.setup_stop`). Setup errors, crashes and time-outs
-(:attr:`~pytest_violin.errors.GenerationError.unjudged`) are *errors*, never
-the model's failure.
+the same way (:attr:`Runner.setup_stop`). Setup errors, a server's crashes and
+time-outs (:attr:`~pytest_violin.errors.GenerationError.unjudged`) are
+*errors*, never the model's failure.
 
 A sample's ``attempts`` (its "generations made") count the adapter calls that
 reached the server: a call that raised before an HTTP adapter sent anything

@@ -12,12 +12,13 @@ key cannot see edits to the user's code.
 What the callable raises decides the sample's outcome:
 :class:`~pytest_violin.errors.GenerationRefused` (the model declined: outcome
 ``refused``), :class:`~pytest_violin.errors.GenerationUnjudged` (it cannot be
-judged: outcome ``error``), any other
+judged: outcome ``error``, never a score), any other
 :class:`~pytest_violin.errors.GenerationError` (the model failed to draw it:
-outcome ``failed``, scored as no image). Any other exception is the glue code's
-crash (:class:`~pytest_violin.errors.GenerationCrashed`: outcome ``error``,
-never a score), its message ending with the traceback's last frames; when the
-first samples all crash the same way before any image, the run stops.
+outcome ``failed``, scored as no image). Any other exception is a
+:class:`~pytest_violin.errors.GenerationCrashed`: the model's failure too,
+its message ending with the traceback's last frames; when the first samples
+all crash the same way before any image (glue code raising ``KeyError:
+'steps'`` on every call), the run stops.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ several image outputs without ``?output=`` are a usage error; so is a
 
 A history entry whose ``status.status_str`` is ``error`` with an
 ``execution_error`` (an exception inside a node: CUDA out of memory, a model file
-missing at run time) is a :class:`~pytest_violin.errors.GenerationCrashed`: an
+missing at run time) is a :class:`~pytest_violin.errors.ServerCrashed`: an
 error, never a score, its line naming the node, its class and the exception
 (the same crash on the first samples stops the run, as a setup error does);
 one interrupted by someone else is an error; a finished prompt without an
