@@ -55,6 +55,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
+from .cache import cache_identity
 from .pool import DaemonPool
 from .usage import CallLimitReached, sent_marker
 from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
@@ -75,25 +76,6 @@ DEAD_WINDOW = 10.0
 #: Samples in a row ending in the same setup error (or the same crash), before
 #: any image, after which the runner stops calling the adapter.
 SETUP_AFTER = 5
-
-
-def cache_identity(adapter, identity: str) -> str | None:
-    """The identity cache keys are formed with for ``adapter``.
-
-    An adapter may define ``cache_identity()``: a string that adds what its
-    server reports of the models it runs and its version (ComfyUI: the files
-    its loader nodes read, ``/system_stats``), or None when that cannot be
-    learnt (then nothing is looked up in or written to the cache). Without it:
-    ``identity``.
-    """
-    method = getattr(adapter, "cache_identity", None)
-    if not callable(method):
-        return identity
-    try:
-        value = method()
-    except Exception:  # an adapter that cannot tell: no cache rather than a stale one
-        return None
-    return None if value is None else str(value)
 
 
 def exception_line(exc: BaseException, limit: int = 300) -> str:
