@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import warnings
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import numpy as np
@@ -222,22 +221,33 @@ def test_a_server_without_get_queue_works_with_one_warning(tmp_path, samples):
     picked = [_pick(samples, "color", n) for n in range(3)]
     with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.5) as fake:  # polled while it runs
         adapter = _adapter(tmp_path, fake)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            images = [_run(adapter, s) for s in picked]
+        images = [_run(adapter, s) for s in picked]
         assert all(isinstance(image, np.ndarray) for image in images)
-        shown = [w for w in caught if issubclass(w.category, ViolinWarning)]
-        assert len(shown) == 1 and "has no GET /queue (HTTP 404)" in str(shown[0].message)
+        notices = adapter.take_notices()
+        assert len(notices) == 1 and "has no GET /queue (HTTP 404)" in notices[0]
+        assert adapter.take_notices() == []  # said once
         assert fake.history == {}
         assert sum(1 for method, path in fake.requests if path == "/queue") == 1  # asked once
+
+
+def test_the_missing_queue_is_one_warning_in_pytests_summary(pytester, samples):
+    workflow = json.loads(json.dumps(MASK_WORKFLOW))
+    with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.4) as fake:
+        pytester.makefile(".json", workflow=json.dumps(workflow))
+        result = pytester.runpytest(f"--violin-model=comfyui:{fake.url}", "--violin-workflow=workflow.json",
+                                    "--violin-tasks=mask", "--violin-limit=4", "--violin-no-cache",
+                                    "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4, warnings=1)
+    assert result.stdout.str().count("has no GET /queue (HTTP 404)") == 1
 
 
 def test_without_get_queue_a_hung_prompt_times_out_from_its_submit(tmp_path, samples):
     sample = _pick(samples, "color")
     with FakeComfyUI(samples, {sample.id: "hang"}, missing=("/queue",)) as fake:
         adapter = _adapter(tmp_path, fake, timeout=0.2)
-        with pytest.warns(ViolinWarning), pytest.raises(GenerationUnjudged, match="within 0.4 s of running"):
+        with pytest.raises(GenerationUnjudged, match="within 0.4 s of running"):
             _run(adapter, sample)
+        assert len(adapter.take_notices()) == 1
         adapter.close()
         assert fake.deleted == list(fake.prompts)
 

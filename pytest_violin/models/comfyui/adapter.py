@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-import warnings
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import numpy as np
 
-from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError, ViolinWarning
+from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
 from ..base import NetworkAdapter
@@ -108,6 +107,7 @@ class ComfyUIAdapter(NetworkAdapter):
         self._live: set = set()  # prompts whose sample is in flight
         self._live_lock = threading.Lock()
         self._warned_queue = False
+        self._notices: list = []
 
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
@@ -253,14 +253,24 @@ class ComfyUIAdapter(NetworkAdapter):
             else:
                 return queue_position(_json_object(queue.content, "the /queue answer"), prompt_id)
         with self._live_lock:
-            warn, self._warned_queue = not self._warned_queue, True
-        if warn:
-            warnings.warn(ViolinWarning(
-                f"comfyui: {redact_url(self.base_url)} has no GET /queue (HTTP 404): time spent waiting in its "
-                "queue counts against each sample's budget (2 x --violin-timeout, from the submit), a prompt "
-                "deleted by another client is seen only at its time-out, and a timed-out prompt is deleted from "
-                "the queue but not interrupted"), stacklevel=2)
+            if not self._warned_queue:
+                self._warned_queue = True
+                self._notices.append(
+                    f"comfyui: {redact_url(self.base_url)} has no GET /queue (HTTP 404): time spent waiting in its "
+                    "queue counts against each sample's budget (2 x --violin-timeout, from the submit), a prompt "
+                    "deleted by another client is seen only at its time-out, and a timed-out prompt is deleted "
+                    "from the queue but not interrupted")
         return "unknown"
+
+    def take_notices(self) -> list:
+        """What the user should be told once (a server without ``GET /queue``), not yet taken.
+
+        Found in a generation thread; the plugin warns from the test's thread
+        (a :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
+        """
+        with self._live_lock:
+            taken, self._notices = self._notices, []
+        return taken
 
     def _canceller(self, prompt_id: str):
         done = threading.Event()
