@@ -24,9 +24,12 @@ __all__ = [
     "GenerationCancelled",
     "GenerationRefused",
     "GenerationUnjudged",
+    "GenerationCrashed",
+    "ServerCrashed",
     "SetupError",
     "BaselineError",
     "ViolinFailure",
+    "ViolinWarning",
 ]
 
 
@@ -177,6 +180,29 @@ class GenerationUnjudged(GenerationError):
         return True
 
 
+class GenerationCrashed(GenerationError):
+    """The code that makes the image raised an exception: a ``python:``
+    model's exception other than a :class:`GenerationError` (the message ends
+    with the traceback's last frames).
+
+    The model's failure for that sample (no image), as before; but when the
+    first samples of a run all end in the same crash before any image (glue
+    code raising ``KeyError: 'steps'`` on every call), the runner stops the
+    run as it does for a :class:`SetupError` (see
+    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    """
+
+
+class ServerCrashed(GenerationCrashed, GenerationUnjudged):
+    """An exception inside the server's pipeline: a ComfyUI node's
+    ``execution_error`` (CUDA out of memory, a model file missing at run time,
+    a wrong channel).
+
+    Says nothing about the model's obedience: an *error* outcome, never a
+    score; the same crash on the first samples stops the run.
+    """
+
+
 class SetupError(GenerationUnjudged):
     """The request itself is invalid, whatever the sample: a ComfyUI workflow
     that fails validation (a checkpoint that is not there, a wrong input type),
@@ -208,3 +234,8 @@ class ViolinFailure(ViolinError, AssertionError):
     def __init__(self, message: str, rows=()):
         super().__init__(message)
         self.rows = list(rows)
+
+
+class ViolinWarning(UserWarning):
+    """Something pytest-violin works around and wants the user to know (once):
+    a server without a route it would use, a fact it had to assume."""

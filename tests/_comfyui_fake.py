@@ -12,11 +12,23 @@ the prompt waits or runs), ``/prompt``, ``/upload/image``, ``/system_stats``,
 (``delete``), ``POST /queue`` (``delete``) and ``/interrupt`` (empty 200
 answers). Like the real server it runs one prompt at a time, in order.
 
-``plan`` maps a sample id to a behaviour: ``fail`` (an execution error),
-``rate`` (one 429 from a gateway first), ``hang`` (runs until interrupted),
-``queued`` (never leaves the queue), ``vanish`` (deleted from the queue by
-another client right after it was queued) and ``interrupt`` (interrupted by
-another client while it runs).
+``GET /object_info/<class>`` answers the node descriptions recorded from
+that server (:data:`NODES`, input lists shortened; ``{}`` for a class it
+does not know), and validation finds a workflow's outputs the same way (the
+classes with ``output_node: true``). An execution error's history entry is the
+recorded one (``ImageToMask`` asked for the alpha channel of an RGB image:
+``exception_message`` ending in a newline, ``exception_type``, ``traceback``
+as a list of lines, ``current_inputs``, ``current_outputs``, ``meta`` empty).
+
+``plan`` maps a sample id to a behaviour (``default`` for the others): ``fail``
+(an execution error), ``rate`` (one 429 from a gateway first), ``hang`` (runs
+until interrupted), ``queued`` (never leaves the queue), ``vanish`` (deleted
+from the queue by another client right after it was queued) and
+``interrupt`` (interrupted by another client while it runs).
+``interrupt_seconds`` is how long an interrupt takes to land (the real server
+checks for it between sampler steps): the prompt stays in ``queue_running``,
+without a history entry, until then. ``missing`` names routes answered with
+aiohttp's 404 (``/queue``: a proxy or a hosted API without it).
 
 ``stall_cancel`` makes the server never finish its answer to the cancel
 requests (``POST /queue`` and ``/interrupt``): ``"silent"`` sends nothing,
@@ -58,6 +70,49 @@ LOADERS = {"CheckpointLoaderSimple": ("checkpoints", "ckpt_name"), "VAELoader": 
 
 _TOOLTIP = {"tooltip": "The name of the checkpoint (model) to load."}
 
+#: ``GET /object_info/<class>`` of ComfyUI 0.3.64 (recorded; tooltips, defaults and long
+#: choice lists left out): inputs, outputs, whether it is an output node.
+NODES = {
+    "CheckpointLoaderSimple": {"input": {"required": {"ckpt_name": [[]]}}, "output": ["MODEL", "CLIP", "VAE"], "output_node": False, "python_module": "nodes", "category": "loaders", "display_name": "Load Checkpoint"},  # noqa: E501
+    "EmptyLatentImage": {"input": {"required": {"width": ["INT"], "height": ["INT"], "batch_size": ["INT"]}}, "output": ["LATENT"], "output_node": False, "python_module": "nodes", "category": "latent", "display_name": "Empty Latent Image"},  # noqa: E501
+    "CLIPTextEncode": {"input": {"required": {"text": ["STRING"], "clip": ["CLIP"]}}, "output": ["CONDITIONING"], "output_node": False, "python_module": "nodes", "category": "conditioning", "display_name": "CLIP Text Encode (Prompt)"},  # noqa: E501
+    "KSampler": {"input": {"required": {"model": ["MODEL"], "seed": ["INT"], "steps": ["INT"], "cfg": ["FLOAT"], "sampler_name": [["euler", "euler_cfg_pp", "euler_ancestral"]], "scheduler": [["simple", "sgm_uniform", "karras"]], "positive": ["CONDITIONING"], "negative": ["CONDITIONING"], "latent_image": ["LATENT"], "denoise": ["FLOAT"]}}, "output": ["LATENT"], "output_node": False, "python_module": "nodes", "category": "sampling", "display_name": "KSampler"},  # noqa: E501
+    "VAEDecode": {"input": {"required": {"samples": ["LATENT"], "vae": ["VAE"]}}, "output": ["IMAGE"], "output_node": False, "python_module": "nodes", "category": "latent", "display_name": "VAE Decode"},  # noqa: E501
+    "SaveImage": {"input": {"required": {"images": ["IMAGE"], "filename_prefix": ["STRING"]}, "hidden": {"prompt": "PROMPT", "extra_pnginfo": "EXTRA_PNGINFO"}}, "output": [], "output_node": True, "python_module": "nodes", "category": "image", "display_name": "Save Image"},  # noqa: E501
+    "PreviewImage": {"input": {"required": {"images": ["IMAGE"]}, "hidden": {"prompt": "PROMPT", "extra_pnginfo": "EXTRA_PNGINFO"}}, "output": [], "output_node": True, "python_module": "nodes", "category": "image", "display_name": "Preview Image"},  # noqa: E501
+    "MaskPreview": {"input": {"required": {"mask": ["MASK"]}, "hidden": {"prompt": "PROMPT", "extra_pnginfo": "EXTRA_PNGINFO"}}, "output": [], "output_node": True, "python_module": "comfy_extras.nodes_mask", "category": "mask", "display_name": "MaskPreview"},  # noqa: E501
+    "LoadImage": {"input": {"required": {"image": [["example.png"]]}}, "output": ["IMAGE", "MASK"], "output_node": False, "python_module": "nodes", "category": "image", "display_name": "Load Image"},  # noqa: E501
+    "ImageToMask": {"input": {"required": {"image": ["IMAGE"], "channel": [["red", "green", "blue", "alpha"]]}}, "output": ["MASK"], "output_node": False, "python_module": "comfy_extras.nodes_mask", "category": "mask", "display_name": "Convert Image to Mask"},  # noqa: E501
+    "InvertMask": {"input": {"required": {"mask": ["MASK"]}}, "output": ["MASK"], "output_node": False, "python_module": "comfy_extras.nodes_mask", "category": "mask", "display_name": "InvertMask"},  # noqa: E501
+    "ImageCompositeMasked": {"input": {"required": {"destination": ["IMAGE"], "source": ["IMAGE"], "x": ["INT"], "y": ["INT"], "resize_source": ["BOOLEAN"]}, "optional": {"mask": ["MASK"]}}, "output": ["IMAGE"], "output_node": False, "python_module": "comfy_extras.nodes_mask", "category": "image", "display_name": "ImageCompositeMasked"},  # noqa: E501
+    "PreviewAny": {"input": {"required": {"source": ["*"]}}, "output": [], "output_node": True, "python_module": "comfy_extras.nodes_preview_any", "category": "utils", "display_name": "Preview Any"},  # noqa: E501
+}
+
+#: Classes whose images the fake writes to the temp folder (``type: temp``), as the real server does.
+TEMP_OUTPUTS = ("PreviewImage", "MaskPreview")
+
+
+def node_info(cls: str, models: dict) -> dict:
+    """``GET /object_info/<cls>`` as the real server answers it (``{}`` for an unknown class)."""
+    if cls not in NODES:
+        return {}
+    info = json.loads(json.dumps(NODES[cls]))
+    if cls in LOADERS:
+        folder, name = LOADERS[cls]
+        info["input"]["required"][name] = [sorted(models.get(folder, {})), _TOOLTIP]
+    order = {group: list(inputs) for group, inputs in info["input"].items()}
+    outputs = info["output"]
+    return {cls: {"input": info["input"], "input_order": order, "output": outputs,
+                  "output_is_list": [False] * len(outputs), "output_name": outputs, "name": cls,
+                  "display_name": info["display_name"], "description": "",
+                  "python_module": info["python_module"], "category": info["category"],
+                  "output_node": info["output_node"]}}
+
+
+def output_nodes(workflow: dict) -> list:
+    """The workflow's output nodes, as the real server's validation finds them."""
+    return [n for n, node in workflow.items() if NODES.get(node["class_type"], {}).get("output_node")]
+
 
 def _validation_400(node_errors: dict) -> dict:
     """The recorded 400 body of ``POST /prompt`` for a workflow that fails validation."""
@@ -95,12 +150,22 @@ class FakeComfyUI:
     stall_cancel : str, optional
         ``"silent"`` or ``"trickle"``: the cancel requests are never answered
         in full (see the module docstring).
+    default : str
+        The behaviour of samples ``plan`` does not name.
+    interrupt_seconds : float
+        How long an interrupt takes to land.
+    missing : tuple of str
+        Path prefixes answered 404 (``"/queue"``, ``"/object_info"``).
     """
 
     def __init__(self, samples: dict, plan: dict | None = None, auth: str | None = None,
-                 models: dict | None = None, job_seconds: float = 0.0, stall_cancel: str | None = None):
+                 models: dict | None = None, job_seconds: float = 0.0, stall_cancel: str | None = None,
+                 default: str = "ok", interrupt_seconds: float = 0.0, missing: tuple = ()):
         self.samples = samples
         self.plan = dict(plan or {})
+        self.default = default
+        self.interrupt_seconds = float(interrupt_seconds)
+        self.missing = tuple(missing)
         self.auth = auth
         self.models = models if models is not None else {
             "checkpoints": {"model.safetensors": (2132625894, 1764547200.0)}}
@@ -164,6 +229,10 @@ class FakeComfyUI:
                 end = time.monotonic() + seconds
                 while not self._stop and not p.get("cancelled") and time.monotonic() < end:
                     self._wake.wait(min(0.05, max(0.0, end - time.monotonic())))
+                if p.get("cancelled"):  # the interrupt lands at the next step: still running until then
+                    landed = time.monotonic() + self.interrupt_seconds
+                    while not self._stop and time.monotonic() < landed:
+                        self._wake.wait(min(0.05, max(0.0, landed - time.monotonic())))
                 self.running = None
                 if self._stop:
                     return
@@ -182,17 +251,32 @@ class FakeComfyUI:
             return {"prompt": head, "outputs": {}, "status": {"status_str": "error", "completed": False,
                                                               "messages": messages}, "meta": {}}
         if p["kind"] == "fail":
-            messages.append(["execution_error", {"prompt_id": pid, "node_id": "3", "node_type": "KSampler",
-                                                 "executed": [], "exception_message": "CUDA error: out of memory",
-                                                 "exception_type": "torch.OutOfMemoryError", "traceback": [],
-                                                 "current_inputs": {}, "current_outputs": {}, "timestamp": ts}])
+            workflow = p["workflow"]
+            node = next((n for n in workflow if workflow[n]["class_type"] == "ImageToMask"),
+                        next((n for n in workflow if workflow[n]["class_type"] == "KSampler"), next(iter(workflow))))
+            if workflow[node]["class_type"] == "ImageToMask":  # recorded: the alpha of an RGB image
+                kind, text, where = "IndexError", "index 3 is out of bounds for dimension 3 with size 3\n", (
+                    '  File "/srv/ComfyUI/comfy_extras/nodes_mask.py", line 137, in image_to_mask\n'
+                    '    mask = image[:, :, :, channels.index(channel)]\n')
+            else:  # an out-of-memory error: execution.py adds its tips after the message
+                kind, text, where = "torch.OutOfMemoryError", (
+                    "CUDA out of memory. Tried to allocate 2.00 GiB\nThis error means you ran out of memory on "
+                    "your GPU.\n\nTIPS: If the workflow worked before you might have accidentally set the "
+                    "batch_size to a large number."), '  File "/srv/ComfyUI/comfy/samplers.py", line 1040\n'
+            messages.append(["execution_error", {
+                "prompt_id": pid, "node_id": node, "node_type": workflow[node]["class_type"], "executed": [],
+                "exception_message": text, "exception_type": kind,
+                "traceback": ['  File "/srv/ComfyUI/execution.py", line 277, in process_inputs\n    result = '
+                              'f(**inputs)\n             ^^^^^^^^^^^\n', where],
+                "current_inputs": {"image": ["tensor([[[[0.7843, 0.7843, 0.7843], ...]]])"]},
+                "current_outputs": list(p["outputs"]), "timestamp": ts}])
             return {"prompt": head, "outputs": {}, "status": {"status_str": "error", "completed": False,
                                                               "messages": messages}, "meta": {}}
         outputs = {}
         order = list(p["outputs"])
         random.shuffle(order)  # the real order follows the server's per-process hash seed
         for node_id in order:
-            kind = "temp" if p["workflow"][node_id]["class_type"] == "PreviewImage" else "output"
+            kind = "temp" if p["workflow"][node_id]["class_type"] in TEMP_OUTPUTS else "output"
             name = f"violin_{pid}_{node_id}_00001_.png" if kind == "output" else f"ComfyUI_temp_{pid}_{node_id}_.png"
             outputs[node_id] = {"images": [{"filename": name, "subfolder": "", "type": kind}]}
         messages.append(["execution_success", {"prompt_id": pid, "timestamp": ts}])
@@ -204,7 +288,7 @@ class FakeComfyUI:
     # -- validation as the real server does it -------------------------------------------
     def validate(self, workflow: dict) -> dict:
         """``node_errors`` for ``workflow`` (empty when it is valid)."""
-        outputs = [n for n, node in workflow.items() if node["class_type"] in ("SaveImage", "PreviewImage")]
+        outputs = output_nodes(workflow)
         errors = {}
         for nid, node in workflow.items():
             cls, inputs = node["class_type"], node.get("inputs", {})
@@ -287,16 +371,12 @@ class FakeComfyUI:
             self.requests.append((method, path))
         if self.auth and h.headers.get("Authorization") != self.auth:
             return h.send(401, body=b"401: Unauthorized", ctype="text/plain; charset=utf-8")
+        if method == "GET" and path.startswith(self.missing or ("\0",)):
+            return h.send(404, body=b"404: Not Found", ctype="text/plain; charset=utf-8")
         if method == "GET" and path == "/system_stats":
             return h.send(200, SYSTEM_STATS)
         if method == "GET" and path.startswith("/object_info/"):
-            cls = unquote(path.rsplit("/", 1)[1])
-            if cls not in LOADERS:
-                return h.send(200, {})
-            folder, name = LOADERS[cls]
-            return h.send(200, {cls: {"input": {"required": {name: [sorted(self.models.get(folder, {})), _TOOLTIP]}},
-                                      "input_order": {"required": [name]}, "output": ["MODEL", "CLIP", "VAE"],
-                                      "name": cls, "display_name": cls, "output_node": False}})
+            return h.send(200, node_info(unquote(path.rsplit("/", 1)[1]), self.models))
         if method == "GET" and path.startswith("/experiment/models/"):
             folder = unquote(path.rsplit("/", 1)[1])
             if folder not in ("checkpoints", "vae", "loras", "diffusion_models", "text_encoders"):
@@ -387,7 +467,7 @@ class FakeComfyUI:
                                           "details": "No prompt provided", "extra_info": {}}, "node_errors": {}})
         workflow = payload["prompt"]
         sid = self._sid(workflow)
-        kind = self.plan.get(sid, "ok")
+        kind = self.plan.get(sid, self.default)
         with self._wake:
             self.queued.append(payload)
             if kind == "rate" and sid not in self.rated:
@@ -396,7 +476,7 @@ class FakeComfyUI:
             errors = self.validate(workflow)
             if errors:
                 return h.send(400, _validation_400(errors))
-            outputs = [n for n, node in workflow.items() if node["class_type"] in ("SaveImage", "PreviewImage")]
+            outputs = output_nodes(workflow)
             if not outputs:
                 return h.send(400, {"error": {"type": "prompt_no_outputs", "message": "Prompt has no outputs",
                                               "details": "", "extra_info": {}}, "node_errors": {}})

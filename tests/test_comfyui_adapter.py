@@ -19,8 +19,8 @@ import pytest
 import requests  # noqa: F401  same reason
 
 from _comfyui_fake import FakeComfyUI
-from pytest_violin.errors import (GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged,
-                                  ModelSpecError, SetupError)
+from pytest_violin.errors import (GenerationCancelled, ServerCrashed, GenerationError, GenerationRefused,
+                                  GenerationUnjudged, ModelSpecError, SetupError)
 from pytest_violin.models.comfyui import Workflow
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
@@ -119,14 +119,20 @@ def test_edit_workflow_on_a_sample_without_inputs_says_why(tmp_path, samples):
         assert fake.queued == []
 
 
-def test_execution_error_is_an_error_with_the_servers_message(tmp_path, samples):
+def test_execution_error_is_a_crash_naming_the_node_its_class_and_the_exception(tmp_path, samples):
     # an exception inside a node (here CUDA out of memory) is the server's fault, not the image's
     fail = _pick(samples, "shape", 0)
     with FakeComfyUI(samples, {fail.id: "fail"}) as fake:
         adapter = _adapter(tmp_path, fake)
-        with pytest.raises(GenerationError, match="KSampler: CUDA error: out of memory") as info:
+        with pytest.raises(ServerCrashed) as info:
             _run(adapter, fail)
-        assert info.value.unjudged and not isinstance(info.value, GenerationRefused)
+        assert fake.history == {} and fake.history_deleted == list(fake.prompts)  # no entry left behind
+    text = str(info.value)
+    recorded = fake.prompts[next(iter(fake.prompts))]
+    assert recorded["kind"] == "fail"
+    # the node, its class, the exception's type and message, on one line
+    assert "node 3 (KSampler): torch.OutOfMemoryError: CUDA out of memory" in text and "\n" not in text, text
+    assert info.value.unjudged and not isinstance(info.value, GenerationRefused)
 
 
 CKPT = "v1-5-pruned-emaonly.safetensors"

@@ -4,7 +4,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from pytest_violin.errors import GenerationError, ModelSpecError
+from pytest_violin.errors import (GenerationCrashed, GenerationError, GenerationRefused, GenerationUnjudged,
+                                  ModelSpecError)
 from pytest_violin.imaging import as_rgb8, encode_png
 from pytest_violin.models import registry
 from pytest_violin.models.registry import AdapterOptions, resolve_model
@@ -177,3 +178,42 @@ def test_record_then_replay_from_a_subdirectory(pytester, monkeypatch):
     assert len(list((sub / "rec").rglob("*.png"))) == 3
     second = pytester.runpytest("--violin-model=dir:rec", "--violin-limit=3", *args)
     second.assert_outcomes(passed=3)
+
+
+def test_python_exception_is_a_crash_with_its_last_frames(tmp_path):
+    name = f"violin_glue_model_{abs(hash(str(tmp_path))) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent("""
+        from pytest_violin.errors import GenerationRefused, GenerationUnjudged
+
+        SETTINGS = {"cfg": 7}
+
+        def _steps(settings):
+            return settings["steps"]
+
+        def generate(request):
+            if request.prompt == "refuse":
+                raise GenerationRefused("declined by the safety filter")
+            if request.prompt == "later":
+                raise GenerationUnjudged("the GPU is busy")
+            return _steps(SETTINGS)
+    """))
+    try:
+        model = resolve_model(f"python:{name}:generate", AdapterOptions(rootdir=tmp_path))
+        req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+        with pytest.raises(GenerationCrashed) as info:
+            model.generate(req)
+        for prompt, kind in (("refuse", GenerationRefused), ("later", GenerationUnjudged)):
+            with pytest.raises(kind) as passed:
+                model.generate(GenerationRequest(prompt=prompt, width=8, height=8, seed=0, sample_id="s",
+                                                 task="color"))
+            assert not isinstance(passed.value, GenerationCrashed)
+    finally:
+        sys.modules.pop(name, None)
+    text = str(info.value)
+    # the exception, then the innermost frames (most recent call last) on the one line, none of the adapter's
+    assert text.startswith("KeyError: 'steps'; traceback (most recent call last): ") and "\n" not in text, text
+    frames = text.split("traceback (most recent call last): ")[1].split(" > ")
+    assert [f.split(" in ")[1].split(":")[0] for f in frames] == ["generate", "_steps"]
+    assert frames[-1].startswith(f"{tmp_path.name}/{name}.py:") and 'settings["steps"]' in frames[-1]
+    assert "python.py" not in text
+    assert not info.value.unjudged  # a python: model's exception is its failure, as before

@@ -12,6 +12,7 @@ adapters that bill.
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
@@ -20,7 +21,8 @@ import pytest
 
 import pytest_violin.models.http  # noqa: F401  (see tests/conftest.py)
 from _servers import FaultServer, Reply
-from pytest_violin.errors import GenerationError, GenerationRefused, GenerationUnjudged, SetupError
+from pytest_violin.errors import (GenerationCrashed, GenerationError, GenerationRefused, GenerationUnjudged,
+                                  ServerCrashed, SetupError)
 from pytest_violin.execution.runner import SETUP_AFTER, Runner
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.transport.client import HttpClient
@@ -78,7 +80,8 @@ def test_a_rejected_key_is_a_setup_error_with_the_servers_reason(name, sample, m
         adapter.close()
     assert info.value.status == 401 and info.value.unjudged
     assert "Incorrect API key provided" in str(info.value) and KEY not in str(info.value)
-    assert len(server.requests) == 1  # the request itself is invalid: never retried
+    # the request itself is invalid: never retried (comfyui: its node list is asked at creation)
+    assert len([r for r in server.requests if not r.path.startswith("/object_info/")]) == 1
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
@@ -151,6 +154,45 @@ def test_the_same_setup_error_in_the_first_samples_stops_the_runner(many):
                                  "workflow: node 4 ckpt_name")
     assert all(isinstance(g.error, SetupError) and g.error.unjudged for g in results)
     assert model.calls <= SETUP_AFTER + runner.window
+
+
+@pytest.mark.parametrize("error", [
+    ServerCrashed("ComfyUI prompt error: node 3 (KSampler): torch.OutOfMemoryError: CUDA out of memory"),
+    GenerationCrashed("KeyError: 'steps'; traceback (most recent call last): glue.py:9 in generate"),
+], ids=["server", "python"])
+def test_the_same_crash_in_the_first_samples_stops_the_runner(many, error):
+    model = _Model(lambda sid: type(error)(error.reason))
+    runner = Runner(model, concurrency=1)
+    results = _consume(runner, many)
+    assert runner.setup_stop == (f"the same error in the first {SETUP_AFTER} samples, before any image: "
+                                 f"{error.reason}")
+    assert model.calls <= SETUP_AFTER + runner.window
+    # a server's crash is an error; a python: model's stays its failure (no image)
+    assert all(g.error is not None and g.error.unjudged is error.unjudged for g in results[:SETUP_AFTER])
+
+
+def test_a_setup_error_and_a_crash_alike_in_words_are_two_causes(many):
+    flip = iter(range(10**6))
+    model = _Model(lambda sid: (SetupError if next(flip) % 2 else GenerationCrashed)("HTTP 400: bad request"))
+    runner = Runner(model, concurrency=1)
+    _consume(runner, many)
+    assert runner.setup_stop is None
+
+
+def test_a_call_refused_before_any_request_is_no_generation(many, monkeypatch, tmp_path):
+    from pytest_violin.execution.usage import CallCounter, CountingAdapter
+
+    with FaultServer(default=Reply.json({}, status=500)) as server:
+        adapter = _adapter("comfyui", server, monkeypatch, tmp_path)
+        counter = CallCounter()
+        mask = load_suite("violin", tasks=["mask"], limit=1)[0]  # the workflow has no {image}: refused
+        runner = Runner(CountingAdapter(adapter, counter), concurrency=1)
+        generation = runner.generate_now(mask)
+        runner.close()
+        adapter.close()
+        sent = [r for r in server.requests if "/object_info/" not in r.path]
+    assert isinstance(generation.error, SetupError) and sent == []
+    assert generation.attempts == 0 and counter.snapshot()["calls"] == 0
 
 
 @pytest.mark.parametrize("kind", ["image first", "reasons differ", "failure between"])
@@ -243,3 +285,21 @@ def test_the_plan_line_says_which_call_limit_applies(pytester):
                                "(bills: at most 2000 calls by default), suite *"])
     given = pytester.runpytest("--violin-model=oracle", "--violin-limit=2", "--violin-max-calls=5")
     given.stdout.fnmatch_lines(["violin plan: adapter oracle (at most 5 calls (--violin-max-calls)), suite *"])
+
+
+def test_a_python_model_raising_on_every_sample_stops_early_with_its_traceback(pytester):
+    pytester.makepyfile(glue_model='''
+        SETTINGS = {"cfg": 7}
+
+        def generate(request):
+            return SETTINGS["steps"]
+    ''')
+    result = pytester.runpytest("--violin-model=python:glue_model:generate", "--violin-tasks=color",
+                                "-p", "no:cacheprovider", "--violin-concurrency=2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert ("Interrupted: violin: the same error in the first 5 samples, before any image: KeyError: 'steps'; "
+            "traceback (most recent call last): ") in out, out[-2000:]
+    assert re.search(r'glue_model\.py:\d+ in generate: return SETTINGS\["steps"\]', out)
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and outcomes.get("failed", 0) + outcomes.get("errors", 0) <= 10

@@ -25,12 +25,31 @@ from ..errors import InvalidImageError
 from ..imaging import decode_image, encode_png
 from ..errors import InvalidArgumentError
 
-__all__ = ["CACHE_VERSION", "ImageCache"]
+__all__ = ["CACHE_VERSION", "ImageCache", "cache_identity"]
 
 #: Bumped when the key layout changes or an adapter's answers for the same
 #: request change meaning, so old entries are simply not found. 2: the
 #: diffusers adapter stopped answering mask samples with text-to-image images.
 CACHE_VERSION = 2
+
+
+def cache_identity(adapter, identity: str) -> str | None:
+    """The identity cache keys are formed with for ``adapter``.
+
+    An adapter may define ``cache_identity()``: a string that adds what its
+    server reports of the models it runs and its version (ComfyUI: the files
+    its loader nodes read, ``/system_stats``), or None when that cannot be
+    learnt (then nothing is looked up in or written to the cache). Without it:
+    ``identity``.
+    """
+    method = getattr(adapter, "cache_identity", None)
+    if not callable(method):
+        return identity
+    try:
+        value = method()
+    except Exception:  # an adapter that cannot tell: no cache rather than a stale one
+        return None
+    return None if value is None else str(value)
 
 
 class ImageCache:

@@ -28,10 +28,18 @@ fails the remaining samples at once.
 
 A setup error: when the first ``setup_after`` samples of a run all end in the
 same :class:`~pytest_violin.errors.SetupError` (the request itself is invalid:
-a missing checkpoint, a 401) before any image, the runner stops calling the
-adapter the same way (:attr:`Runner.setup_stop`). Setup errors and time-outs
-(:attr:`~pytest_violin.errors.GenerationError.unjudged`) are *errors*, never
-the model's failure.
+a missing checkpoint, a 401) or the same
+:class:`~pytest_violin.errors.GenerationCrashed` (the code that makes the
+image raised: a ComfyUI node's exception on every prompt, a ``python:``
+model's ``KeyError``) before any image, the runner stops calling the adapter
+the same way (:attr:`Runner.setup_stop`). Setup errors, a server's crashes and
+time-outs (:attr:`~pytest_violin.errors.GenerationError.unjudged`) are
+*errors*, never the model's failure.
+
+A sample's ``attempts`` (its "generations made") count the adapter calls that
+reached the server: a call that raised before an HTTP adapter sent anything
+(a workflow refused before its upload) is not counted
+(:func:`~.usage.sent_marker`).
 
 The cache key uses the adapter's ``cache_identity()`` where it has one
 (:func:`cache_identity`): what a server reports of its models and version, so a
@@ -47,10 +55,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
+from .cache import cache_identity
 from .pool import DaemonPool
-from .usage import CallLimitReached
-from ..errors import GenerationCancelled, GenerationError, InternalError, InvalidArgumentError, InvalidImageError
-from ..errors import SetupError
+from .usage import CallLimitReached, sent_marker
+from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
+from ..errors import InvalidImageError, SetupError
 from ..models.directory import output_path
 from ..redaction import redact as _redact
 
@@ -64,28 +73,9 @@ DEAD_AFTER = 10
 #: generations in flight during a short restart of a server arrive together
 #: and are no dead endpoint.
 DEAD_WINDOW = 10.0
-#: Samples in a row ending in the same setup error, before any image, after
-#: which the runner stops calling the adapter.
+#: Samples in a row ending in the same setup error (or the same crash), before
+#: any image, after which the runner stops calling the adapter.
 SETUP_AFTER = 5
-
-
-def cache_identity(adapter, identity: str) -> str | None:
-    """The identity cache keys are formed with for ``adapter``.
-
-    An adapter may define ``cache_identity()``: a string that adds what its
-    server reports of the models it runs and its version (ComfyUI: the files
-    its loader nodes read, ``/system_stats``), or None when that cannot be
-    learnt (then nothing is looked up in or written to the cache). Without it:
-    ``identity``.
-    """
-    method = getattr(adapter, "cache_identity", None)
-    if not callable(method):
-        return identity
-    try:
-        value = method()
-    except Exception:  # an adapter that cannot tell: no cache rather than a stale one
-        return None
-    return None if value is None else str(value)
 
 
 def exception_line(exc: BaseException, limit: int = 300) -> str:
@@ -347,7 +337,8 @@ class Runner:
     @property
     def setup_stop(self) -> str | None:
         """``setup error after N samples: <reason>`` once the first samples all
-        ended in the same setup error (see the module docstring), else None."""
+        ended in the same setup error (``the same error in the first N samples,
+        before any image: <reason>`` for a crash; see the module docstring), else None."""
         return self._setup_stop
 
     def close(self, *, wait: bool = True) -> None:
@@ -391,19 +382,23 @@ class Runner:
             self._setup_streak = 0
 
     def _note_setup(self, error: GenerationError) -> None:
-        """Count setup errors in a row before any image; other errors break the row."""
+        """Count the same setup error (or crash) in a row before any image; other errors break the row."""
         with self._lock:
             if self._answered or self._setup_stop is not None:
                 return
-            if not isinstance(error, SetupError):
+            if not isinstance(error, (SetupError, GenerationCrashed)):
                 if not error.transport:  # no answer says nothing about the request
                     self._setup_streak = 0
                 return
-            if error.reason != self._setup_reason:
-                self._setup_reason, self._setup_streak = error.reason, 0
+            # a setup error and a crash with the same words are still two causes
+            reason = (type(error) is SetupError, error.reason)
+            if reason != self._setup_reason:
+                self._setup_reason, self._setup_streak = reason, 0
             self._setup_streak += 1
             if self._setup_streak >= self.setup_after:
-                self._setup_stop = f"setup error after {self._setup_streak} samples: {_redact(error.reason)}"
+                n, why = self._setup_streak, _redact(error.reason)
+                self._setup_stop = (f"setup error after {n} samples: {why}" if isinstance(error, SetupError)
+                                    else f"the same error in the first {n} samples, before any image: {why}")
 
     def _key_identity(self, identity: str) -> str | None:
         # its own lock: the first thread asks the server (cache_identity may make HTTP calls)
@@ -460,9 +455,12 @@ class Runner:
                         raise SetupError(self._setup_stop)
                     cached = False
                     attempts += 1
+                    sent = sent_marker(self.adapter)
                     try:
                         output = self.adapter.generate(request)
                     except GenerationError as exc:
+                        if not sent(exc):  # refused before a request left: no generation made
+                            attempts -= 1
                         self._note_transport(exc)
                         self._note_setup(exc)
                         raise

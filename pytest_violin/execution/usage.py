@@ -17,9 +17,11 @@ cap is shared through a folder of claim files (:class:`SharedCalls`): claiming
 a call is creating file ``N`` with ``O_CREAT | O_EXCL``, atomic across
 processes, so N workers together make at most the cap's calls.
 
-A call that the adapter abandoned before sending anything (the run was
-interrupted: :class:`~pytest_violin.errors.GenerationCancelled` with zero
-attempts) is given back, so the count is the calls the server received.
+A call that ended before sending anything (the run was interrupted:
+:class:`~pytest_violin.errors.GenerationCancelled` with zero attempts; an HTTP
+adapter that refused the request before its first request, such as a ComfyUI
+workflow without the ``{image}`` a sample needs) is given back, so the count is
+the calls the server received (:func:`sent_marker`).
 Retries of an HTTP attempt (a 5xx, a 429, a time-out) are requests too; they
 are counted apart (``retries``): the adapter's HTTP client counts them.
 """
@@ -31,9 +33,9 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import GenerationCancelled, ViolinError
+from ..errors import GenerationCancelled, GenerationError, ViolinError
 
-__all__ = ["CallCounter", "CallLimitReached", "CountingAdapter", "SharedCalls"]
+__all__ = ["CallCounter", "CallLimitReached", "CountingAdapter", "SharedCalls", "sent_marker"]
 
 
 class CallLimitReached(ViolinError, RuntimeError):
@@ -167,6 +169,23 @@ class CallCounter:
             return out
 
 
+def sent_marker(adapter):
+    """Call before ``adapter.generate``; returns ``sent(exc) -> bool``: whether the call that
+    raised ``exc`` reached the server.
+
+    An HTTP adapter (one with a ``client`` that counts ``requests_sent``): whether its
+    client sent a request from this thread since. Another adapter (a local model, a
+    ``python:`` callable) ran the model: True, unless it was cancelled before any
+    attempt (:class:`~pytest_violin.errors.GenerationCancelled` with zero ``attempts``).
+    """
+    if hasattr(getattr(adapter, "client", None), "requests_sent"):
+        from ..models.transport.client import thread_requests
+
+        before = thread_requests()
+        return lambda exc: thread_requests() > before
+    return lambda exc: not (isinstance(exc, GenerationCancelled) and exc.attempts == 0)
+
+
 class CountingAdapter:
     """``adapter`` with every ``generate`` counted (and capped) by ``counter``.
 
@@ -187,19 +206,15 @@ class CountingAdapter:
     def generate(self, request):
         counter = self._violin_counter
         adapter = self._violin_adapter
-        http = hasattr(getattr(adapter, "client", None), "requests_sent")
-        if http:
-            from ..models.transport.client import thread_requests
-
-            before = thread_requests()
+        reached = sent_marker(adapter)
         counter.reserve()
         sent = True
         try:
             return adapter.generate(request)
-        except GenerationCancelled as exc:
-            # abandoned before its first request: nothing reached the server (an
-            # HTTP adapter's requests are counted in this thread by its client)
-            sent = thread_requests() > before if http else exc.attempts != 0
+        except GenerationError as exc:
+            # ended before its first request (cancelled, refused by the adapter
+            # itself): nothing reached the server
+            sent = reached(exc)
             raise
         finally:
             counter.done(sent=sent)

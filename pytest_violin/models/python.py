@@ -8,6 +8,17 @@ live next to the tests.
 
 Images are not cached unless the object has ``cacheable = True``: the cache
 key cannot see edits to the user's code.
+
+What the callable raises decides the sample's outcome:
+:class:`~pytest_violin.errors.GenerationRefused` (the model declined: outcome
+``refused``), :class:`~pytest_violin.errors.GenerationUnjudged` (it cannot be
+judged: outcome ``error``, never a score), any other
+:class:`~pytest_violin.errors.GenerationError` (the model failed to draw it:
+outcome ``failed``, scored as no image). Any other exception is a
+:class:`~pytest_violin.errors.GenerationCrashed`: the model's failure too,
+its message ending with the traceback's last frames; when the first samples
+all crash the same way before any image (glue code raising ``KeyError:
+'steps'`` on every call), the run stops.
 """
 
 from __future__ import annotations
@@ -17,9 +28,12 @@ import sys
 import traceback
 from pathlib import Path
 
-from ..errors import GenerationError, ModelSpecError
+from ..errors import GenerationCrashed, GenerationError, ModelSpecError
 
-__all__ = ["PythonAdapter", "create"]
+__all__ = ["TRACEBACK_FRAMES", "PythonAdapter", "create", "crash_reason"]
+
+#: Innermost frames of a ``python:`` model's traceback shown in the sample's message.
+TRACEBACK_FRAMES = 3
 
 _FORM = "python:MODULE:ATTR (e.g. python:my_models:generate or python:pkg.mod:Model)"
 
@@ -45,23 +59,49 @@ class PythonAdapter:
     def generate(self, request):
         """Call the user's function with the request.
 
-        The user's code is the model: whatever it raises is the model's
-        failure for this sample (a :class:`~pytest_violin.errors.GenerationError`
-        naming the exception), not an error of the run.
+        A :class:`~pytest_violin.errors.GenerationError` it raises (a refusal,
+        an unjudged sample, a failure) passes as it is; any other exception
+        becomes a :class:`~pytest_violin.errors.GenerationCrashed` whose
+        message is :func:`crash_reason` (see the module docstring).
         """
         try:
             return self._fn(request)
         except GenerationError:
             raise
         except Exception as exc:
-            lines = str(exc).strip().splitlines()
-            raise GenerationError(f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")) from exc
+            raise GenerationCrashed(crash_reason(exc, skip=1)) from exc
 
     def close(self) -> None:
         """Call the object's ``close()`` if it has one."""
         close = getattr(self._obj, "close", None)
         if callable(close) and not isinstance(self._obj, type):
             close()
+
+
+def crash_reason(exc: BaseException, *, skip: int = 0, frames: int = TRACEBACK_FRAMES) -> str:
+    """``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``, one line.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception, with its traceback.
+    skip : int
+        Outer frames left out (the adapter's own call).
+    frames : int
+        The innermost frames kept; each names its file by its last two path parts.
+    """
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    stack = traceback.extract_tb(exc.__traceback__)[skip:][-frames:]
+    if not stack:
+        return text
+    shown = []
+    for frame in stack:
+        where = "/".join(Path(frame.filename).parts[-2:])
+        code = " ".join((frame.line or "").split())
+        code = code if len(code) <= 80 else code[:77] + "..."
+        shown.append(f"{where}:{frame.lineno} in {frame.name}" + (f": {code}" if code else ""))
+    return f"{text}; traceback (most recent call last): " + " > ".join(shown)
 
 
 def _search_paths(options) -> list[str]:

@@ -8,9 +8,11 @@ collector whose node id is ``violin``; item node ids are
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
-from ..errors import ViolinFailure
+from ..errors import ViolinFailure, ViolinWarning
 from ..report.text import printable
 from ..results import error_result, score_generation
 
@@ -68,6 +70,13 @@ class ViolinItem(pytest.Item):
         if unneeded is not None and runner.withdraw(sample):
             pytest.skip(unneeded)  # nothing was sent for it: not run, never passed
         generation = runner.get(sample)
+        take = getattr(state.adapter, "take_notices", None)
+        for note in take() if callable(take) else ():  # found in a generation thread: said here, once
+            # recorded as pytest's warnings plugin records one (the first item's setup may run
+            # outside its catch_warnings: a warnings.warn there goes to the captured stderr)
+            message = warnings.WarningMessage(ViolinWarning(printable(note)), ViolinWarning, __file__, 0)
+            self.ihook.pytest_warning_recorded.call_historic(kwargs=dict(
+                warning_message=message, when="runtest", nodeid=self.nodeid, location=None))
         if generation.capped:
             from .sequential import spend
 

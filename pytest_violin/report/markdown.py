@@ -67,10 +67,14 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     meta = dict(metadata or {})
     passed = sum(1 for r in records if r.get("outcome") == "passed")
     refused = sum(1 for r in records if r.get("outcome") == "refused")
+    errors = sum(1 for r in records if r.get("outcome") == "error")
     lines = ["## pytest-violin results", ""]
-    facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed} failed"]
+    # an error (a time-out, a setup error, a crash) was never judged: not a failure
+    facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors} failed"]
     if refused:
         facts.append(f"{refused} refused by the model")
+    if errors:
+        facts.append(f"{errors} error{'s' if errors != 1 else ''} (not judged: not the model's failure)")
     for key in ("suite", "adapter", "profile", "seed"):
         if key in meta:
             facts.append(f"{key} {_code(meta[key])}")

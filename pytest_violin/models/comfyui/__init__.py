@@ -25,17 +25,31 @@ One sample:
    is empty, ``GET {URL}/queue`` says whether the prompt waits
    (``queue_pending``: the sample's time budget has not started), runs, or
    vanished (deleted by another client, a restarted server: an error after a
-   few polls);
+   few polls). A server without ``GET /queue`` (404: a proxy, a hosted API)
+   gets one warning, and its prompts count as running from the submit;
 4. the chosen output's image is downloaded with ``GET {URL}/view?filename=
-   ...&subfolder=...&type=...``, then the history entry is deleted
-   (``POST /history`` with ``delete``). ComfyUI has no route that deletes
-   uploaded inputs or saved outputs: ``SaveImage`` files stay in the
-   server's output folder (use ``PreviewImage``, whose files go to the temp
-   folder ComfyUI empties at each start; see docs/models.md).
+   ...&subfolder=...&type=...``;
+5. whatever the outcome, the prompt leaves the server when the sample ends
+   (:mod:`.housekeeping`): still queued, it is deleted from the queue;
+   running (a time-out), interrupted; its history entry is deleted
+   (``POST /history`` with ``delete``) once it exists. ComfyUI has no route
+   that deletes uploaded inputs or saved outputs: ``SaveImage`` files stay in
+   the server's output folder (use ``PreviewImage``, whose files go to the
+   temp folder ComfyUI empties at each start; see docs/models.md).
+
+Before the first prompt, the spec is checked against the server: which of
+the workflow's nodes put images in the history comes from ``GET
+/object_info/CLASS`` (:mod:`.nodes`; a server that cannot tell leaves the
+core classes, with a :class:`~pytest_violin.errors.ViolinWarning`), so
+several image outputs without ``?output=`` are a usage error; so is a
+``{mask}`` read through ``LoadImage``'s MASK output without ``?mask=alpha``
+(an RGB upload has no alpha: that mask is empty).
 
 A history entry whose ``status.status_str`` is ``error`` with an
 ``execution_error`` (an exception inside a node: CUDA out of memory, a model file
-missing at run time) is an error, never a score (the server's message is shown);
+missing at run time) is a :class:`~pytest_violin.errors.ServerCrashed`: an
+error, never a score, its line naming the node, its class and the exception
+(the same crash on the first samples stops the run, as a setup error does);
 one interrupted by someone else is an error; a finished prompt without an
 image is a setup error. On Ctrl-C the prompt is taken off the queue
 (``POST /queue`` with ``delete``) and, only when ``GET /queue`` lists it as
@@ -48,14 +62,16 @@ loads and of its version (:meth:`~.adapter.ComfyUIAdapter.cache_identity`).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
-from ...errors import ModelSpecError
+from ...errors import ModelSpecError, ViolinWarning
 from .._params import split_params
 from ..transport.client import client_from_options
 from ..transport.credentials import check_url
 from .adapter import MASK_MODES, ComfyUIAdapter
-from .workflow import PLACEHOLDERS, Workflow
+from .nodes import image_output_classes
+from .workflow import IMAGE_OUTPUTS, PLACEHOLDERS, Workflow
 
 __all__ = ["PLACEHOLDERS", "ComfyUIAdapter", "Workflow", "create"]
 
@@ -68,7 +84,8 @@ def create(target: str, options) -> ComfyUIAdapter:
     ModelSpecError
         For a URL without host, a missing ``--violin-workflow``, an invalid
         workflow file, an unknown parameter or value, several image outputs
-        and no ``?output=``.
+        and no ``?output=``, a ``{mask}`` read through ``LoadImage``'s MASK
+        output without ``?mask=alpha``.
     """
     target = (target or "").strip()
     if not target:
@@ -98,6 +115,29 @@ def create(target: str, options) -> ComfyUIAdapter:
     path = Path(path)
     if not path.is_absolute():
         path = Path(options.rootdir) / path
-    workflow = Workflow.from_file(path, output=None if output is None else str(output))
     client = client_from_options(options, auth=auth, origins=(base,))
+
+    def image_classes(classes):
+        found, why = image_output_classes(client.session, base, classes, timeout=client.timeout)
+        if found is None:
+            warnings.warn(ViolinWarning(
+                f"comfyui: the server's node list could not be read ({why}): the image outputs of "
+                f"{path.name} are taken to be the core ones ({', '.join(sorted(IMAGE_OUTPUTS))}); a node "
+                "of another class that shows images makes every sample a setup error"), stacklevel=3)
+        return found
+
+    try:
+        workflow = Workflow.from_file(path, output=None if output is None else str(output),
+                                      image_classes=image_classes)
+        readers = workflow.masks_read_from_alpha()
+        if readers and mask != "alpha":
+            raise ModelSpecError(
+                f"comfyui: {workflow.source} reads {{mask}} through the MASK output of LoadImage node "
+                f"{', '.join(readers)}, which is 1 - alpha of the file, but mask={mask} uploads the mask "
+                "without alpha: that MASK would be empty and every answer the unchanged source; accepted: "
+                "comfyui:URL?mask=alpha (the mask in the alpha channel), or read the mask's IMAGE output "
+                "(ImageToMask, channel red)")
+    except BaseException:
+        client.close()
+        raise
     return ComfyUIAdapter(base, client, workflow, mask=mask, keep_history=history == "keep")

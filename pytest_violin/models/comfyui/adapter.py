@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import threading
-import time
 import uuid
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -18,11 +16,11 @@ from ..base import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
 from ..transport.client import HttpClient
-from ..transport.deadline import WATCHDOG, Attempt, state as _transport_state
 from ..transport.decode import image_from_response, load_json
 from ..transport.jobs import JobStates, poll_job
 from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
+from .housekeeping import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
@@ -31,18 +29,12 @@ __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_
 #: ``/prompt`` answer wins) and the cap of the backoff between polls.
 FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
-#: Seconds a cancel request may take while the run stops.
-CANCEL_TIMEOUT = 3.0
-
 #: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the
 #: ``GET /queue`` look and the ``/interrupt``, together. A deadline, not a per-read
 #: time-out: the transport's watchdog shuts the socket down when it passes, so a
 #: server that never answers, or trickles a byte a second, cannot hold a stopping run;
 #: the steps not reached by then are skipped.
 CANCEL_DEADLINE = 4.0
-
-#: Bytes of the ``GET /queue`` answer read while cancelling.
-QUEUE_BYTES = 2**20
 
 #: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep);
 #: ``alpha`` as an RGBA image whose alpha is the mask, so ``LoadImage``'s MASK
@@ -88,8 +80,8 @@ class ComfyUIAdapter(NetworkAdapter):
     mask : str
         ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
     keep_history : bool
-        Leave each prompt in the server's history (default: delete it after
-        its image is read).
+        Leave each prompt in the server's history (default: delete it when
+        its sample ends, whatever the outcome: :mod:`.housekeeping`).
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
@@ -111,6 +103,11 @@ class ComfyUIAdapter(NetworkAdapter):
         self.identity = identity
         self._server: list = []
         self._server_lock = threading.Lock()
+        self.ledger = Ledger(self.base_url, client.session, keep=self.keep_history)
+        self._live: set = set()  # prompts whose sample is in flight
+        self._live_lock = threading.Lock()
+        self._warned_queue = False
+        self._notices: list = []
 
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
@@ -230,20 +227,50 @@ class ComfyUIAdapter(NetworkAdapter):
                              else "comfyui: the /prompt answer has no prompt_id", status=answer.status)
         return prompt_id, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
-    def _fetch(self, prompt_id: str):
-        """One poll: the history entry, else where the prompt is in the queue."""
+    def _fetch(self, prompt_id: str, seen: list):
+        """One poll: the history entry (noted in ``seen``), else where the prompt is in the queue."""
         history = f"{self.base_url}/history/{quote(prompt_id, safe='')}"
 
         def fetch():
             answer = self.client.request("GET", history, what="ComfyUI history")
             body = _json_object(answer.content, "the /history answer")
             if isinstance(body.get(prompt_id), dict):
+                seen.append(True)
                 return {"history": body[prompt_id]}, answer
-            queue = self.client.request("GET", f"{self.base_url}/queue", what="ComfyUI queue")
-            return {"queue": queue_position(_json_object(queue.content, "the /queue answer"),
-                                                    prompt_id)}, answer
+            return {"queue": self._queue_position(prompt_id)}, answer
 
         return history, fetch
+
+    def _queue_position(self, prompt_id: str) -> str:
+        """``running``, ``pending``, ``absent``, or ``unknown`` on a server without ``GET /queue``."""
+        if not self.ledger.no_queue:
+            try:
+                queue = self.client.request("GET", f"{self.base_url}/queue", what="ComfyUI queue")
+            except GenerationError as exc:
+                if exc.status not in (404, 405):
+                    raise
+                self.ledger.no_queue = True
+            else:
+                return queue_position(_json_object(queue.content, "the /queue answer"), prompt_id)
+        with self._live_lock:
+            if not self._warned_queue:
+                self._warned_queue = True
+                self._notices.append(
+                    f"comfyui: {redact_url(self.base_url)} has no GET /queue (HTTP 404): time spent waiting in its "
+                    "queue counts against each sample's budget (2 x --violin-timeout, from the submit), a prompt "
+                    "deleted by another client is seen only at its time-out, and a timed-out prompt is deleted "
+                    "from the queue but not interrupted")
+        return "unknown"
+
+    def take_notices(self) -> list:
+        """What the user should be told once (a server without ``GET /queue``), not yet taken.
+
+        Found in a generation thread; the plugin warns from the test's thread
+        (a :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
+        """
+        with self._live_lock:
+            taken, self._notices = self._notices, []
+        return taken
 
     def _canceller(self, prompt_id: str):
         done = threading.Event()
@@ -251,43 +278,11 @@ class ComfyUIAdapter(NetworkAdapter):
         def cancel() -> None:
             # the client refuses requests once the run is cancelled: these go
             # through the session, once, all of them within CANCEL_DEADLINE
-            if done.is_set():
-                return
-            done.set()
-            attempt = Attempt(time.monotonic() + CANCEL_DEADLINE, None)
-            outer = getattr(_transport_state, "attempt", None)
-            _transport_state.attempt = attempt  # the watchdog sees these requests' sockets
-            WATCHDOG.add(attempt)
-            try:
-                self._cancel_steps(prompt_id, attempt)
-            finally:
-                attempt.finish()
-                WATCHDOG.remove(attempt)
-                _transport_state.attempt = outer
+            if not done.is_set():
+                done.set()
+                self.ledger.cancel(prompt_id, CANCEL_DEADLINE)
 
         return cancel
-
-    def _cancel_steps(self, prompt_id: str, attempt: Attempt) -> None:
-        """Delete the prompt from the queue and interrupt it if it runs, before ``attempt``'s deadline."""
-        session = self.client.session
-
-        def limit():
-            left = attempt.deadline - time.monotonic()
-            if left <= 0 or attempt.fired:
-                raise GenerationCancelled(f"comfyui: the cancel of prompt {prompt_id} passed its "
-                                          f"deadline of {CANCEL_DEADLINE:g} s")
-            return (min(CANCEL_TIMEOUT, left), min(CANCEL_TIMEOUT, left))
-
-        session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit())
-        # /interrupt stops whatever runs now on servers that ignore the
-        # prompt_id: send it only while this prompt is the running one
-        answer = session.get(f"{self.base_url}/queue", timeout=limit(), stream=True)
-        try:
-            queue = json.loads(answer.raw.read(QUEUE_BYTES, decode_content=True)) if answer.ok else {}
-        finally:
-            answer.close()
-        if queue_position(queue, prompt_id) == "running":
-            session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit())
 
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
@@ -319,38 +314,58 @@ class ComfyUIAdapter(NetworkAdapter):
         return sorted(images, key=lambda image: image.get("type") != "output")[0]
 
     def generate(self, request: GenerationRequest):
-        """Upload, queue, poll the history (and queue), download the scored output image."""
-        with self.client.sample():
-            names = self.upload(request)
-            prompt_id, wait = self.queue(self.workflow.render(request, names))
-            cancel = self._canceller(prompt_id)
-            url, fetch = self._fetch(prompt_id)
-            try:
-                status = poll_job(self.client, url, STATES, what="ComfyUI prompt", first_wait=wait,
-                                  max_wait=MAX_WAIT, cancel_job=cancel, fetch=fetch)
-            except GenerationCancelled:
-                try:
-                    cancel()
-                except Exception:  # best effort: the run is stopping anyway
-                    pass
-                raise
-            entry = status.get("history") or {}
-            if history_state(status) == "interrupted":
-                self._forget(prompt_id)
-                raise GenerationUnjudged(redact(f"comfyui: the prompt was {execution_message(status)}"))
-            image = self.pick_output(entry)
-            query = urlencode({"filename": image["filename"], "subfolder": str(image.get("subfolder") or ""),
-                               "type": str(image.get("type") or "output")})
-            result = self.client.request("GET", f"{self.base_url}/view?{query}", what="GET /view")
-            self._forget(prompt_id)
-            return image_from_response(result)
+        """Upload, queue, poll the history (and queue), download the scored output image.
 
-    def _forget(self, prompt_id: str) -> None:
-        """Delete the prompt's history entry (best effort; ComfyUI cannot delete files over HTTP)."""
-        if self.keep_history:
-            return
+        Whatever the outcome, the prompt leaves the server when the sample ends
+        (:meth:`.housekeeping.Ledger.forget`; not with ``?history=keep``).
+        """
+        prompt: dict = {}
         try:
-            self.client.request("POST", f"{self.base_url}/history", what="POST /history",
-                                json={"delete": [prompt_id]})
-        except GenerationError:
-            pass
+            with self.client.sample():
+                return self._generate(request, prompt)
+        finally:
+            if "id" in prompt:
+                with self._live_lock:
+                    self._live.discard(prompt["id"])
+                self.ledger.forget(prompt["id"], ended=prompt.get("ended", False),
+                                   wait=prompt.get("wait", FORGET_DEADLINE))
+
+    def _generate(self, request: GenerationRequest, prompt: dict):
+        names = self.upload(request)
+        prompt_id, wait = self.queue(self.workflow.render(request, names))
+        with self._live_lock:
+            self._live.add(prompt_id)
+        prompt["id"] = prompt_id
+        cancel = self._canceller(prompt_id)
+        seen: list = []
+        url, fetch = self._fetch(prompt_id, seen)
+        try:
+            status = poll_job(self.client, url, STATES, what="ComfyUI prompt", first_wait=wait,
+                              max_wait=MAX_WAIT, cancel_job=cancel, fetch=fetch)
+        except GenerationCancelled:
+            prompt["wait"] = 0.0  # the run stops: its end (close) waits for the interrupt to land
+            try:
+                cancel()
+            except Exception:  # best effort: the run is stopping anyway
+                pass
+            raise
+        finally:
+            prompt["ended"] = bool(seen)  # its history entry exists: the prompt left the queue
+        entry = status.get("history") or {}
+        if history_state(status) == "interrupted":
+            raise GenerationUnjudged(redact(f"comfyui: the prompt was {execution_message(status)}"))
+        image = self.pick_output(entry)
+        query = urlencode({"filename": image["filename"], "subfolder": str(image.get("subfolder") or ""),
+                           "type": str(image.get("type") or "output")})
+        result = self.client.request("GET", f"{self.base_url}/view?{query}", what="GET /view")
+        return image_from_response(result)
+
+    def close(self) -> None:
+        """Take this run's prompts off the server (those still in flight are cancelled after an
+        interrupt), delete the history entries still left, then close the session."""
+        with self._live_lock:
+            live = sorted(self._live)
+        try:
+            self.ledger.close(live, cancel=self.client.cancel.is_set())
+        finally:
+            super().close()

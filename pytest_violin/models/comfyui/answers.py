@@ -19,6 +19,14 @@ the same bodies:
   ``execution_interrupted`` message, a failed one with ``execution_error``.
 * ``GET /queue``: ``{"queue_running": [[number, ID, workflow, extra,
   outputs]], "queue_pending": [...]}``.
+* ``GET /object_info/CLASS``: ``{CLASS: {"input": {"required": {NAME:
+  [TYPE, {...}]}, "optional": ..., "hidden": ...}, "output": [...],
+  "output_node": bool, ...}}``, ``{}`` for a class the server does not know.
+* ``POST /history`` with ``{"delete": [ID, ...]}``, ``POST /queue`` with
+  ``{"delete": [...]}`` and ``POST /interrupt``: an empty 200 (an absent ID
+  is no error). A history entry is written when its prompt leaves
+  ``queue_running`` (in the same step), never for a prompt deleted from
+  ``queue_pending``.
 """
 
 from __future__ import annotations
@@ -106,11 +114,18 @@ def history_state(status: dict) -> str:
         if text == "success" or info.get("completed") or (not info and entry.get("outputs")):
             return "success"
         return "running"
-    return {"running": "running", "pending": "pending"}.get(status.get("queue"), "vanished")
+    # "unknown": a server without GET /queue (the prompt counts as running from its submit)
+    return {"running": "running", "pending": "pending", "unknown": "running"}.get(status.get("queue"), "vanished")
 
 
 def execution_message(status: dict) -> str:
-    """``node_type: exception_message`` of an ``execution_error`` (or interrupt) message."""
+    """The one line of an ``execution_error`` (or interrupt) message.
+
+    ``node 3 (KSampler): torch.OutOfMemoryError: CUDA error: out of memory``:
+    the node, its class, the exception's type and message (ComfyUI adds
+    advice after the message, such as its out-of-memory tips: kept, on the one
+    line).
+    """
     entry = status.get("history") if isinstance(status.get("history"), dict) else {}
     info = entry.get("status") if isinstance(entry.get("status"), dict) else {}
     for message in info.get("messages") or ():
@@ -120,7 +135,11 @@ def execution_message(status: dict) -> str:
             node = _text(data.get("node_type") or data.get("node_id") or "?")
             if message[0] == "execution_interrupted":
                 return f"interrupted at {node} (another client or the web UI stopped it)"
-            return f"{node}: {_text(data.get('exception_message') or data.get('exception_type') or 'error')}"
+            if data.get("node_id") is not None and data.get("node_type"):
+                node = f"node {_text(data['node_id'])} ({node})"
+            kind = _text(data.get("exception_type"))
+            text = _text(data.get("exception_message"))
+            return f"{node}: " + (f"{kind}: {text}" if kind and text else kind or text or "error")
     return ""
 
 

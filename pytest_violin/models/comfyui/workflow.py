@@ -10,8 +10,10 @@ integer); ``{{`` and ``}}`` are literal braces.
 
 The scored image comes from one output node: ``output`` (``?output=`` of
 the spec: a node id or a node's ``_meta.title``) names it; without it the
-workflow must have exactly one image output node (:data:`IMAGE_OUTPUTS`), or
-the spec is refused with the list of them.
+workflow must have exactly one image output node, or the spec is refused with
+the list of them. Which classes are image outputs the server says
+(``image_classes``, from its ``/object_info``: see :mod:`.nodes`); without
+its word, the core ones (:data:`IMAGE_OUTPUTS`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ...errors import ModelSpecError
 from ..http import RequestTemplate
@@ -33,8 +35,10 @@ PLACEHOLDERS = ("prompt", "seed", "width", "height", "image", "mask", "sample_id
 #: ``{image}`` and ``{mask}`` are the request's first and second input images.
 IMAGE_SLOTS = {"image": 0, "mask": 1}
 
-#: Core node classes whose history output carries ``images``.
-IMAGE_OUTPUTS = frozenset({"SaveImage", "PreviewImage", "SaveAnimatedWEBP", "SaveAnimatedPNG"})
+#: Core node classes whose history output carries ``images`` (ComfyUI 0.3.64: the
+#: output nodes with an IMAGE or MASK input), for a server that cannot say.
+IMAGE_OUTPUTS = frozenset({"SaveImage", "PreviewImage", "MaskPreview", "SaveAnimatedWEBP", "SaveAnimatedPNG",
+                           "SaveWEBM"})
 
 #: Core loader classes and the model folder their file inputs name (for the cache key).
 LOADER_FOLDERS = {
@@ -70,6 +74,10 @@ class Workflow:
     output : str, optional
         The node id or ``_meta.title`` of the output node whose image is
         scored (``?output=``).
+    image_classes : frozenset or callable, optional
+        The node classes whose images reach the history, or a function of
+        the workflow's class names that returns them (None: it cannot tell);
+        default and fallback :data:`IMAGE_OUTPUTS`.
 
     Raises
     ------
@@ -80,7 +88,8 @@ class Workflow:
         ``output``.
     """
 
-    def __init__(self, body: Any, source: str = "workflow", output: str | None = None):
+    def __init__(self, body: Any, source: str = "workflow", output: str | None = None,
+                 image_classes: frozenset | Callable[[frozenset], frozenset | None] | None = None):
         self.source = source
         if isinstance(body, dict) and "nodes" in body and "links" in body:
             raise ModelSpecError(
@@ -99,13 +108,16 @@ class Workflow:
         self.template = RequestTemplate(translated, source=source)
         self.digest = self.template.digest
         self.slots = sorted(IMAGE_SLOTS[name] for name in self.used & set(IMAGE_SLOTS))
-        self.outputs = [str(k) for k, node in body.items() if node.get("class_type") in IMAGE_OUTPUTS]
+        if callable(image_classes):
+            image_classes = image_classes(frozenset(str(node["class_type"]) for node in body.values()))
+        self.image_classes = IMAGE_OUTPUTS if image_classes is None else frozenset(image_classes)
+        self.outputs = [str(k) for k, node in body.items() if node.get("class_type") in self.image_classes]
         self.output = self._choose(output)
         self.loaders = sorted({str(node["class_type"]) for node in body.values()
                                if "Loader" in str(node["class_type"]) or node["class_type"] in LOADER_FOLDERS})
 
     def _choose(self, output) -> str | None:
-        listed = ", ".join(_describe(k, self.body[k]) for k in self.outputs) or "none of the core ones"
+        listed = ", ".join(_describe(k, self.body[k]) for k in self.outputs) or "none"
         if output is None or str(output) == "":
             if len(self.outputs) > 1:
                 raise ModelSpecError(
@@ -126,7 +138,7 @@ class Workflow:
             + f"; accepted: a node id or title, such as the image outputs {listed}")
 
     @classmethod
-    def from_file(cls, path: Path, output: str | None = None) -> "Workflow":
+    def from_file(cls, path: Path, output: str | None = None, image_classes=None) -> "Workflow":
         """Load a workflow file (UTF-8 JSON, a regular file of at most :data:`MAX_WORKFLOW_BYTES`,
         nested at most :data:`pytest_violin._fs.DEFAULT_JSON_DEPTH` deep)."""
         from ..._fs import read_option_json
@@ -135,7 +147,23 @@ class Workflow:
         shown = f"workflow {str(path)!r}"
         body = read_option_json(path, what="--violin-workflow", limit=MAX_WORKFLOW_BYTES,
                                 error=ModelSpecError)
-        return cls(body, source=shown, output=output)
+        return cls(body, source=shown, output=output, image_classes=image_classes)
+
+    def masks_read_from_alpha(self) -> list:
+        """``LoadImage`` nodes reading ``{mask}`` whose MASK output (its second) a node uses.
+
+        ``LoadImage``'s MASK is ``1 - alpha`` of the file, all zeros for an image
+        without alpha: an RGB mask upload read that way is an empty mask.
+        """
+        readers = {str(k) for k, node in self.body.items() if node.get("class_type") == "LoadImage"
+                   and any(isinstance(v, str) and "{mask}" in v for v in (node.get("inputs") or {}).values())}
+        used = set()
+        for node in self.body.values():
+            for value in (node.get("inputs") or {}).values() if isinstance(node.get("inputs"), dict) else ():
+                if (isinstance(value, list) and len(value) == 2 and str(value[0]) in readers
+                        and value[1] == 1):
+                    used.add(str(value[0]))
+        return sorted(used)
 
     def _translate(self, node: Any, where: str) -> Any:
         """Rewrite ``{image}`` / ``{mask}`` as ``{images[N]}``; check every name."""

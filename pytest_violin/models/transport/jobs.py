@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged
+from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged, ServerCrashed
 from ...redaction import redact, redact_url
 from .client import HttpClient
 from .decode import load_json
@@ -67,7 +67,8 @@ class JobStates:
     broken : frozenset of str
         Failed states that are the server's fault, not the image's (ComfyUI's
         ``execution_error``: an exception inside a node, CUDA out of memory):
-        :class:`~pytest_violin.errors.GenerationUnjudged`, an error, never a score.
+        :class:`~pytest_violin.errors.ServerCrashed`, an error, never a score
+        (the same crash on the first samples stops the run).
     """
 
     done: frozenset
@@ -194,7 +195,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
         if state in refused or state in failed or state in broken:
             message = states.message_of(status) if states.message_of else ""
             text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
-            raise (GenerationRefused if state in refused else GenerationUnjudged if state in broken
+            raise (GenerationRefused if state in refused else ServerCrashed if state in broken
                    else GenerationError)(text)
         if time.monotonic() >= min(run_deadline, started + limit):
             _cancel_quietly(cancel_job)
