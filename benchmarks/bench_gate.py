@@ -14,6 +14,7 @@ Usage::
 
     python benchmarks/bench_gate.py                  # 20 stochastic runs, 5 of each other case
     python benchmarks/bench_gate.py --runs 40 --tasks color,shape --limit 200
+    python benchmarks/bench_gate.py --tasks color --limit 400 --cases off_colour --other-runs 3
     python benchmarks/bench_gate.py --compare-only   # the comparison's cost at the full suite's size
 
 Prints one line per case: runs, red, green, other exit codes, mean seconds a run, and the load
@@ -80,6 +81,8 @@ def main(argv=None) -> int:
     parser.add_argument("--other-runs", type=int, default=5, help="runs of every other case (default 5)")
     parser.add_argument("--tasks", default="color,shape")
     parser.add_argument("--limit", type=int, default=96)
+    parser.add_argument("--cases", default="stochastic,production,worse,off_colour",
+                        help="the candidates to run (default: all four)")
     parser.add_argument("--compare-only", action="store_true",
                         help="only time the comparison of two full-suite-sized runs")
     args = parser.parse_args(argv)
@@ -98,6 +101,7 @@ def main(argv=None) -> int:
                 raise SystemExit(f"the {name} baseline was not written (exit {code})")
         cases = [("stochastic", "stochastic", args.runs), ("production", "production", args.other_runs),
                  ("worse", "production", args.other_runs), ("off_colour", "production", args.other_runs)]
+        cases = [case for case in cases if case[0] in args.cases.split(",")]
         print(f"tasks {args.tasks}, limit {args.limit}; load average at the start "
               f"{load_before[0]:.1f} / {load_before[1]:.1f}")
         print(f"{'candidate':<12} {'baseline':<11} {'runs':>4} {'red':>4} {'green':>5} {'other':>5} {'s/run':>6}")
