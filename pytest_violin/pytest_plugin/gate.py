@@ -43,6 +43,7 @@ class GateState:
     comparison: object = None
     exitstatus: int | None = None
     interrupted: bool = False
+    interrupt: str | None = None  # what a KeyboardInterrupt said (xdist's -x / --maxfail stop), see stop_reason
     session: object = None
     messages: list = field(default_factory=list)
     passing_thumbnails: dict = field(default_factory=dict)
@@ -180,6 +181,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     s.session = session
     s.exitstatus = int(exitstatus)
+    s.interrupt = _INTERRUPT.pop("reason", None)
     s.interrupted = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
                      or bool(session.shouldstop) or bool(session.shouldfail))
 
@@ -286,8 +288,7 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
     if s.interrupted:
-        reason = s.session.shouldstop or s.session.shouldfail if s.session is not None else None
-        meta["stop_reason"] = str(reason) if reason else "interrupted (Ctrl-C)"
+        meta["stop_reason"] = stop_reason(s)
     if s.baseline is not None:
         meta["baseline"] = s.baseline_label or str(s.baseline)
     # what the run cost: generations made (cache hits apart) and, with
@@ -315,6 +316,24 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
                           + _drop_stale_reports(s.report, written, THUMBNAILS_FILE)
                           + "; the session fails")
         _fail_unwritten(s)
+
+
+def pytest_keyboard_interrupt(excinfo):
+    """Remember what interrupted the session: under xdist, ``-x`` / ``--maxfail`` end the
+    controller's loop with a KeyboardInterrupt subclass carrying "stopping after N failures"
+    (the session's own shouldstop / shouldfail stay empty), a plain one is Ctrl-C."""
+    _INTERRUPT["reason"] = str(excinfo.value) if type(excinfo.value) is not KeyboardInterrupt else ""
+
+
+_INTERRUPT: dict = {}  # the hook has no config: handed to the GateState at session end
+
+
+def stop_reason(s: GateState) -> str:
+    """What stopped an interrupted run: ``-x`` / ``--maxfail`` ("stopping after N failures"),
+    a signal ("interrupted (SIGTERM)"), the plugin's own stop, or Ctrl-C; the same with or without -n."""
+    session = s.session
+    reason = (session.shouldstop or session.shouldfail) if session is not None else None
+    return str(reason or s.interrupt or "interrupted (Ctrl-C)")
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:

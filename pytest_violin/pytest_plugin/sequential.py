@@ -109,7 +109,7 @@ class SequentialRun:
         settings = self.gate_state.settings
         self.gate = SequentialGate({k: self.members[k] for k in inside}, self.order,
                                    cached=self.cached & inside, margin=float(settings.max_regression),
-                                   alpha=float(settings.alpha))
+                                   max_pass_drop=float(settings.max_pass_drop), alpha=float(settings.alpha))
         self._publish()
 
     # -- what a sample may do (any process) -----------------------------------
@@ -122,7 +122,8 @@ class SequentialRun:
         from ..results import sample_value
 
         self.received += 1
-        value = None if record.get("outcome") == "error" else sample_value(record.get("metrics") or {})
+        outcome = str(record.get("outcome"))
+        value = None if outcome == "error" else sample_value(record.get("metrics") or {})
         sid = str(record.get("id") or record.get("sample_id"))
         if value is None and sid in self.gate.members and self.gate.finished is None:
             self.errors += 1
@@ -131,7 +132,7 @@ class SequentialRun:
                 self.gate.stop(f"{self.errors} samples ended in an error (no answer, a time-out, a "
                                f"setup fault): the gate stops, an error keeps it from green; fix the "
                                f"cause and run again (the images made are cached)")
-        self.gate.add(sid, value)
+        self.gate.add(sid, value, outcome)
         self._publish()
 
     def lost(self, sample_id: str) -> None:
@@ -144,16 +145,43 @@ class SequentialRun:
         gate.add(sample_id, None)
         self._publish()
 
+    def crashed(self, sample_id: str, report) -> bool:
+        """An xdist worker crashed running ``sample_id`` (pytest-xdist reports it with ``when="???"``).
+
+        The sample is an error of its own (an error record is put on the report, so the results
+        store, results.json and the gate all count it, and no green verdict hides it), and the
+        samples the dead worker held, which xdist hands out again only after all the others, are
+        moved to the end of their groups' streams instead of stalling them."""
+        state = self.state
+        index = state.index.get(sample_id) if state is not None else None
+        if index is None or not state.samples:
+            return False
+        from ..report.text import printable
+        from ..results import error_result
+
+        why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
+        result = error_result(state.samples[index], None, state.settings, index=index,
+                              reason=f"not judged: {why}")
+        result.extra.pop("_message", None)
+        report.violin_result = result.to_json()
+        # the results store (and this gate) take a sample's record from its setup or call report
+        report.when = "call"
+        return True
+
+    def defer(self) -> None:
+        if self.gate is not None and self.gate.defer_gaps():
+            self._publish()
+
     def summary(self, *, price=None) -> dict:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
         if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
-            session = getattr(self.gate_state, "session", None)
-            why = str((session.shouldstop or session.shouldfail) if session is not None else "") or "Ctrl-C"
-            self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
-        if self.gate.finished is None:  # every sample ran or was left out, and no task was decided
-            open_ = [g.label for g in self.gate.groups if g.role == "decide" and g.status == "undecided"]
-            self.gate.stop(f"the run ended before the gate decided {', '.join(open_) or 'every task'} "
+            from .gate import stop_reason
+
+            why = stop_reason(self.gate_state)
+            self.gate.stop(why if why.startswith("interrupted") else f"the run stopped early ({why})")
+        if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
+            self.gate.stop(f"the run ended before the gate decided {', '.join(self.gate.undecided) or 'every group'} "
                            f"(samples ended in errors or were left out)")
         repeats = int(self.state.settings.repeats)
         out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
@@ -183,19 +211,44 @@ class SequentialRun:
             return
         if gate.finished is not None and self.decided_after is None:
             self.decided_after = gate.used
-        done = sorted({g.task for g in gate.groups if g.role == "decide" and g.status != "undecided"})
+        done = [[task, variation] for task, variation in gate.done()]
         told = json.dumps({"finished": gate.finished, "done": done, "used": gate.used,
                            "decided_after": self.decided_after, "total": self.total}, sort_keys=True)
         if told == self._told:
             return
         self._told = told
-        if self.folder is not None:  # xdist: the workers read it before each sample
-            tmp = self.folder / f".{STATE_FILE}.{os.getpid()}"
-            tmp.write_text(told, encoding="utf-8")
-            os.replace(tmp, self.folder / STATE_FILE)
+        if self.folder is not None and not self._write_decisions(told):
+            return  # the gate was ended undecided: published again below
         runner = self.state.runner
         if runner is not None and hasattr(runner, "drop_unadmitted"):
             runner.drop_unadmitted()  # queued prefetches the gate no longer needs
+
+    def _write_decisions(self, text: str) -> bool:
+        """Write the decisions file atomically (a temporary file in the folder, then ``os.replace``).
+
+        The folder is private, but a tmp cleaner may remove it, or something may replace the file
+        by a directory: the gate then cannot tell the workers to stop, so it ends undecided with a
+        line saying why (the workers keep generating; the fixed-sample rule judges the run), never
+        an INTERNALERROR. Returns False when that happened."""
+        tmp = self.folder / f".{STATE_FILE}.{os.getpid()}"
+        try:
+            if not self.folder.exists():  # removed under us (a tmp cleaner): made again, private
+                self.folder.mkdir(mode=0o700)
+            _fs_write(tmp, text)
+            os.replace(tmp, self.folder / STATE_FILE)
+            return True
+        except OSError as exc:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            if self.gate.finished is None:
+                from ..report.text import printable
+
+                self.gate.stop(f"the decisions file for the xdist workers could not be written "
+                               f"({printable(str(exc))[:300]}): the workers cannot be told to stop")
+                self._publish()
+            return False
 
     def worker_view(self) -> dict:
         """The controller's decisions as this worker last read them (re-read at every look).
@@ -208,13 +261,44 @@ class SequentialRun:
         """
         if self.folder is None:
             return {}
-        path = self.folder / STATE_FILE
         try:
-            with open(path, "rb") as fh:
-                self._seen = json.loads(fh.read(1_000_000).decode("utf-8"))
+            self._seen = json.loads(_read_decisions(self.folder / STATE_FILE))
         except (OSError, ValueError):
-            pass  # not written yet, or being replaced: the last view stands
+            pass  # not written yet, being replaced, or not a decisions file: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
+
+
+#: The decisions file is a few hundred bytes per decided group: anything larger is not ours.
+STATE_MAX_BYTES = 1_000_000
+
+
+def _fs_write(path: Path, text: str) -> None:
+    """Write ``text`` to a new regular file at ``path`` (refusing to follow a link placed there)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _read_decisions(path: Path) -> bytes:
+    """The decisions file's bytes: a regular file only (a FIFO there would block the worker for
+    ever, a device or a directory is not ours), opened without blocking, its type checked on the
+    open descriptor, its size bounded. OSError otherwise."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if info.st_size > STATE_MAX_BYTES:
+            raise OSError(f"{path} is {info.st_size} bytes, over {STATE_MAX_BYTES}")
+        with os.fdopen(fd, "rb") as fh:
+            fd = None
+            return fh.read(STATE_MAX_BYTES + 1)[:STATE_MAX_BYTES]
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _decided(used, total) -> str:
@@ -236,19 +320,27 @@ def skip_text(run: SequentialRun, sample_id: str) -> str | None:
             return f"{_decided(view.get('decided_after'), total)}: {finished}"
         state = run.state
         index = state.index.get(sample_id)
-        task = state.samples[index].task if index is not None and state.samples else None
-        if task is not None and task in (view.get("done") or ()):
-            return f"{_decided(view.get('used'), total)}: task {task} is shown not to have regressed"
+        sample = state.samples[index] if index is not None and state.samples else None
+        if sample is not None:
+            pair = [sample.task, getattr(sample, "variation", None)]
+            if any(isinstance(p, list) and p == pair for p in view.get("done") or ()):
+                return f"{_decided(view.get('used'), total)}: {_done_words(*pair)}"
         return None
     gate = run.gate
     if gate is None or sample_id not in gate.members:
         return None
     if gate.finished is not None:
         return f"{_decided(run.decided_after, run.total)}: {gate.finished}"
-    task = gate.members[sample_id].task
-    if gate.task_done(task):
-        return f"{_decided(gate.used, run.total)}: task {task} is shown not to have regressed"
+    if not gate.needed(sample_id):
+        m = gate.members[sample_id]
+        return f"{_decided(gate.used, run.total)}: {_done_words(m.task, m.variation)}"
     return None
+
+
+def _done_words(task, variation) -> str:
+    if variation is None:
+        return f"task {task} is shown not to have regressed"
+    return f"task {task} and its variation {variation} are shown not to have regressed"
 
 
 SEQUENTIAL_KEY = pytest.StashKey[SequentialRun]()
@@ -327,9 +419,15 @@ class _Hooks:
             return
         self.run.start(item.violin_sample.id for item in session.items if _is_violin(item))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
-        text = getattr(report, "violin_result", None)
         nodeid = str(getattr(report, "nodeid", ""))
+        if (not self.run.worker and report.when not in ("setup", "call", "teardown")
+                and nodeid.startswith("violin::") and not getattr(report, "violin_result", None)):
+            crashed = self.run.crashed(nodeid[len("violin::"):], report)  # before the store reads it
+        else:
+            crashed = False
+        text = getattr(report, "violin_result", None)
         if text and nodeid.startswith("violin::"):
             self.run.judged.add(nodeid[len("violin::"):])
         if self.run.worker:
@@ -340,6 +438,8 @@ class _Hooks:
             except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
                 record = None
             self.run.add(record)
+            if crashed:
+                self.run.defer()
         if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
             for name, value in getattr(report, "user_properties", ()) or ():
                 if name == BUDGET_PROPERTY:
