@@ -277,15 +277,27 @@ def test_a_crashed_workers_samples_go_to_the_end_of_the_stream_instead_of_stalli
     held = order[1:3]  # handed to a worker that died: xdist hands them out again at the very end
     for sid in [order[0], *order[3:6]]:
         gate.add(sid, values[sid], "failed")
-    assert gate.used == 1  # stalled at order[1]
-    moved = gate.defer_gaps()
-    assert moved == held and gate.used == 4
+    assert gate.used == 1  # waiting for order[1]
+    assert gate.defer_stalled(slack=4) == []  # 3 later ones arrived: still in flight, perhaps
+    gate.add(order[6], values[order[6]], "failed")
+    moved = gate.defer_stalled(slack=4)
+    assert moved == held and gate.used == 5
     assert gate.groups[0].members[-2:] == held
-    for sid in order[6:]:
+    for sid in order[7:]:
         if gate.finished:
             break
         gate.add(sid, values[sid], "failed")
     assert gate.verdict == "regressed"
+
+
+def test_deferring_a_stream_whose_every_member_is_missing_ends():
+    members, order, _ = _build(_zeros, _same, sizes=[("color", "a", 10), ("color", "b", 10)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        if sid.startswith("color/a/"):
+            gate.add(sid, 0.0)
+    gate.defer_stalled(slack=0)  # every member of b is missing: each moved once, then it stops
+    assert {g.label: g.next for g in gate.groups}["color/b"] == 0
 
 
 # -- needed, done, finished, stop, to_dict ------------------------------------------------------
@@ -450,18 +462,18 @@ def test_stratified_by_task_every_variation_still_shows_in_the_first_tenth(seed)
 
 def test_an_unchanged_stochastic_model_is_rarely_called_regressed():
     """A model that redraws half of its answers between runs, gated against one of its runs: the
-    expected difference is 0 on every statistic, the realised one is not. 40 fixed seeds: at
+    expected difference is 0 on every statistic, the realised one is not. 25 fixed seeds: at
     most what alpha allows (the realised mean, which a without-replacement sequence converges
     to, is over the margin in about a fifth of these runs)."""
     sizes = [("color", "v1", 300), ("color", "v2", 300)]
     regressed = 0
-    for seed in range(40):
+    for seed in range(25):
         members, order, values = _build(
             _realistic, lambda rng, o, label: np.where(rng.random(o.size) < 0.5, _realistic(rng, o.size), o),
             sizes=sizes, seed=seed)
         gate, _ = _run(members, order, values)
         regressed += gate.verdict == "regressed"
-    assert regressed <= _binomial_upper(40, 0.05, 1e-3)
+    assert regressed <= _binomial_upper(25, 0.05, 1e-3)
 
 
 def _binomial_upper(n: int, p: float, tail: float) -> int:

@@ -258,13 +258,15 @@ class SequentialGate:
             m = self.members[sid]
             tasks.setdefault(m.task, []).append(sid)
             variations.setdefault((m.task, m.variation), []).append(sid)
-        self.groups: list = [_Group(t, t, None, ids, "task") for t, ids in tasks.items()]
         per_task: dict = {}
         for (task, _), ids in variations.items():
             per_task[task] = per_task.get(task, 0) + 1
-        for (task, var), ids in variations.items():
-            if per_task[task] > 1:
-                self.groups.append(_Group(f"{task}/{var}", task, var, ids, "variation"))
+        self.groups: list = []  # each task, then its variations (as the reports list them)
+        for t in sorted(tasks):
+            self.groups.append(_Group(t, t, None, tasks[t], "task"))
+            for (task, var) in sorted((k for k in variations if k[0] == t and per_task[t] > 1),
+                                      key=lambda k: str(k[1])):
+                self.groups.append(_Group(f"{task}/{var}", task, var, variations[(task, var)], "variation"))
         # Bonferroni over every group and statistic, each side
         self.alpha_low = self.alpha_high = self.alpha / max(1, len(self.groups) * len(STATISTICS))
         for g in self.groups:
@@ -342,30 +344,35 @@ class SequentialGate:
             self.finished = (f"the samples of {', '.join(open_)} ran out before the gate could decide "
                              f"{'it' if len(open_) == 1 else 'them'}")
 
-    def defer_gaps(self) -> list:
-        """Move the members that have not arrived while later ones have to the end of their
-        groups' streams; returns them.
+    def defer_stalled(self, slack: int) -> list:
+        """Move each group's next member to the end of its stream while it has not arrived and at
+        least ``slack`` later samples of the gate's order have; returns the members moved.
 
         For a crashed xdist worker: the samples it held are handed out again only after every
-        other sample, so a stream waiting for them would stall until the end of the suite. Which
-        samples those are depends on the crash, not on their values, so moving them to the end
-        keeps each next value a random draw of its group."""
+        other sample, so a stream waiting for them would stall until the end of the suite. A
+        sample still in flight on a live worker arrives within a few later ones (``slack`` is
+        more than the workers hold), so only the stranded ones move; which those are depends on
+        the crash, not on their values, so each next value stays a random draw of its group."""
+        import bisect
+
         position = {sid: i for i, sid in enumerate(self.order)}
-        arrived = [position[sid] for sid in self._values]
-        if not arrived:
-            return []
-        frontier = max(arrived)
-        moved: set = set()
+        arrived = sorted(position[sid] for sid in self._values)
+        moved: list = []
         for g in self.groups:
-            rest = g.members[g.next:]
-            late = [sid for sid in rest if sid not in self._values and position[sid] < frontier]
-            if late:
-                gone = set(late)
-                g.members[g.next:] = [sid for sid in rest if sid not in gone] + late
-                moved.update(late)
+            tried: set = set()
+            while g.next < len(g.members):
+                head = g.members[g.next]
+                if head in self._values or head in tried:
+                    break
+                if len(arrived) - bisect.bisect_right(arrived, position[head]) < slack:
+                    break
+                tried.add(head)
+                g.members.append(g.members.pop(g.next))
+                moved.append(head)
                 self._advance(g)
-        self._decide()
-        return sorted(moved, key=position.get)
+        if moved:
+            self._decide()
+        return sorted(set(moved), key=position.get)
 
     def stop(self, reason: str) -> None:
         """End the gate undecided (the budget is spent, the run was interrupted)."""

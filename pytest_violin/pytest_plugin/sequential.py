@@ -41,6 +41,10 @@ STATE_FILE = "gate.json"
 #: Errors among the gate's samples after which it stops generating: more than this many and
 #: more than this share of its population (each error also costs a replay of its task's values).
 ERRORS_STOP, ERRORS_STOP_SHARE = 10, 0.02
+#: After a worker crash, a sample the gate waits for is taken as stranded (handed out again only
+#: at the end of the run) once this many later samples of its order have arrived: more than the
+#: live workers hold at a time (about two each, one at a time in the gate's order).
+STALL_SLACK = 16
 #: The user property a skipped item carries when the call cap refused its generation.
 BUDGET_PROPERTY = "violin.sequential_budget"
 
@@ -67,6 +71,7 @@ class SequentialRun:
         self._seen: dict = {}          # the decisions as this worker read them
         self._told = ""
         self.judged: set = set()       # ids this process scored (a rerun of one is never skipped)
+        self.crashes = 0               # xdist workers that crashed running a sample of this run
         if self.worker:
             info = config.workerinput.get(INPUT_KEY) or {}
             self.order = [str(x) for x in info.get("order") or ()]
@@ -169,7 +174,8 @@ class SequentialRun:
         return True
 
     def defer(self) -> None:
-        if self.gate is not None and self.gate.defer_gaps():
+        """After a worker crashed: let no stream wait for a sample stranded at the end of xdist's queue."""
+        if self.gate is not None and self.gate.defer_stalled(STALL_SLACK):
             self._publish()
 
     def summary(self, *, price=None) -> dict:
@@ -438,7 +444,8 @@ class _Hooks:
             except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
                 record = None
             self.run.add(record)
-            if crashed:
+            self.run.crashes += bool(crashed)
+            if self.run.crashes:
                 self.run.defer()
         if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
             for name, value in getattr(report, "user_properties", ()) or ():
