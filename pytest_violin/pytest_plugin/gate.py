@@ -43,7 +43,6 @@ class GateState:
     comparison: object = None
     exitstatus: int | None = None
     interrupted: bool = False
-    interrupt: str | None = None  # what a KeyboardInterrupt said (xdist's -x / --maxfail stop), see stop_reason
     session: object = None
     messages: list = field(default_factory=list)
     passing_thumbnails: dict = field(default_factory=dict)
@@ -181,7 +180,6 @@ def pytest_sessionfinish(session, exitstatus):
         return
     s.session = session
     s.exitstatus = int(exitstatus)
-    s.interrupt = _INTERRUPT.pop("reason", None)
     s.interrupted = (int(exitstatus) == int(pytest.ExitCode.INTERRUPTED)
                      or bool(session.shouldstop) or bool(session.shouldfail))
 
@@ -318,22 +316,12 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
         _fail_unwritten(s)
 
 
-def pytest_keyboard_interrupt(excinfo):
-    """Remember what interrupted the session: under xdist, ``-x`` / ``--maxfail`` end the
-    controller's loop with a KeyboardInterrupt subclass carrying "stopping after N failures"
-    (the session's own shouldstop / shouldfail stay empty), a plain one is Ctrl-C."""
-    _INTERRUPT["reason"] = str(excinfo.value) if type(excinfo.value) is not KeyboardInterrupt else ""
-
-
-_INTERRUPT: dict = {}  # the hook has no config: handed to the GateState at session end
-
-
 def stop_reason(s: GateState) -> str:
-    """What stopped an interrupted run: ``-x`` / ``--maxfail`` ("stopping after N failures"),
-    a signal ("interrupted (SIGTERM)"), the plugin's own stop, or Ctrl-C; the same with or without -n."""
+    """What stopped an interrupted run: ``-x`` / ``--maxfail`` ("stopping after N failures", under
+    -n too: signals.py), a signal ("interrupted (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
     session = s.session
     reason = (session.shouldstop or session.shouldfail) if session is not None else None
-    return str(reason or s.interrupt or "interrupted (Ctrl-C)")
+    return str(reason or "interrupted (Ctrl-C)")
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:

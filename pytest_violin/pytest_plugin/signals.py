@@ -85,6 +85,15 @@ class SessionSignals:
         # KeyboardInterrupt that did not come through our handler (raised by a
         # test, an inner pytester session, a handler of someone else) counts as
         # the first interrupt too
+        session = self.session
+        if (type(excinfo.value) is not KeyboardInterrupt and str(excinfo.value) and session is not None
+                and not session.shouldstop and not self._signalled):
+            # not Ctrl-C: pytest-xdist's controller ends -x / --maxfail with a KeyboardInterrupt
+            # subclass saying "stopping after N failures" (its session's shouldstop stays empty),
+            # pytest.exit with its message: the reports say that, as without -n
+            from ..report.text import printable
+
+            session.shouldstop = printable(str(excinfo.value))[:300]
         self._interrupted(signal.SIGINT if self.count == 0 else None)
         if self.state.settings.model:
             drop_lineless_frames(getattr(excinfo, "tb", None))
