@@ -185,7 +185,7 @@ class SequentialRun:
             from .gate import stop_reason
 
             why = stop_reason(self.gate_state)
-            self.gate.stop(why if why.startswith("interrupted") else f"the run stopped early ({why})")
+            self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
         if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
             self.gate.stop(f"the run ended before the gate decided {', '.join(self.gate.undecided) or 'every group'} "
                            f"(samples ended in errors or were left out)")
