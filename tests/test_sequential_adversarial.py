@@ -455,3 +455,78 @@ def test_a_variation_decided_on_its_own_is_reported_not_regressed_while_the_rest
     assert gate.needed("t/b/0") and not gate.needed("t/a/39")
     assert {g["group"]: g["role"] for g in gate.to_dict(total=80)["groups"]} == {
         "t": "task", "t/a": "variation", "t/b": "variation"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The decisions file the controller writes and the workers read: removed by a tmp cleaner or
+# replaced by a directory, the run ended in an INTERNALERROR; a FIFO there blocked every worker.
+
+
+def _worker(folder):
+    from pytest_violin.pytest_plugin.sequential import INPUT_KEY, SequentialRun
+
+    config = SimpleNamespace(workerinput={INPUT_KEY: {"order": [], "outside": [], "dir": str(folder)}})
+    return SequentialRun(config, state=None, gate_state=None)
+
+
+def _controller(folder):
+    from pytest_violin.pytest_plugin.sequential import SequentialRun
+
+    run = SequentialRun(SimpleNamespace(), state=SimpleNamespace(runner=None), gate_state=None)
+    members = {f"c/{i}": Member(f"c/{i}", "c", None, 0.0) for i in range(30)}
+    run.gate = SequentialGate(members, sorted(members), margin=0.01)
+    run.total, run.folder = 30, folder
+    return run
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_in_place_of_the_decisions_file_does_not_block_a_worker(tmp_path):
+    import threading
+
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    os.mkfifo(tmp_path / STATE_FILE)
+    run = _worker(tmp_path)
+    done = threading.Event()
+    seen = {}
+
+    def look():
+        seen["view"] = run.worker_view()
+        done.set()
+
+    threading.Thread(target=look, daemon=True).start()
+    # a blocking open of a FIFO without a writer never returns: the event is the proof it did
+    assert done.wait(60), "the worker blocked on the FIFO"
+    assert seen["view"] == {}
+
+
+def test_a_decisions_file_that_is_a_directory_or_too_large_is_not_read(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE, STATE_MAX_BYTES
+
+    (tmp_path / STATE_FILE).mkdir()
+    assert _worker(tmp_path).worker_view() == {}
+    other = tmp_path / "big"
+    other.mkdir()
+    (other / STATE_FILE).write_text('{"finished": "x"}' + " " * STATE_MAX_BYTES)
+    assert _worker(other).worker_view() == {}
+
+
+def test_a_decisions_file_replaced_by_a_directory_ends_the_gate_undecided_with_a_line(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    run = _controller(tmp_path)
+    (tmp_path / STATE_FILE).mkdir()
+    run.add({"id": "c/0", "outcome": "passed", "metrics": {"mean": 0.0}})  # no exception
+    assert run.gate.verdict == "undecided" and "decisions file" in run.gate.finished
+    assert not run.gate.needed("c/1")
+
+
+def test_a_decisions_folder_removed_by_a_tmp_cleaner_is_made_again(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    folder = tmp_path / "gate"
+    run = _controller(folder)  # not there: as after a cleaner removed it
+    run.add({"id": "c/0", "outcome": "passed", "metrics": {"mean": 0.0}})
+    assert run.gate.finished is None
+    assert json.loads((folder / STATE_FILE).read_text())["used"] == 1
+    assert _worker(folder).worker_view()["used"] == 1
