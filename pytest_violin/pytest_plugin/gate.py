@@ -286,7 +286,9 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
     if s.interrupted:
-        meta["stop_reason"] = stop_reason(s)
+        from .signals import stop_reason
+
+        meta["stop_reason"] = stop_reason(s.session)
     if s.baseline is not None:
         meta["baseline"] = s.baseline_label or str(s.baseline)
     # what the run cost: generations made (cache hits apart) and, with
@@ -314,14 +316,6 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
                           + _drop_stale_reports(s.report, written, THUMBNAILS_FILE)
                           + "; the session fails")
         _fail_unwritten(s)
-
-
-def stop_reason(s: GateState) -> str:
-    """What stopped an interrupted run: ``-x`` / ``--maxfail`` ("stopping after N failures", under
-    -n too: signals.py), a signal ("interrupted (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
-    session = s.session
-    reason = (session.shouldstop or session.shouldfail) if session is not None else None
-    return str(reason or "interrupted (Ctrl-C)")
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:

@@ -23,7 +23,6 @@ them to pytest and pytest-xdist (public hooks only):
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,6 +37,8 @@ __all__ = ["INPUT_KEY", "SEQUENTIAL_KEY", "SequentialRun", "register", "skip_rea
 INPUT_KEY = "violin_sequential"
 #: The decisions file in that folder (written atomically by the controller).
 STATE_FILE = "gate.json"
+#: The decisions file is a few hundred bytes per decided group: anything larger is not ours.
+STATE_MAX_BYTES = 1_000_000
 #: Errors among the gate's samples after which it stops generating: more than this many and
 #: more than this share of its population (each error also costs a replay of its task's values).
 ERRORS_STOP, ERRORS_STOP_SHARE = 10, 0.02
@@ -153,10 +154,9 @@ class SequentialRun:
     def crashed(self, sample_id: str, report) -> bool:
         """An xdist worker crashed running ``sample_id`` (pytest-xdist reports it with ``when="???"``).
 
-        The sample is an error of its own (an error record is put on the report, so the results
-        store, results.json and the gate all count it, and no green verdict hides it), and the
-        samples the dead worker held, which xdist hands out again only after all the others, are
-        moved to the end of their groups' streams instead of stalling them."""
+        The sample is an error (an error record on the report: the results store, results.json
+        and the gate count it); the samples the dead worker held are handed out again only after
+        all the others, so the streams do not wait for them (:meth:`defer`)."""
         state = self.state
         index = state.index.get(sample_id) if state is not None else None
         if index is None or not state.samples:
@@ -165,8 +165,7 @@ class SequentialRun:
         from ..results import error_result
 
         why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
-        result = error_result(state.samples[index], None, state.settings, index=index,
-                              reason=f"not judged: {why}")
+        result = error_result(state.samples[index], None, state.settings, index=index, reason=why)
         result.extra.pop("_message", None)
         report.violin_result = result.to_json()
         # the results store (and this gate) take a sample's record from its setup or call report
@@ -182,9 +181,9 @@ class SequentialRun:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
         if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
-            from .gate import stop_reason
+            from .signals import stop_reason
 
-            why = stop_reason(self.gate_state)
+            why = stop_reason(getattr(self.gate_state, "session", None))
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
         if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
             self.gate.stop(f"the run ended before the gate decided {', '.join(self.gate.undecided) or 'every group'} "
@@ -230,27 +229,19 @@ class SequentialRun:
             runner.drop_unadmitted()  # queued prefetches the gate no longer needs
 
     def _write_decisions(self, text: str) -> bool:
-        """Write the decisions file atomically (a temporary file in the folder, then ``os.replace``).
+        """Write the decisions file atomically; False when it cannot be (a directory put in its
+        place): the workers cannot be told to stop, so the gate ends undecided with a line saying
+        why (the fixed-sample rule judges the run), never an INTERNALERROR."""
+        from .._fs import atomic_write
+        from ..report.text import printable
 
-        The folder is private, but a tmp cleaner may remove it, or something may replace the file
-        by a directory: the gate then cannot tell the workers to stop, so it ends undecided with a
-        line saying why (the workers keep generating; the fixed-sample rule judges the run), never
-        an INTERNALERROR. Returns False when that happened."""
-        tmp = self.folder / f".{STATE_FILE}.{os.getpid()}"
         try:
             if not self.folder.exists():  # removed under us (a tmp cleaner): made again, private
                 self.folder.mkdir(mode=0o700)
-            _fs_write(tmp, text)
-            os.replace(tmp, self.folder / STATE_FILE)
+            atomic_write(self.folder / STATE_FILE, text)
             return True
         except OSError as exc:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
             if self.gate.finished is None:
-                from ..report.text import printable
-
                 self.gate.stop(f"the decisions file for the xdist workers could not be written "
                                f"({printable(str(exc))[:300]}): the workers cannot be told to stop")
                 self._publish()
@@ -267,44 +258,17 @@ class SequentialRun:
         """
         if self.folder is None:
             return {}
+        from .._fs import read_option_bytes
+        from ..errors import ViolinError
+
         try:
-            self._seen = json.loads(_read_decisions(self.folder / STATE_FILE))
-        except (OSError, ValueError):
+            # a regular file only, opened without blocking (a FIFO put there would block the
+            # worker for ever), its size bounded
+            self._seen = json.loads(read_option_bytes(self.folder / STATE_FILE, what="decisions file",
+                                                      limit=STATE_MAX_BYTES))
+        except (ViolinError, ValueError):
             pass  # not written yet, being replaced, or not a decisions file: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
-
-
-#: The decisions file is a few hundred bytes per decided group: anything larger is not ours.
-STATE_MAX_BYTES = 1_000_000
-
-
-def _fs_write(path: Path, text: str) -> None:
-    """Write ``text`` to a new regular file at ``path`` (refusing to follow a link placed there)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(text.encode("utf-8"))
-
-
-def _read_decisions(path: Path) -> bytes:
-    """The decisions file's bytes: a regular file only (a FIFO there would block the worker for
-    ever, a device or a directory is not ours), opened without blocking, its type checked on the
-    open descriptor, its size bounded. OSError otherwise."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(f"{path} is not a regular file")
-        if info.st_size > STATE_MAX_BYTES:
-            raise OSError(f"{path} is {info.st_size} bytes, over {STATE_MAX_BYTES}")
-        with os.fdopen(fd, "rb") as fh:
-            fd = None
-            return fh.read(STATE_MAX_BYTES + 1)[:STATE_MAX_BYTES]
-    finally:
-        if fd is not None:
-            os.close(fd)
 
 
 def _decided(used, total) -> str:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register"]
+__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register", "stop_reason"]
 
 #: Seconds between two looks of a worker at its controller.
 WATCH_INTERVAL = 0.1
@@ -52,6 +52,14 @@ WATCH_INTERVAL = 0.1
 CONTROL_KEY, CONTROLLER_PID_KEY = "violin_control", "violin_controller_pid"
 _FLAG = "interrupted"
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
+def stop_reason(session) -> str:
+    """What stopped an interrupted session: ``-x`` / ``--maxfail`` ("stopping after N failures",
+    under -n too: see :meth:`SessionSignals.pytest_keyboard_interrupt`), a signal ("interrupted
+    (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
+    reason = (session.shouldstop or session.shouldfail) if session is not None else None
+    return str(reason or "interrupted (Ctrl-C)")
 
 
 class SessionSignals:
