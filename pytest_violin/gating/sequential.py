@@ -60,6 +60,7 @@ shows from the start.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 from collections.abc import Mapping
@@ -277,6 +278,9 @@ class SequentialGate:
         for g in self.groups:
             for sid in g.members:
                 self._of.setdefault(sid, []).append(g)
+        self._pairs = {(m.task, m.variation): self._of[sid] for sid, m in self.members.items()}
+        self._position = {sid: i for i, sid in enumerate(self.order)}
+        self._arrived: list = []  # positions in the order of the samples arrived, sorted
         self._values: dict = {}   # id -> (d mean, d fail, d refusal) once arrived, None for an error
         self._fed: set = set()    # ids whose values entered a decision
         self.used = 0             # their count
@@ -295,6 +299,7 @@ class SequentialGate:
         sid = str(sample_id)
         if self.finished is not None or sid not in self.members or sid in self._values:
             return
+        bisect.insort(self._arrived, self._position[sid])
         if value is None or outcome == "error":
             self._values[sid] = None
         else:
@@ -353,10 +358,7 @@ class SequentialGate:
         sample still in flight on a live worker arrives within a few later ones (``slack`` is
         more than the workers hold), so only the stranded ones move; which those are depends on
         the crash, not on their values, so each next value stays a random draw of its group."""
-        import bisect
-
-        position = {sid: i for i, sid in enumerate(self.order)}
-        arrived = sorted(position[sid] for sid in self._values)
+        position, arrived = self._position, self._arrived
         moved: list = []
         for g in self.groups:
             tried: set = set()
@@ -396,12 +398,8 @@ class SequentialGate:
 
     def done(self) -> list:
         """``(task, variation)`` pairs whose samples are no longer needed (every group of them decided)."""
-        pairs: dict = {}
-        for sid, m in self.members.items():
-            key = (m.task, m.variation)
-            if key not in pairs:
-                pairs[key] = all(g.status != "undecided" for g in self._of.get(sid, ()))
-        return sorted((k for k, v in pairs.items() if v), key=lambda k: (k[0], str(k[1])))
+        return sorted((k for k, groups in self._pairs.items() if all(g.status != "undecided" for g in groups)),
+                      key=lambda k: (k[0], str(k[1])))
 
     def to_dict(self, *, total: int, generated: int | None = None, price: float | None = None,
                 repeats: int = 1) -> dict:
