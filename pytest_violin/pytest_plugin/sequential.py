@@ -40,7 +40,7 @@ STATE_FILE = "gate.json"
 #: The decisions file is a few hundred bytes per decided group: anything larger is not ours.
 STATE_MAX_BYTES = 1_000_000
 #: Errors among the gate's samples after which it stops generating: more than this many and
-#: more than this share of its population (each error also costs a replay of its task's values).
+#: more than this share of its population (an error keeps the run from green whatever comes next).
 ERRORS_STOP, ERRORS_STOP_SHARE = 10, 0.02
 #: After a worker crash, a sample the gate waits for is taken as stranded (handed out again only
 #: at the end of the run) once this many later samples of its order have arrived: more than the
