@@ -483,3 +483,26 @@ def _binomial_upper(n: int, p: float, tail: float) -> int:
         if 1.0 - total < tail:
             return k
     return n
+
+
+def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
+    """Every d = 0.03 - 0.02: the ordinary gate's comparison and the sequential gate (fed the same
+    samples to their end) both say not regressed (the sequential one by handing the run to the
+    fixed-sample rule: the samples ran out undecided)."""
+    from pytest_violin.gating import build_baseline, compare
+
+    def doc(value):
+        records = [{"id": f"color/v1/{i:03d}", "sample_id": f"color/v1/{i:03d}", "task": "color",
+                    "variation": "v1", "outcome": "passed", "metrics": {"mean": value}} for i in range(60)]
+        return build_baseline(records, suite="violin", profile="violin", seed=0, adapter="x")
+
+    old, new = doc(0.02), doc(0.03)
+    ordinary = compare(old, new, max_regression=MARGIN)
+    assert ordinary.ok and not ordinary.regressions
+    members = population(old, [(s["id"], "color", "v1", None) for s in new["samples"]])
+    assert len(members) == 60
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        gate.add(sid, 0.03, "passed")
+    assert gate.verdict != "regressed" and not gate.regressed
