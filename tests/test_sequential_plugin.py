@@ -134,6 +134,16 @@ def test_a_clear_regression_fails_after_a_few_samples_and_skips_the_rest(project
     assert "### Sequential gate" in md and "REGRESSED" in md
     html = (project.path / "out" / "report.html").read_text()
     assert 'id="sequential"' in html and "REGRESSED" in html
+    # the summary table marks only what the gate showed regressed (not the groups it left undecided)
+    import re
+
+    shown = {(g["task"], g["variation"]) for g in seq["groups"] if g["status"] == "regressed"}
+    table = html.split('id="summary"')[1]
+    for task_html in table.split("<h3>")[1:]:
+        task = task_html.split("</h3>")[0]
+        for classes, label in re.findall(r'<tr class="([^"]*)"><td>([^<]*)</td>', task_html):
+            key = (task, None if label == "all" else label)
+            assert ("reg" in classes.split()) == (key in shown), (key, classes)
 
 
 def test_the_same_model_passes_and_nothing_is_reported_as_passed_that_did_not_run(project):

@@ -222,8 +222,9 @@ def _summary_html(agg, groups, marks=None) -> str:
             continue
         series = [(r["variation"] or "-", r["metrics"]) for r in rows] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in rows
-                     if groups.get((task, r["variation"])) is not None
-                     and groups[(task, r["variation"])].status == "regressed"]
+                     if ((task, r["variation"]) in marks if marks is not None else
+                         groups.get((task, r["variation"])) is not None
+                         and groups[(task, r["variation"])].status == "regressed")]
         width = max(340, min(1200, 60 + len(names) * (24 + 10 * len(series))))
         charts.append(bar_chart(names, series, title=f"{task}: metric means (lower is better)",
                                 width=width, height=230 + 16 * ((len(series) + 3) // 4),
