@@ -159,8 +159,8 @@ class SequentialRun:
         all the others, so the streams do not wait for them (:meth:`defer`)."""
         state = self.state
         index = state.index.get(sample_id) if state is not None else None
-        if index is None or not state.samples:
-            return False
+        if index is None or not state.samples or sample_id in self.judged:
+            return False  # not ours, or its result came before the crash (in its teardown)
         from ..report.text import printable
         from ..results import error_result
 
