@@ -13,7 +13,7 @@ them to pytest and pytest-xdist (public hooks only):
 * the stop: a sample the gate no longer needs is never prefetched and is
   skipped in setup ("gate decided after N of M samples"); under xdist the
   controller writes the decisions to a file in a private folder, which each
-  worker looks at (one ``stat``) before each sample. Generations already in
+  worker reads (a small regular file) before each sample. Generations already in
   flight when the gate decides were paid for: they are scored as usual;
 * the budget: under ``--violin-sequential`` the plan does not refuse a run
   over ``--violin-max-calls`` / ``--violin-max-cost``; the cap ends the gate
