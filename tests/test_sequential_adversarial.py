@@ -56,6 +56,8 @@ def circle_off(request):
 
 TASKS = "--violin-tasks=color,shape"
 LIMIT = "--violin-limit=60"
+# 12 samples per variation: margins and an error rate wide enough for the gate to decide on them
+DECIDABLE = ["--violin-max-regression=0.5", "--violin-max-pass-drop=0.5", "--violin-alpha=0.5"]
 # every limit at 1.0: the exit code is the gate's alone
 LOOSE = [f"--violin-threshold={task}.{m}=1" for task, ms in KNOWN_METRICS.items()
          if task in ("color", "shape") for m in (*ms, "mean")]
@@ -116,16 +118,16 @@ def test_a_baseline_sharing_no_sample_with_the_run_is_not_green(project):
 
 
 def test_a_group_the_baseline_refused_entirely_is_decided_not_crashed():
-    members = {f"s{i}": Member(f"s{i}", "shape", "circle", 1.0) for i in range(5)}
+    members = {f"s{i}": Member(f"s{i}", "shape", "circle", 1.0, "refused") for i in range(5)}
     gate = SequentialGate(members, list(members), margin=0.01)
-    gate.add("s0", 0.0)  # every d is <= 0: the task cannot have regressed
+    gate.add("s0", 0.0)  # every d is <= 0 on every statistic: the task cannot have regressed
     assert gate.verdict == "not-regressed" and gate.finished is not None
-    assert gate.groups[0].to_dict()["interval"][1] <= 0.01
+    assert gate.to_dict(total=5)["groups"][0]["interval"][1] <= 0.01
 
 
 def test_a_baseline_that_refused_a_whole_task_gates_the_run(project):
     base = _baseline(project, "refused.json", "--violin-model=python:violin_models:refuse_shape", TASKS)
-    result = _sequential(project, "oracle", base, TASKS, *LOOSE)
+    result = _sequential(project, "oracle", base, TASKS, *LOOSE, *DECIDABLE)
     _, seq = _summary(project)
     shape = next(g for g in seq["groups"] if g["group"] == "shape")
     assert shape["status"] == "not-regressed", seq
@@ -271,7 +273,8 @@ def test_results_json_agrees_with_the_exit_code_when_the_gate_decided(project):
                       "--violin-save-baseline=shape.json", "-p", "no:cacheprovider", "-q")
     result = project.runpytest("--violin-model=python:violin_models:circle_off", "--violin-limit=300",
                                "--violin-tasks=shape", "--violin-baseline=shape.json", "--violin-sequential",
-                               "--violin-report=out", "-p", "no:cacheprovider", *LOOSE)
+                               "--violin-report=out", "-p", "no:cacheprovider", *LOOSE,
+                               "--violin-max-regression=0.2", "--violin-max-pass-drop=0.2")
     doc, seq = _summary(project)
     assert seq["verdict"] == "not-regressed" and result.ret == 0, result.stdout.str()
     assert doc["comparison"]["ok"] is True and not doc["comparison"]["regressions"]
@@ -311,11 +314,12 @@ def test_a_task_absent_from_the_baseline_does_not_pass_unseen(project):
 @pytest.mark.slow
 
 def test_a_decided_gate_still_says_the_baseline_is_from_another_seed(project):
-    project.runpytest("--violin-model=oracle", "--violin-limit=300", TASKS, "--violin-seed=7",
+    # 1,000 samples: about 130 shared with the seed-7 baseline, enough for the gate to decide
+    project.runpytest("--violin-model=oracle", "--violin-limit=1000", TASKS, "--violin-seed=7",
                       "--violin-save-baseline=seed7.json", "-p", "no:cacheprovider", "-q")
-    result = project.runpytest("--violin-model=python:violin_models:degraded", "--violin-limit=300", TASKS,
+    result = project.runpytest("--violin-model=python:violin_models:degraded", "--violin-limit=1000", TASKS,
                                "--violin-baseline=seed7.json", "--violin-sequential", "--violin-report=out",
-                               "-p", "no:cacheprovider", *LOOSE)
+                               "-p", "no:cacheprovider")  # its samples fail their limits: the fail rate decides
     _, seq = _summary(project)
     assert seq["verdict"] == "regressed" and result.ret == pytest.ExitCode.TESTS_FAILED
     md = (project.path / "out" / "summary.md").read_text()
@@ -339,8 +343,8 @@ def test_a_baseline_value_outside_0_1_does_not_trip_the_gate():
     assert {m.old for m in members.values()} <= {0.0, 1.0}
     gate = SequentialGate(members, sorted(members), margin=0.01)
     for sid in sorted(members):
-        gate.add(sid, 0.5)
-    assert gate.verdict == "regressed"  # exhausted: the exact mean of d = 0.5 - clip(old) is +0.25
+        gate.add(sid, 0.5)  # no InvalidArgumentError: the range is built from the clipped values
+    assert gate.verdict == "undecided" and "ran out" in gate.finished  # 4 samples decide nothing
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -400,7 +404,7 @@ def pytest_runtest_setup(item):
     if item.nodeid.startswith("violin::shape/") and sum(map(ord, item.nodeid)) % 9 == 0:
         pytest.skip("the team's own skip")
 ''')
-    result = _sequential(project, "oracle", base, TASKS, *LOOSE)
+    result = _sequential(project, "oracle", base, TASKS, *LOOSE, *DECIDABLE)
     doc, seq = _summary(project)
     shape = next(g for g in seq["groups"] if g["group"] == "shape")
     assert shape["status"] == "not-regressed" and seq["verdict"] == "not-regressed", seq
@@ -436,15 +440,94 @@ def test_a_rerun_of_a_failed_sample_is_not_hidden_as_a_skip(project):
 
 # ---------------------------------------------------------------------------------------------------
 # Finding 15 (reports): a variation whose every sample was seen, with an exact mean difference of
-# 0, was reported "undecided, mean difference in [+0.0000, +0.0000], used 60 of 60 (watch)".
+# 0, was reported "undecided, mean difference in [+0.0000, +0.0000], used 60 of 60 (watch)". Every
+# variation is now decided itself (no "watch" role), and reported as such while its task waits.
 
 
-def test_a_variation_known_exactly_below_the_margin_is_reported_not_regressed():
-    members = {f"t/{v}/{i}": Member(f"t/{v}/{i}", "t", v, 0.1) for v in ("a", "b") for i in range(3)}
-    order = [f"t/a/{i}" for i in range(3)] + [f"t/b/{i}" for i in range(3)]
-    gate = SequentialGate(members, order, margin=0.01)
-    for sid in order[:3]:
+def test_a_variation_decided_on_its_own_is_reported_not_regressed_while_the_rest_waits():
+    members = {f"t/{v}/{i}": Member(f"t/{v}/{i}", "t", v, 0.1) for v in ("a", "b") for i in range(40)}
+    order = [f"t/a/{i}" for i in range(40)] + [f"t/b/{i}" for i in range(40)]
+    gate = SequentialGate(members, order, margin=0.5, max_pass_drop=0.5, alpha=0.5)
+    for sid in order[:40]:
         gate.add(sid, 0.1)
     status = {g.label: g.status for g in gate.groups}
     assert status["t/a"] == "not-regressed" and status["t/b"] == "undecided"
-    assert gate.verdict == "undecided" and gate.finished is None  # the task is not decided by it
+    assert gate.verdict == "undecided" and gate.finished is None
+    assert gate.needed("t/b/0") and not gate.needed("t/a/39")
+    assert {g["group"]: g["role"] for g in gate.to_dict(total=80)["groups"]} == {
+        "t": "task", "t/a": "variation", "t/b": "variation"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# The decisions file the controller writes and the workers read: removed by a tmp cleaner or
+# replaced by a directory, the run ended in an INTERNALERROR; a FIFO there blocked every worker.
+
+
+def _worker(folder):
+    from pytest_violin.pytest_plugin.sequential import INPUT_KEY, SequentialRun
+
+    config = SimpleNamespace(workerinput={INPUT_KEY: {"order": [], "outside": [], "dir": str(folder)}})
+    return SequentialRun(config, state=None, gate_state=None)
+
+
+def _controller(folder):
+    from pytest_violin.pytest_plugin.sequential import SequentialRun
+
+    run = SequentialRun(SimpleNamespace(), state=SimpleNamespace(runner=None), gate_state=None)
+    members = {f"c/{i}": Member(f"c/{i}", "c", None, 0.0) for i in range(30)}
+    run.gate = SequentialGate(members, sorted(members), margin=0.01)
+    run.total, run.folder = 30, folder
+    return run
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_in_place_of_the_decisions_file_does_not_block_a_worker(tmp_path):
+    import threading
+
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    os.mkfifo(tmp_path / STATE_FILE)
+    run = _worker(tmp_path)
+    done = threading.Event()
+    seen = {}
+
+    def look():
+        seen["view"] = run.worker_view()
+        done.set()
+
+    threading.Thread(target=look, daemon=True).start()
+    # a blocking open of a FIFO without a writer never returns: the event is the proof it did
+    assert done.wait(60), "the worker blocked on the FIFO"
+    assert seen["view"] == {}
+
+
+def test_a_decisions_file_that_is_a_directory_or_too_large_is_not_read(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE, STATE_MAX_BYTES
+
+    (tmp_path / STATE_FILE).mkdir()
+    assert _worker(tmp_path).worker_view() == {}
+    other = tmp_path / "big"
+    other.mkdir()
+    (other / STATE_FILE).write_text('{"finished": "x"}' + " " * STATE_MAX_BYTES)
+    assert _worker(other).worker_view() == {}
+
+
+def test_a_decisions_file_replaced_by_a_directory_ends_the_gate_undecided_with_a_line(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    run = _controller(tmp_path)
+    (tmp_path / STATE_FILE).mkdir()
+    run.add({"id": "c/0", "outcome": "passed", "metrics": {"mean": 0.0}})  # no exception
+    assert run.gate.verdict == "undecided" and "decisions file" in run.gate.finished
+    assert not run.gate.needed("c/1")
+
+
+def test_a_decisions_folder_removed_by_a_tmp_cleaner_is_made_again(tmp_path):
+    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+
+    folder = tmp_path / "gate"
+    run = _controller(folder)  # not there: as after a cleaner removed it
+    run.add({"id": "c/0", "outcome": "passed", "metrics": {"mean": 0.0}})
+    assert run.gate.finished is None
+    assert json.loads((folder / STATE_FILE).read_text())["used"] == 1
+    assert _worker(folder).worker_view()["used"] == 1

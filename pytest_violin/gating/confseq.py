@@ -1,41 +1,43 @@
-"""An anytime-valid confidence sequence for the mean of a finite population of paired differences.
+"""An anytime-valid confidence sequence for the expected value of an i.i.d. stream of paired differences.
 
 What is implemented
 -------------------
-The betting confidence sequence for sampling *without replacement* of
-Waudby-Smith & Ramdas, "Confidence sequences for sampling without
-replacement" (NeurIPS 2020, section 3), with the approximate-GRAPA bets of
-Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
-betting" (JRSS-B 86(1), 2024, section 5.3), one-sided on each side:
+The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means
+of bounded random variables by betting" (JRSS-B 86(1), 2024), with their
+approximate-GRAPA bets (section 5.3), one-sided on each side:
 
-* the population is ``N`` paired differences ``d = new - old`` in
-  ``[low, high]``, mapped to ``y = (d - low) / (high - low)`` in [0, 1]. Metrics
-  are in [0, 1], so ``d`` is in [-1, 1]; the baseline values are known, so a
-  group whose worst baseline value is ``b_max`` and best ``b_min`` has every
-  ``d`` in ``[-b_max, 1 - b_min]`` (against a perfect baseline, [0, 1]): a
-  narrower range lets the bets be larger, which is what makes a regression
-  against a good baseline show after a few samples;
-* ``known`` of them may be known exactly before the stream starts (cached
-  images: free, scored first); the rest, ``M`` values, arrive one at a time
-  in a uniformly random order (a seeded permutation);
-* for a candidate population mean ``m`` of ``d``, the remaining values must
-  average ``c_t(m) = (M * m_R - S_{t-1}) / (M - t + 1)`` (``m_R`` the mean the
-  stream needs, ``S`` what it has shown): under the hypothesis, ``y_t`` has
-  that conditional mean, so the capital
-  ``K+_t(m) = prod_i (1 + l_i (y_i - c_i(m)))`` (``l_i >= 0`` chosen from the
-  past only) is a non-negative supermartingale whenever the true mean is
-  ``<= m``, and ``K-_t(m) = prod_i (1 + l_i (c_i(m) - y_i))`` whenever it is
-  ``>= m``. Ville's inequality: ``P(sup_t K+_t(m) >= 1/alpha) <= alpha``, at
-  every look, with any stopping rule;
-* the confidence sequence is every ``m`` of a grid (``GRID`` points plus the
-  gate's margin) not yet rejected, intersected over time (once rejected a
-  value stays rejected) and with what the values already seen prove
-  (the unseen ones lie in ``[low, high]``). When the stream is exhausted the interval
-  is the exact mean.
+* the stream is paired differences ``d = new - old`` in ``[low, high]``,
+  drawn independently from one distribution (the task's samples in a random
+  order, a stochastic model's own noise included), mapped to
+  ``y = (d - low) / (high - low)`` in [0, 1]. Metrics are in [0, 1], so ``d``
+  is in [-1, 1]; the baseline values are known, so a group whose worst
+  baseline value is ``b_max`` and best ``b_min`` has every ``d`` in
+  ``[-b_max, 1 - b_min]`` (against a perfect baseline, [0, 1]): a narrower
+  range lets the bets be larger;
+* the target is the stream's *expected* value ``E[d]``: what the model does
+  on the task's distribution of samples, not the realised mean of one run of
+  it. A stochastic model's two runs differ by their noise however many
+  samples they share; the realised mean of a finite suite is not what a
+  release should be judged on (a without-replacement sequence, which converges
+  to that realised mean, fails an unchanged model that redraws some of its
+  answers far more often than ``alpha``);
+* for a candidate mean ``m`` (``c = (m - low) / (high - low)`` on the y
+  scale) the capital ``K+_t(m) = prod_i (1 + l_i (y_i - c))`` (``l_i >= 0``
+  chosen from the past only) is a non-negative supermartingale whenever
+  ``E[d] <= m``, and ``K-_t(m) = prod_i (1 + l_i (c - y_i))`` whenever
+  ``E[d] >= m``. Ville's inequality: ``P(sup_t K+_t(m) >= 1/alpha) <= alpha``,
+  at every look, with any stopping rule;
+* the confidence sequence is every ``m`` of a grid (``GRID`` points over
+  ``[low, high]`` plus the decision points at the margin) not yet rejected,
+  intersected over time (once rejected a value stays rejected). It never
+  collapses to a point: however many values were seen, the next draw is
+  still a draw.
 
-So the lower bound (from ``K+`` at level ``alpha_low``) and the upper bound
-(from ``K-`` at ``alpha_high``) are each valid at every look; the gate
-(:mod:`.sequential`) splits its error rate over its groups (Bonferroni).
+The lower bound (from ``K+`` at level ``alpha_low``) and the upper bound (from
+``K-`` at ``alpha_high``) are each valid at every look; the gate
+(:mod:`.sequential`) splits its error rate over its groups and statistics
+(Bonferroni). Comparisons with the margin go through
+:func:`~.policy.above_margin` (ties within ``TIE_TOLERANCE`` are at the margin).
 """
 
 from __future__ import annotations
@@ -45,11 +47,12 @@ import math
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .policy import TIE_TOLERANCE, above_margin
 
 __all__ = ["GRID", "BET_CAP", "MeanSequence"]
 
 #: Candidate means of ``d`` tested at once, spread over ``[low, high]`` (the
-#: gate's margin is added): a resolution of 0.001 on [-1, 1].
+#: decision points at the margin are added): a resolution of 0.001 on [-1, 1].
 GRID = 2001
 
 #: The largest bet, as a share of what keeps the capital non-negative
@@ -66,22 +69,19 @@ def _check_alpha(name: str, value) -> float:
 
 
 class MeanSequence:
-    """Confidence sequence for the mean paired difference of one group.
+    """Confidence sequence for the expected paired difference of one group and statistic.
 
     Parameters
     ----------
-    size : int
-        Members of the population (>= 1): samples in both the run and the
-        baseline, same definition, judged in the baseline.
     margin : float
-        The gate's margin (added to the grid, so the decisions are exact).
+        The gate's margin for this statistic, in [0, 1] (the decision points
+        ``margin + TIE_TOLERANCE`` and ``margin + 2 * TIE_TOLERANCE`` are on
+        the grid, so the decisions follow :func:`~.policy.above_margin` exactly).
     alpha_low, alpha_high : float
         Error rates of the lower and the upper bound, each in (0, 1).
-    known : sequence of float, optional
-        Differences known before the stream starts (cached images).
     low, high : float, optional
-        Bounds every difference of the population lies in (default -1 and 1;
-        ``high - low >= 1`` since metrics span [0, 1]).
+        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 <
+        high <= 1`` and ``high - low >= 1``, since metrics span [0, 1]).
 
     Notes
     -----
@@ -89,12 +89,11 @@ class MeanSequence:
     caller keeps that order (the gate buffers answers that arrive early).
     """
 
-    def __init__(self, size: int, margin: float, *, alpha_low: float, alpha_high: float,
-                 known=(), low: float = -1.0, high: float = 1.0):
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise InvalidArgumentError(f"size must be an int >= 1, got {size!r}")
-        if not (isinstance(margin, (int, float)) and math.isfinite(margin) and -1 <= margin <= 1):
-            raise InvalidArgumentError(f"margin must be a finite number in [-1, 1], got {margin!r}")
+    def __init__(self, margin: float, *, alpha_low: float, alpha_high: float,
+                 low: float = -1.0, high: float = 1.0):
+        if not (isinstance(margin, (int, float)) and not isinstance(margin, bool) and math.isfinite(margin)
+                and 0 <= margin <= 1):
+            raise InvalidArgumentError(f"margin must be a finite number in [0, 1], got {margin!r}")
         self.alpha_low = _check_alpha("alpha_low", alpha_low)
         self.alpha_high = _check_alpha("alpha_high", alpha_high)
         if not (isinstance(low, (int, float)) and isinstance(high, (int, float)) and -1 <= low <= 0
@@ -102,34 +101,21 @@ class MeanSequence:
             raise InvalidArgumentError(f"low and high must bound the differences: -1 <= low <= 0 < high "
                                        f"<= 1 with high - low >= 1, got low={low!r}, high={high!r}")
         self.low, self.high = float(low), float(high)
-        known = np.asarray(list(known), dtype=np.float64)
-        if known.size > size or (known.size and not np.all((known >= low - 1e-12) & (known <= high + 1e-12))):
-            raise InvalidArgumentError(
-                f"known must hold at most size={size} differences in [{low:g}, {high:g}], got "
-                f"{known.size} values")
-        self.size = size
         self.margin = float(margin)
         points = max(3, int(round((self.high - self.low) / 2.0 * (GRID - 1))) + 1)
-        self.grid = np.unique(np.concatenate([np.linspace(self.low, self.high, points), [self.margin]]))
-        self._known_sum = float(known.sum())
-        self.remaining = size - int(known.size)  # M: the values still to stream
+        decision = [m for m in (self.margin, self.margin + TIE_TOLERANCE, self.margin + 2 * TIE_TOLERANCE)
+                    if self.low <= m <= self.high]
+        self.grid = np.unique(np.concatenate([np.linspace(self.low, self.high, points), decision]))
+        self._c = (self.grid - self.low) / (self.high - self.low)  # each candidate on the y scale
         self.seen = 0
-        self._sum_y = 0.0  # S: what the stream has shown (y scale)
-        # the stream's target mean for each candidate m (y scale); outside [0, 1] the
-        # hypothesis is decided by what is known alone
-        if self.remaining:
-            m_r = (size * self.grid - self._known_sum) / self.remaining
-            self._target = (m_r - self.low) / (self.high - self.low)
-        else:
-            self._target = np.zeros_like(self.grid)
-        self._log_up = np.zeros_like(self.grid)    # log K+ (evidence: mean > m)
-        self._log_down = np.zeros_like(self.grid)  # log K- (evidence: mean < m)
+        self._sum_y = 0.0
+        self._log_up = np.zeros_like(self.grid)    # log K+ (evidence: the mean is > m)
+        self._log_down = np.zeros_like(self.grid)  # log K- (evidence: the mean is < m)
         self._above = np.zeros(self.grid.shape, dtype=bool)  # rejected: the mean is > m
         self._below = np.zeros(self.grid.shape, dtype=bool)  # rejected: the mean is < m
         # the plug-in variance of WSR 2024 (5.3), with a prior of 1/4 (the largest variance)
         self._mu_hat = 0.5
         self._var_sum = 0.25
-        self._update_certain()
 
     # -- the stream -------------------------------------------------------
     def add(self, d: float) -> None:
@@ -139,11 +125,8 @@ class MeanSequence:
             raise InvalidArgumentError(f"a paired difference must be a finite number in "
                                        f"[{self.low:g}, {self.high:g}], got {d!r}")
         d = min(self.high, max(self.low, d))
-        if self.seen >= self.remaining:
-            raise InvalidArgumentError(f"the stream holds {self.remaining} values; a value past them was added")
         y = (d - self.low) / (self.high - self.low)
-        left = self.remaining - self.seen  # values not yet seen, this one included
-        c = (self.remaining * self._target - self._sum_y) / left  # conditional mean under each m
+        c = self._c
         live = (c > 0.0) & (c < 1.0)
         t = self.seen + 1
         var = self._var_sum / t
@@ -162,37 +145,30 @@ class MeanSequence:
             self._log_down += np.where(live, np.log1p(down * (c - y)), 0.0)
         self._above |= self._log_up >= math.log(1.0 / self.alpha_low)
         self._below |= self._log_down >= math.log(1.0 / self.alpha_high)
+        # the ends of the range: a mean of `low` means every value is `low`, so one value above it
+        # rejects it for sure (and alike at `high`)
+        self._above |= (c <= 0.0) & (y > 1e-12)
+        self._below |= (c >= 1.0) & (y < 1.0 - 1e-12)
         self.seen = t
         self._sum_y += y
         self._var_sum += (y - self._mu_hat) ** 2
         self._mu_hat = self._sum_y / t  # the plain mean of what was seen (1/2 before anything)
-        self._update_certain()
-
-    def _update_certain(self) -> None:
-        """Reject what the values already seen prove: the unseen ones lie in ``[low, high]``."""
-        unseen = self.remaining - self.seen
-        span = self.high - self.low
-        shown = self._known_sum + (span * self._sum_y + self.low * self.seen)  # sum of d seen so far
-        low = (shown + self.low * unseen) / self.size
-        high = (shown + self.high * unseen) / self.size
-        self._above |= self.grid < low - 1e-12
-        self._below |= self.grid > high + 1e-12
-        self._exact = (shown / self.size) if unseen == 0 else None
 
     # -- what is known ------------------------------------------------------
     @property
-    def exhausted(self) -> bool:
-        """True when every member has been seen (the mean is known exactly)."""
-        return self.seen >= self.remaining
+    def mean(self) -> float | None:
+        """The plain mean of the values seen (None before any): a point estimate, not a bound."""
+        if not self.seen:
+            return None
+        return self.low + (self.high - self.low) * self._sum_y / self.seen
 
     @property
     def interval(self) -> tuple:
-        """``(low, high)``: the mean is above ``low`` (at ``1 - alpha_low``) and below ``high``
-        (at ``1 - alpha_high``), at this look and every later one; exact when exhausted."""
-        if self._exact is not None:
-            return (self._exact, self._exact)
+        """``(low, high)``: the expected difference is above ``low`` (at ``1 - alpha_low``) and
+        below ``high`` (at ``1 - alpha_high``), at this look and every later one."""
         grid = self.grid
-        # the lowest grid value not rejected from below, the highest not rejected from above
+        # the highest grid value rejected with every one below it, the lowest rejected with
+        # every one above it
         open_low = np.flatnonzero(~self._above)
         open_high = np.flatnonzero(~self._below)
         low = grid[open_low[0] - 1] if open_low.size and open_low[0] > 0 else (
@@ -203,17 +179,12 @@ class MeanSequence:
 
     @property
     def above_margin(self) -> bool:
-        """True when the mean is shown to be above the margin (every value up to it rejected)."""
-        if self._exact is not None:
-            return self._exact > self.margin
-        upto = self.grid <= self.margin
-        return bool(np.all(self._above[upto]))
+        """True when the expected difference is shown to be above the margin (tie rule of
+        :func:`~.policy.above_margin`: the lower bound must exceed it by more than the tolerance)."""
+        return above_margin(self.interval[0], self.margin)
 
     @property
     def below_margin(self) -> bool:
-        """True when the mean is shown to be at or below the margin (every value above it rejected)."""
-        if self._exact is not None:
-            return self._exact <= self.margin
-        beyond = self.grid > self.margin
-        at = self.grid == self.margin
-        return bool(np.all(self._below[beyond]) and np.all(self._below[at]))
+        """True when the expected difference is shown to be at or below the margin (the upper bound
+        is not above it, by the same rule)."""
+        return not above_margin(self.interval[1], self.margin)

@@ -2,50 +2,65 @@
 
 Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin.sequential`).
 
-The groups
-----------
-Every task is a *decision* group; every (task, variation) of a task with more
-than one variation is a *watch* group. The run's population is the samples it
-shares with the baseline (same definition, judged in the baseline); a sample's
-value is its paired difference ``d = new - old`` of the mean metric (1.0 for
-no image or a refusal, the rule of :func:`~pytest_violin.gating.compare`).
-Each group holds a :class:`~.confseq.MeanSequence` for the mean of ``d`` over
-its members, anytime-valid.
+The groups and their statistics
+-------------------------------
+Every task, and every (task, variation) of a task with more than one
+variation, is a group. The run's population is the samples it shares with the
+baseline (same definition, judged in the baseline). Each group watches three
+paired statistics of its samples, each with an anytime-valid
+:class:`~.confseq.MeanSequence` for its *expected* value (the model's, over
+the task's distribution of samples, a stochastic model's noise included):
+
+* ``mean``: ``d = new - old`` of the mean metric (1.0 for no image or a
+  refusal, the rule of :func:`~pytest_violin.gating.compare`); margin
+  ``max_regression``; range ``[-max old, 1 - min old]``;
+* ``fail``: ``d = new_failed - old_failed`` in {-1, 0, 1}, failed meaning an
+  outcome other than ``passed`` (a refusal fails); margin ``max_pass_drop``;
+* ``refusal``: ``d = new_refused - old_refused``; margin ``max_regression``
+  (the ordinary gate's refusal test).
+
+A sample that ends in an *error* is left out (errors are taken not to depend
+on how good the answer would have been; an error keeps the run from green).
 
 The decision
 ------------
-* *regressed* as soon as any group's lower bound is above the margin (a task,
-  or a variation within one): the gate fails, nothing more is needed;
-* a task is *not regressed* once its upper bound is at or below the margin:
-  its remaining samples are not generated;
-* the gate *passes* when every task is not regressed.
+* a group is *regressed* as soon as any statistic's lower bound is above its
+  margin: the gate fails, nothing more is needed;
+* a group is *not regressed* once all three upper bounds are at or below
+  their margins; a task decided so does not end the watch on its variations:
+  a sample is needed while any of its groups is undecided;
+* the gate *passes* when every group (task and variation) is not regressed;
+  a group whose samples ran out undecided leaves the gate *undecided* (the
+  ordinary gate's rule then judges the run).
 
-Error rates (Bonferroni, at every look, with this stopping rule): the
-chance that any group is called regressed while its true mean is at or below
-the margin is at most ``alpha`` (each lower bound at ``alpha / groups``); the
-chance that any task is called not regressed while its true mean is above the
-margin is at most ``alpha`` (each upper bound at ``alpha / tasks``). A
-variation's regression is caught when it shows before its task is decided; the
-task's guarantee is about its mean (docs/gating.md).
+Every comparison with a margin follows :func:`~.policy.above_margin` (a bound
+within ``TIE_TOLERANCE`` of the margin is at it). Error rates (Bonferroni over
+every group and statistic, at every look, with this stopping rule): the chance
+that any group is called regressed while every expected difference is at or
+below its margin is at most ``alpha`` (each lower bound at
+``alpha / (groups x 3)``); the chance that a group is called not regressed
+while one of its expected differences is above its margin is at most
+``alpha`` (each upper bound likewise).
 
 The order
 ---------
 :func:`sequential_order`: the samples with a cached image first (they are
-free, and their values enter the test exactly, not as a draw), then every
-stratum's members in a seeded random permutation, the strata interleaved so
-that each is drawn from the start in proportion to its size; the samples
-outside the population last (they are never needed). Values enter each
-group's sequence in that order, whatever order the answers arrive in.
+free), then every stratum's members in a seeded random permutation, the
+strata interleaved so that each is drawn from the start in proportion to its
+size; the samples outside the population last (they are never needed). Values
+enter each group's sequences in that order, whatever order the answers arrive
+in; cached values simply come first in each group's stream.
 
-The strata must be the decision groups (the tasks): the confidence sequence
-needs each next value to be equally likely any of the group's remaining ones,
-which a stratified order *within* a group breaks (its next value would come
-from a chosen stratum, whose mean may differ). A variation, a part of its
-task, then comes in random order too, so it also shows from the start.
+The strata must be the tasks: each next value of a group must be a random
+draw of the group, which a stratified order *within* a task breaks (its next
+value would come from a chosen variation, whose mean may differ). A
+variation, a part of its task, then comes in random order too, so it also
+shows from the start.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
 from collections.abc import Mapping
@@ -53,22 +68,31 @@ from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
 from .confseq import MeanSequence
+from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP
 
-__all__ = ["DEFAULT_ALPHA", "Member", "SequentialGate", "population", "sequential_order"]
+__all__ = ["DEFAULT_ALPHA", "STATISTICS", "Member", "SequentialGate", "population", "sequential_order"]
 
-#: The gate's error rate (``violin_alpha``): at most 5% of runs of an
-#: unchanged model fail, at most 5% of clearly worse ones pass.
-DEFAULT_ALPHA = 0.05
+#: The paired statistics every group watches, in the order the reports show them.
+STATISTICS = ("mean", "fail", "refusal")
 
 
 @dataclass(frozen=True)
 class Member:
-    """One sample of the gate's population: its group and its baseline value."""
+    """One sample of the gate's population: its group, its baseline value and outcome."""
 
     id: str
     task: str
     variation: str | None
     old: float
+    old_outcome: str = "passed"
+
+    @property
+    def old_failed(self) -> bool:
+        return self.old_outcome != "passed"
+
+    @property
+    def old_refused(self) -> bool:
+        return self.old_outcome == "refused"
 
 
 def population(baseline: Mapping, samples) -> dict:
@@ -86,7 +110,8 @@ def population(baseline: Mapping, samples) -> dict:
     -------
     dict
         Sample id -> :class:`Member`, for the samples present in the
-        baseline with the same definition and not ended in an error there.
+        baseline with the same definition and not ended in an error there
+        (its outcome kept: anything but ``passed`` failed there).
     """
     from .records import _value
 
@@ -100,7 +125,7 @@ def population(baseline: Mapping, samples) -> dict:
             continue
         # clipped to [0, 1] as the new values are (the reader checks only that metrics are finite)
         out[str(sid)] = Member(str(sid), str(task), None if variation is None else str(variation),
-                               min(1.0, max(0.0, float(_value(rec)))))
+                               min(1.0, max(0.0, float(_value(rec)))), str(rec.get("outcome") or "failed"))
     return out
 
 
@@ -148,21 +173,51 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
     return inside + [sid for sid in ids if sid not in key]
 
 
+def _ranges(olds: list) -> dict:
+    """Each statistic's range of ``d`` in a group, from its baseline members (the new side of a
+    pair is anything in [0, 1] / {0, 1}). A range that is all <= 0 (the baseline at the worst
+    everywhere) is widened by a hair above 0, as :class:`MeanSequence` needs ``high > 0``: the
+    group's upper bound is then at once below any margin."""
+    values = [m.old for m in olds]
+    failed = [m.old_failed for m in olds]
+    refused = [m.old_refused for m in olds]
+    return {"mean": (-max(values), max(1.0 - min(values), 1e-6)),
+            "fail": (-1.0 if any(failed) else 0.0, 1.0 if not all(failed) else 1e-6),
+            "refusal": (-1.0 if any(refused) else 0.0, 1.0 if not all(refused) else 1e-6)}
+
+
 class _Group:
     def __init__(self, label: str, task: str, variation, members: list, role: str):
         self.label, self.task, self.variation, self.role = label, task, variation, role
-        self.members = members  # ids in the gate's order
+        self.members = members  # ids in the gate's order (the cached ones lead)
         self.status = "undecided"
-        self.sequence: MeanSequence | None = None
+        self.sequences: dict = {}  # statistic -> MeanSequence
+        self.next = 0              # the next member of the stream to feed
+        self.used = 0              # values fed (errors are not)
+        self.errors = 0
         self.decided_at: int | None = None  # samples the whole gate had taken when this group decided
 
-    def to_dict(self) -> dict:
-        seq = self.sequence
-        low, high = seq.interval if seq is not None else (-1.0, 1.0)
-        seen = 0 if seq is None else seq.seen + (seq.size - seq.remaining)
+    @property
+    def ended(self) -> bool:
+        """Every member's result has entered (or left as an error): the stream is over."""
+        return self.next >= len(self.members)
+
+    def to_dict(self, margins: dict) -> dict:
+        stats = {}
+        for name in STATISTICS:
+            seq = self.sequences.get(name)
+            low, high = seq.interval if seq is not None and seq.seen else (None, None)
+            estimate = seq.mean if seq is not None else None
+            stats[name] = {"interval": None if low is None else [round(low, 6), round(high, 6)],
+                           "estimate": None if estimate is None else round(estimate, 6),
+                           "margin": margins[name],
+                           "above": bool(seq is not None and seq.seen and seq.above_margin),
+                           "below": bool(seq is not None and seq.seen and seq.below_margin)}
+        mean = stats["mean"]["interval"] or [None, None]
         return {"group": self.label, "task": self.task, "variation": self.variation, "role": self.role,
-                "status": self.status, "size": len(self.members), "used": seen,
-                "interval": [round(low, 6), round(high, 6)], "decided_after": self.decided_at}
+                "status": self.status, "size": len(self.members), "used": self.used, "errors": self.errors,
+                "interval": mean, "statistics": stats, "decided_after": self.decided_at,
+                "ended": self.ended}
 
 
 class SequentialGate:
@@ -175,23 +230,28 @@ class SequentialGate:
     order : sequence of str
         :func:`sequential_order`'s result (ids outside ``members`` are ignored).
     cached : collection of str
-        Ids whose values enter as known (they lead the order).
+        Ids whose images are cached (they lead the order; reported as a count).
     margin : float
-        ``--violin-max-regression``.
+        ``--violin-max-regression``, in [0, 1]: the mean metric's and the refusal rate's margin.
+    max_pass_drop : float, optional
+        ``--violin-max-pass-drop``, in [0, 1]: the fail rate's margin.
     alpha : float, optional
-        The error rate (default :data:`DEFAULT_ALPHA`).
+        The error rate over every group and statistic (default :data:`DEFAULT_ALPHA`).
     """
 
-    def __init__(self, members: Mapping, order, *, cached=(), margin: float, alpha: float = DEFAULT_ALPHA):
+    def __init__(self, members: Mapping, order, *, cached=(), margin: float,
+                 max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA):
         if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
             raise InvalidArgumentError(f"alpha must be a number in (0, 1), got {alpha!r}")
-        if not (isinstance(margin, (int, float)) and math.isfinite(margin) and 0 <= margin < 1):
-            raise InvalidArgumentError(f"margin must be a finite number in [0, 1), got {margin!r}")
+        for name, value in (("margin", margin), ("max_pass_drop", max_pass_drop)):
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and 0 <= value <= 1):
+                raise InvalidArgumentError(f"{name} must be a finite number in [0, 1], got {value!r}")
         self.members = dict(members)
         self.order = [sid for sid in order if sid in self.members]
-        self.position = {sid: i for i, sid in enumerate(self.order)}
         self.cached = {sid for sid in cached if sid in self.members}
         self.margin = float(margin)
+        self.margins = {"mean": self.margin, "fail": float(max_pass_drop), "refusal": self.margin}
         self.alpha = float(alpha)
         tasks: dict = {}
         variations: dict = {}
@@ -199,120 +259,122 @@ class SequentialGate:
             m = self.members[sid]
             tasks.setdefault(m.task, []).append(sid)
             variations.setdefault((m.task, m.variation), []).append(sid)
-        self.groups: list = [_Group(t, t, None, ids, "decide") for t, ids in tasks.items()]
         per_task: dict = {}
         for (task, _), ids in variations.items():
             per_task[task] = per_task.get(task, 0) + 1
-        for (task, var), ids in variations.items():
-            if per_task[task] > 1:
-                self.groups.append(_Group(f"{task}/{var}", task, var, ids, "watch"))
-        self.alpha_low = self.alpha / max(1, len(self.groups))
-        self.alpha_high = self.alpha / max(1, len(tasks))
+        self.groups: list = []  # each task, then its variations (as the reports list them)
+        for t in sorted(tasks):
+            self.groups.append(_Group(t, t, None, tasks[t], "task"))
+            for (task, var) in sorted((k for k in variations if k[0] == t and per_task[t] > 1),
+                                      key=lambda k: str(k[1])):
+                self.groups.append(_Group(f"{task}/{var}", task, var, variations[(task, var)], "variation"))
+        # Bonferroni over every group and statistic, each side
+        self.alpha_low = self.alpha_high = self.alpha / max(1, len(self.groups) * len(STATISTICS))
+        for g in self.groups:
+            for name, (low, high) in _ranges([self.members[sid] for sid in g.members]).items():
+                g.sequences[name] = MeanSequence(self.margins[name], alpha_low=self.alpha_low,
+                                                 alpha_high=self.alpha_high, low=low, high=high)
         self._of: dict = {}  # sample id -> its groups
         for g in self.groups:
             for sid in g.members:
                 self._of.setdefault(sid, []).append(g)
-        self._values: dict = {}   # id -> d (arrived), None for an error
-        self._next: dict = {id(g): 0 for g in self.groups}  # next member of the stream to feed
-        self.used = 0             # population samples whose value entered the decision
-        self._fed: set = set()    # their ids (an answer that arrived early waits for its turn)
+        self._pairs = {(m.task, m.variation): self._of[sid] for sid, m in self.members.items()}
+        self._position = {sid: i for i, sid in enumerate(self.order)}
+        self._arrived: list = []  # positions in the order of the samples arrived, sorted
+        self._values: dict = {}   # id -> (d mean, d fail, d refusal) once arrived, None for an error
+        self._fed: set = set()    # ids whose values entered a decision
+        self.used = 0             # their count
         self.finished: str | None = None  # why no more samples are needed
         self.verdict = "undecided"
         if not self.groups:
             self.finished = "no sample of this run is in the baseline"
 
     # -- input -------------------------------------------------------------
-    def add(self, sample_id: str, value: float | None) -> None:
-        """Take one sample's result: its mean metric, or None for an error (left out of the population).
+    def add(self, sample_id: str, value: float | None, outcome: str = "passed") -> None:
+        """Take one sample's result: its mean metric and outcome, or None (or outcome ``error``)
+        for an error (left out of the population).
 
         Ignored once the gate has finished, and for ids outside the population.
         """
         sid = str(sample_id)
         if self.finished is not None or sid not in self.members or sid in self._values:
             return
-        if value is None:
-            d = None
+        bisect.insort(self._arrived, self._position[sid])
+        if value is None or outcome == "error":
+            self._values[sid] = None
         else:
-            d = min(1.0, max(0.0, float(value))) - self.members[sid].old
-        self._values[sid] = d
+            m = self.members[sid]
+            new = min(1.0, max(0.0, float(value)))
+            self._values[sid] = (new - m.old, float(outcome != "passed") - float(m.old_failed),
+                                 float(outcome == "refused") - float(m.old_refused))
         for g in self._of.get(sid, ()):
             self._advance(g)
         self._decide()
 
     def _advance(self, g: _Group) -> None:
-        """Feed ``g``'s sequence the values that arrived, in the gate's order.
-
-        An error leaves its sample out of the population (errors are taken not to depend on
-        how good the answer would have been): the sequence is rebuilt without it and the
-        values fed so far replayed, as if it had never been a member.
-        """
-        if g.status != "undecided":
-            return
-        if g.sequence is None:
-            known = [sid for sid in g.members if sid in self.cached]
-            if any(sid not in self._values for sid in known):
-                return  # the cached values lead the order: wait for all of them
-            g.known = [self._values[sid] for sid in known if self._values[sid] is not None]
-            self._fed.update(sid for sid in known if self._values[sid] is not None)
-            g.size = len(g.members) - sum(1 for sid in known if self._values[sid] is None)
-            g.stream = [sid for sid in g.members if sid not in self.cached]
-            g.fed = []
-            if g.size < 1:
-                return
-            g.sequence = self._sequence(g)
-        i = self._next[id(g)]
-        dropped = False  # errors in a row are replayed once, not once each
-        while i < len(g.stream) and g.stream[i] in self._values:
-            d = self._values[g.stream[i]]
-            i += 1
-            if d is None:
-                g.size -= 1
-                dropped = True
+        """Feed ``g``'s sequences the values that arrived, in the gate's order (an answer that
+        arrives early waits for its turn; an error is skipped)."""
+        while g.next < len(g.members) and g.members[g.next] in self._values:
+            sid = g.members[g.next]
+            g.next += 1
+            values = self._values[sid]
+            if values is None:
+                g.errors += 1
                 continue
-            if dropped:
-                self._rebuild(g)
-                dropped = False
-            if g.sequence is not None:
-                g.sequence.add(d)
-                g.fed.append(d)
-                self._fed.add(g.stream[i - 1])
-        if dropped:
-            self._rebuild(g)
-        self._next[id(g)] = i
-
-    def _rebuild(self, g: _Group) -> None:
-        """``g``'s sequence over its population as it now is, the values fed so far replayed."""
-        g.sequence = self._sequence(g) if g.size >= 1 else None
-        if g.sequence is not None:
-            for value in g.fed:
-                g.sequence.add(value)
-
-    def _sequence(self, g: _Group) -> MeanSequence:
-        # every new value is in [0, 1], so d = new - old is in [-max old, 1 - min old]
-        olds = [self.members[sid].old for sid in g.members]
-        # a baseline of 1.0 everywhere (refused, no image) leaves d <= 0: the range [-1, 0] is
-        # widened by a hair (MeanSequence needs high > 0), and the group is decided at once
-        return MeanSequence(g.size, self.margin, alpha_low=self.alpha_low, alpha_high=self.alpha_high,
-                            known=g.known, low=-max(olds), high=max(1.0 - min(olds), 1e-6))
+            if g.status != "undecided":
+                continue  # decided: what arrives anyway changes nothing
+            for name, d in zip(STATISTICS, values):
+                g.sequences[name].add(d)
+            g.used += 1
+            self._fed.add(sid)
 
     def _decide(self) -> None:
         self.used = len(self._fed)
         for g in self.groups:
-            seq = g.sequence
-            if g.status != "undecided" or seq is None:
+            if g.status != "undecided" or not g.used:
                 continue
-            if seq.above_margin:
+            seqs = g.sequences.values()
+            if any(s.above_margin for s in seqs):
                 g.status, g.decided_at = "regressed", self.used
-            elif (g.role == "decide" or seq.exhausted) and seq.below_margin:
-                # a watch group only once its mean is known exactly (its upper bounds are not in
-                # the error budget); it changes no decision, only what the reports say of it
+            elif all(s.below_margin for s in seqs):
                 g.status, g.decided_at = "not-regressed", self.used
         if any(g.status == "regressed" for g in self.groups):
             self.verdict = "regressed"
             self.finished = f"a regression is shown ({', '.join(self.regressed)})"
-        elif all(g.status == "not-regressed" for g in self.groups if g.role == "decide"):
+        elif all(g.status == "not-regressed" for g in self.groups):
             self.verdict = "not-regressed"
-            self.finished = "every task is shown not to have regressed"
+            self.finished = "every task and variation is shown not to have regressed"
+        elif all(g.ended for g in self.groups if g.status == "undecided"):
+            open_ = [g.label for g in self.groups if g.status == "undecided"]
+            self.finished = (f"the samples of {', '.join(open_)} ran out before the gate could decide "
+                             f"{'it' if len(open_) == 1 else 'them'}")
+
+    def defer_stalled(self, slack: int) -> list:
+        """Move each group's next member to the end of its stream while it has not arrived and at
+        least ``slack`` later samples of the gate's order have; returns the members moved.
+
+        For a crashed xdist worker: the samples it held are handed out again only after every
+        other sample, so a stream waiting for them would stall until the end of the suite. A
+        sample still in flight on a live worker arrives within a few later ones (``slack`` is
+        more than the workers hold), so only the stranded ones move; which those are depends on
+        the crash, not on their values, so each next value stays a random draw of its group."""
+        position, arrived = self._position, self._arrived
+        moved: list = []
+        for g in self.groups:
+            tried: set = set()
+            while g.next < len(g.members):
+                head = g.members[g.next]
+                if head in self._values or head in tried:
+                    break
+                if len(arrived) - bisect.bisect_right(arrived, position[head]) < slack:
+                    break
+                tried.add(head)
+                g.members.append(g.members.pop(g.next))
+                moved.append(head)
+                self._advance(g)
+        if moved:
+            self._decide()
+        return sorted(set(moved), key=position.get)
 
     def stop(self, reason: str) -> None:
         """End the gate undecided (the budget is spent, the run was interrupted)."""
@@ -324,34 +386,36 @@ class SequentialGate:
     def regressed(self) -> list:
         return [g.label for g in self.groups if g.status == "regressed"]
 
+    @property
+    def undecided(self) -> list:
+        return [g.label for g in self.groups if g.status == "undecided"]
+
     def needed(self, sample_id: str) -> bool:
-        """Whether generating ``sample_id`` can still change the decision."""
+        """Whether generating ``sample_id`` can still change the decision: any of its groups is undecided."""
         if self.finished is not None:
             return False
-        m = self.members.get(str(sample_id))
-        if m is None:
-            return False
-        return any(g.status == "undecided" for g in self._of.get(m.id, ()) if g.role == "decide")
+        return any(g.status == "undecided" for g in self._of.get(str(sample_id), ()))
 
-    def task_done(self, task: str) -> bool:
-        """True when ``task`` is decided (its samples are no longer needed)."""
-        return any(g.role == "decide" and g.task == task and g.status != "undecided" for g in self.groups)
+    def done(self) -> list:
+        """``(task, variation)`` pairs whose samples are no longer needed (every group of them decided)."""
+        return sorted((k for k, groups in self._pairs.items() if all(g.status != "undecided" for g in groups)),
+                      key=lambda k: (k[0], str(k[1])))
 
     def to_dict(self, *, total: int, generated: int | None = None, price: float | None = None,
                 repeats: int = 1) -> dict:
         """JSON-able summary: verdict, samples used of ``total``, groups and what was saved."""
         saved = None if generated is None else max(0, total - generated)
         out = {"verdict": self.verdict, "finished": self.finished, "alpha": self.alpha,
-               "margin": self.margin, "population": len(self.members), "used": self.used,
+               "margin": self.margin, "margins": dict(self.margins), "statistics": list(STATISTICS),
+               "population": len(self.members), "used": self.used,
                "total": int(total), "cached": len(self.cached),
                "alpha_per_group": {"low": self.alpha_low, "high": self.alpha_high},
-               "groups": [g.to_dict() for g in self.groups],
-               "method": "betting confidence sequence, sampling without replacement "
-                         "(Waudby-Smith & Ramdas 2020; aGRAPA bets, 2024)"}
+               "groups": [g.to_dict(self.margins) for g in self.groups],
+               "method": "betting confidence sequence of the expected paired difference, i.i.d. "
+                         "(Waudby-Smith & Ramdas 2024, aGRAPA bets); Bonferroni over groups x statistics"}
         if saved is not None:
             out["samples_not_generated"] = saved
             out["generations_saved"] = saved * int(repeats)
             if price is not None:
                 out["usd_saved"] = round(saved * int(repeats) * float(price), 2)
         return out
-

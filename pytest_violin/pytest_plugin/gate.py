@@ -345,8 +345,9 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
     if s.interrupted:
-        reason = s.session.shouldstop or s.session.shouldfail if s.session is not None else None
-        meta["stop_reason"] = str(reason) if reason else "interrupted (Ctrl-C)"
+        from .signals import stop_reason
+
+        meta["stop_reason"] = stop_reason(s.session)
     if s.baseline is not None:
         meta["baseline"] = s.baseline_label or str(s.baseline)
     # what the run cost: generations made (cache hits apart) and, with

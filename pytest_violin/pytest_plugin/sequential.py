@@ -13,7 +13,7 @@ them to pytest and pytest-xdist (public hooks only):
 * the stop: a sample the gate no longer needs is never prefetched and is
   skipped in setup ("gate decided after N of M samples"); under xdist the
   controller writes the decisions to a file in a private folder, which each
-  worker looks at (one ``stat``) before each sample. Generations already in
+  worker reads (a small regular file) before each sample. Generations already in
   flight when the gate decides were paid for: they are scored as usual;
 * the budget: under ``--violin-sequential`` the plan does not refuse a run
   over ``--violin-max-calls`` / ``--violin-max-cost``; the cap ends the gate
@@ -23,7 +23,6 @@ them to pytest and pytest-xdist (public hooks only):
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -38,9 +37,15 @@ __all__ = ["INPUT_KEY", "SEQUENTIAL_KEY", "SequentialRun", "register", "skip_rea
 INPUT_KEY = "violin_sequential"
 #: The decisions file in that folder (written atomically by the controller).
 STATE_FILE = "gate.json"
+#: The decisions file is a few hundred bytes per decided group: anything larger is not ours.
+STATE_MAX_BYTES = 1_000_000
 #: Errors among the gate's samples after which it stops generating: more than this many and
-#: more than this share of its population (each error also costs a replay of its task's values).
+#: more than this share of its population (an error keeps the run from green whatever comes next).
 ERRORS_STOP, ERRORS_STOP_SHARE = 10, 0.02
+#: After a worker crash, a sample the gate waits for is taken as stranded (handed out again only
+#: at the end of the run) once this many later samples of its order have arrived: more than the
+#: live workers hold at a time (about two each, one at a time in the gate's order).
+STALL_SLACK = 16
 #: The user property a skipped item carries when the call cap refused its generation.
 BUDGET_PROPERTY = "violin.sequential_budget"
 
@@ -67,6 +72,7 @@ class SequentialRun:
         self._seen: dict = {}          # the decisions as this worker read them
         self._told = ""
         self.judged: set = set()       # ids this process scored (a rerun of one is never skipped)
+        self.crashes = 0               # xdist workers that crashed running a sample of this run
         if self.worker:
             info = config.workerinput.get(INPUT_KEY) or {}
             self.order = [str(x) for x in info.get("order") or ()]
@@ -109,7 +115,7 @@ class SequentialRun:
         settings = self.gate_state.settings
         self.gate = SequentialGate({k: self.members[k] for k in inside}, self.order,
                                    cached=self.cached & inside, margin=float(settings.max_regression),
-                                   alpha=float(settings.alpha))
+                                   max_pass_drop=float(settings.max_pass_drop), alpha=float(settings.alpha))
         self._publish()
 
     # -- what a sample may do (any process) -----------------------------------
@@ -122,7 +128,8 @@ class SequentialRun:
         from ..results import sample_value
 
         self.received += 1
-        value = None if record.get("outcome") == "error" else sample_value(record.get("metrics") or {})
+        outcome = str(record.get("outcome"))
+        value = None if outcome == "error" else sample_value(record.get("metrics") or {})
         sid = str(record.get("id") or record.get("sample_id"))
         if value is None and sid in self.gate.members and self.gate.finished is None:
             self.errors += 1
@@ -131,7 +138,7 @@ class SequentialRun:
                 self.gate.stop(f"{self.errors} samples ended in an error (no answer, a time-out, a "
                                f"setup fault): the gate stops, an error keeps it from green; fix the "
                                f"cause and run again (the images made are cached)")
-        self.gate.add(sid, value)
+        self.gate.add(sid, value, outcome)
         self._publish()
 
     def lost(self, sample_id: str) -> None:
@@ -144,16 +151,42 @@ class SequentialRun:
         gate.add(sample_id, None)
         self._publish()
 
+    def crashed(self, sample_id: str, report) -> bool:
+        """An xdist worker crashed running ``sample_id`` (pytest-xdist reports it with ``when="???"``).
+
+        The sample is an error (an error record on the report: the results store, results.json
+        and the gate count it); the samples the dead worker held are handed out again only after
+        all the others, so the streams do not wait for them (:meth:`defer`)."""
+        state = self.state
+        index = state.index.get(sample_id) if state is not None else None
+        if index is None or not state.samples or sample_id in self.judged:
+            return False  # not ours, or its result came before the crash (in its teardown)
+        from ..report.text import printable
+        from ..results import error_result
+
+        why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
+        result = error_result(state.samples[index], None, state.settings, index=index, reason=why)
+        result.extra.pop("_message", None)
+        report.violin_result = result.to_json()
+        # the results store (and this gate) take a sample's record from its setup or call report
+        report.when = "call"
+        return True
+
+    def defer(self) -> None:
+        """After a worker crashed: let no stream wait for a sample stranded at the end of xdist's queue."""
+        if self.gate is not None and self.gate.defer_stalled(STALL_SLACK):
+            self._publish()
+
     def summary(self, *, price=None) -> dict:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
         if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
-            session = getattr(self.gate_state, "session", None)
-            why = str((session.shouldstop or session.shouldfail) if session is not None else "") or "Ctrl-C"
+            from .signals import stop_reason
+
+            why = stop_reason(getattr(self.gate_state, "session", None))
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
-        if self.gate.finished is None:  # every sample ran or was left out, and no task was decided
-            open_ = [g.label for g in self.gate.groups if g.role == "decide" and g.status == "undecided"]
-            self.gate.stop(f"the run ended before the gate decided {', '.join(open_) or 'every task'} "
+        if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
+            self.gate.stop(f"the run ended before the gate decided {', '.join(self.gate.undecided) or 'every group'} "
                            f"(samples ended in errors or were left out)")
         repeats = int(self.state.settings.repeats)
         out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
@@ -183,19 +216,36 @@ class SequentialRun:
             return
         if gate.finished is not None and self.decided_after is None:
             self.decided_after = gate.used
-        done = sorted({g.task for g in gate.groups if g.role == "decide" and g.status != "undecided"})
+        done = [[task, variation] for task, variation in gate.done()]
         told = json.dumps({"finished": gate.finished, "done": done, "used": gate.used,
                            "decided_after": self.decided_after, "total": self.total}, sort_keys=True)
         if told == self._told:
             return
         self._told = told
-        if self.folder is not None:  # xdist: the workers read it before each sample
-            tmp = self.folder / f".{STATE_FILE}.{os.getpid()}"
-            tmp.write_text(told, encoding="utf-8")
-            os.replace(tmp, self.folder / STATE_FILE)
+        if self.folder is not None and not self._write_decisions(told):
+            return  # the gate was ended undecided: published again below
         runner = self.state.runner
         if runner is not None and hasattr(runner, "drop_unadmitted"):
             runner.drop_unadmitted()  # queued prefetches the gate no longer needs
+
+    def _write_decisions(self, text: str) -> bool:
+        """Write the decisions file atomically; False when it cannot be (a directory put in its
+        place): the workers cannot be told to stop, so the gate ends undecided with a line saying
+        why (the fixed-sample rule judges the run), never an INTERNALERROR."""
+        from .._fs import atomic_write
+        from ..report.text import printable
+
+        try:
+            if not self.folder.exists():  # removed under us (a tmp cleaner): made again, private
+                self.folder.mkdir(mode=0o700)
+            atomic_write(self.folder / STATE_FILE, text)
+            return True
+        except OSError as exc:
+            if self.gate.finished is None:
+                self.gate.stop(f"the decisions file for the xdist workers could not be written "
+                               f"({printable(str(exc))[:300]}): the workers cannot be told to stop")
+                self._publish()
+            return False
 
     def worker_view(self) -> dict:
         """The controller's decisions as this worker last read them (re-read at every look).
@@ -208,12 +258,16 @@ class SequentialRun:
         """
         if self.folder is None:
             return {}
-        path = self.folder / STATE_FILE
+        from .._fs import read_option_bytes
+        from ..errors import ViolinError
+
         try:
-            with open(path, "rb") as fh:
-                self._seen = json.loads(fh.read(1_000_000).decode("utf-8"))
-        except (OSError, ValueError):
-            pass  # not written yet, or being replaced: the last view stands
+            # a regular file only, opened without blocking (a FIFO put there would block the
+            # worker for ever), its size bounded
+            self._seen = json.loads(read_option_bytes(self.folder / STATE_FILE, what="decisions file",
+                                                      limit=STATE_MAX_BYTES))
+        except (ViolinError, ValueError):
+            pass  # not written yet, being replaced, or not a decisions file: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
 
 
@@ -236,19 +290,27 @@ def skip_text(run: SequentialRun, sample_id: str) -> str | None:
             return f"{_decided(view.get('decided_after'), total)}: {finished}"
         state = run.state
         index = state.index.get(sample_id)
-        task = state.samples[index].task if index is not None and state.samples else None
-        if task is not None and task in (view.get("done") or ()):
-            return f"{_decided(view.get('used'), total)}: task {task} is shown not to have regressed"
+        sample = state.samples[index] if index is not None and state.samples else None
+        if sample is not None:
+            pair = [sample.task, getattr(sample, "variation", None)]
+            if any(isinstance(p, list) and p == pair for p in view.get("done") or ()):
+                return f"{_decided(view.get('used'), total)}: {_done_words(*pair)}"
         return None
     gate = run.gate
     if gate is None or sample_id not in gate.members:
         return None
     if gate.finished is not None:
         return f"{_decided(run.decided_after, run.total)}: {gate.finished}"
-    task = gate.members[sample_id].task
-    if gate.task_done(task):
-        return f"{_decided(gate.used, run.total)}: task {task} is shown not to have regressed"
+    if not gate.needed(sample_id):
+        m = gate.members[sample_id]
+        return f"{_decided(gate.used, run.total)}: {_done_words(m.task, m.variation)}"
     return None
+
+
+def _done_words(task, variation) -> str:
+    if variation is None:
+        return f"task {task} is shown not to have regressed"
+    return f"task {task} and its variation {variation} are shown not to have regressed"
 
 
 SEQUENTIAL_KEY = pytest.StashKey[SequentialRun]()
@@ -327,9 +389,15 @@ class _Hooks:
             return
         self.run.start(item.violin_sample.id for item in session.items if _is_violin(item))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
-        text = getattr(report, "violin_result", None)
         nodeid = str(getattr(report, "nodeid", ""))
+        if (not self.run.worker and report.when not in ("setup", "call", "teardown")
+                and nodeid.startswith("violin::") and not getattr(report, "violin_result", None)):
+            crashed = self.run.crashed(nodeid[len("violin::"):], report)  # before the store reads it
+        else:
+            crashed = False
+        text = getattr(report, "violin_result", None)
         if text and nodeid.startswith("violin::"):
             self.run.judged.add(nodeid[len("violin::"):])
         if self.run.worker:
@@ -340,6 +408,9 @@ class _Hooks:
             except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
                 record = None
             self.run.add(record)
+            self.run.crashes += bool(crashed)
+            if self.run.crashes:
+                self.run.defer()
         if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
             for name, value in getattr(report, "user_properties", ()) or ():
                 if name == BUDGET_PROPERTY:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register"]
+__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register", "stop_reason"]
 
 #: Seconds between two looks of a worker at its controller.
 WATCH_INTERVAL = 0.1
@@ -52,6 +52,14 @@ WATCH_INTERVAL = 0.1
 CONTROL_KEY, CONTROLLER_PID_KEY = "violin_control", "violin_controller_pid"
 _FLAG = "interrupted"
 _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
+def stop_reason(session) -> str:
+    """What stopped an interrupted session: ``-x`` / ``--maxfail`` ("stopping after N failures",
+    under -n too: see :meth:`SessionSignals.pytest_keyboard_interrupt`), a signal ("interrupted
+    (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
+    reason = (session.shouldstop or session.shouldfail) if session is not None else None
+    return str(reason or "interrupted (Ctrl-C)")
 
 
 class SessionSignals:
@@ -85,6 +93,15 @@ class SessionSignals:
         # KeyboardInterrupt that did not come through our handler (raised by a
         # test, an inner pytester session, a handler of someone else) counts as
         # the first interrupt too
+        session = self.session
+        if (type(excinfo.value) is not KeyboardInterrupt and str(excinfo.value) and session is not None
+                and not session.shouldstop and not self._signalled):
+            # not Ctrl-C: pytest-xdist's controller ends -x / --maxfail with a KeyboardInterrupt
+            # subclass saying "stopping after N failures" (its session's shouldstop stays empty),
+            # pytest.exit with its message: the reports say that, as without -n
+            from ..report.text import printable
+
+            session.shouldstop = printable(str(excinfo.value))[:300]
         self._interrupted(signal.SIGINT if self.count == 0 else None)
         if self.state.settings.model:
             drop_lineless_frames(getattr(excinfo, "tb", None))

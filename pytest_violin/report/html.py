@@ -175,7 +175,7 @@ def _gate_html(comparison) -> str:
     return "\n".join(out)
 
 
-def _summary_html(agg, groups) -> str:
+def _summary_html(agg, groups, marks=None) -> str:
     out = ['<h2 id="summary">Summary</h2>']
     charts = []
     for task_row in agg.get("tasks", []):
@@ -192,6 +192,8 @@ def _summary_html(agg, groups) -> str:
         for row, label, cls in [*((r, r["variation"] or "-", "") for r in rows), (task_row, "all", "total")]:
             g = groups.get((task, row["variation"]))
             status = (" regressed" if g.regressed else " improved" if g.improved else "") if g is not None else ""
+            if marks is not None:  # a decided sequential gate: red only what it showed regressed
+                status = " regressed" if (task, row["variation"]) in marks else ""
             classes = (cls + (" reg" if status == " regressed" else " imp" if status == " improved" else "")).strip()
             cells = "".join(f'<td class="n">{fmt(row["metrics"].get(n))}</td>' for n in names)
             if groups:
@@ -212,8 +214,9 @@ def _summary_html(agg, groups) -> str:
             continue
         series = [(r["variation"] or "-", r["metrics"]) for r in rows] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in rows
-                     if groups.get((task, r["variation"])) is not None
-                     and groups[(task, r["variation"])].regressed]
+                     if ((task, r["variation"]) in marks if marks is not None else
+                         groups.get((task, r["variation"])) is not None
+                         and groups[(task, r["variation"])].regressed)]
         width = max(340, min(1200, 60 + len(names) * (24 + 10 * len(series))))
         charts.append(bar_chart(names, series, title=f"{task}: metric means (lower is better)",
                                 width=width, height=230 + 16 * ((len(series) + 3) // 4),
@@ -355,7 +358,11 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
     parts.append(sequential_html(meta.get("sequential")))  # --violin-sequential: what decided
     if comparison is not None:  # after a decided sequential gate: the facts only
         parts.append(_gate_html(comparison))
-    parts.append(_summary_html(agg, groups))
+    from .sequential import regressed_groups
+
+    marks = (regressed_groups(meta.get("sequential"))
+             if getattr(comparison, "decided_by", "") == "sequential" else None)
+    parts.append(_summary_html(agg, groups, marks))
     if runs_comparison is not None:
         from ..compare.html import comparison_section
 

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["decided", "sequential_html", "sequential_lines", "sequential_markdown"]
+import math
+
+__all__ = ["decided", "regressed_groups", "sequential_html", "sequential_lines", "sequential_markdown"]
 
 _STATUS = {"regressed": "REGRESSED", "not-regressed": "not regressed", "undecided": "undecided"}
+
+
+def regressed_groups(summary) -> set:
+    """``(task, variation)`` of the groups the gate showed regressed (variation None: the task row)."""
+    if not isinstance(summary, Mapping):
+        return set()
+    return {(g.get("task"), g.get("variation")) for g in summary.get("groups", ()) if isinstance(g, Mapping)
+            and g.get("status") == "regressed"}
 
 
 def decided(summary) -> bool:
@@ -27,7 +37,7 @@ def _headline(summary: Mapping) -> tuple:
                 f"{', '.join(g['group'] for g in summary.get('groups', ()) if g.get('status') == 'regressed')}",
                 "bad")
     if verdict == "not-regressed":
-        return (f"sequential gate: no regression, every task decided after {used} of {total} "
+        return (f"sequential gate: no regression, every task and variation decided after {used} of {total} "
                 f"samples{share}", "good")
     return (f"sequential gate undecided after {used} of {total} samples{share}: {summary.get('finished')}; "
             f"the fixed-sample rule below judges the samples generated", "warn")
@@ -51,18 +61,70 @@ def _saved(summary: Mapping) -> str | None:
     return text + ")"
 
 
-def _interval(g: Mapping) -> str:
-    """A group's interval of the mean difference, as every format prints it."""
-    low, high = g.get("interval") or (None, None)
-    return "[n/a]" if low is None else f"[{low:+.4f}, {high:+.4f}]"
+#: The statistics in the order shown, with their words.
+_NAMES = (("mean", "mean"), ("fail", "fail rate"), ("refusal", "refusal rate"))
+
+
+def _decimals(margin) -> int:
+    """3 decimals (the bounds' resolution, 0.001), more when the margin needs them to show."""
+    if not isinstance(margin, (int, float)):
+        return 3
+    return next((n for n in range(3, 7) if abs(round(margin, n) - margin) < 1e-12), 6)
+
+
+def _bound(value: float, places: int, up: bool) -> str:
+    """A bound rounded outward (a lower bound down, an upper one up), so the printed interval
+    holds the computed one; a value within the gate's tie tolerance of a printed step is that
+    step (the rule of gating.policy.above_margin); never "-0.000"."""
+    scale = 10 ** places
+    x = value * scale
+    step = math.ceil(x - 1e-6) if up else math.floor(x + 1e-6)
+    return f"{step / scale + 0.0:+.{places}f}"
+
+
+def _interval(stat: Mapping | None, margin=None) -> str:
+    """One statistic's interval of its expected paired difference, as every format prints it:
+    open, because the claims are strict (the expected difference is above the lower bound and
+    below the upper one)."""
+    bounds = (stat or {}).get("interval")
+    if not bounds or bounds[0] is None:
+        return "(no value yet)"
+    places = _decimals((stat or {}).get("margin", margin))
+    return f"({_bound(bounds[0], places, False)}, {_bound(bounds[1], places, True)})"
+
+
+def _stats(g: Mapping) -> dict:
+    """A group's statistics (summaries of older runs held only the mean's interval)."""
+    stats = g.get("statistics")
+    if isinstance(stats, Mapping):
+        return stats
+    return {"mean": {"interval": g.get("interval")}}
+
+
+def _cause(g: Mapping) -> str:
+    """Which statistics decided a regressed group."""
+    if g.get("status") != "regressed":
+        return ""
+    above = [words for key, words in _NAMES if (_stats(g).get(key) or {}).get("above")]
+    return f" ({', '.join(above)} above its margin)" if above else ""
 
 
 def _group_line(g: Mapping) -> str:
-    interval = _interval(g)
-    role = "" if g.get("role") == "decide" else " (watch)"
+    stats = _stats(g)
+    shown = "  ".join(f"{words} {_interval(stats.get(key))}" for key, words in _NAMES if key in stats)
     after = f", decided after {g['decided_after']}" if g.get("decided_after") is not None else ""
-    return (f"{g.get('group', '?'):<24s} {_STATUS.get(g.get('status'), g.get('status')):<14s} "
-            f"mean difference in {interval}  used {g.get('used', 0)} of {g.get('size', 0)}{role}{after}")
+    return (f"{g.get('group', '?'):<24s} {_STATUS.get(g.get('status'), g.get('status')):<14s}{_cause(g)} "
+            f"{shown}  used {g.get('used', 0)} of {g.get('size', 0)}{after}")
+
+
+def _rule(summary: Mapping) -> str:
+    margins = summary.get("margins") or {"mean": summary.get("margin", 0)}
+    shown = ", ".join(f"{words} {margins[key]:g}" for key, words in _NAMES if key in margins)
+    return (f"rule: per task and variation, anytime-valid confidence sequences of the expected paired "
+            f"difference (new - old) of each statistic, error rate {summary.get('alpha', 0.05):g} over all "
+            f"of them together; regressed when a lower bound is above its margin, not regressed when every "
+            f"upper bound is at or below it (margins: {shown}); intervals are open: the difference is "
+            f"above the first number and below the second ({summary.get('method', '')})")
 
 
 def sequential_lines(summary) -> list:
@@ -75,9 +137,7 @@ def sequential_lines(summary) -> list:
         out.append((saved, "info"))
     if _outside(summary):
         out.append((_outside(summary), "warn"))
-    out.append((f"rule: anytime-valid {1 - summary.get('alpha', 0.05):.0%} confidence sequences of the "
-                f"mean paired difference (margin {summary.get('margin', 0):g}; {summary.get('method', '')})",
-                "info"))
+    out.append((_rule(summary), "info"))
     for g in summary.get("groups", ()):
         level = "bad" if g.get("status") == "regressed" else "info"
         out.append(("  " + _group_line(g), level))
@@ -95,16 +155,16 @@ def sequential_markdown(summary) -> list:
         lines += [saved[0].upper() + saved[1:] + ".", ""]
     if _outside(summary):
         lines += [_outside(summary)[0].upper() + _outside(summary)[1:] + ".", ""]
-    lines += [f"Margin {summary.get('margin', 0):g}, error rate {summary.get('alpha', 0.05):g} "
-              f"(Bonferroni over the groups); {summary.get('method', '')}.", "",
-              "| group | role | status | interval of the mean difference | used | of | decided after |",
-              "|---|---|---|---|---:|---:|---:|"]
+    lines += [_rule(summary)[0].upper() + _rule(summary)[1:] + ".", "",
+              "| group | status | mean | fail rate | refusal rate | used | of | decided after |",
+              "|---|---|---|---|---|---:|---:|---:|"]
     for g in summary.get("groups", ()):
-        interval = _interval(g)
+        stats = _stats(g)
+        cells = " | ".join(_interval(stats.get(key)) for key, _ in _NAMES)
         after = "" if g.get("decided_after") is None else str(g["decided_after"])
         group = str(g.get("group")).replace("|", "\\|").replace("\n", " ")  # a manifest's variation name
-        lines.append(f"| {group} | {g.get('role')} | {_STATUS.get(g.get('status'), g.get('status'))} "
-                     f"| {interval} | {g.get('used', 0)} | {g.get('size', 0)} | {after} |")
+        lines.append(f"| {group} | {_STATUS.get(g.get('status'), g.get('status'))}{_cause(g)} "
+                     f"| {cells} | {g.get('used', 0)} | {g.get('size', 0)} | {after} |")
     return lines + [""]
 
 
@@ -119,17 +179,18 @@ def sequential_html(summary) -> str:
     out = ['<h2 id="sequential">Sequential gate</h2>', f'<div class="banner {css}">{escape(text)}</div>']
     saved = _saved(summary)
     if saved:
-        out.append(f"<p>{escape(saved[0].upper() + saved[1:])}. Margin {summary.get('margin', 0):g}, "
-                   f"error rate {summary.get('alpha', 0.05):g}; {escape(str(summary.get('method', '')))}.</p>")
+        out.append(f"<p>{escape(saved[0].upper() + saved[1:])}.</p>")
+    out.append(f"<p>{escape(_rule(summary)[0].upper() + _rule(summary)[1:])}.</p>")
     if _outside(summary):
         out.append(f'<div class="banner warn">{escape(_outside(summary))}.</div>')
-    out.append("<table><tr><th>group</th><th>role</th><th>status</th><th>interval of the mean "
-               "difference</th><th>used</th><th>of</th><th>decided after</th></tr>")
+    out.append("<table><tr><th>group</th><th>status</th><th>mean</th><th>fail rate</th><th>refusal rate</th>"
+               "<th>used</th><th>of</th><th>decided after</th></tr>")
     for g in summary.get("groups", ()):
-        interval = _interval(g)
-        after = "" if g.get("decided_after") is None else str(g["decided_after"])
-        status = _STATUS.get(g.get("status"), g.get("status"))
-        out.append(f"<tr><td>{escape(str(g.get('group')))}</td><td>{escape(str(g.get('role')))}</td>"
-                   f"<td>{escape(str(status))}</td><td>{interval}</td><td>{int(g.get('used', 0))}</td>"
-                   f"<td>{int(g.get('size', 0))}</td><td>{after}</td></tr>")
+        stats = _stats(g)
+        cells = "".join(f"<td>{escape(_interval(stats.get(key)))}</td>" for key, _ in _NAMES)
+        after = "" if g.get("decided_after") is None else str(int(g["decided_after"]))
+        status = f"{_STATUS.get(g.get('status'), g.get('status'))}{_cause(g)}"
+        css = ' class="reg"' if g.get("status") == "regressed" else ""
+        out.append(f"<tr{css}><td>{escape(str(g.get('group')))}</td><td>{escape(str(status))}</td>{cells}"
+                   f"<td>{int(g.get('used', 0))}</td><td>{int(g.get('size', 0))}</td><td>{after}</td></tr>")
     return "\n".join(out) + "</table>"
