@@ -156,8 +156,9 @@ def test_the_same_model_passes_and_nothing_is_reported_as_passed_that_did_not_ru
     assert doc["comparison"]["ok"] is True
     outcomes = result.parseoutcomes()
     assert outcomes.get("skipped", 0) > 0
-    assert outcomes.get("passed", 0) == len(doc["samples"])  # only what was generated passed
-    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 300
+    # only what was generated passed, and violin::gate
+    assert outcomes.get("passed", 0) == len(doc["samples"]) + 1
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 301
 
 
 def test_groups_too_small_to_decide_end_undecided_and_the_fixed_sample_rule_judges(project):
@@ -298,11 +299,18 @@ def test_a_triangle_only_regression_of_1_6_margins_fails(project):
 
 
 def test_a_4_percent_refusal_rate_on_shapes_fails_with_results_json_not_ok(project):
-    result = _sequential(project, "python:violin_models:refuse_some_shapes")
+    # 600 shape samples: a 4% refusal rate is shown above the 1-point margin at alpha / 21
+    shapes = ("--violin-tasks=shape", "--violin-limit=600")
+    project.runpytest("--violin-model=oracle", *shapes, "--violin-save-baseline=shapes.json", "-p",
+                      "no:cacheprovider", "-q")
+    result = project.runpytest("--violin-model=python:violin_models:refuse_some_shapes", *shapes,
+                               "--violin-baseline=shapes.json", "--violin-sequential", "--violin-report=out",
+                               "-p", "no:cacheprovider", *LOOSE)
     doc, seq = _summary(project)
     refused = [s for s in doc["samples"] if s["outcome"] == "refused"]
     assert refused and seq["verdict"] != "not-regressed"
-    assert doc["comparison"]["ok"] is False and result.ret != 0, result.stdout.str()
+    assert doc["comparison"]["ok"] is False and result.ret == 1, result.stdout.str()
+    assert "FAILED violin::gate" in result.stdout.str()
 
 
 @pytest.mark.parametrize("options", [["--violin-max-regression=1"],
@@ -317,9 +325,9 @@ def test_a_margin_of_1_works_under_the_sequential_gate(project, options):
 
 
 def test_minus_x_under_xdist_is_reported_as_a_stop_after_failures_not_ctrl_c(project):
-    # the samples' own limits fail them (no LOOSE), so -x stops the run at the first
-    result = project.runpytest_subprocess("--violin-model=python:violin_models:degraded", LIMIT, TASKS,
-                                          "--violin-baseline=base.json", "--violin-sequential",
+    # against a baseline a sample over its limits is an xfail: an error is what stops -x
+    result = project.runpytest_subprocess("--violin-model=python:violin_models:unjudged_sometimes", LIMIT,
+                                          TASKS, "--violin-baseline=base.json", "--violin-sequential",
                                           "--violin-report=out", "-p", "no:cacheprovider", "-n", "2", "-x")
     doc, seq = _summary(project)
     meta = doc["metadata"]
