@@ -59,11 +59,15 @@ def test_no_bare_builtin_exception_is_raised():
 
 
 def test_every_error_class_derives_from_violin_error():
-    classes = [obj for obj in vars(errors).values()
-               if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__]
+    found = [obj for obj in vars(errors).values()
+             if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == errors.__name__]
+    # warnings are their own category (as pytest's PytestWarning is): one, a UserWarning
+    warnings = [c for c in found if issubclass(c, Warning)]
+    classes = [c for c in found if c not in warnings]
     assert errors.ViolinError in classes and len(classes) > 10
     assert all(issubclass(c, errors.ViolinError) for c in classes)
-    assert set(errors.__all__) == {c.__name__ for c in classes}
+    assert warnings == [errors.ViolinWarning] and issubclass(errors.ViolinWarning, UserWarning)
+    assert set(errors.__all__) == {c.__name__ for c in found}
 
 
 def test_classes_named_in_raise_statements_are_ours_or_pytests():
