@@ -75,6 +75,48 @@ def test_key_is_deterministic_and_ignores_sample_id(prompt, size, seed):
     assert all(c in "0123456789abcdef" for c in key)
 
 
+def test_the_image_reader_changes_the_key():
+    request = make_request()
+    keys = {reader: ImageCache.key("m", request, reader=reader) for reader in ("pillow", "opencv")}
+    assert keys["pillow"] != keys["opencv"]
+    with pytest.raises(ValueError, match="accepted: pillow, opencv"):
+        ImageCache.key("m", request, reader="pil")
+
+
+def test_an_answer_cached_under_one_profile_is_not_served_to_the_other(tmp_path):
+    """The readers decode a transparent answer differently (pillow composites it over black,
+    opencv, as the reference reads files, drops the alpha): each profile's run asks the model."""
+    from pytest_violin.execution.runner import Runner
+    from pytest_violin.imaging import set_reader
+
+    rgba = np.zeros((8, 8, 4), np.uint8)
+    rgba[:] = (217, 180, 81, 0)  # the color, fully transparent
+    sample = FakeSample("color/v1/c0/t01")
+
+    def run_once(reader):
+        previous = set_reader(reader)
+        try:
+            adapter = resolve_model(server.url + "/g", AdapterOptions(rootdir=tmp_path, retries=0))
+            runner = Runner(adapter, concurrency=1, cache=ImageCache(tmp_path / "cache"))
+            gen = runner.get(sample)
+            runner.close()
+            adapter.close()
+        finally:
+            set_reader(previous)
+        assert gen.error is None and gen.fault is None, gen
+        return gen
+
+    with FaultServer(default=Reply.png(rgba)) as server:
+        strict = run_once("pillow")
+        violin = run_once("opencv")
+        assert len(server.requests) == 2 and not violin.cached
+        again = run_once("pillow")
+        assert len(server.requests) == 2 and again.cached
+    assert int(strict.images[0].max()) == 0  # transparent over black
+    assert tuple(violin.images[0][0, 0]) == (217, 180, 81)  # the alpha dropped
+    assert np.array_equal(again.images[0], strict.images[0])
+
+
 def test_input_pixels_change_the_key():
     img = np.zeros((4, 4, 3), np.uint8)
     other = img.copy()

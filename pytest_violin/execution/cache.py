@@ -1,8 +1,13 @@
 """On-disk cache of generated images.
 
 Entries are PNG files named by a SHA-256 key over the adapter identity
-(secret-free by contract) and every request field that changes the image:
-prompt, size, seed, task, repeat index and a digest of the input images.
+(secret-free by contract), every request field that changes the image
+(prompt, size, seed, task, repeat index and a digest of the input images)
+and the image reader that decoded the answer: an entry holds decoded
+pixels, and the readers disagree on the same answer (``pillow``, profile
+``strict``, composites transparency over black; ``opencv``, profile
+``violin``, drops it), so an entry is only found by a run that reads as
+the one that wrote it.
 Credentials are never part of a key or an entry. Writes go to a temporary
 file in the entry's directory and are renamed into place with
 :func:`os.replace`, which is atomic: concurrent pytest-xdist workers never
@@ -22,7 +27,7 @@ import numpy as np
 
 from .._fs import atomic_write
 from ..errors import InvalidImageError
-from ..imaging import decode_image, encode_png
+from ..imaging import READERS, current_reader, decode_image, encode_png
 from ..errors import InvalidArgumentError
 
 __all__ = ["CACHE_VERSION", "ImageCache"]
@@ -30,7 +35,14 @@ __all__ = ["CACHE_VERSION", "ImageCache"]
 #: Bumped when the key layout changes or an adapter's answers for the same
 #: request change meaning, so old entries are simply not found. 2: the
 #: diffusers adapter stopped answering mask samples with text-to-image images.
-CACHE_VERSION = 2
+#: 3: the image reader joined the key.
+CACHE_VERSION = 3
+
+
+def _check_reader(reader: str) -> str:
+    if reader not in READERS:
+        raise InvalidArgumentError(f"image reader {reader!r} is unknown; accepted: {', '.join(READERS)}")
+    return reader
 
 
 class ImageCache:
@@ -56,7 +68,7 @@ class ImageCache:
         self.dropped = 0
 
     @staticmethod
-    def key(identity: str, request) -> str:
+    def key(identity: str, request, *, reader: str | None = None) -> str:
         """The cache key of ``request`` for the adapter ``identity``.
 
         Parameters
@@ -65,6 +77,10 @@ class ImageCache:
             The adapter's secret-free identity.
         request : GenerationRequest
             The request.
+        reader : str, optional
+            The image reader the answer is decoded with (default: the
+            process-wide one, :func:`pytest_violin.imaging.current_reader`,
+            which the run's profile sets before anything is looked up).
 
         Returns
         -------
@@ -81,6 +97,7 @@ class ImageCache:
             str(request.task),
             int(request.repeat),
             request.inputs_digest(),
+            _check_reader(reader or current_reader()),
         ]
         text = json.dumps(fields, ensure_ascii=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("ascii")).hexdigest()
