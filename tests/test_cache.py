@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -15,7 +18,7 @@ from hypothesis import strategies as st
 from pytest_violin.execution.cache import ImageCache
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
-from _servers import FaultServer, Reply, solid
+from _servers import FaultServer, Reply, png_bytes, solid
 from conftest import FakeSample
 
 #: Every character UTF-8 can encode (all but the surrogates): what st.text() draws by default,
@@ -134,6 +137,71 @@ def test_corrupt_entry_is_dropped_and_missed(tmp_path, damage):
     assert not path.exists() and cache.dropped == 1
 
 
+def _entry(tmp_path):
+    cache = ImageCache(tmp_path / "c")
+    key = cache.key("m", make_request())
+    cache.path(key).parent.mkdir(parents=True)
+    return cache, key, cache.path(key)
+
+
+def test_a_symlinked_entry_is_dropped_not_followed(tmp_path, caplog):
+    """Entries are written by rename, never as links: a link is not the cache's own file."""
+    elsewhere = tmp_path / "elsewhere.png"
+    elsewhere.write_bytes(png_bytes(solid(4, 4)))
+    cache, key, path = _entry(tmp_path)
+    path.symlink_to(elsewhere)
+    with caplog.at_level("WARNING", logger="pytest_violin.cache"):
+        assert cache.get(key) is None
+    assert not path.is_symlink() and elsewhere.is_file()
+    assert (cache.dropped, cache.hits) == (1, 0)
+    assert any(str(path) in r.getMessage() and "regular file" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_special_entries_are_dropped_without_blocking(tmp_path):
+    cache, key, path = _entry(tmp_path)
+    os.mkfifo(path)
+    done, box = threading.Event(), []
+    # a FIFO without a writer: an open for reading would block (a thread, so the test fails, not hangs)
+    threading.Thread(target=lambda: (box.append(cache.get(key)), done.set()), daemon=True).start()
+    assert done.wait(30), "reading a FIFO entry blocked"
+    assert box == [None]
+    assert not path.exists() and cache.dropped == 1
+    path.mkdir()
+    assert cache.get(key) is None and cache.dropped == 2
+
+
+def test_an_entry_over_the_size_limit_is_dropped_before_it_is_read(tmp_path, monkeypatch):
+    import pytest_violin.execution.cache as cache_module
+
+    cache, key, path = _entry(tmp_path)
+    path.write_bytes(png_bytes(np.random.default_rng(0).integers(0, 256, (64, 64, 3), np.uint8)))
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", path.stat().st_size - 1)
+    assert cache.get(key) is None
+    assert not path.exists() and (cache.dropped, cache.hits) == (1, 0)
+
+
+_DEV_ZERO_PROBE = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+from pytest_violin.execution.cache import ImageCache
+cache = ImageCache(sys.argv[1])
+print(json.dumps({"image": cache.get(sys.argv[2]) is not None, "dropped": cache.dropped}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or sys.platform != "linux", reason="needs /dev/zero, RLIMIT_AS")
+def test_an_entry_linked_to_dev_zero_is_not_read(tmp_path):
+    """In a process capped at 2 GiB of address space: a read of /dev/zero fails it, not the machine."""
+    cache, key, path = _entry(tmp_path)
+    path.symlink_to("/dev/zero")
+    proc = subprocess.run([sys.executable, "-c", _DEV_ZERO_PROBE, str(cache.root), key],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"image": False, "dropped": 1}
+    assert not path.is_symlink()
+
+
 def test_bad_keys_are_refused(tmp_path):
     cache = ImageCache(tmp_path)
     for key in ("../../etc/passwd", "ABCDEF0123", "12"):
@@ -149,7 +217,8 @@ def _writer(root, key, value, rounds):
 
 def test_concurrent_writers_never_expose_half_written_entries(tmp_path):
     key = ImageCache.key("m", make_request())
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    # spawn, not fork: this process has threads (pytest's, the server's) and forking it can deadlock
+    ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(tmp_path, key, v, 40)) for v in (10, 200)]
     threads = [threading.Thread(target=_writer, args=(tmp_path, key, 90, 40))]
     for worker in procs + threads:
