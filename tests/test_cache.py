@@ -348,3 +348,55 @@ def test_the_cache_is_looked_up_once_before_the_run_and_again_once_the_runner_ex
     state.cache_lookups = None  # what get_runner does
     assert cached_repeats(state, samples[:2]) == {samples[0].id: 1}
     assert len(asked) == 6
+
+
+# --------------------------------------------------------------- the official data's cached index
+
+
+def _official_index(tmp_path, monkeypatch):
+    """A parquet loaded once (its index cached); returns (load, the index's path, the samples)."""
+    pytest.importorskip("pyarrow.parquet")
+    import _official_data as od
+
+    from pytest_violin import load_suite
+
+    monkeypatch.setenv("VIOLIN_OFFICIAL_CACHE", str(tmp_path / "official-cache"))
+    rows = od.make_rows(2)
+    parquet = od.write_parquet(tmp_path / "VIOLIN" / "violin-test.parquet", rows, row_group_size=4)
+    od.write_metadata(tmp_path / "VIOLIN" / "metadata", rows)
+    first = load_suite(str(parquet))
+    (index,) = (tmp_path / "official-cache").rglob("index-*.json")
+    return (lambda: load_suite(str(parquet))), index, [(s.id, s.prompt, s.width) for s in first]
+
+
+def _valid_json_of_the_wrong_shape(doc):
+    return [dict(doc, records=5), dict(doc, rows="13"), dict(doc, notes=[]),
+            dict(doc, records=[{k: v for k, v in r.items() if k != "sha"} for r in doc["records"]]),
+            dict(doc, records=doc["records"][:1] + [dict(doc["records"][1], w="64")]),
+            dict(doc, records=[dict(doc["records"][0], inputs=[5])])]
+
+
+def test_a_cached_index_of_the_wrong_shape_is_dropped_and_built_again_with_a_warning(tmp_path, monkeypatch):
+    load, index, expected = _official_index(tmp_path, monkeypatch)
+    good = json.loads(index.read_text())
+    for bad in _valid_json_of_the_wrong_shape(good) + ["[1, 2]", "{not json", "[" * 100_000]:
+        index.write_text(bad if isinstance(bad, str) else json.dumps(bad))
+        with pytest.warns(RuntimeWarning, match="cached index was dropped and is built again") as seen:
+            again = load()
+        assert [(s.id, s.prompt, s.width) for s in again] == expected
+        assert json.loads(index.read_text()) == good  # rebuilt, and used by the next run
+        assert str(index) in str(seen[0].message) and len(str(seen[0].message).splitlines()) == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="POSIX")
+@pytest.mark.filterwarnings("ignore:pytest-violin. the official data's cached index:RuntimeWarning")
+def test_a_cached_index_that_is_a_device_a_fifo_or_a_folder_is_not_read(tmp_path, monkeypatch):
+    load, index, expected = _official_index(tmp_path, monkeypatch)
+    for make in (lambda: index.symlink_to("/dev/zero"), lambda: os.mkfifo(index), index.mkdir):
+        index.unlink()
+        make()
+        done, box = threading.Event(), []
+        threading.Thread(target=lambda: (box.append(load()), done.set()), daemon=True).start()
+        assert done.wait(60), "reading the cached index blocked"
+        assert [(s.id, s.prompt, s.width) for s in box[0]] == expected
+        assert index.is_file() and not index.is_symlink()
