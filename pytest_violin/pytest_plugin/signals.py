@@ -27,7 +27,10 @@ sees it within :data:`WATCH_INTERVAL` and interrupts its worker as the first
 Ctrl-C does (also when only the controller got the signal). The same thread
 ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
 changed), so no worker outlives its controller. A worker handles only its
-first interrupt; what follows is the controller's business.
+first interrupt; what follows is the controller's business. A worker
+interrupted alone (a signal to its pid) ends as after a Ctrl-C; when the
+controller learns it (``pytest_testnodedown``) it writes the flag too, so the
+other workers stop at once instead of waiting for their requests in flight.
 """
 
 from __future__ import annotations
@@ -94,6 +97,15 @@ class SessionSignals:
         if self.control is not None:
             node.workerinput[CONTROL_KEY] = str(self.control)
             node.workerinput[CONTROLLER_PID_KEY] = os.getpid()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # xdist controller, per worker that ended
+        # a worker interrupted alone (``kill -INT`` of its pid, an OOM killer's SIGTERM): xdist
+        # stops scheduling and waits for the other workers' tests, whose requests in flight
+        # could run to their time-out; they are interrupted as after a Ctrl-C of the controller
+        output = getattr(node, "workeroutput", None) or {}
+        if error == "keyboard-interrupt" or output.get("exitstatus") == int(pytest.ExitCode.INTERRUPTED):
+            self._tell_workers()
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
@@ -229,6 +241,11 @@ class SessionSignals:
                 pass
         if signum == signal.SIGTERM:
             _say("violin: SIGTERM: stopping as after Ctrl-C (no new request; reports of what finished)")
+        self._tell_workers()
+
+    def _tell_workers(self) -> None:
+        """Controller: cancel this session's generations and interrupt every worker (the flag)."""
+        self.state.cancel.set()
         if self.control is not None:
             try:
                 (self.control / _FLAG).touch()
