@@ -8,7 +8,10 @@ a. **memory** - peak RSS (``ru_maxrss``, reported by the process itself) of
    server answering the worst answers: 300 MB of text/plain, 300 MB of JSON,
    300 MB of image/png (no length), a gzip bomb (256 MiB of zeros) and a
    16-bit RGBA 8192x8192 PNG (512 MiB of pixels). 16 samples per answer
-   kind, then the worst mix (all five kinds, 16 samples). The driver is
+   kind, then the worst mix (all five kinds, 16 samples). Then answers the
+   caps let through whole: a 59 MB JPEG of noise (8192x8064, 198 MB of RGB)
+   at concurrency 1, 16 and 32 (32 samples at 32), and a 41 MB JSON object
+   of 2,000,000 keys (no image) at 1 and 16. The driver is
    ``tests/_memory_driver.py`` and the answers are ``tests/test_memory_bounds.py``'s,
    so the benchmark measures exactly what the test guards. Target < 1 GB.
 b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytest
@@ -208,20 +211,23 @@ def measure_memory(kinds: list[str], concurrency: int = 16) -> dict:
 
 def bench_memory(args) -> list[Row]:
     rows = []
-    mixes = [(kind, [kind] * 16) for kind in KINDS]
-    mixes.append(("worst mix (all five kinds)", [KINDS[i % len(KINDS)] for i in range(16)]))
-    for label, kinds in mixes:
-        report = measure_memory(kinds)
+    mixes = [(kind, [kind] * 16, 16) for kind in KINDS]
+    mixes.append(("worst mix (all five kinds)", [KINDS[i % len(KINDS)] for i in range(16)], 16))
+    # answers inside every cap, decoded or parsed whole: the peak must not follow the concurrency
+    mixes += [("59 MB JPEG", ["jpeg"] * n, n) for n in (1, 16, 32)]
+    mixes += [("41 MB JSON of 2,000,000 keys", ["keys"] * n, n) for n in (1, 16)]
+    for label, kinds, concurrency in mixes:
+        report = measure_memory(kinds, concurrency)
         peak = report["peak_rss"]
         refused = sum(outcome != "ok" for outcome in report["outcomes"].values())
         memory_errors = sum("MemoryError" in outcome for outcome in report["outcomes"].values())
         ok = peak < GB and memory_errors == 0
         reasons = sorted({outcome[:110] for outcome in report["outcomes"].values() if outcome != "ok"})
-        print(f"  a. {label}: peak RSS {peak / MIB:.0f} MiB, {refused}/16 answers refused, "
-              f"{memory_errors} MemoryError, {report['wall']:.1f} s", flush=True)
+        print(f"  a. {label} at {concurrency}: peak RSS {peak / MIB:.0f} MiB, {refused}/{len(kinds)} "
+              f"answers refused, {memory_errors} MemoryError, {report['wall']:.1f} s", flush=True)
         for reason in reasons[:5]:
             print(f"     {reason}")
-        rows.append(Row(f"peak RSS, 16 x {label} answers at concurrency 16", "< 1 GB",
+        rows.append(Row(f"peak RSS, {len(kinds)} x {label} answers at concurrency {concurrency}", "< 1 GB",
                         f"{peak / MIB:.0f} MiB", ok))
     return rows
 

@@ -247,7 +247,8 @@ def test_an_error_in_large_work_reaches_its_caller(monkeypatch):
 
 def test_large_answers_share_one_byte_budget():
     """Answers near the cap are held one at a time, answers of a few megabytes many at once;
-    a thread waiting for its share stops at its deadline or on cancel."""
+    a thread waiting for its share stops on cancel, and its wait does not count against the
+    endpoint's time-out."""
     import threading
     import time
 
@@ -278,10 +279,13 @@ def test_large_answers_share_one_byte_budget():
     assert len(box) == 1 and isinstance(box[0], _Stopped) and budget.used == first
     late = threading.Thread(target=second)
     box.clear()
-    waiting.cancel, waiting.fired = None, None
+    due = time.monotonic() + 0.2
+    waiting.cancel, waiting.fired, waiting.deadline = None, None, due
     late.start()
-    budget.release(first)  # the first sample ends: the second answer is read
+    threading.Event().wait(0.5)  # the second answer waits past its attempt's deadline ...
+    budget.release(first)  # ... until the first sample ends: then it is read
     late.join(30)
     assert box == [59 * 10**6] and budget.peak == 64 * MIB
+    assert waiting.fired is None and waiting.deadline > due
     budget.release(box[0])
     assert budget.acquire(10**12, endless) == 64 * MIB  # over the whole budget: held alone

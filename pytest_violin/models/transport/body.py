@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import mmap
 import threading
+import time
 import zlib
 from typing import Iterator
 
@@ -188,12 +189,23 @@ class _AnswerBudget:
         self._cond = threading.Condition()
 
     def acquire(self, nbytes: int, attempt: Attempt) -> int:
-        """Reserve ``nbytes`` (cut to the capacity); wait while it is taken, checking ``attempt``."""
+        """Reserve ``nbytes`` (cut to the capacity); wait while it is taken.
+
+        A cancel of the run ends the wait (:class:`_Stopped`). The time spent
+        waiting moves the attempt's deadline on: the endpoint's time-out
+        measures the endpoint, not this process's queue for memory.
+        """
         n = max(1, min(int(nbytes), self.capacity))
         with self._cond:
+            last = time.monotonic()
             while self.used + n > self.capacity:
                 self._cond.wait(WATCH_POLL)
-                attempt.check()  # the deadline or a cancel ends the wait
+                now = time.monotonic()
+                # moved on while waiting, a look of the watchdog ahead (it reads the deadline anew)
+                attempt.deadline = max(attempt.deadline + now - last, now + 2 * WATCH_POLL)
+                last = now
+                if attempt.cancel is not None and attempt.cancel.is_set():
+                    attempt.check()  # fires "cancel" and raises
             self.used += n
             self.peak = max(self.peak, self.used)
         return n
