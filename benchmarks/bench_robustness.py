@@ -22,8 +22,10 @@ b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytes
    the first request arrived: SIGINT to the process group as a terminal's
    Ctrl-C does, SIGINT or SIGTERM to the pytest process alone (``kill PID``,
    ``timeout``), and a double Ctrl-C (two SIGINTs to the group 0.3 s apart,
-   timed from the second). Without and with ``-n 2``. Targets: < 5 s after the
-   first (< 1 s after a second), exit code 2, ``results.json`` marked
+   timed from the second). Without and with ``-n 2``; with it also SIGINT to
+   one worker's pid alone (the other worker's requests must not hold the
+   run). Targets: < 5 s after the first (< 1 s after a second), exit code 2,
+   ``results.json`` marked
    interrupted (not after a double Ctrl-C), no INTERNALERROR or traceback, and
    no process of the run's group alive once pytest has exited (an xdist
    worker outliving its controller). The rows name the Python that ran them:
@@ -42,7 +44,7 @@ e. **paid-call limit** - seconds until a full-suite run of a network
 
 Run: ``python benchmarks/bench_robustness.py [--only a,b,c,d,e] [--repeat 3] [--generations 2000]``
 (about 2 minutes with ``--repeat 3`` on two cores, plus about 1.5 minutes
-per repeat for b's seven cases). Run b with each interpreter to compare
+per repeat for b's eight cases). Run b with each interpreter to compare
 Pythons: ``/path/to/venv-3.N/bin/python benchmarks/bench_robustness.py --only b``.
 ``--repeat`` repeats the timed process runs (b, c, e) and prints the
 median and the range. Prints a markdown table (what / target / measured);
@@ -253,9 +255,10 @@ class Stop:
     clean: bool  # no INTERNALERROR, no traceback
 
 
-#: how: (signal, to the group?, double)
-HOW = {"ctrl-c": (signal.SIGINT, True, False), "int-pid": (signal.SIGINT, False, False),
-       "term-pid": (signal.SIGTERM, False, False), "double": (signal.SIGINT, True, True)}
+#: how: (signal, to whom: "group", "pid" or "worker" (one xdist worker alone), double)
+HOW = {"ctrl-c": (signal.SIGINT, "group", False), "int-pid": (signal.SIGINT, "pid", False),
+       "term-pid": (signal.SIGTERM, "pid", False), "double": (signal.SIGINT, "group", True),
+       "int-worker": (signal.SIGINT, "worker", False)}
 
 
 def signal_to_exit(extra: tuple[str, ...], how: str) -> Stop:
@@ -272,7 +275,14 @@ def signal_to_exit(extra: tuple[str, ...], how: str) -> Stop:
         try:
             if not server.arrived.wait(120):
                 raise SystemExit("b: the run never called the endpoint")
-            send = (lambda: os.killpg(proc.pid, signum)) if group else (lambda: proc.send_signal(signum))
+            if group == "worker":
+                workers = sorted(pid for pid in alive_in_group(proc.pid) if pid != proc.pid)
+                if not workers:
+                    raise SystemExit("b: no xdist worker to signal")
+                send = lambda: os.kill(workers[0], signum)  # noqa: E731
+            else:
+                send = (lambda: os.killpg(proc.pid, signum)) if group == "group" else (
+                    lambda: proc.send_signal(signum))
             send()
             t0 = time.monotonic()
             if double:
@@ -306,7 +316,8 @@ def bench_interrupt(args) -> list[Row]:
              ("`-n 2`, Ctrl-C (the process group)", ("-n", "2"), "ctrl-c"),
              ("`-n 2`, `kill -INT` of the controller only", ("-n", "2"), "int-pid"),
              ("`-n 2`, SIGTERM to the controller only", ("-n", "2"), "term-pid"),
-             ("`-n 2`, double Ctrl-C (second 0.3 s after the first)", ("-n", "2"), "double"))
+             ("`-n 2`, double Ctrl-C (second 0.3 s after the first)", ("-n", "2"), "double"),
+             ("`-n 2`, `kill -INT` of one worker only", ("-n", "2"), "int-worker"))
     for label, extra, how in cases:
         stops = []
         for _ in range(args.repeat):

@@ -29,8 +29,9 @@ ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
 changed), so no worker outlives its controller. A worker handles only its
 first interrupt; what follows is the controller's business. A worker
 interrupted alone (a signal to its pid) ends as after a Ctrl-C; when the
-controller learns it (``pytest_testnodedown``) it writes the flag too, so the
-other workers stop at once instead of waiting for their requests in flight.
+controller learns it (``pytest_testnodedown``) it is interrupted as by a
+Ctrl-C too, so the other workers stop at once instead of waiting for their
+requests in flight (and xdist starts no replacement worker).
 """
 
 from __future__ import annotations
@@ -100,12 +101,15 @@ class SessionSignals:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):  # xdist controller, per worker that ended
-        # a worker interrupted alone (``kill -INT`` of its pid, an OOM killer's SIGTERM): xdist
-        # stops scheduling and waits for the other workers' tests, whose requests in flight
-        # could run to their time-out; they are interrupted as after a Ctrl-C of the controller
+        # a worker interrupted alone (``kill -INT`` of its pid): xdist waits for the other
+        # workers' tests, whose requests in flight could run to their time-out, and starts a
+        # replacement worker; the run is interrupted as by a Ctrl-C of the controller instead
         output = getattr(node, "workeroutput", None) or {}
-        if error == "keyboard-interrupt" or output.get("exitstatus") == int(pytest.ExitCode.INTERRUPTED):
-            self._tell_workers()
+        interrupted = error == "keyboard-interrupt" or output.get("exitstatus") == int(pytest.ExitCode.INTERRUPTED)
+        if interrupted and self.control is not None and self.count == 0:
+            self._interrupted(signal.SIGINT)
+            # in the controller's main thread (xdist's loop): pytest ends the session as interrupted
+            raise KeyboardInterrupt(f"xdist worker {getattr(node.gateway, 'id', '?')} was interrupted")
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):
@@ -241,11 +245,6 @@ class SessionSignals:
                 pass
         if signum == signal.SIGTERM:
             _say("violin: SIGTERM: stopping as after Ctrl-C (no new request; reports of what finished)")
-        self._tell_workers()
-
-    def _tell_workers(self) -> None:
-        """Controller: cancel this session's generations and interrupt every worker (the flag)."""
-        self.state.cancel.set()
         if self.control is not None:
             try:
                 (self.control / _FLAG).touch()
