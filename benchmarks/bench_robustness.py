@@ -3,7 +3,7 @@
 Five measurements, each against a local server on 127.0.0.1 (nothing
 leaves the machine); the ones about a whole process run it fresh:
 
-a. **memory** - peak RSS (``ru_maxrss``, reported by the process itself) of
+a. **memory** - peak RSS (``VmHWM``, reported by the process itself) of
    one fresh process running the real ``Runner`` at concurrency 16 against a
    server answering the worst answers: 300 MB of text/plain, 300 MB of JSON,
    300 MB of image/png (no length), a gzip bomb (256 MiB of zeros) and a

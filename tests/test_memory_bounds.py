@@ -4,7 +4,8 @@ A fresh process runs 16 generations at concurrency 16 through the real
 Runner against a local server whose answers are the worst ones found:
 300 MB of text/plain, 300 MB of JSON, 300 MB of image/png (no length), a
 gzip bomb, and a 16-bit RGBA 8192x8192 PNG (0.5 MB on the wire, 512 MiB of
-pixels). The process reports its own peak RSS (``ru_maxrss``).
+pixels). The process reports its own peak RSS (``VmHWM``: not ``ru_maxrss``, which
+Linux carries over from the parent, this test process holding the answers).
 """
 
 from __future__ import annotations
