@@ -390,13 +390,16 @@ def test_a_cached_index_of_the_wrong_shape_is_dropped_and_built_again_with_a_war
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="POSIX")
 @pytest.mark.filterwarnings("ignore:pytest-violin. the official data's cached index:RuntimeWarning")
-def test_a_cached_index_that_is_a_device_a_fifo_or_a_folder_is_not_read(tmp_path, monkeypatch):
+def test_a_cached_index_that_is_a_link_a_device_a_fifo_or_a_folder_is_not_read(tmp_path, monkeypatch):
     load, index, expected = _official_index(tmp_path, monkeypatch)
-    for make in (lambda: index.symlink_to("/dev/zero"), lambda: os.mkfifo(index), index.mkdir):
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(index.read_text())
+    for make in (lambda: index.symlink_to("/dev/zero"), lambda: os.mkfifo(index), index.mkdir,
+                 lambda: index.symlink_to(elsewhere)):
         index.unlink()
         make()
         done, box = threading.Event(), []
         threading.Thread(target=lambda: (box.append(load()), done.set()), daemon=True).start()
         assert done.wait(60), "reading the cached index blocked"
         assert [(s.id, s.prompt, s.width) for s in box[0]] == expected
-        assert index.is_file() and not index.is_symlink()
+        assert index.is_file() and not index.is_symlink() and elsewhere.is_file()

@@ -110,7 +110,7 @@ class _LargeWork:
     in pieces under 32 MiB, below the size that is mapped and unmapped on
     its own: when every generation thread decoded its own large answer, the
     freed blocks stayed resident in every thread's arena, and a run's peak
-    memory grew with ``--violin-concurrency`` (2.5 GB at 16 for 59 MB
+    memory grew with ``--violin-concurrency`` (2.6 GB at 16 for 59 MB
     JPEGs) although the budget above let one decode run at a time. Done
     here, they are kept (and reused) in one arena only.
     """

@@ -109,7 +109,8 @@ class SessionSignals:
         if interrupted and self.control is not None and self.count == 0:
             self._interrupted(signal.SIGINT)
             # in the controller's main thread (xdist's loop): pytest ends the session as interrupted
-            raise KeyboardInterrupt(f"xdist worker {getattr(node.gateway, 'id', '?')} was interrupted")
+            name = getattr(getattr(node, "gateway", None), "id", None) or "?"
+            raise KeyboardInterrupt(f"xdist worker {name} was interrupted")
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):

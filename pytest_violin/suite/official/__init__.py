@@ -129,6 +129,8 @@ def _load_index(index: Path):
     """
     if not os.path.lexists(index):
         return None
+    if os.path.islink(index):  # the cache writes files, never links: not ours to follow
+        return _drop_index(index, f"cached index {str(index)!r} is a symbolic link")
     try:
         text = read_option_file(index, what="cached index", limit=MAX_INDEX_BYTES, error=SuiteError)
         doc = load_json_text(text, what="cached index", path=index, error=SuiteError)
