@@ -3,12 +3,15 @@
 Five measurements, each against a local server on 127.0.0.1 (nothing
 leaves the machine); the ones about a whole process run it fresh:
 
-a. **memory** - peak RSS (``ru_maxrss``, reported by the process itself) of
+a. **memory** - peak RSS (``VmHWM``, reported by the process itself) of
    one fresh process running the real ``Runner`` at concurrency 16 against a
    server answering the worst answers: 300 MB of text/plain, 300 MB of JSON,
    300 MB of image/png (no length), a gzip bomb (256 MiB of zeros) and a
    16-bit RGBA 8192x8192 PNG (512 MiB of pixels). 16 samples per answer
-   kind, then the worst mix (all five kinds, 16 samples). The driver is
+   kind, then the worst mix (all five kinds, 16 samples). Then answers the
+   caps let through whole: a 59 MB JPEG of noise (8192x8064, 198 MB of RGB)
+   at concurrency 1, 16 and 32 (32 samples at 32), and a 41 MB JSON object
+   of 2,000,000 keys (no image) at 1 and 16. The driver is
    ``tests/_memory_driver.py`` and the answers are ``tests/test_memory_bounds.py``'s,
    so the benchmark measures exactly what the test guards. Target < 1 GB.
 b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytest
@@ -19,8 +22,10 @@ b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytes
    the first request arrived: SIGINT to the process group as a terminal's
    Ctrl-C does, SIGINT or SIGTERM to the pytest process alone (``kill PID``,
    ``timeout``), and a double Ctrl-C (two SIGINTs to the group 0.3 s apart,
-   timed from the second). Without and with ``-n 2``. Targets: < 5 s after the
-   first (< 1 s after a second), exit code 2, ``results.json`` marked
+   timed from the second). Without and with ``-n 2``; with it also SIGINT to
+   one worker's pid alone (the other worker's requests must not hold the
+   run). Targets: < 5 s after the first (< 1 s after a second), exit code 2,
+   ``results.json`` marked
    interrupted (not after a double Ctrl-C), no INTERNALERROR or traceback, and
    no process of the run's group alive once pytest has exited (an xdist
    worker outliving its controller). The rows name the Python that ran them:
@@ -39,7 +44,7 @@ e. **paid-call limit** - seconds until a full-suite run of a network
 
 Run: ``python benchmarks/bench_robustness.py [--only a,b,c,d,e] [--repeat 3] [--generations 2000]``
 (about 2 minutes with ``--repeat 3`` on two cores, plus about 1.5 minutes
-per repeat for b's seven cases). Run b with each interpreter to compare
+per repeat for b's eight cases). Run b with each interpreter to compare
 Pythons: ``/path/to/venv-3.N/bin/python benchmarks/bench_robustness.py --only b``.
 ``--repeat`` repeats the timed process runs (b, c, e) and prints the
 median and the range. Prints a markdown table (what / target / measured);
@@ -208,20 +213,23 @@ def measure_memory(kinds: list[str], concurrency: int = 16) -> dict:
 
 def bench_memory(args) -> list[Row]:
     rows = []
-    mixes = [(kind, [kind] * 16) for kind in KINDS]
-    mixes.append(("worst mix (all five kinds)", [KINDS[i % len(KINDS)] for i in range(16)]))
-    for label, kinds in mixes:
-        report = measure_memory(kinds)
+    mixes = [(kind, [kind] * 16, 16) for kind in KINDS]
+    mixes.append(("worst mix (all five kinds)", [KINDS[i % len(KINDS)] for i in range(16)], 16))
+    # answers inside every cap, decoded or parsed whole: the peak must not follow the concurrency
+    mixes += [("59 MB JPEG", ["jpeg"] * n, n) for n in (1, 16, 32)]
+    mixes += [("41 MB JSON of 2,000,000 keys", ["keys"] * n, n) for n in (1, 16)]
+    for label, kinds, concurrency in mixes:
+        report = measure_memory(kinds, concurrency)
         peak = report["peak_rss"]
         refused = sum(outcome != "ok" for outcome in report["outcomes"].values())
         memory_errors = sum("MemoryError" in outcome for outcome in report["outcomes"].values())
         ok = peak < GB and memory_errors == 0
         reasons = sorted({outcome[:110] for outcome in report["outcomes"].values() if outcome != "ok"})
-        print(f"  a. {label}: peak RSS {peak / MIB:.0f} MiB, {refused}/16 answers refused, "
-              f"{memory_errors} MemoryError, {report['wall']:.1f} s", flush=True)
+        print(f"  a. {label} at {concurrency}: peak RSS {peak / MIB:.0f} MiB, {refused}/{len(kinds)} "
+              f"answers refused, {memory_errors} MemoryError, {report['wall']:.1f} s", flush=True)
         for reason in reasons[:5]:
             print(f"     {reason}")
-        rows.append(Row(f"peak RSS, 16 x {label} answers at concurrency 16", "< 1 GB",
+        rows.append(Row(f"peak RSS, {len(kinds)} x {label} answers at concurrency {concurrency}", "< 1 GB",
                         f"{peak / MIB:.0f} MiB", ok))
     return rows
 
@@ -247,9 +255,10 @@ class Stop:
     clean: bool  # no INTERNALERROR, no traceback
 
 
-#: how: (signal, to the group?, double)
-HOW = {"ctrl-c": (signal.SIGINT, True, False), "int-pid": (signal.SIGINT, False, False),
-       "term-pid": (signal.SIGTERM, False, False), "double": (signal.SIGINT, True, True)}
+#: how: (signal, to whom: "group", "pid" or "worker" (one xdist worker alone), double)
+HOW = {"ctrl-c": (signal.SIGINT, "group", False), "int-pid": (signal.SIGINT, "pid", False),
+       "term-pid": (signal.SIGTERM, "pid", False), "double": (signal.SIGINT, "group", True),
+       "int-worker": (signal.SIGINT, "worker", False)}
 
 
 def signal_to_exit(extra: tuple[str, ...], how: str) -> Stop:
@@ -266,7 +275,14 @@ def signal_to_exit(extra: tuple[str, ...], how: str) -> Stop:
         try:
             if not server.arrived.wait(120):
                 raise SystemExit("b: the run never called the endpoint")
-            send = (lambda: os.killpg(proc.pid, signum)) if group else (lambda: proc.send_signal(signum))
+            if group == "worker":
+                workers = sorted(pid for pid in alive_in_group(proc.pid) if pid != proc.pid)
+                if not workers:
+                    raise SystemExit("b: no xdist worker to signal")
+                send = lambda: os.kill(workers[0], signum)  # noqa: E731
+            else:
+                send = (lambda: os.killpg(proc.pid, signum)) if group == "group" else (
+                    lambda: proc.send_signal(signum))
             send()
             t0 = time.monotonic()
             if double:
@@ -300,7 +316,8 @@ def bench_interrupt(args) -> list[Row]:
              ("`-n 2`, Ctrl-C (the process group)", ("-n", "2"), "ctrl-c"),
              ("`-n 2`, `kill -INT` of the controller only", ("-n", "2"), "int-pid"),
              ("`-n 2`, SIGTERM to the controller only", ("-n", "2"), "term-pid"),
-             ("`-n 2`, double Ctrl-C (second 0.3 s after the first)", ("-n", "2"), "double"))
+             ("`-n 2`, double Ctrl-C (second 0.3 s after the first)", ("-n", "2"), "double"),
+             ("`-n 2`, `kill -INT` of one worker only", ("-n", "2"), "int-worker"))
     for label, extra, how in cases:
         stops = []
         for _ in range(args.repeat):

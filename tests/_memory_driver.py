@@ -4,7 +4,8 @@ Usage: ``python _memory_driver.py URL KIND,KIND,... CONCURRENCY [ADDRESS_SPACE_L
 
 One sample per KIND (its id is ``KIND/N``, so the server can answer by
 kind), all planned at once through the real :class:`Runner`. Prints one
-JSON line: ``{"peak_rss": bytes, "outcomes": {sample id: "ok" or reason}}``.
+JSON line: ``{"peak_rss": bytes, "outcomes": {sample id: "ok" or reason}}``
+(the peak of this process alone: :func:`_peak_rss`).
 Only APIs that exist in older versions are used, so the same script
 measures a checkout from before a fix. ``ADDRESS_SPACE_LIMIT`` (bytes)
 caps the process with RLIMIT_AS so a runaway answer cannot take the
@@ -29,6 +30,24 @@ class _Sample:
     inputs: tuple = ()
 
 
+def _peak_rss() -> int:
+    """This process's peak resident memory, in bytes.
+
+    Linux: ``VmHWM`` of ``/proc/self/status``, the high-water mark of this
+    program's own memory. Not ``ru_maxrss``: Linux carries it over from the
+    parent across fork and exec, so a driver started by a test process that
+    holds 600 MB of answers would report at least that.
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
 def main(argv) -> int:
     url, kinds, concurrency = argv[1], argv[2].split(","), int(argv[3])
     if len(argv) > 4 and int(argv[4]):
@@ -47,7 +66,7 @@ def main(argv) -> int:
         outcomes[sample.id] = "ok" if gen.error is None else str(gen.error)[:300]
     runner.close()
     adapter.close()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    peak = _peak_rss()
     import pytest_violin
 
     print(json.dumps({"peak_rss": peak, "outcomes": outcomes, "package": pytest_violin.__file__}))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -15,7 +18,7 @@ from hypothesis import strategies as st
 from pytest_violin.execution.cache import ImageCache
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
-from _servers import FaultServer, Reply, solid
+from _servers import FaultServer, Reply, png_bytes, solid
 from conftest import FakeSample
 
 #: Every character UTF-8 can encode (all but the surrogates): what st.text() draws by default,
@@ -75,6 +78,48 @@ def test_key_is_deterministic_and_ignores_sample_id(prompt, size, seed):
     assert all(c in "0123456789abcdef" for c in key)
 
 
+def test_the_image_reader_changes_the_key():
+    request = make_request()
+    keys = {reader: ImageCache.key("m", request, reader=reader) for reader in ("pillow", "opencv")}
+    assert keys["pillow"] != keys["opencv"]
+    with pytest.raises(ValueError, match="accepted: pillow, opencv"):
+        ImageCache.key("m", request, reader="pil")
+
+
+def test_an_answer_cached_under_one_profile_is_not_served_to_the_other(tmp_path):
+    """The readers decode a transparent answer differently (pillow composites it over black,
+    opencv, as the reference reads files, drops the alpha): each profile's run asks the model."""
+    from pytest_violin.execution.runner import Runner
+    from pytest_violin.imaging import set_reader
+
+    rgba = np.zeros((8, 8, 4), np.uint8)
+    rgba[:] = (217, 180, 81, 0)  # the color, fully transparent
+    sample = FakeSample("color/v1/c0/t01")
+
+    def run_once(reader):
+        previous = set_reader(reader)
+        try:
+            adapter = resolve_model(server.url + "/g", AdapterOptions(rootdir=tmp_path, retries=0))
+            runner = Runner(adapter, concurrency=1, cache=ImageCache(tmp_path / "cache"))
+            gen = runner.get(sample)
+            runner.close()
+            adapter.close()
+        finally:
+            set_reader(previous)
+        assert gen.error is None and gen.fault is None, gen
+        return gen
+
+    with FaultServer(default=Reply.png(rgba)) as server:
+        strict = run_once("pillow")
+        violin = run_once("opencv")
+        assert len(server.requests) == 2 and not violin.cached
+        again = run_once("pillow")
+        assert len(server.requests) == 2 and again.cached
+    assert int(strict.images[0].max()) == 0  # transparent over black
+    assert tuple(violin.images[0][0, 0]) == (217, 180, 81)  # the alpha dropped
+    assert np.array_equal(again.images[0], strict.images[0])
+
+
 def test_input_pixels_change_the_key():
     img = np.zeros((4, 4, 3), np.uint8)
     other = img.copy()
@@ -92,6 +137,71 @@ def test_corrupt_entry_is_dropped_and_missed(tmp_path, damage):
     assert not path.exists() and cache.dropped == 1
 
 
+def _entry(tmp_path):
+    cache = ImageCache(tmp_path / "c")
+    key = cache.key("m", make_request())
+    cache.path(key).parent.mkdir(parents=True)
+    return cache, key, cache.path(key)
+
+
+def test_a_symlinked_entry_is_dropped_not_followed(tmp_path, caplog):
+    """Entries are written by rename, never as links: a link is not the cache's own file."""
+    elsewhere = tmp_path / "elsewhere.png"
+    elsewhere.write_bytes(png_bytes(solid(4, 4)))
+    cache, key, path = _entry(tmp_path)
+    path.symlink_to(elsewhere)
+    with caplog.at_level("WARNING", logger="pytest_violin.cache"):
+        assert cache.get(key) is None
+    assert not path.is_symlink() and elsewhere.is_file()
+    assert (cache.dropped, cache.hits) == (1, 0)
+    assert any(str(path) in r.getMessage() and "regular file" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_special_entries_are_dropped_without_blocking(tmp_path):
+    cache, key, path = _entry(tmp_path)
+    os.mkfifo(path)
+    done, box = threading.Event(), []
+    # a FIFO without a writer: an open for reading would block (a thread, so the test fails, not hangs)
+    threading.Thread(target=lambda: (box.append(cache.get(key)), done.set()), daemon=True).start()
+    assert done.wait(30), "reading a FIFO entry blocked"
+    assert box == [None]
+    assert not path.exists() and cache.dropped == 1
+    path.mkdir()
+    assert cache.get(key) is None and cache.dropped == 2
+
+
+def test_an_entry_over_the_size_limit_is_dropped_before_it_is_read(tmp_path, monkeypatch):
+    import pytest_violin.execution.cache as cache_module
+
+    cache, key, path = _entry(tmp_path)
+    path.write_bytes(png_bytes(np.random.default_rng(0).integers(0, 256, (64, 64, 3), np.uint8)))
+    monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", path.stat().st_size - 1)
+    assert cache.get(key) is None
+    assert not path.exists() and (cache.dropped, cache.hits) == (1, 0)
+
+
+_DEV_ZERO_PROBE = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
+from pytest_violin.execution.cache import ImageCache
+cache = ImageCache(sys.argv[1])
+print(json.dumps({"image": cache.get(sys.argv[2]) is not None, "dropped": cache.dropped}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or sys.platform != "linux", reason="needs /dev/zero, RLIMIT_AS")
+def test_an_entry_linked_to_dev_zero_is_not_read(tmp_path):
+    """In a process capped at 2 GiB of address space: a read of /dev/zero fails it, not the machine."""
+    cache, key, path = _entry(tmp_path)
+    path.symlink_to("/dev/zero")
+    proc = subprocess.run([sys.executable, "-c", _DEV_ZERO_PROBE, str(cache.root), key],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == {"image": False, "dropped": 1}
+    assert not path.is_symlink()
+
+
 def test_bad_keys_are_refused(tmp_path):
     cache = ImageCache(tmp_path)
     for key in ("../../etc/passwd", "ABCDEF0123", "12"):
@@ -107,7 +217,8 @@ def _writer(root, key, value, rounds):
 
 def test_concurrent_writers_never_expose_half_written_entries(tmp_path):
     key = ImageCache.key("m", make_request())
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    # spawn, not fork: this process has threads (pytest's, the server's) and forking it can deadlock
+    ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_writer, args=(tmp_path, key, v, 40)) for v in (10, 200)]
     threads = [threading.Thread(target=_writer, args=(tmp_path, key, 90, 40))]
     for worker in procs + threads:
@@ -237,3 +348,58 @@ def test_the_cache_is_looked_up_once_before_the_run_and_again_once_the_runner_ex
     state.cache_lookups = None  # what get_runner does
     assert cached_repeats(state, samples[:2]) == {samples[0].id: 1}
     assert len(asked) == 6
+
+
+# --------------------------------------------------------------- the official data's cached index
+
+
+def _official_index(tmp_path, monkeypatch):
+    """A parquet loaded once (its index cached); returns (load, the index's path, the samples)."""
+    pytest.importorskip("pyarrow.parquet")
+    import _official_data as od
+
+    from pytest_violin import load_suite
+
+    monkeypatch.setenv("VIOLIN_OFFICIAL_CACHE", str(tmp_path / "official-cache"))
+    rows = od.make_rows(2)
+    parquet = od.write_parquet(tmp_path / "VIOLIN" / "violin-test.parquet", rows, row_group_size=4)
+    od.write_metadata(tmp_path / "VIOLIN" / "metadata", rows)
+    first = load_suite(str(parquet))
+    (index,) = (tmp_path / "official-cache").rglob("index-*.json")
+    return (lambda: load_suite(str(parquet))), index, [(s.id, s.prompt, s.width) for s in first]
+
+
+def _valid_json_of_the_wrong_shape(doc):
+    return [dict(doc, records=5), dict(doc, rows="13"), dict(doc, notes=[]),
+            dict(doc, records=[{k: v for k, v in r.items() if k != "sha"} for r in doc["records"]]),
+            dict(doc, records=doc["records"][:1] + [dict(doc["records"][1], w="64")]),
+            dict(doc, records=[dict(doc["records"][0], inputs=[5])])]
+
+
+def test_a_cached_index_of_the_wrong_shape_is_dropped_and_built_again_with_a_warning(tmp_path, monkeypatch):
+    load, index, expected = _official_index(tmp_path, monkeypatch)
+    good = json.loads(index.read_text())
+    for bad in _valid_json_of_the_wrong_shape(good) + ["[1, 2]", "{not json", "[" * 100_000]:
+        index.write_text(bad if isinstance(bad, str) else json.dumps(bad))
+        with pytest.warns(RuntimeWarning, match="cached index was dropped and is built again") as seen:
+            again = load()
+        assert [(s.id, s.prompt, s.width) for s in again] == expected
+        assert json.loads(index.read_text()) == good  # rebuilt, and used by the next run
+        assert str(index) in str(seen[0].message) and len(str(seen[0].message).splitlines()) == 1
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero") or not hasattr(os, "mkfifo"), reason="POSIX")
+@pytest.mark.filterwarnings("ignore:pytest-violin. the official data's cached index:RuntimeWarning")
+def test_a_cached_index_that_is_a_link_a_device_a_fifo_or_a_folder_is_not_read(tmp_path, monkeypatch):
+    load, index, expected = _official_index(tmp_path, monkeypatch)
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(index.read_text())
+    for make in (lambda: index.symlink_to("/dev/zero"), lambda: os.mkfifo(index), index.mkdir,
+                 lambda: index.symlink_to(elsewhere)):
+        index.unlink()
+        make()
+        done, box = threading.Event(), []
+        threading.Thread(target=lambda: (box.append(load()), done.set()), daemon=True).start()
+        assert done.wait(60), "reading the cached index blocked"
+        assert [(s.id, s.prompt, s.width) for s in box[0]] == expected
+        assert index.is_file() and not index.is_symlink() and elsewhere.is_file()

@@ -29,7 +29,10 @@ INTERRUPTED = int(pytest.ExitCode.INTERRUPTED)
 
 
 class HangingServer:
-    """Accepts HTTP requests and never answers; ``arrived`` is set by the first one."""
+    """Accepts HTTP requests and never answers; ``arrived`` is set by the first one.
+
+    ``requests`` counts the requests that arrived (:meth:`wait_for_requests`).
+    """
 
     def __init__(self):
         self.sock = socket.socket()
@@ -37,6 +40,8 @@ class HangingServer:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.arrived = threading.Event()
+        self.requests = 0
+        self._counted = threading.Condition()
         self.stop = threading.Event()
         self.conns = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -57,8 +62,16 @@ class HangingServer:
         try:
             if conn.recv(65536):
                 self.arrived.set()
+                with self._counted:
+                    self.requests += 1
+                    self._counted.notify_all()
         except OSError:
             pass
+
+    def wait_for_requests(self, count, timeout):
+        """Whether ``count`` requests arrived within ``timeout`` seconds."""
+        with self._counted:
+            return self._counted.wait_for(lambda: self.requests >= count, timeout)
 
     def close(self):
         self.stop.set()
@@ -236,6 +249,46 @@ def test_xdist_controller_alone_signalled_ends_its_workers(tmp_path, hanging, si
     assert alive_in_group(proc.pid) == [], "a worker outlived its controller"
     assert _results(tmp_path)["metadata"]["interrupted"] is True
     assert "INTERNALERROR" not in text
+
+
+def _connected_to(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a TCP connection to 127.0.0.1:``port`` (Linux ``/proc``)."""
+    try:
+        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1] for fd in os.listdir(f"/proc/{pid}/fd")}
+        table = Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for line in table:
+        fields = line.split()  # sl local_address rem_address st ... inode
+        if fields[2] == f"0100007F:{port:04X}" and fields[9] in inodes:
+            return True
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_one_xdist_worker_alone_signalled_ends_the_others_requests_in_flight(tmp_path, hanging):
+    # SIGINT to one worker's pid only: the other worker's requests to an endpoint that
+    # never answers (default time-out 120 s, 3 retries) must not hold the run
+    proc = _start(tmp_path, hanging.port, "-n", "2")
+    out = Output(proc)
+    assert hanging.wait_for_requests(2, 120), f"{hanging.requests} requests arrived"
+    workers = sorted(pid for pid in alive_in_group(proc.pid) if pid != proc.pid)
+    assert len(workers) == 2, workers
+    deadline = time.monotonic() + 120
+    while not all(_connected_to(pid, hanging.port) for pid in workers) and time.monotonic() < deadline:
+        threading.Event().wait(0.1)  # the second worker's first request is on its way
+    assert all(_connected_to(pid, hanging.port) for pid in workers), "a worker sent no request"
+    t0 = time.monotonic()
+    os.kill(workers[0], signal.SIGINT)
+    elapsed = _finish(proc, t0, timeout=60)
+    text = out.text()
+    assert proc.returncode == INTERRUPTED, text
+    # far below the endpoint's time-out (before: still running after 90 s)
+    assert elapsed < 20.0, f"took {elapsed:.1f} s"
+    assert alive_in_group(proc.pid) == [], "a worker outlived the run"
+    assert "INTERNALERROR" not in text and "replacing crashed worker" not in text, text
+    assert _results(tmp_path)["metadata"]["interrupted"] is True
 
 
 @pytest.mark.slow

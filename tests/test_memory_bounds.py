@@ -4,7 +4,8 @@ A fresh process runs 16 generations at concurrency 16 through the real
 Runner against a local server whose answers are the worst ones found:
 300 MB of text/plain, 300 MB of JSON, 300 MB of image/png (no length), a
 gzip bomb, and a 16-bit RGBA 8192x8192 PNG (0.5 MB on the wire, 512 MiB of
-pixels). The process reports its own peak RSS (``ru_maxrss``).
+pixels). The process reports its own peak RSS (``VmHWM``: not ``ru_maxrss``, which
+Linux carries over from the parent, this test process holding the answers).
 """
 
 from __future__ import annotations
@@ -58,6 +59,27 @@ def rgba16_png(side: int = 8192) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", ihdr) + _png_chunk(b"IDAT", data) + _png_chunk(b"IEND", b"")
 
 
+@functools.lru_cache(maxsize=None)
+def noise_jpeg(width: int = 8192, height: int = 8064, quality: int = 90) -> bytes:
+    """A JPEG of noise, 59 MB on the wire (just under the default answer cap of 64 MiB)
+    and 198 MB of RGB pixels, inside the pixel cap: the largest answer the caps let in."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.random.default_rng(0).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="JPEG", quality=quality)
+    return buf.getvalue()
+
+
+@functools.lru_cache(maxsize=None)
+def many_keys_json(keys: int = 2_000_000) -> bytes:
+    """A 41 MB JSON object of ``keys`` small members and no image."""
+    return ("{" + ",".join(f'"k{i:07d}":{i % 10}' for i in range(keys)) + "}").encode()
+
+
 def answers(kinds) -> dict:
     out = {
         "text": Reply(stream=_repeat(b"", 300), content_type="text/plain"),
@@ -69,6 +91,10 @@ def answers(kinds) -> dict:
                             headers={"Content-Encoding": "gzip"})
     if "rgba16" in kinds:
         out["rgba16"] = Reply(200, rgba16_png(), content_type="image/png")
+    if "jpeg" in kinds:
+        out["jpeg"] = Reply(200, noise_jpeg(), content_type="image/jpeg")
+    if "keys" in kinds:
+        out["keys"] = Reply(200, many_keys_json(), content_type="application/json")
     return out
 
 
@@ -117,3 +143,150 @@ def test_16_bit_rgba_bomb_inside_the_pixel_limit_stays_under_1_gb():
     report = measure(["rgba16"] * 16)
     print(f"peak RSS {report['peak_rss'] / MIB:.0f} MiB")
     assert report["peak_rss"] < LIMIT, f"peak RSS {report['peak_rss'] / MIB:.0f} MiB: {report['outcomes']}"
+
+
+@pytest.mark.slow  # a fresh process and 32 answers of 59 MB: about a minute on two cores
+def test_32_jpegs_near_the_answer_cap_at_concurrency_32_stay_under_1_gb():
+    """Decoded each to 198 MB of pixels: the answer budget and the one large-work thread hold
+    the peak near one answer's, whatever the concurrency (it was 3.2 GB at 32)."""
+    report = measure(["jpeg"] * 32, concurrency=32)
+    print(f"peak RSS {report['peak_rss'] / MIB:.0f} MiB")
+    assert set(report["outcomes"].values()) == {"ok"}, report["outcomes"]
+    assert report["peak_rss"] < LIMIT, f"peak RSS {report['peak_rss'] / MIB:.0f} MiB"
+
+
+@pytest.mark.slow  # a fresh process parsing 16 objects of 2,000,000 keys: about a minute
+def test_16_json_answers_of_2_million_keys_at_concurrency_16_stay_under_1_gb():
+    report = measure(["keys"] * 16)
+    print(f"peak RSS {report['peak_rss'] / MIB:.0f} MiB")
+    assert all("JSON without an image" in outcome for outcome in report["outcomes"].values()), report
+    assert report["peak_rss"] < LIMIT, f"peak RSS {report['peak_rss'] / MIB:.0f} MiB"
+
+
+# ------------------------------------------------- what keeps the peak flat: fast, in this process
+
+
+def _threads_running(monkeypatch, module, name):
+    """Record the name of the thread each call of ``module.name`` runs in."""
+    import threading
+
+    seen = []
+    real = getattr(module, name)
+
+    def wrapper(*args):
+        seen.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(module, name, wrapper)
+    return seen
+
+
+def _in_threads(work, count=4):
+    import threading
+
+    errors = []
+
+    def run():
+        try:
+            work()
+        except Exception as exc:  # handed to the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and not any(t.is_alive() for t in threads), errors
+
+
+@pytest.mark.parametrize("reader", ["pillow", "opencv"])
+def test_large_decodes_run_in_the_one_large_work_thread_and_small_ones_in_place(monkeypatch, reader):
+    """What a thread frees stays in its allocator arena: decodes that allocate more than
+    LARGE_WORK_BYTES run in one thread, whichever generation thread asked."""
+    import numpy as np
+
+    from pytest_violin.imaging import as_rgb8, bounds, opencv_reader, pillow_reader
+    from _servers import png_bytes
+
+    module, name = (pillow_reader, "_load_rgb8") if reader == "pillow" else (opencv_reader, "_cv_rgb8")
+    seen = _threads_running(monkeypatch, module, name)
+    big = np.random.default_rng(0).integers(0, 256, (2048, 1536, 3), np.uint8)
+    assert 2048 * 1536 * 7 > bounds.LARGE_WORK_BYTES
+    data, small = png_bytes(big), png_bytes(big[:64, :64])
+    _in_threads(lambda: np.testing.assert_array_equal(as_rgb8(data, reader=reader), big))
+    assert seen == ["violin-large-work"] * 4
+    seen.clear()
+    as_rgb8(small, reader=reader)
+    assert seen == ["MainThread"]
+
+
+def test_large_json_answers_are_parsed_in_the_large_work_thread(monkeypatch):
+    from pytest_violin.models.transport import jsonload
+
+    seen = _threads_running(monkeypatch, jsonload, "_load")
+    big = many_keys_json(400_000)
+    assert len(big) > jsonload.LARGE_JSON_BYTES
+    _in_threads(lambda: jsonload.load_json(big))
+    assert seen == ["violin-large-work"] * 4
+    seen.clear()
+    assert jsonload.load_json(b'{"a": 1}') == {"a": 1} and seen == ["MainThread"]
+
+
+def test_an_error_in_large_work_reaches_its_caller(monkeypatch):
+    from pytest_violin.errors import InvalidImageError
+    from pytest_violin.imaging import as_rgb8, bounds
+    from _servers import png_bytes
+
+    import numpy as np
+
+    data = png_bytes(np.zeros((2048, 1536, 3), np.uint8))
+    with pytest.raises(InvalidImageError, match="truncated or corrupt"):
+        as_rgb8(data[: len(data) // 2])
+    assert bounds.run_large(bounds.LARGE_WORK_BYTES, lambda: 7) == 7  # the thread lives on
+
+
+def test_large_answers_share_one_byte_budget():
+    """Answers near the cap are held one at a time, answers of a few megabytes many at once;
+    a thread waiting for its share stops on cancel, and its wait does not count against the
+    endpoint's time-out."""
+    import threading
+    import time
+
+    from pytest_violin.models.transport.body import _AnswerBudget
+    from pytest_violin.models.transport.deadline import Attempt, _Stopped
+
+    budget = _AnswerBudget(64 * MIB)
+    endless = Attempt(time.monotonic() + 3600, threading.Event())
+    held = [budget.acquire(4 * MIB, endless) for _ in range(16)]
+    assert budget.used == 64 * MIB
+    for n in held:
+        budget.release(n)
+    first = budget.acquire(59 * 10**6, endless)
+    cancel = threading.Event()
+    waiting = Attempt(time.monotonic() + 3600, cancel)
+    box = []
+
+    def second():
+        try:
+            box.append(budget.acquire(59 * 10**6, waiting))
+        except _Stopped as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    cancel.set()  # the run is interrupted while the second answer waits for the first
+    thread.join(30)
+    assert len(box) == 1 and isinstance(box[0], _Stopped) and budget.used == first
+    late = threading.Thread(target=second)
+    box.clear()
+    due = time.monotonic() + 0.2
+    waiting.cancel, waiting.fired, waiting.deadline = None, None, due
+    late.start()
+    threading.Event().wait(0.5)  # the second answer waits past its attempt's deadline ...
+    budget.release(first)  # ... until the first sample ends: then it is read
+    late.join(30)
+    assert box == [59 * 10**6] and budget.peak == 64 * MIB
+    assert waiting.fired is None and waiting.deadline > due
+    budget.release(box[0])
+    assert budget.acquire(10**12, endless) == 64 * MIB  # over the whole budget: held alone

@@ -1,13 +1,22 @@
 """On-disk cache of generated images.
 
 Entries are PNG files named by a SHA-256 key over the adapter identity
-(secret-free by contract) and every request field that changes the image:
-prompt, size, seed, task, repeat index and a digest of the input images.
+(secret-free by contract), every request field that changes the image
+(prompt, size, seed, task, repeat index and a digest of the input images)
+and the image reader that decoded the answer: an entry holds decoded
+pixels, and the readers disagree on the same answer (``pillow``, profile
+``strict``, composites transparency over black; ``opencv``, profile
+``violin``, drops it), so an entry is only found by a run that reads as
+the one that wrote it.
 Credentials are never part of a key or an entry. Writes go to a temporary
 file in the entry's directory and are renamed into place with
 :func:`os.replace`, which is atomic: concurrent pytest-xdist workers never
-see half-written entries. A corrupt entry is deleted and reported as a miss,
-so it is regenerated. Errors are never cached (the runner only stores
+see half-written entries. An entry is read only if it is a regular file
+(never through a symlink, never a device or a FIFO) of at most
+:data:`MAX_ENTRY_BYTES`, checked before a byte is read, and at most that
+many bytes are read. A corrupt, oversized or special entry is deleted
+with a warning (logger ``pytest_violin.cache``) and reported as a miss, so
+it is regenerated. Errors are never cached (the runner only stores
 images).
 """
 
@@ -15,22 +24,36 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import stat
 import threading
 from pathlib import Path
 
 import numpy as np
 
-from .._fs import atomic_write
-from ..errors import InvalidImageError
-from ..imaging import decode_image, encode_png
-from ..errors import InvalidArgumentError
+from .._fs import atomic_write, read_option_bytes
+from ..errors import InvalidArgumentError, InvalidImageError
+from ..imaging import MAX_DECODED_BYTES, READERS, current_reader, decode_image, encode_png
 
-__all__ = ["CACHE_VERSION", "ImageCache", "cache_identity"]
+__all__ = ["CACHE_VERSION", "MAX_ENTRY_BYTES", "ImageCache", "cache_identity"]
+
+log = logging.getLogger("pytest_violin.cache")
+
+#: Largest entry read, in bytes: a PNG is never much larger than its pixels, and
+#: no image larger than :data:`~pytest_violin.imaging.MAX_DECODED_BYTES` decodes.
+MAX_ENTRY_BYTES = MAX_DECODED_BYTES
 
 #: Bumped when the key layout changes or an adapter's answers for the same
 #: request change meaning, so old entries are simply not found. 2: the
 #: diffusers adapter stopped answering mask samples with text-to-image images.
-CACHE_VERSION = 2
+#: 3: the image reader joined the key.
+CACHE_VERSION = 3
+
+
+def _check_reader(reader: str) -> str:
+    if reader not in READERS:
+        raise InvalidArgumentError(f"image reader {reader!r} is unknown; accepted: {', '.join(READERS)}")
+    return reader
 
 
 def cache_identity(adapter, identity: str) -> str | None:
@@ -75,7 +98,7 @@ class ImageCache:
         self.dropped = 0
 
     @staticmethod
-    def key(identity: str, request) -> str:
+    def key(identity: str, request, *, reader: str | None = None) -> str:
         """The cache key of ``request`` for the adapter ``identity``.
 
         Parameters
@@ -84,6 +107,10 @@ class ImageCache:
             The adapter's secret-free identity.
         request : GenerationRequest
             The request.
+        reader : str, optional
+            The image reader the answer is decoded with (default: the
+            process-wide one, :func:`pytest_violin.imaging.current_reader`,
+            which the run's profile sets before anything is looked up).
 
         Returns
         -------
@@ -100,6 +127,7 @@ class ImageCache:
             str(request.task),
             int(request.repeat),
             request.inputs_digest(),
+            _check_reader(reader or current_reader()),
         ]
         text = json.dumps(fields, ensure_ascii=True, separators=(",", ":"))
         return hashlib.sha256(text.encode("ascii")).hexdigest()
@@ -129,32 +157,39 @@ class ImageCache:
     def get(self, key: str) -> np.ndarray | None:
         """The cached image for ``key`` (RGB uint8), or ``None``.
 
-        A corrupt or unreadable entry is deleted and ``None`` returned.
+        A corrupt, oversized, unreadable or special entry (a symlink, a
+        device, a FIFO, a directory) is deleted with a warning where it can
+        be and ``None`` returned.
         """
         path = self.path(key)
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+            info = path.lstat()
+        except OSError:  # missing (the common miss) or its folder unreadable
             self._count("misses")
             return None
-        except OSError:
-            self._count("misses")
-            return None
+        if not stat.S_ISREG(info.st_mode):
+            return self._drop(path, "it is not a regular file")
+        try:
+            data = read_option_bytes(path, what="cache entry", limit=MAX_ENTRY_BYTES)
+        except InvalidArgumentError as exc:  # replaced meanwhile, over the limit, unreadable
+            return self._drop(path, str(exc).split(": ", 1)[-1])
         try:
             image = decode_image(data)
-        except InvalidImageError:
-            self._drop(path)
-            self._count("misses")
-            return None
+        except InvalidImageError as exc:
+            return self._drop(path, getattr(exc, "problem", "not an image"))
         self._count("hits")
         return image
 
-    def _drop(self, path: Path) -> None:
+    def _drop(self, path: Path, why: str) -> None:
+        """Delete the bad entry at ``path`` (the generation is made again); a miss."""
+        log.warning("cache entry %s dropped (%s); the image is generated again", str(path), why)
         try:
             path.unlink()
         except OSError:
             pass
         self._count("dropped")
+        self._count("misses")
+        return None
 
     def put(self, key: str, image) -> Path:
         """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically.

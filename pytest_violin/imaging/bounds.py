@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import queue
 import re
 import stat
 import struct
@@ -93,6 +94,85 @@ def _hold_budget(nbytes: int):
     budget (and a test that replaces it replaces it for both).
     """
     return _DECODE_BUDGET.hold(nbytes)
+
+
+#: Work that allocates at least this many bytes (a decode's working memory, the
+#: parse of a large answer) runs in the one large-work thread (:func:`run_large`).
+LARGE_WORK_BYTES = 16 * 2**20
+
+
+class _LargeWork:
+    """One daemon thread that runs the process's large decodes and parses, one at a time.
+
+    Why one thread: the C allocator (glibc) gives each thread its own arena
+    and keeps what is freed there for that thread's next allocations. Pillow
+    holds an image in 16 MiB blocks and a large JSON object grows its tables
+    in pieces under 32 MiB, below the size that is mapped and unmapped on
+    its own: when every generation thread decoded its own large answer, the
+    freed blocks stayed resident in every thread's arena, and a run's peak
+    memory grew with ``--violin-concurrency`` (2.6 GB at 16 for 59 MB
+    JPEGs) although the budget above let one decode run at a time. Done
+    here, they are kept (and reused) in one arena only.
+    """
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.runs = 0  # jobs run (for tests)
+
+    def run(self, fn, *args):
+        if threading.current_thread() is self._thread:  # a job's own large work: run it inline
+            return fn(*args)
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="violin-large-work", daemon=True)
+                self._thread.start()
+        done, box = threading.Event(), {}
+        self._jobs.put((fn, args, done, box))
+        done.wait()
+        if "error" in box:
+            error = box.pop("error")
+            try:
+                raise error
+            finally:
+                del error  # no reference cycle through the traceback
+        return box["value"]
+
+    def _serve(self) -> None:
+        while True:
+            fn, args, done, box = self._jobs.get()
+            try:
+                box["value"] = fn(*args)
+            except BaseException as exc:  # handed to the caller, whatever it is
+                box["error"] = exc
+            finally:
+                self.runs += 1
+                del fn, args
+                done.set()
+
+
+_LARGE_WORK = _LargeWork()
+
+
+def run_large(nbytes: int, fn, *args):
+    """``fn(*args)``, in the large-work thread when it allocates ``nbytes`` >= :data:`LARGE_WORK_BYTES`.
+
+    The caller waits for the result (or the exception) as for a direct call.
+    See :class:`_LargeWork` for why.
+    """
+    if int(nbytes) < LARGE_WORK_BYTES:
+        return fn(*args)
+    return _LARGE_WORK.run(fn, *args)
+
+
+def run_budgeted(nbytes: int, fn, *args):
+    """``fn(*args)`` holding ``nbytes`` of the decode budget, in the large-work thread when large."""
+    def budgeted():
+        with _hold_budget(nbytes):
+            return fn(*args)
+
+    return run_large(nbytes, budgeted)
 
 
 ACCEPTED_INPUTS = (

@@ -21,7 +21,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, _hold_budget,
+from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, run_budgeted,
                      _open_checked, _open_regular, _reason)
 from .pillow_reader import _array_to_rgb8, _convert_blocks, _pil_to_rgb8
 
@@ -46,15 +46,18 @@ def _cv_decode(data, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     """Decode encoded bytes with ``cv2.imdecode(IMREAD_COLOR)`` after Pillow's header checks."""
     with _open_checked(io.BytesIO(data), original, max_pixels, max_bytes) as img:
         width, height = img.size
-    with _hold_budget(width * height * 7):
-        try:
-            bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-        except cv2.error:
-            bgr = None
-        if bgr is None or bgr.ndim != 3 or bgr.shape[2] != 3:
-            raise _fail(original, "OpenCV cannot decode this image (cv2.imread, which the "
-                                  "reference scripts read files with, returns None for it)")
-        return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    return run_budgeted(width * height * 7, _cv_rgb8, data, original)
+
+
+def _cv_rgb8(data, original) -> np.ndarray:
+    try:
+        bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    except cv2.error:
+        bgr = None
+    if bgr is None or bgr.ndim != 3 or bgr.shape[2] != 3:
+        raise _fail(original, "OpenCV cannot decode this image (cv2.imread, which the "
+                              "reference scripts read files with, returns None for it)")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB, dst=bgr)  # in place: no second full-size copy
 
 
 def read(obj, max_pixels: int, max_bytes: int) -> np.ndarray:

@@ -20,8 +20,8 @@ import numpy as np
 from PIL import ExifTags, Image, ImageOps
 
 from ..errors import InvalidImageError
-from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, _hold_budget,
-                     _open_checked, _open_regular, _reason, _working_bytes)
+from .bounds import (_DECODE_ERRORS, _check_array, _check_bytes, _check_pixels, _fail, _open_checked,
+                     _open_regular, _reason, _working_bytes, run_budgeted)
 
 #: Conversions work on blocks of rows of about this many pixels, so no
 #: full-size intermediate copy (32-bit or float) is ever made.
@@ -164,15 +164,17 @@ def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     """
     img = _open_checked(fh, original, max_pixels, max_bytes)
     try:
-        with _hold_budget(_working_bytes(img)):
-            try:
-                img.load()
-            except _DECODE_ERRORS as exc:
-                raise _fail(original, f"image data is truncated or corrupt "
-                                      f"({_reason(exc)})") from None
-            return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
+        return run_budgeted(_working_bytes(img), _load_rgb8, img, original, max_pixels, max_bytes)
     finally:
         img.close()
+
+
+def _load_rgb8(img: Image.Image, original, max_pixels: int, max_bytes: int) -> np.ndarray:
+    try:
+        img.load()
+    except _DECODE_ERRORS as exc:
+        raise _fail(original, f"image data is truncated or corrupt ({_reason(exc)})") from None
+    return _pil_to_rgb8(img, original, max_pixels, max_bytes, owned=True)
 
 
 def _open_path(path: Path, original, max_pixels: int, max_bytes: int) -> np.ndarray:

@@ -27,7 +27,11 @@ sees it within :data:`WATCH_INTERVAL` and interrupts its worker as the first
 Ctrl-C does (also when only the controller got the signal). The same thread
 ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
 changed), so no worker outlives its controller. A worker handles only its
-first interrupt; what follows is the controller's business.
+first interrupt; what follows is the controller's business. A worker
+interrupted alone (a signal to its pid) ends as after a Ctrl-C; when the
+controller learns it (``pytest_testnodedown``) it is interrupted as by a
+Ctrl-C too, so the other workers stop at once instead of waiting for their
+requests in flight (and xdist starts no replacement worker).
 """
 
 from __future__ import annotations
@@ -111,6 +115,19 @@ class SessionSignals:
         if self.control is not None:
             node.workerinput[CONTROL_KEY] = str(self.control)
             node.workerinput[CONTROLLER_PID_KEY] = os.getpid()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):  # xdist controller, per worker that ended
+        # a worker interrupted alone (``kill -INT`` of its pid): xdist waits for the other
+        # workers' tests, whose requests in flight could run to their time-out, and starts a
+        # replacement worker; the run is interrupted as by a Ctrl-C of the controller instead
+        output = getattr(node, "workeroutput", None) or {}
+        interrupted = error == "keyboard-interrupt" or output.get("exitstatus") == int(pytest.ExitCode.INTERRUPTED)
+        if interrupted and self.control is not None and self.count == 0:
+            self._interrupted(signal.SIGINT)
+            # in the controller's main thread (xdist's loop): pytest ends the session as interrupted
+            name = getattr(getattr(node, "gateway", None), "id", None) or "?"
+            raise KeyboardInterrupt(f"xdist worker {name} was interrupted")
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config):

@@ -1,4 +1,4 @@
-"""The body of an answer: its byte limit, its content decoding, and the large-answer slots.
+"""The body of an answer: its byte limit, its content decoding, and the large-answer budget.
 
 * :func:`read_body`: the decoded body of a streamed :class:`requests.Response`,
   refused before more than ``limit`` bytes are held (``Content-Length``
@@ -8,9 +8,11 @@
   checked between chunks.
 * :class:`_Decoder`: ``gzip`` / ``deflate`` decoding whose output per step is
   bounded (a gzip bomb is stopped one piece past the limit).
-* Answers over :data:`LARGE_ANSWER_BYTES` are read and decoded at most
-  :data:`LARGE_ANSWER_SLOTS` at a time per process (:func:`hold_large`,
-  :func:`release_large`), in one anonymous memory map each (:class:`_Body`).
+* Answers over :data:`LARGE_ANSWER_BYTES` are read and decoded within one
+  process-wide byte budget, :data:`LARGE_ANSWER_BUDGET` (:func:`hold_large`,
+  :func:`release_large`), in one anonymous memory map each (:class:`_Body`):
+  many answers of a few megabytes at once, the largest the cap allows one
+  at a time, whatever ``--violin-concurrency``.
 
 Why hand-written: requests and urllib3 have no limit on an answer's size,
 and the bound on what one decoding step may produce must hold with every
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import mmap
 import threading
+import time
 import zlib
 from typing import Iterator
 
@@ -33,7 +36,7 @@ from .deadline import state as _local
 from .text import truncate
 
 __all__ = ["ACCEPT_ENCODING", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES", "LARGE_ANSWER_BYTES",
-           "LARGE_ANSWER_SLOTS", "MAX_BODY_BYTES", "hold_large", "read_body", "release_large"]
+           "LARGE_ANSWER_BUDGET", "MAX_BODY_BYTES", "hold_large", "read_body", "release_large"]
 
 #: Largest answer accepted by default, in bytes after decompression
 #: (``--violin-max-answer-mb``); far above any real image answer.
@@ -45,12 +48,16 @@ MAX_BODY_BYTES = DEFAULT_MAX_ANSWER_BYTES
 #: Bytes read from a non-2xx answer: enough for the server's message.
 ERROR_BODY_BYTES = 64 * 1024
 
-#: Answers larger than this are read and decoded :data:`LARGE_ANSWER_SLOTS`
-#: at a time per process, so concurrency does not multiply their memory.
+#: Answers larger than this are read and decoded within :data:`LARGE_ANSWER_BUDGET`,
+#: so concurrency does not multiply their memory.
 LARGE_ANSWER_BYTES = 4 * 2**20
 
-#: How many large answers a process reads and decodes at once.
-LARGE_ANSWER_SLOTS = 2
+#: Bytes of large answers a process reads and decodes at once: each reserves its
+#: ``Content-Length`` (the answer cap when the length is unknown or compressed)
+#: from the first byte read to the end of its sample, decoding included. One
+#: answer near the default cap at a time (two of them, with the decode of one,
+#: made a run at concurrency 32 peak near 1 GB), sixteen of 4 MiB.
+LARGE_ANSWER_BUDGET = DEFAULT_MAX_ANSWER_BYTES
 
 #: Encodings asked for and decoded (with a bound on the decoded size).
 ACCEPT_ENCODING = "gzip, deflate"
@@ -71,7 +78,7 @@ class _Body:
     pages written are resident), given back to the system when closed:
     thousands of 64 KiB pieces freed by many threads would stay in glibc's
     per-thread arenas, and the peak would grow with the concurrency even
-    though only :data:`LARGE_ANSWER_SLOTS` large answers are held at once.
+    though :data:`LARGE_ANSWER_BUDGET` bounds the large answers held at once.
     """
 
     __slots__ = ("limit", "pieces", "size", "map")
@@ -169,23 +176,69 @@ class _Decoder:
 
 # ------------------------------------------------------------------ large answers
 
-_LARGE = threading.BoundedSemaphore(LARGE_ANSWER_SLOTS)
+class _AnswerBudget:
+    """Bytes of large answers held at once in the process (a counting semaphore in bytes).
+
+    A reservation over the whole budget is cut to it: that answer is held alone.
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = int(capacity)
+        self.used = 0
+        self.peak = 0  # most ever reserved at once (for tests)
+        self._cond = threading.Condition()
+
+    def acquire(self, nbytes: int, attempt: Attempt) -> int:
+        """Reserve ``nbytes`` (cut to the capacity); wait while it is taken.
+
+        A cancel of the run ends the wait (:class:`_Stopped`). The time spent
+        waiting moves the attempt's deadline on: the endpoint's time-out
+        measures the endpoint, not this process's queue for memory.
+        """
+        n = max(1, min(int(nbytes), self.capacity))
+        with self._cond:
+            last = time.monotonic()
+            while self.used + n > self.capacity:
+                self._cond.wait(WATCH_POLL)
+                now = time.monotonic()
+                # moved on while waiting, a look of the watchdog ahead (it reads the deadline anew)
+                attempt.deadline = max(attempt.deadline + now - last, now + 2 * WATCH_POLL)
+                last = now
+                if attempt.cancel is not None and attempt.cancel.is_set():
+                    attempt.check()  # fires "cancel" and raises
+            self.used += n
+            self.peak = max(self.peak, self.used)
+        return n
+
+    def release(self, nbytes: int) -> None:
+        with self._cond:
+            self.used -= nbytes
+            self._cond.notify_all()
 
 
-def hold_large(attempt: Attempt) -> None:
-    """Take one of the process's large-answer slots (once per thread)."""
-    if getattr(_local, "large", False):
+_LARGE = _AnswerBudget(LARGE_ANSWER_BUDGET)
+
+
+def hold_large(attempt: Attempt, nbytes: int) -> None:
+    """Reserve ``nbytes`` of the process's large-answer budget for this thread's sample.
+
+    Held until :func:`release_large` (the end of the sample). A thread that
+    holds less than ``nbytes`` (a small submit answer, then a large image
+    download) gives its reservation back and waits for the larger one, so it
+    never waits while holding part of the budget.
+    """
+    held = getattr(_local, "large", 0)
+    if held >= min(int(nbytes), _LARGE.capacity):
         return
-    while not _LARGE.acquire(timeout=WATCH_POLL):
-        attempt.check()
-    _local.large = True
+    release_large()
+    _local.large = _LARGE.acquire(nbytes, attempt)
 
 
 def release_large() -> None:
-    if getattr(_local, "large", False):
-        _local.large = False
-        _LARGE.release()
-
+    held = getattr(_local, "large", 0)
+    if held:
+        _local.large = 0
+        _LARGE.release(held)
 
 
 # ------------------------------------------------------------------------ reading
@@ -205,11 +258,13 @@ def read_body(response: requests.Response, attempt: Attempt, *, limit: int, cut:
             return b""
         raise
     length = (response.headers.get("Content-Length") or "").strip()
+    # what this answer may hold: its length, or the cap when unknown or compressed
+    expected = int(length) if length.isdigit() and decoder.identity else limit
     if not cut and length.isdigit() and decoder.identity:
         if int(length) > limit:
             raise _BodyTooLarge(int(length), True)
         if int(length) > LARGE_ANSWER_BYTES:
-            hold_large(attempt)
+            hold_large(attempt, expected)
     body = _Body(limit)
     total = 0
     raw = response.raw
@@ -228,7 +283,7 @@ def read_body(response: requests.Response, attempt: Attempt, *, limit: int, cut:
                             raise _Enough()
                         raise _BodyTooLarge(total, False)
                     if total > LARGE_ANSWER_BYTES and not cut:
-                        hold_large(attempt)
+                        hold_large(attempt, max(expected, total))
                     body.append(out)
             except _BadEncoding:
                 if cut:

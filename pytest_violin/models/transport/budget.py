@@ -3,7 +3,7 @@
 :func:`sample_scope` is :meth:`.client.HttpClient.sample`: the requests an
 adapter's ``generate`` makes inside it share one budget (``budget_end`` in
 the thread's state, read by the client's retry loop), a large answer keeps
-its slot (:mod:`.body`) until the scope ends, and the outermost scope holds
+its reservation (:mod:`.body`) until the scope ends, and the outermost scope holds
 one place of the client's :class:`~.limits.AdaptiveLimit`.
 :func:`renew_budget` starts the budget again after a job waited in a queue
 (:mod:`.jobs`).

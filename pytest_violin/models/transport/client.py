@@ -7,7 +7,7 @@ the run's cancel event, over the pieces (each one job, see README "Layout"):
 netrc read once; :mod:`.origins`: where credentials may go;
 :mod:`.credentials`: headers, ``${ENV}``), :mod:`.attempt` and
 :mod:`.deadline` (one attempt, its watchdog), :mod:`.body` (byte limit,
-content decoding, large-answer slots), :mod:`.budget` (one sample's scope),
+content decoding, the large-answer budget), :mod:`.budget` (one sample's scope),
 :mod:`.retries` and :mod:`.failures` (when to retry, why it failed),
 :mod:`.limits` (``--violin-rate``, samples in flight), :mod:`.outcomes`
 (setup error or the model's failure), :mod:`.result` (:class:`HttpResult`).
@@ -38,7 +38,7 @@ from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, 
 from ...redaction import redact, redact_url
 from .attempt import send_once
 from .body import (ACCEPT_ENCODING, DEFAULT_MAX_ANSWER_BYTES, ERROR_BODY_BYTES, LARGE_ANSWER_BYTES,
-                   LARGE_ANSWER_SLOTS, MAX_BODY_BYTES, release_large)
+                   LARGE_ANSWER_BUDGET, MAX_BODY_BYTES, release_large)
 from .budget import budget_left, renew_budget, sample_scope
 from .client_options import client_settings
 from .deadline import Attempt, state as _local
@@ -55,7 +55,7 @@ from .text import MESSAGE_LIMIT, truncate
 # its own: HttpClient, client_from_options, SAMPLE_BUDGET_FACTOR, thread_requests; the rest as before the split
 __all__ = [
     "ACCEPT_ENCODING", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES", "LARGE_ANSWER_BYTES",
-    "LARGE_ANSWER_SLOTS", "MAX_BODY_BYTES", "SAMPLE_BUDGET_FACTOR", "USER_AGENT", "EnvironmentSettings",
+    "LARGE_ANSWER_BUDGET", "MAX_BODY_BYTES", "SAMPLE_BUDGET_FACTOR", "USER_AGENT", "EnvironmentSettings",
     "HttpClient", "HttpResult", "RetryPolicy", "client_from_options", "is_transient_status",
     "make_session", "parse_retry_after", "thread_requests",
 ]
@@ -188,7 +188,7 @@ class HttpClient:
 
     def sample(self) -> contextlib.AbstractContextManager:
         """Scope of one sample's requests (the adapters' ``generate``): one time budget
-        (:attr:`sample_budget`) for all of them, a large answer's slot kept to the end, and
+        (:attr:`sample_budget`) for all of them, a large answer's reservation kept to the end, and
         a place among the samples in flight (:func:`.budget.sample_scope`)."""
         return sample_scope(self.limit, self.cancel, self.sample_budget)
 

@@ -33,7 +33,7 @@ __all__ = ["WATCH_POLL", "WATCHDOG", "Attempt", "WatchedAdapter", "state"]
 WATCH_POLL = 0.05
 
 #: The transport's per-thread state: ``attempt`` (the attempt in flight,
-#: here), ``large`` (:mod:`.body`'s slot), ``sent``, ``budget_end``,
+#: here), ``large`` (the bytes :mod:`.body`'s budget reserved), ``sent``, ``budget_end``,
 #: ``depth`` and ``slot`` (:mod:`.client`'s sample scope).
 state = threading.local()
 

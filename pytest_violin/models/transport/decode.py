@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import re
 from typing import Any, Callable
 from urllib.parse import unquote_to_bytes
@@ -325,7 +326,7 @@ def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -
 
 def _json_summary(obj: Any) -> str:
     if isinstance(obj, dict):
-        keys = list(obj)[:8]
+        keys = list(itertools.islice(obj, 8))  # not list(obj): an answer may hold millions of keys
         more = ", ..." if len(obj) > 8 else ""
         return "top-level keys: " + ", ".join(repr(k) for k in keys) + more
     if isinstance(obj, list):

@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from ...errors import ViolinError
+from ...imaging.bounds import LARGE_WORK_BYTES, run_large
 
 __all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "json_depth_over", "load_json"]
 
@@ -24,6 +25,11 @@ __all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "json_depth_over", "load_json"]
 #: nest a handful of levels, and Python's parser raises RecursionError (not a
 #: ValueError) somewhere past a thousand.
 MAX_JSON_DEPTH = 64
+
+#: Answers longer than this are parsed in the process's one large-work thread: a
+#: few megabytes of JSON can make hundreds of megabytes of objects, and what one
+#: thread frees stays in its own allocator arena (:func:`pytest_violin.imaging.bounds.run_large`).
+LARGE_JSON_BYTES = 4 * 2**20
 
 
 class JsonTooDeep(ViolinError, ValueError):
@@ -73,6 +79,12 @@ def load_json(data, *, limit: int = MAX_JSON_DEPTH):
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
+    if len(data) > LARGE_JSON_BYTES:  # in the one large-work thread: see imaging.bounds._LargeWork
+        return run_large(LARGE_WORK_BYTES, _load, data, limit)
+    return _load(data, limit)
+
+
+def _load(data, limit: int):
     if json_depth_over(data, limit):
         raise JsonTooDeep(f"JSON nested deeper than {limit} levels")
     try:

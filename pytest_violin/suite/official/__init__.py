@@ -23,11 +23,12 @@ is counted and reported in :attr:`OfficialSamples.dataset`.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import shutil
+import warnings
 from pathlib import Path
 
-from ..._fs import atomic_write
+from ..._fs import atomic_write, load_json_text, read_option_file
 from ...errors import ManifestError, SuiteError
 from ...report.text import printable
 from ..sample import Sample
@@ -125,12 +126,65 @@ def _sha_memo(path: Path) -> str:
     return digest
 
 
+#: Largest cached index read back (a few hundred bytes per sample; larger is not ours).
+MAX_INDEX_BYTES = 64 * 2**20
+
+# what _samples reads from each record of an index: field -> accepted types
+_RECORD = {"group": str, "number": int, "sha": str, "expected": str, "inputs": list, "task": str,
+           "variation": str, "prompt": str, "w": int, "h": int, "layout": (str, type(None))}
+
+
+def _index_problem(doc) -> str | None:
+    """What is wrong with the shape of a cached index of this version, or None."""
+    if not isinstance(doc.get("rows"), int) or not isinstance(doc.get("records"), list):
+        return "'rows' is not a number or 'records' not a list"
+    for name in ("skipped", "notes"):
+        table = doc.get(name)
+        if not isinstance(table, dict) or not all(isinstance(v, int) for v in table.values()):
+            return f"{name!r} is not an object of counts"
+    for i, rec in enumerate(doc["records"]):
+        bad = (not isinstance(rec, dict) or next((k for k, t in _RECORD.items()
+                                                  if not isinstance(rec.get(k), t)), None))
+        if bad or not all(isinstance(p, str) for p in rec["inputs"]):
+            return f"record {i} is not a sample record (field {bad or 'inputs'!r})"
+    return None
+
+
 def _load_index(index: Path):
-    try:
-        doc = json.loads(index.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """The cached index at ``index``; None when there is none of this version to use.
+
+    A cached index that cannot be used (a special or oversized file, not JSON,
+    not the shape this version writes) is deleted with a warning, so it is
+    built again, never an error of every later run.
+    """
+    if not os.path.lexists(index):
         return None
-    return doc if doc.get("version") == INDEX_VERSION else None
+    if os.path.islink(index):  # the cache writes files, never links: not ours to follow
+        return _drop_index(index, f"cached index {str(index)!r} is a symbolic link")
+    try:
+        text = read_option_file(index, what="cached index", limit=MAX_INDEX_BYTES, error=SuiteError)
+        doc = load_json_text(text, what="cached index", path=index, error=SuiteError)
+        if not isinstance(doc, dict):
+            raise SuiteError(f"cached index {str(index)!r} is not a JSON object")
+    except SuiteError as exc:
+        return _drop_index(index, str(exc))
+    if doc.get("version") != INDEX_VERSION:
+        return None
+    problem = _index_problem(doc)
+    return doc if problem is None else _drop_index(index, f"{str(index)!r}: {problem}")
+
+
+def _drop_index(index: Path, why: str) -> None:
+    # ``why`` names the file and what is wrong with it, never its content
+    warnings.warn(f"pytest-violin: the official data's cached index was dropped and is built "
+                  f"again: {why}", RuntimeWarning, stacklevel=3)
+    try:
+        index.unlink()
+    except IsADirectoryError:
+        shutil.rmtree(index, ignore_errors=True)
+    except OSError:
+        pass
+    return None
 
 
 def _progress(total):
