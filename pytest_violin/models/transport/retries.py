@@ -120,7 +120,7 @@ def send_once(session: requests.Session, method: str, url: str, attempt: Attempt
         finally:
             attempt.finish()  # before the connection goes back to the pool
             response.close()
-    except Exception as exc:  # classified by the caller (.failures)
+    except Exception as exc:  # classified by the caller (.outcomes)
         return response, b"", exc
     finally:
         attempt.finish()
@@ -179,20 +179,7 @@ class Request:
     # -- one attempt --------------------------------------------------------
     def _attempt(self) -> HttpResult:
         client = self.client
-        if client.cancel.is_set():
-            release_large()
-            raise self._cancelled()
-        if client.rate_limiter is not None and self.limited:
-            if not client.rate_limiter.take(client.cancel, self.budget_end):
-                release_large()
-                self._out_of_time(f"--violin-rate ({client.rate_limiter.rate:g} requests/s) leaves no time "
-                                  f"in the sample's budget of {self._budget()}")
-        start = time.monotonic()
-        allowed = min(client.timeout, self.budget_end - start)
-        if allowed <= 0:
-            release_large()
-            raise self._fail(f"no time left in the sample's budget of {self._budget()}", False,
-                             cls=GenerationUnjudged)
+        start, allowed = self._time_for_attempt()
         self.attempts += 1
         attempt = Attempt(start + allowed, client.cancel)
         client.count_request(retry=self.attempts > 1)
@@ -213,17 +200,42 @@ class Request:
             found = answer_failure(response, self.status, body)
         else:
             body = b""
-            found = exception_failure(failure, fired=attempt.fired, status=self.status, allowed=allowed,
-                                      timeout=client.timeout, sample_budget=client.sample_budget,
-                                      max_bytes=client.max_bytes)
-            if found is None and isinstance(failure, UrlRefused):  # a redirect to a refused URL
-                raise UrlRefused(f"{self.what} {self.shown_url}: {failure.reason}", attempts=self.attempts,
-                                 status=self.status) from None
-            if found is None:
-                raise failure
+            found = self._explain(failure, attempt, allowed)
         if not found.transient:
             raise self._final(found, body)
         raise Transient(found, body)
+
+    def _time_for_attempt(self) -> tuple[float, float]:
+        """``(start, seconds allowed)`` of the next attempt; raises when the run or the budget says no."""
+        client = self.client
+        if client.cancel.is_set():
+            release_large()
+            raise self._cancelled()
+        if client.rate_limiter is not None and self.limited:
+            if not client.rate_limiter.take(client.cancel, self.budget_end):
+                release_large()
+                self._out_of_time(f"--violin-rate ({client.rate_limiter.rate:g} requests/s) leaves no time "
+                                  f"in the sample's budget of {self._budget()}")
+        start = time.monotonic()
+        allowed = min(client.timeout, self.budget_end - start)
+        if allowed <= 0:
+            release_large()
+            raise self._fail(f"no time left in the sample's budget of {self._budget()}", False,
+                             cls=GenerationUnjudged)
+        return start, allowed
+
+    def _explain(self, failure: Exception, attempt: Attempt, allowed: float) -> Failure:
+        """The :class:`~.outcomes.Failure` of an attempt that raised ``failure``; raises what is not ours."""
+        client = self.client
+        found = exception_failure(failure, fired=attempt.fired, status=self.status, allowed=allowed,
+                                  timeout=client.timeout, sample_budget=client.sample_budget,
+                                  max_bytes=client.max_bytes)
+        if found is None and isinstance(failure, UrlRefused):  # a redirect to a refused URL
+            raise UrlRefused(f"{self.what} {self.shown_url}: {failure.reason}", attempts=self.attempts,
+                             status=self.status) from None
+        if found is None:
+            raise failure
+        return found
 
     # -- tenacity's parts ---------------------------------------------------
     def _wait(self, retry_state: tenacity.RetryCallState) -> float:
