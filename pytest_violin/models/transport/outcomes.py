@@ -86,7 +86,6 @@ def is_loopback(url: str) -> bool:
         return False
 
 
-
 def is_transient_status(status: int) -> bool:
     """Whether an HTTP status is worth retrying (408, 429 and 5xx)."""
     return status in (408, 429) or 500 <= status <= 599
@@ -129,6 +128,7 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN / inf
         return None
     return max(seconds, 0.0)
+
 
 @dataclass
 class Failure:
