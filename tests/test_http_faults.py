@@ -89,6 +89,19 @@ def test_429_without_retry_after_backs_off_exponentially():
     assert sleeps == pytest.approx([0.01, 0.02, 0.04])  # rng() == 1.0: the full ceiling
 
 
+def test_each_retry_waits_the_one_backoff_it_drew():
+    """The wait checked against the sample's budget is the wait slept: one draw per retry."""
+    draws = iter([0.25, 0.75])
+    policy = RetryPolicy(retries=3, backoff_base=0.01, sleep=(sleeps := []).append, rng=lambda: next(draws))
+    with FaultServer([Reply(503, "busy"), Reply(502, "busy"), Reply.png(IMG)]) as server:
+        client = HttpClient(timeout=5.0, policy=policy)
+        out = HttpAdapter(server.url + "/gen", client).generate(REQ)
+        client.close()
+    assert np.array_equal(out, IMG)
+    assert sleeps == pytest.approx([0.01 * 0.25, 0.02 * 0.75])
+    assert next(draws, None) is None  # both draws used, none wasted
+
+
 def test_retry_after_one_second_really_waits(tmp_path):
     """One real wait: the default sleep honours a 1 s Retry-After."""
     with FaultServer([Reply(429, headers={"Retry-After": "1"}), Reply.png(IMG)]) as server:

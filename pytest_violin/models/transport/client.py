@@ -1,16 +1,16 @@
 """The HTTP client the model adapters share: :class:`HttpClient` composes the transport's pieces.
 
-:class:`HttpClient` (one per adapter, shared by its threads) holds the retry
-loop, :meth:`~HttpClient.request`: attempts, waits, the sample's budget and
-the run's cancel event, over the pieces (each one job, see README "Layout"):
-:mod:`.session` (the requests session; :mod:`.environment`: proxies, CA,
-netrc read once; :mod:`.origins`: where credentials may go;
-:mod:`.credentials`: headers, ``${ENV}``), :mod:`.attempt` and
-:mod:`.deadline` (one attempt, its watchdog), :mod:`.body` (byte limit,
-content decoding, the large-answer budget), :mod:`.budget` (one sample's scope),
-:mod:`.retries` and :mod:`.failures` (when to retry, why it failed),
-:mod:`.limits` (``--violin-rate``, samples in flight), :mod:`.outcomes`
-(setup error or the model's failure), :mod:`.result` (:class:`HttpResult`).
+:class:`HttpClient` (one per adapter, shared by its threads) sends requests
+through :meth:`~HttpClient.request`, whose attempts and waits run on
+tenacity (:mod:`.retries`: :class:`~.retries.Request`), over the pieces
+(each one job, see README "Layout"): :mod:`.session` (the requests session;
+:mod:`.environment`: proxies, CA, netrc read once; :mod:`.origins`: where
+credentials may go; :mod:`.credentials`: headers, ``${ENV}``),
+:mod:`.deadline` (one attempt's deadline, its watchdog), :mod:`.body` (byte
+limit, content decoding, the large-answer budget), :mod:`.outcomes` (why an
+attempt failed, whether to retry, setup error or the model's failure),
+:mod:`.limits` (``--violin-rate``, samples in flight, one sample's scope and
+budget), :mod:`.result` (:class:`HttpResult`).
 :func:`client_from_options` builds a client from
 :class:`~pytest_violin.models.AdapterOptions` (checked in :mod:`.client_options`).
 
@@ -29,28 +29,22 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import threading
-import time
 from typing import Any, Mapping
 
-from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, ModelSpecError
-from ...redaction import redact, redact_url
-from .attempt import send_once
+from ...errors import GenerationError, ModelSpecError
+from ...redaction import redact_url
 from .body import (ACCEPT_ENCODING, DEFAULT_MAX_ANSWER_BYTES, ERROR_BODY_BYTES, LARGE_ANSWER_BYTES,
-                   LARGE_ANSWER_BUDGET, MAX_BODY_BYTES, release_large)
-from .budget import budget_left, renew_budget, sample_scope
+                   LARGE_ANSWER_BUDGET, MAX_BODY_BYTES)
 from .client_options import client_settings
-from .deadline import Attempt, state as _local
+from .deadline import state as _local
 from .environment import EnvironmentSettings
-from .failures import answer_failure, exception_failure
-from .limits import AdaptiveLimit, RateLimiter, parse_rate
+from .limits import AdaptiveLimit, RateLimiter, budget_left, parse_rate, renew_budget, sample_scope
 from .origins import UrlRefused, guard, origin_or_none
-from .outcomes import error_class
+from .outcomes import is_transient_status, parse_retry_after
 from .result import HttpResult
-from .retries import RetryPolicy, is_transient_status, parse_retry_after
+from .retries import SAMPLE_BUDGET_FACTOR, Request, RetryPolicy
 from .session import USER_AGENT, make_session
-from .text import MESSAGE_LIMIT, truncate
 
 # its own: HttpClient, client_from_options, SAMPLE_BUDGET_FACTOR, thread_requests; the rest as before the split
 __all__ = [
@@ -59,13 +53,6 @@ __all__ = [
     "HttpClient", "HttpResult", "RetryPolicy", "client_from_options", "is_transient_status",
     "make_session", "parse_retry_after", "thread_requests",
 ]
-
-log = logging.getLogger("pytest_violin.http")
-
-#: One sample spends at most this many times the timeout in all its
-#: attempts and retry waits together.
-SAMPLE_BUDGET_FACTOR = 2
-
 
 def thread_requests() -> int:
     """Requests every :class:`HttpClient` has sent from the calling thread so far.
@@ -82,7 +69,7 @@ def _no_auth(request):
 
 
 class HttpClient:
-    """A session plus the retry loop, shared by one adapter's threads.
+    """A session plus the retry loop (:class:`~.retries.Request`), shared by one adapter's threads.
 
     Parameters
     ----------
@@ -189,31 +176,16 @@ class HttpClient:
     def sample(self) -> contextlib.AbstractContextManager:
         """Scope of one sample's requests (the adapters' ``generate``): one time budget
         (:attr:`sample_budget`) for all of them, a large answer's reservation kept to the end, and
-        a place among the samples in flight (:func:`.budget.sample_scope`)."""
+        a place among the samples in flight (:func:`.limits.sample_scope`)."""
         return sample_scope(self.limit, self.cancel, self.sample_budget)
 
-    def _fail(self, what, shown_url, reason, attempts, status, transport, *, cls=None,
-              body: bytes = b"") -> GenerationError:
-        # SetupError for a status that says the request itself is invalid (transport.outcomes);
-        # ``body``: the error answer (at most ERROR_BODY_BYTES), for adapters that read more of it
-        error = (cls or error_class(status, transport))(
-            truncate(redact(f"{what} {shown_url} failed: {reason}"), 2 * MESSAGE_LIMIT + 120),
-            attempts=attempts, status=status, transport=transport)
-        error.body = body
-        return error
+    def count_request(self, *, retry: bool) -> None:
+        """Count one request sent (``retry``: it repeats a failed attempt; the run's totals count them apart)."""
+        with self._lock:
+            self.requests_sent += 1
+            if retry:
+                self.retries_sent += 1
 
-    def _cancelled(self, what, shown_url, attempts, status=None) -> GenerationCancelled:
-        return GenerationCancelled(f"{what} {shown_url} cancelled: the run was interrupted",
-                                   attempts=attempts, status=status)
-
-    def _wait(self, seconds: float) -> bool:
-        """Wait before a retry; False when the run was cancelled meanwhile."""
-        if self.policy.sleep is not None:
-            self.policy.sleep(seconds)
-            return not self.cancel.is_set()
-        return not self.cancel.wait(seconds)
-
-    # -- the loop -----------------------------------------------------------
     def request(self, method: str, url: str, *, what: str = "request", **kwargs) -> HttpResult:
         """Send a request, retrying transient failures; return the 2xx result.
 
@@ -245,109 +217,8 @@ class HttpClient:
         if (method.upper() != "GET" or what != "image download") and kwargs.get("auth") is not _no_auth:
             self._origins.add(origin_or_none(url))
         # --violin-rate counts requests to the provider, not downloads from another host (a CDN)
-        limited = origin_or_none(url) in self._origins
-        in_sample = getattr(_local, "depth", 0) > 0
-        budget_end = getattr(_local, "budget_end", None) if in_sample else None
-        if budget_end is None:
-            budget_end = time.monotonic() + self.sample_budget
-        attempts = 0
-        status: int | None = None
-        while True:
-            if self.cancel.is_set():
-                release_large()
-                raise self._cancelled(what, shown_url, attempts, status)
-            if self.rate_limiter is not None and limited:
-                if not self.rate_limiter.take(self.cancel, budget_end):
-                    release_large()
-                    self._out_of_time(
-                        what, shown_url, f"--violin-rate ({self.rate_limiter.rate:g} requests/s) leaves no "
-                        f"time in the sample's budget of {self.sample_budget:g} s ({SAMPLE_BUDGET_FACTOR} x "
-                        "the timeout)", attempts, status)
-            start = time.monotonic()
-            allowed = min(self.timeout, budget_end - start)
-            if allowed <= 0:
-                release_large()
-                raise self._fail(
-                    what, shown_url,
-                    f"no time left in the sample's budget of {self.sample_budget:g} s "
-                    f"({SAMPLE_BUDGET_FACTOR} x the timeout)",
-                    attempts, status, False, cls=GenerationUnjudged,
-                )
-            attempts += 1
-            attempt = Attempt(start + allowed, self.cancel)
-            with self._lock:
-                self.requests_sent += 1
-                if attempts > 1:
-                    self.retries_sent += 1
-            _local.sent = getattr(_local, "sent", 0) + 1
-            response, body, failure = send_once(self.session, method, url, attempt, allowed=allowed,
-                                                max_bytes=self.max_bytes, kwargs=kwargs)
-            status = None if response is None else response.status_code
-            if failure is None and 200 <= status < 300:
-                if not in_sample:
-                    release_large()
-                return HttpResult(status=status, headers=response.headers, content=body,
-                                  url=response.url or url, attempts=attempts, elapsed=time.monotonic() - start)
-            release_large()
-            if failure is not None and attempt.fired == "cancel":
-                raise self._cancelled(what, shown_url, attempts, status)
-            if failure is None:
-                found = answer_failure(response, status, body)
-            else:
-                found = exception_failure(failure, fired=attempt.fired, status=status, allowed=allowed,
-                                          timeout=self.timeout, sample_budget=self.sample_budget,
-                                          max_bytes=self.max_bytes)
-                if found is None and isinstance(failure, UrlRefused):  # a redirect to a refused URL
-                    raise UrlRefused(f"{what} {shown_url}: {failure.reason}", attempts=attempts,
-                                     status=status) from None
-                if found is None:
-                    raise failure
-            if not found.transient or attempts > self.policy.retries:
-                raise self._fail(what, shown_url, found.reason, attempts, status, found.transport,
-                                 cls=GenerationUnjudged if found.unjudged else None,
-                                 body=body if failure is None else b"")
-            self._before_retry(what, shown_url, found, attempts, status, budget_end)
-
-    def _before_retry(self, what, shown_url, found, attempts: int, status, budget_end: float) -> None:
-        """Wait for the next attempt, or raise when the server's wait, the budget or a cancel says no."""
-        reason, transport, retry_after = found.reason, found.transport, found.retry_after
-        cap = self.policy.retry_after_cap
-        if retry_after is not None and retry_after > cap:
-            raise self._fail(
-                what, shown_url,
-                f"{reason}; the server asks to retry after {retry_after:g} s, longer than the "
-                f"longest wait of {cap:g} s",
-                attempts, status, transport,
-            )
-        wait = self.policy.delay(attempts - 1, retry_after)
-        if wait >= budget_end - time.monotonic():
-            raise self._fail(
-                what, shown_url,
-                f"{reason}; no time left for a retry in the sample's budget of "
-                f"{self.sample_budget:g} s ({SAMPLE_BUDGET_FACTOR} x the timeout)",
-                attempts, status, transport,
-            )
-        log.info("%s %s: %s; retry %d of %d in %.2f s", what, shown_url, redact(reason), attempts,
-                 self.policy.retries, wait)
-        slot = getattr(_local, "slot", None)
-        queued = status == 429 and slot is not None and slot is self.limit
-        if queued:  # the endpoint is full: fewer samples in flight, and this one queues again
-            slot.overloaded()
-            slot.release()
-            _local.slot = None
-        if wait > 0 and not self._wait(wait):
-            raise self._cancelled(what, shown_url, attempts, status)
-        if queued:
-            if not slot.acquire(self.cancel, budget_end, urgent=True):
-                self._out_of_time(what, shown_url, f"{reason}; no place among the samples in flight within "
-                                  f"the sample's budget of {self.sample_budget:g} s", attempts, status, transport)
-            _local.slot = slot
-
-    def _out_of_time(self, what, shown_url, reason, attempts, status, transport=False) -> None:
-        """Raise for a wait that ended without its turn: cancelled, or a time-out (never scored)."""
-        if self.cancel.is_set():
-            raise self._cancelled(what, shown_url, attempts, status)
-        raise self._fail(what, shown_url, reason, attempts, status, transport, cls=GenerationUnjudged)
+        return Request(self, method, url, what, kwargs, limited=origin_or_none(url) in self._origins,
+                       in_sample=getattr(_local, "depth", 0) > 0).run()
 
     def post_json(self, url: str, body: Any, *, what: str = "POST") -> HttpResult:
         """POST ``body`` as JSON (see :meth:`request`)."""

@@ -33,7 +33,7 @@ from ...errors import GenerationCancelled, GenerationError, GenerationRefused, G
 from ...redaction import redact, redact_url
 from .client import HttpClient
 from .decode import load_json
-from .retries import parse_retry_after
+from .outcomes import parse_retry_after
 
 __all__ = ["QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "JobStates", "poll_job"]
 

@@ -17,20 +17,31 @@
   without an error raises the limit by ``1/limit`` (one more per "round"
   of samples), up to ``--violin-concurrency``: the limit settles just
   around the endpoint's capacity without the user guessing it.
+* :func:`sample_scope` (:meth:`.client.HttpClient.sample`): one sample's
+  scope. The requests an adapter's ``generate`` makes inside it share one
+  time budget (``budget_end`` in the thread's state, read by the retry loop
+  in :mod:`.retries`), a large answer keeps its slot (:mod:`.body`) until
+  the scope ends, and the outermost scope holds one place of the client's
+  :class:`AdaptiveLimit`. :func:`renew_budget` starts the budget again after
+  a job waited in a queue (:mod:`.jobs`).
 
-Both are plain, lock-protected state machines with no thread of their own;
+The first two are plain, lock-protected state machines with no thread of their own;
 waits end at once when the run's cancel event is set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
+from typing import Iterator
 
-from ...errors import ModelSpecError
+from ...errors import GenerationCancelled, ModelSpecError
+from .body import release_large
+from .deadline import state as _local
 
-__all__ = ["AdaptiveLimit", "RateLimiter", "parse_rate"]
+__all__ = ["AdaptiveLimit", "RateLimiter", "budget_left", "parse_rate", "renew_budget", "sample_scope"]
 
 _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*/\s*(s|sec|second|min|minute)\s*$", re.IGNORECASE)
 _UNIT = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0}
@@ -164,3 +175,52 @@ class AdaptiveLimit:
             if self.limit < self.maximum:
                 self.limit = min(float(self.maximum), self.limit + 1.0 / self.limit)
                 self._cond.notify_all()
+
+
+def renew_budget(budget: float) -> None:
+    """Start this thread's sample budget (``budget`` seconds) again, inside a sample."""
+    if getattr(_local, "budget_end", None) is not None:
+        _local.budget_end = time.monotonic() + budget
+
+
+def budget_left(budget: float) -> float:
+    """Seconds left in this thread's sample budget (``budget``, a whole one, outside a sample)."""
+    end = getattr(_local, "budget_end", None)
+    return budget if end is None else end - time.monotonic()
+
+
+@contextlib.contextmanager
+def sample_scope(limit: AdaptiveLimit | None, cancel: threading.Event, budget: float) -> Iterator[None]:
+    """The scope of one sample's requests (see :meth:`.client.HttpClient.sample`).
+
+    The outermost scope waits, before its budget starts, for a place in
+    ``limit`` (while as many samples as it allows are in flight) and gives it
+    back at the end; a sample that ends without error lets the limit grow.
+    """
+    outer = getattr(_local, "budget_end", None)
+    holder = None
+    if outer is None and limit is not None:
+        if not limit.acquire(cancel):
+            raise GenerationCancelled("sample cancelled before it started: the run was interrupted")
+        holder = limit
+        _local.slot = limit
+    if outer is None:
+        _local.budget_end = time.monotonic() + budget
+    _local.depth = getattr(_local, "depth", 0) + 1
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _local.depth -= 1
+        if outer is None:
+            _local.budget_end = None
+        if _local.depth == 0:
+            release_large()
+        if holder is not None:
+            if getattr(_local, "slot", None) is holder:
+                holder.release()
+            _local.slot = None
+            if ok:
+                holder.succeeded()
+

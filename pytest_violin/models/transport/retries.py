@@ -1,76 +1,62 @@
-"""When to retry and how long to wait: :func:`is_transient_status`, :func:`parse_retry_after`, :class:`RetryPolicy`.
+"""The retry loop on tenacity: :class:`RetryPolicy`, and :class:`Request`, the attempts of one request.
 
-Connection errors, time-outs, 408, 429 and 5xx are retried with exponential
-backoff and full jitter, or after the server's ``Retry-After`` (seconds or
-an HTTP date, capped); other 4xx answers are final. The loop itself is
-:meth:`.client.HttpClient.request`.
+:class:`Request` is :meth:`.client.HttpClient.request`'s loop: each attempt
+(:func:`send_once`) is sent under its deadline (:mod:`.deadline`) within the
+sample's budget, its failure is classified (:mod:`.outcomes`), and
+:class:`tenacity.Retrying` decides what comes next:
+
+* ``retry``: the attempt raised :class:`Transient` (connection errors,
+  time-outs, 408, 429 and 5xx); any other error is final and goes up as it
+  was raised;
+* ``wait``: the server's ``Retry-After`` (up to ``retry_after_cap``), else
+  exponential backoff with full jitter (:meth:`RetryPolicy.delay`);
+* ``stop``: ``retries`` retries made, a ``Retry-After`` over its cap, or a
+  wait that would end past the sample's budget (2 x the timeout, for all
+  attempts and waits); ``retry_error_callback`` then raises the failure and
+  says which;
+* ``sleep``: a wait on the run's cancel event (an interrupt ends it:
+  :class:`~pytest_violin.errors.GenerationCancelled`); ``before_sleep`` logs
+  the retry and, after a 429, gives the sample's place among those in flight
+  back (:class:`~.limits.AdaptiveLimit`), taken again after the wait.
+
+What no library does stays here and in :mod:`.deadline`: the deadline of a
+whole attempt (a watchdog shuts a trickling socket), the byte caps
+(:mod:`.body`) and the sample's budget across attempts.
 
 Why not urllib3's ``Retry``: it does not retry ``POST`` by default (every
 generation is one), its backoff has no full jitter, and it knows neither the
 sample's budget that spans all attempts and waits nor the run's cancel
-event. Its ``Retry.parse_retry_after`` reads only whole seconds and reads a
-date without a zone (``asctime`` form, ``-0000``) as the machine's local time
-(:func:`email.utils.mktime_tz`), where HTTP dates are GMT; so the header is
-read here with :func:`email.utils.parsedate_to_datetime`, and fractions of a
-second are kept.
+event.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import email.utils
+import logging
 import random
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ...errors import ModelSpecError
+import requests
+import tenacity
 
-__all__ = ["RetryPolicy", "is_transient_status", "parse_retry_after"]
+from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, ModelSpecError
+from ...redaction import redact, redact_url
+from .body import ERROR_BODY_BYTES, read_body, release_large
+from .deadline import WATCHDOG, Attempt
+from .deadline import state as _local
+from .origins import UrlRefused
+from .outcomes import Failure, answer_failure, error_class, exception_failure
+from .result import HttpResult
+from .text import MESSAGE_LIMIT, truncate
 
+__all__ = ["Request", "RetryPolicy", "Transient", "send_once"]
 
-def is_transient_status(status: int) -> bool:
-    """Whether an HTTP status is worth retrying (408, 429 and 5xx)."""
-    return status in (408, 429) or 500 <= status <= 599
+log = logging.getLogger("pytest_violin.http")
 
-
-def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` header.
-
-    Parameters
-    ----------
-    value : str or None
-        Delta seconds (``"3"``, ``"1.5"``) or an HTTP date.
-    now : float, optional
-        The current POSIX time (default :func:`time.time`).
-
-    Returns
-    -------
-    float or None
-        Non-negative seconds, or ``None`` for a missing or unreadable value.
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        if when is None:
-            return None
-        if when.tzinfo is None:
-            # asctime dates ("Sun Nov  6 08:49:37 1994") and "-0000" carry no
-            # zone; HTTP dates are always GMT, never the machine's local time
-            when = when.replace(tzinfo=_dt.timezone.utc)
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN / inf
-        return None
-    return max(seconds, 0.0)
+#: One sample spends at most this many times the timeout in all its
+#: attempts and retry waits together.
+SAMPLE_BUDGET_FACTOR = 2
 
 
 @dataclass
@@ -117,3 +103,218 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.retry_after_cap)
         ceiling = min(self.backoff_cap, self.backoff_base * (2.0**retry_index))
         return ceiling * self.rng()
+
+
+def send_once(session: requests.Session, method: str, url: str, attempt: Attempt, *, allowed: float,
+              max_bytes: int, kwargs: dict) -> tuple[requests.Response | None, bytes, Exception | None]:
+    """``(response, body, failure)``: the response (None when none came), the body read, what failed."""
+    _local.attempt = attempt
+    WATCHDOG.add(attempt)
+    response = None
+    try:
+        attempt.check()
+        response = session.request(method, url, timeout=(allowed, allowed), stream=True, **kwargs)
+        try:
+            ok = 200 <= response.status_code < 300
+            body = read_body(response, attempt, limit=max_bytes if ok else ERROR_BODY_BYTES, cut=not ok)
+        finally:
+            attempt.finish()  # before the connection goes back to the pool
+            response.close()
+    except Exception as exc:  # classified by the caller (.outcomes)
+        return response, b"", exc
+    finally:
+        attempt.finish()
+        _local.attempt = None
+        WATCHDOG.remove(attempt)
+    return response, body, None
+
+
+class Transient(Exception):
+    """Internal: an attempt failed in a way another attempt may cure (tenacity's cue to retry)."""
+
+    def __init__(self, found: Failure, body: bytes):
+        super().__init__(found.reason)
+        self.found = found
+        self.body = body  # the error answer (at most ERROR_BODY_BYTES), for adapters that read more of it
+
+
+def _transient(retry_state: tenacity.RetryCallState) -> Transient:
+    return retry_state.outcome.exception()
+
+
+class Request:
+    """One :meth:`.client.HttpClient.request`: its attempts, waits and failures on :class:`tenacity.Retrying`.
+
+    ``client``: the :class:`~.client.HttpClient` (its session, policy,
+    cancel event, limits and counters; not imported here, so that the
+    client imports this module and never the reverse);
+    ``limited``: the URL's origin is the provider's (``--violin-rate``
+    counts it); ``in_sample``: inside :meth:`.client.HttpClient.sample`,
+    whose budget (and large-answer slot) it shares.
+    """
+
+    def __init__(self, client, method: str, url: str, what: str, kwargs: dict, *,
+                 limited: bool, in_sample: bool):
+        self.client, self.method, self.url, self.what, self.kwargs = client, method, url, what, kwargs
+        self.shown_url = redact_url(url)
+        self.limited, self.in_sample = limited, in_sample
+        budget_end = getattr(_local, "budget_end", None) if in_sample else None
+        self.budget_end = time.monotonic() + client.sample_budget if budget_end is None else budget_end
+        self.attempts = 0  # attempts sent (tenacity also counts one that ends before it is sent)
+        self.status: int | None = None
+        self._waits: dict[int, float] = {}  # per attempt: tenacity asks both wait and stop for it
+        self._requeue: tuple | None = None  # (place, failure) given back for a 429's wait
+
+    def run(self) -> HttpResult:
+        """The 2xx result; raises the last failure (see :meth:`.client.HttpClient.request`)."""
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(Transient),
+            stop=tenacity.stop_any(tenacity.stop_after_attempt(self.client.policy.retries + 1),
+                                   self._wait_over_cap, self._wait_past_budget),
+            wait=self._wait, sleep=self._sleep, before_sleep=self._before_sleep,
+            retry_error_callback=self._give_up,
+        )
+        return retrying(self._attempt)
+
+    # -- one attempt --------------------------------------------------------
+    def _attempt(self) -> HttpResult:
+        client = self.client
+        start, allowed = self._time_for_attempt()
+        self.attempts += 1
+        attempt = Attempt(start + allowed, client.cancel)
+        client.count_request(retry=self.attempts > 1)
+        _local.sent = getattr(_local, "sent", 0) + 1
+        response, body, failure = send_once(client.session, self.method, self.url, attempt, allowed=allowed,
+                                            max_bytes=client.max_bytes, kwargs=self.kwargs)
+        self.status = None if response is None else response.status_code
+        if failure is None and 200 <= self.status < 300:
+            if not self.in_sample:
+                release_large()
+            return HttpResult(status=self.status, headers=response.headers, content=body,
+                              url=response.url or self.url, attempts=self.attempts,
+                              elapsed=time.monotonic() - start)
+        release_large()
+        if failure is not None and attempt.fired == "cancel":
+            raise self._cancelled()
+        if failure is None:
+            found = answer_failure(response, self.status, body)
+        else:
+            body = b""
+            found = self._explain(failure, attempt, allowed)
+        if not found.transient:
+            raise self._final(found, body)
+        raise Transient(found, body)
+
+    def _time_for_attempt(self) -> tuple[float, float]:
+        """``(start, seconds allowed)`` of the next attempt; raises when the run or the budget says no."""
+        client = self.client
+        if client.cancel.is_set():
+            release_large()
+            raise self._cancelled()
+        if client.rate_limiter is not None and self.limited:
+            if not client.rate_limiter.take(client.cancel, self.budget_end):
+                release_large()
+                self._out_of_time(f"--violin-rate ({client.rate_limiter.rate:g} requests/s) leaves no time "
+                                  f"in the sample's budget of {self._budget()}")
+        start = time.monotonic()
+        allowed = min(client.timeout, self.budget_end - start)
+        if allowed <= 0:
+            release_large()
+            raise self._fail(f"no time left in the sample's budget of {self._budget()}", False,
+                             cls=GenerationUnjudged)
+        return start, allowed
+
+    def _explain(self, failure: Exception, attempt: Attempt, allowed: float) -> Failure:
+        """The :class:`~.outcomes.Failure` of an attempt that raised ``failure``; raises what is not ours."""
+        client = self.client
+        found = exception_failure(failure, fired=attempt.fired, status=self.status, allowed=allowed,
+                                  timeout=client.timeout, sample_budget=client.sample_budget,
+                                  max_bytes=client.max_bytes)
+        if found is None and isinstance(failure, UrlRefused):  # a redirect to a refused URL
+            raise UrlRefused(f"{self.what} {self.shown_url}: {failure.reason}", attempts=self.attempts,
+                             status=self.status) from None
+        if found is None:
+            raise failure
+        return found
+
+    # -- tenacity's parts ---------------------------------------------------
+    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
+        """Seconds before the next attempt (drawn once per attempt)."""
+        number = retry_state.attempt_number
+        if number not in self._waits:
+            self._waits[number] = self.client.policy.delay(number - 1, _transient(retry_state).found.retry_after)
+        return self._waits[number]
+
+    def _wait_over_cap(self, retry_state: tenacity.RetryCallState) -> bool:
+        retry_after = _transient(retry_state).found.retry_after
+        return retry_after is not None and retry_after > self.client.policy.retry_after_cap
+
+    def _wait_past_budget(self, retry_state: tenacity.RetryCallState) -> bool:
+        return self._wait(retry_state) >= self.budget_end - time.monotonic()
+
+    def _give_up(self, retry_state: tenacity.RetryCallState) -> None:
+        """Raise the failure that stopped the loop, saying which stop it was."""
+        last = _transient(retry_state)
+        found, policy = last.found, self.client.policy
+        if self.attempts > policy.retries:
+            raise self._final(found, last.body)
+        if self._wait_over_cap(retry_state):
+            raise self._fail(f"{found.reason}; the server asks to retry after {found.retry_after:g} s, longer "
+                             f"than the longest wait of {policy.retry_after_cap:g} s", found.transport)
+        raise self._fail(f"{found.reason}; no time left for a retry in the sample's budget of {self._budget()}",
+                         found.transport)
+
+    def _before_sleep(self, retry_state: tenacity.RetryCallState) -> None:
+        found = _transient(retry_state).found
+        log.info("%s %s: %s; retry %d of %d in %.2f s", self.what, self.shown_url, redact(found.reason),
+                 self.attempts, self.client.policy.retries, self._wait(retry_state))
+        slot = getattr(_local, "slot", None)
+        if self.status == 429 and slot is not None and slot is self.client.limit:
+            # the endpoint is full: fewer samples in flight, and this one queues again after the wait
+            slot.overloaded()
+            slot.release()
+            _local.slot = None
+            self._requeue = (slot, found)
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait for the next attempt on the run's cancel event, then for a place again after a 429."""
+        client = self.client
+        if seconds > 0:
+            if client.policy.sleep is not None:
+                client.policy.sleep(seconds)
+            else:
+                client.cancel.wait(seconds)
+            if client.cancel.is_set():
+                raise self._cancelled()
+        if self._requeue is not None:
+            (slot, found), self._requeue = self._requeue, None
+            if not slot.acquire(client.cancel, self.budget_end, urgent=True):
+                self._out_of_time(f"{found.reason}; no place among the samples in flight within the "
+                                  f"sample's budget of {client.sample_budget:g} s", found.transport)
+            _local.slot = slot
+
+    # -- failures -----------------------------------------------------------
+    def _budget(self) -> str:
+        return f"{self.client.sample_budget:g} s ({SAMPLE_BUDGET_FACTOR} x the timeout)"
+
+    def _fail(self, reason: str, transport: bool, *, cls=None, body: bytes = b"") -> GenerationError:
+        # SetupError for a status that says the request itself is invalid (.outcomes.error_class)
+        error = (cls or error_class(self.status, transport))(
+            truncate(redact(f"{self.what} {self.shown_url} failed: {reason}"), 2 * MESSAGE_LIMIT + 120),
+            attempts=self.attempts, status=self.status, transport=transport)
+        error.body = body
+        return error
+
+    def _final(self, found: Failure, body: bytes) -> GenerationError:
+        return self._fail(found.reason, found.transport, cls=GenerationUnjudged if found.unjudged else None,
+                          body=body)
+
+    def _cancelled(self) -> GenerationCancelled:
+        return GenerationCancelled(f"{self.what} {self.shown_url} cancelled: the run was interrupted",
+                                   attempts=self.attempts, status=self.status)
+
+    def _out_of_time(self, reason: str, transport: bool = False) -> None:
+        """Raise for a wait that ended without its turn: cancelled, or a time-out (never scored)."""
+        if self.client.cancel.is_set():
+            raise self._cancelled()
+        raise self._fail(reason, transport, cls=GenerationUnjudged)
