@@ -96,25 +96,25 @@ def _gate_view(comparison) -> dict:
             "sections": sections, "lists": lists}
 
 
-def _charts(tables, groups) -> Markup:
-    """One bar chart of the metric means per task (regressed variations highlighted), or why not."""
+def _charts(tables, groups) -> list:
+    """Per task a bar chart of the metric means (regressed variations highlighted), or,
+    where no sample produced an image, ``(None, task, what they gave instead)``."""
     charts = []
     for t in tables:
         task_row = t.aggregate
         without = sum(int(task_row.get(k) or 0) for k in ("errors", "no_image", "refused"))
         if without >= task_row["n"]:  # no image to chart: say so instead of drawing empty bars
-            charts.append(Markup('<p class="muted nochart">{}: no sample produced an image ({}), '
-                                 "so there is no chart.</p>").format(t.task, _without_text(task_row)))
+            charts.append((None, t.task, _without_text(task_row)))
             continue
         series = [(r["variation"] or "-", r["metrics"]) for r in t.variations] or [("all", task_row["metrics"])]
         regressed = [r["variation"] or "-" for r in t.variations
                      if groups.get((t.task, r["variation"])) is not None
                      and groups[(t.task, r["variation"])].regressed]
         width = max(340, min(1200, 60 + len(t.names) * (24 + 10 * len(series))))
-        charts.append(Markup(bar_chart(list(t.names), series, title=f"{t.task}: metric means (lower is better)",
-                                       width=width, height=230 + 16 * ((len(series) + 3) // 4),
-                                       highlight=regressed)))
-    return Markup("").join(charts)
+        charts.append((Markup(bar_chart(list(t.names), series, title=f"{t.task}: metric means (lower is better)",
+                                        width=width, height=230 + 16 * ((len(series) + 3) // 4),
+                                        highlight=regressed)), t.task, ""))
+    return charts
 
 
 def _without_text(row) -> str:
