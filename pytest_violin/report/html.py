@@ -20,7 +20,7 @@ from pathlib import Path
 from ..gating import aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, records_of, usage_text
-from .pages import Markup, render_page
+from .pages import Markup, capital, render_page
 from .svg import bar_chart, color_scale
 from .text import is_image_data_uri
 from .view import task_tables
@@ -50,10 +50,6 @@ def _run_facts(meta, records) -> list:
     return rows
 
 
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
-
-
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
@@ -67,15 +63,15 @@ def _gate_view(comparison) -> dict:
             lines.append(("div", "banner bad", too_few_line(comparison)))
     else:
         text, level = headline(comparison)
-        lines += [("div", f"banner {level}", text), ("p", "muted", _capital(rule_line(comparison)) + ".")]
+        lines += [("div", f"banner {level}", text), ("p", "muted", capital(rule_line(comparison)) + ".")]
         if comparison.too_few and comparison.allow_mismatch:
             lines.append(("div", "banner warn", too_few_line(comparison)))
         ratchet = ratchet_line(comparison)
         if ratchet:
-            lines.append(("div", "banner good", _capital(ratchet) + "."))
+            lines.append(("div", "banner good", capital(ratchet) + "."))
     selection = selection_text(comparison)  # -k and friends: a selection, not a changed suite
     if selection:
-        lines.append(("div", "banner", _capital(selection) + "."))
+        lines.append(("div", "banner", capital(selection) + "."))
     elif comparison.fingerprint_changed:
         lines.append(("div", "banner warn", f"The suite definition changed since the baseline: "
                                             f"{len(comparison.changed)} redefined sample(s) were not compared."))

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["Markup", "csp", "render_page"]
+__all__ = ["Markup", "capital", "csp", "render_page"]
 
 
 def csp(script: str) -> str:
@@ -40,7 +40,7 @@ def _escape(value):
     return Markup(escape(str(value), quote=True))
 
 
-def _capital(text) -> str:
+def capital(text) -> str:
     """A sentence from a clause: its first letter upper-cased."""
     text = str(text)
     return text[:1].upper() + text[1:]
@@ -50,7 +50,7 @@ _ENV = Environment(loader=PackageLoader("pytest_violin.report", "templates"), au
                    undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                    finalize=_escape)
 # the policy is markup: its quotes must stay quotes (it holds nothing from outside)
-_ENV.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_signed=fmt_signed, capital=_capital,
+_ENV.filters.update(fmt=fmt, fmt_pct=fmt_pct, fmt_signed=fmt_signed, capital=capital,
                     csp=lambda script: Markup(csp(script)))
 
 
