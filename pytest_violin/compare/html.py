@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 from .._fs import atomic_write
 from ..report.json_report import fmt, fmt_pct, metric_names
-from ..report.pages import Markup, render_page
+from ..report.pages import BADGES, Markup, render_page
 from ..report.svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
 
@@ -261,12 +262,15 @@ def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> t
         else:
             uri, without = None, without + 1
         failed = set(rec.get("failed") or [])
-        cells.append({"uri": uri, "alt": run.label, "outcome": rec.get("outcome", "failed"),
-                      "metrics": [(k, v, k in failed) for k, v in (rec.get("metrics") or {}).items()],
-                      "error": str(rec["error"])[:500] if rec.get("error") else None})
-    row = {"id": sid, "task": first.get("task", ""), "variation": first.get("variation") or "",
-           "disagree": disagree, "failing": failing, "prompt": first.get("prompt", ""),
-           "expected": expected, "cells": cells}
+        outcome = rec.get("outcome", "failed")
+        cells.append(SimpleNamespace(
+            uri=uri, alt=run.label, outcome=outcome, badge=BADGES.get(outcome, "fail"),
+            # (after a line break, "name value", over its limit)
+            metrics=[(i > 0, f"{k} {fmt(v)}", k in failed) for i, (k, v) in enumerate((rec.get("metrics") or {}).items())],
+            error=str(rec["error"])[:500] if rec.get("error") else None))
+    row = SimpleNamespace(id=sid, task=first.get("task", ""), variation=first.get("variation") or "",
+                          disagree=disagree, failing=failing, prompt=first.get("prompt", ""),
+                          expected=expected, cells=cells)
     return row, used, without
 
 

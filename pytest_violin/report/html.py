@@ -16,11 +16,12 @@ what it shows.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 from ..gating import aggregate_records
 from .._fs import atomic_write
-from .json_report import failures_first, records_of, usage_text
-from .pages import Markup, capital, render_page
+from .json_report import failures_first, fmt, records_of, usage_text
+from .pages import BADGES, Markup, capital, render_page
 from .svg import bar_chart, color_scale
 from .text import is_image_data_uri
 from .view import task_tables
@@ -144,7 +145,7 @@ def _thumbs(rec, budget) -> tuple[list, int]:
     return uris, size
 
 
-def _sample(rec, thumbs, newly_failing) -> dict:
+def _sample(rec, thumbs, newly_failing) -> SimpleNamespace:
     """One row of the samples table (``templates/report.html.j2``)."""
     sid = rec.get("sample_id") or rec.get("id")
     outcome = rec.get("outcome", "failed")
@@ -153,18 +154,19 @@ def _sample(rec, thumbs, newly_failing) -> dict:
     spread = rec.get("spread") or {}
     size = rec.get("original_size")
     findings = [f for f in (rec.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)]
-    return {
-        "id": sid, "task": rec.get("task", ""), "outcome": outcome,
-        "badge": outcome if outcome in ("passed", "error", "refused") else "failed",
-        "newly_failing": sid in newly_failing, "variation": rec.get("variation") or "",
-        "prompt": rec.get("prompt", ""), "error": rec.get("error"), "thumbs": thumbs,
-        "resized": size if isinstance(size, (list, tuple)) and len(size) == 2 else None,
-        "metrics": [(k, v, limits.get(k), k in failed) for k, v in (rec.get("metrics") or {}).items()],
-        "spread": ((len(rec["repeats"]), spread["mean"], (rec.get("worst") or {}).get("mean"))
-                   if rec.get("repeats") and len(rec["repeats"]) > 1 and "mean" in spread else None),
-        "kinds": " ".join(dict.fromkeys(str(f.get("kind", "")) for f in findings)),
-        "findings": [(f.get("kind", ""), f.get("text", "")) for f in findings],
-    }
+    return SimpleNamespace(
+        id=sid, task=rec.get("task", ""), outcome=outcome,
+        badge=(BADGES.get(outcome, "fail"), outcome if outcome in BADGES else "failed"),
+        newly_failing=sid in newly_failing, variation=rec.get("variation") or "",
+        prompt=rec.get("prompt", ""), error=rec.get("error"), thumbs=thumbs,
+        resized=size if isinstance(size, (list, tuple)) and len(size) == 2 else None,
+        # (after a line break, "name value / limit", over its limit)
+        metrics=[(i > 0, f"{k} {fmt(v)}" + (f" / {fmt(limits[k])}" if limits.get(k) is not None else ""), k in failed)
+                 for i, (k, v) in enumerate((rec.get("metrics") or {}).items())],
+        spread=((len(rec["repeats"]), spread["mean"], (rec.get("worst") or {}).get("mean"))
+                if rec.get("repeats") and len(rec["repeats"]) > 1 and "mean" in spread else None),
+        kinds=" ".join(dict.fromkeys(str(f.get("kind", "")) for f in findings)),
+        findings=[(f.get("kind", ""), f.get("text", "")) for f in findings])
 
 
 def render_html(results, *, metadata=None, comparison=None, aggregates=None,

@@ -22,7 +22,10 @@ from markupsafe import Markup
 
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["Markup", "capital", "csp", "render_page"]
+__all__ = ["BADGES", "Markup", "capital", "csp", "render_page"]
+
+#: The class of an outcome's badge (its colours in ``violin.css``); any other outcome is a failure (``fail``).
+BADGES = {"passed": "pass", "error": "err", "refused": "ref"}
 
 
 def csp(script: str) -> str:
@@ -32,12 +35,21 @@ def csp(script: str) -> str:
             f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
+class _Escaped(str):
+    """Text :func:`_escape` made safe (a ``str`` made without Markup's Python-level ``__new__``)."""
+
+    __slots__ = ()
+
+    def __html__(self):
+        return self
+
+
 def _escape(value):
-    """Every value a template writes: Markup as it is, anything else through :func:`html.escape`
+    """Every value a template writes: markup as it is, anything else through :func:`html.escape`
     (``&quot;`` and ``&#x27;`` for quotes, as the pages always wrote them)."""
     if hasattr(value, "__html__"):
         return value
-    return Markup(escape(str(value), quote=True))
+    return _Escaped(escape(str(value), quote=True))
 
 
 def capital(text) -> str:
