@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import hashlib
 import json
 import re
@@ -414,3 +416,63 @@ document.getElementById('out').textContent='RESULT '+boxes.length+' '+JSON.strin
     found = re.search(r"RESULT (\d+) (\[.*?\])", proc.stdout)
     assert found, proc.stdout[-2000:]
     assert int(found.group(1)) == len(names) and json.loads(found.group(2).replace("&quot;", '"')) == []
+
+
+# --------------------------------------------------------------------------- one table, one stylesheet
+
+
+def test_one_table_renders_as_terminal_markdown_latex_and_csv():
+    from pytest_violin.report.tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
+
+    table = Table.make(["name", "value", "n"], [["a|b", "0.5", 3], [Raw("**all**"), "-0.25", 10]])
+    assert text_lines(table, rule=True, indent="  ") == [
+        "  name     value   n", "  -------  -----  --", "  a|b        0.5   3", "  **all**  -0.25  10"]
+    # every text cell through the format's escape, but a Raw cell
+    assert markdown_lines(table, esc=md_escape) == [
+        "| name | value | n |", "|---|---:|---:|", "| a\\|b | 0.5 | 3 |", "| **all** | -0.25 | 10 |"]
+    tex = latex_lines(table, esc=lambda s: s.replace("|", r"\textbar{}"), caption="C.", footer=["% f"],
+                      midrule_before={1})
+    assert tex[:8] == [r"\begin{table}[t]", r"\centering", r"\small", r"\caption{C.}", r"\begin{tabular}{lrr}",
+                       r"\toprule", r"name & value & n \\", r"\midrule"]
+    assert tex[8:] == [r"a\textbar{}b & 0.5 & 3 \\", r"\midrule", r"**all** & -0.25 & 10 \\", r"\bottomrule",
+                       r"\end{tabular}", "% f", r"\end{table}"]
+    # numbers that are not text are written as they are: a negative float is no formula
+    rows = list(csv.reader(io.StringIO(csv_text(Table.make(["label", "mean"], [["=1+1", -0.25]]),
+                                                esc=lambda s: "'" + s if s[:1] == "=" else s))))
+    assert rows == [["label", "mean"], ["'=1+1", "-0.25"]]
+
+
+def test_both_pages_share_one_stylesheet_and_pin_their_own_script(thumbs):
+    from pytest_violin.compare.html import render_html as render_compare
+    from pytest_violin.compare.model import ComparedRow, Comparison, Run
+
+    run = Run("model-a", "a/results.json", "results", {"suite": "violin"},
+              {r["sample_id"]: r for r in runs(thumbs)})
+    comparison = Comparison(runs=[run], rows=[ComparedRow("model-a", "color", None, {"rgb_ed": 0.1}, 0.1, 1.0, 4)],
+                            pairs=[], dropped={}, shared=8, mismatches=[])
+    pages = [render_html(runs(thumbs), runs_comparison=comparison), render_compare(comparison)]
+    styles = [re.findall(r"<style>(.*?)</style>", page, flags=re.S) for page in pages]
+    assert len(styles[0]) == len(styles[1]) == 1 and styles[0] == styles[1] and "table.gallery" in styles[0][0]
+    scripts = [re.findall(r"<script>(.*?)</script>", page, flags=re.S) for page in pages]
+    assert len(scripts[0]) == len(scripts[1]) == 1 and scripts[0] != scripts[1]
+    for page, (script,) in zip(pages, scripts):
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert re.findall(r"script-src '([^']+)'", page) == [f"sha256-{digest}"]
+
+
+def test_every_template_is_package_data():
+    """A non-editable install has what the pages are rendered from (pyproject's package-data globs)."""
+    import fnmatch
+    from pathlib import Path
+
+    import pytest_violin
+
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(pytest_violin.__file__).parent
+    pyproject = root.parent / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("an installed copy: no pyproject.toml beside it")
+    globs = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["pytest_violin"]
+    files = [p.relative_to(root).as_posix() for p in (root / "report" / "templates").rglob("*") if p.is_file()]
+    assert {"report/templates/base.html.j2", "report/templates/violin.css"} <= set(files)
+    assert [f for f in files if not any(fnmatch.fnmatchcase(f, g) for g in globs)] == []

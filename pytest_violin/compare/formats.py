@@ -10,15 +10,14 @@ manifest): each format passes every one of them through its one escape
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 
 from ..errors import InvalidArgumentError
 from ..report.json_report import fmt, fmt_pct, fmt_signed
+from ..report.tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
 from ..report.text import printable
-from .modes import latex_lines, markdown_lines, text_lines
+from . import modes as _modes
 
 __all__ = ["FORMATS", "render", "task_metrics"]
 
@@ -137,16 +136,11 @@ def _terminal(comparison) -> str:
     for task in _tasks(comparison):
         rows = [r for r in comparison.rows if r.task == task]
         metrics = task_metrics(rows)
-        header = ["variation", "run", *map(_line, metrics), "mean", "pass", "n"]
-        body = [[_line(_var(r.variation)), _line(r.label) + (" (paper)" if r.published else ""),
-                 *_cells(r, metrics)] for r in rows]
-        widths = [max(len(str(c)) for c in col) for col in zip(header, *body)]
-        out.append("")
-        out.append(f"{_line(task)}:")
-        for line in [header, *body]:
-            out.append("  " + "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                                        for i, (c, w) in enumerate(zip(line, widths))))
-    out.extend(text_lines(getattr(comparison, "modes", ()), _line))
+        table = Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
+                           ([_var(r.variation), r.label + (" (paper)" if r.published else ""),
+                             *_cells(r, metrics)] for r in rows), left=2)
+        out += ["", f"{_line(task)}:", *text_lines(table, esc=_line, indent="  ")]
+    out.extend(_modes.text_lines(getattr(comparison, "modes", ()), _line))
     pairs = _pair_lines(comparison)
     if pairs:
         out.append("")
@@ -173,17 +167,11 @@ def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
     for task in _tasks(comparison):
         rows = [r for r in comparison.rows if r.task == task]
         metrics = task_metrics(rows)
-        out.append(f"### {_md(task)}")
-        out.append("")
-        out.append("| variation | run | " + " | ".join(_md(m) for m in metrics)
-                   + " | mean | pass | n |")
-        out.append("|---|---|" + "---:|" * (len(metrics) + 3))
-        for r in rows:
-            label = _md(r.label) + (" *(paper)*" if r.published else "")
-            out.append(f"| {_md(_var(r.variation))} | {label} | "
-                       + " | ".join(_cells(r, metrics)) + " |")
-        out.append("")
-    out.extend(markdown_lines(getattr(comparison, "modes", ()), _md))
+        table = Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
+                           ([_var(r.variation), Raw(_md(r.label) + " *(paper)*") if r.published else r.label,
+                             *_cells(r, metrics)] for r in rows), left=2)
+        out += [f"### {_md(task)}", "", *markdown_lines(table, esc=_md), ""]
+    out.extend(_modes.markdown_lines(getattr(comparison, "modes", ()), _md))
     pairs = _pair_lines(comparison, _md)
     if pairs:
         out.append("Pairwise differences of task means (lower is better):")
@@ -208,7 +196,7 @@ def _tex(text) -> str:
     return "".join(_TEX.get(ch, ch) for ch in printable(text).replace("\n", " "))
 
 
-def _latex_task(task, rows) -> list:
+def _latex_task(task, rows, footer=()) -> list:
     """One table per task: one row per run / published model, the task's metric columns
     (its ``(all)`` row, else its first variation) then one mean column per variation."""
     labels = list(dict.fromkeys((r.label, r.published) for r in rows))
@@ -229,27 +217,23 @@ def _latex_task(task, rows) -> list:
     for c in range(n_best):
         col = [vals[c] for _, _, vals in table if vals[c] is not None]
         best.append(min(col) if col else None)
-    out = [r"\begin{table}[t]", r"\centering", r"\small",
-           r"\caption{Violin comparison: " + _tex(task) + r" (lower is better).}",
-           r"\begin{tabular}{l" + "r" * len(columns) + "}", r"\toprule",
-           "Model & " + " & ".join(_tex(c) for c in columns) + r" \\", r"\midrule"]
+    body = []
     for label, published, values in table:
         cells = []
         for c, v in enumerate(values):
             if c == len(values) - 1:
                 cells.append("--" if v is None else str(int(v)))
             elif c == len(values) - 2:
-                cells.append("--" if v is None else _tex(fmt_pct(v)))
+                cells.append("--" if v is None else fmt_pct(v))
             elif v is None:
                 cells.append("--")
             else:
                 text = fmt(v)
                 bold = best[c] is not None and float(text) == float(fmt(best[c]))
-                cells.append(r"\textbf{" + text + "}" if bold else text)
-        name = _tex(label) + (r"$^\dagger$" if published else "")
-        out.append(name + " & " + " & ".join(cells) + r" \\")
-    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return out
+                cells.append(Raw(r"\textbf{" + text + "}") if bold else text)
+        body.append([Raw(_tex(label) + (r"$^\dagger$" if published else "")), *cells])
+    return latex_lines(Table.make(["Model", *columns], body), esc=_tex,
+                       caption="Violin comparison: " + _tex(task) + " (lower is better).", footer=footer)
 
 
 def _latex(comparison) -> str:
@@ -261,11 +245,10 @@ def _latex(comparison) -> str:
     said = comparability_notes(comparison)
     for task in _tasks(comparison):
         out.append("")
-        block = _latex_task(task, [r for r in comparison.rows if r.task == task])
-        if said:  # printed under the table, not only in a comment
-            block[-1:-1] = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."]
-        out.extend(block)
-    modes = latex_lines(getattr(comparison, "modes", ()), _tex)
+        # the comparability notes are printed under the table, not only in a comment
+        footer = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."] if said else []
+        out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task], footer))
+    modes = _modes.latex_lines(getattr(comparison, "modes", ()), _tex)
     if modes:
         out.append("")
         out.extend(modes)
@@ -285,20 +268,14 @@ def _csv(comparison) -> str:
         for m in r.metrics:
             if m not in metrics:
                 metrics.append(m)
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
     # header cells too: a metric name is outside text (``=HYPERLINK(...)`` must stay text)
-    writer.writerow(["label", "published", "task", "variation", *map(_csv_text, metrics), "mean",
-                     "pass_rate", "n"])
-    for r in comparison.rows:
-        writer.writerow([_csv_text(r.label), int(r.published), _csv_text(r.task),
-                         "" if r.variation is None else _csv_text(r.variation),
-                         *("" if _num(r.metrics.get(m)) is None else repr(_num(r.metrics.get(m)))
-                           for m in metrics),
-                         "" if _num(r.mean) is None else repr(_num(r.mean)),
-                         "" if r.pass_rate is None else repr(float(r.pass_rate)),
-                         "" if r.n is None else int(r.n)])
-    return buf.getvalue()
+    header = ["label", "published", "task", "variation", *metrics, "mean", "pass_rate", "n"]
+    rows = ([r.label, int(r.published), r.task, "" if r.variation is None else r.variation,
+             *("" if _num(r.metrics.get(m)) is None else _num(r.metrics.get(m)) for m in metrics),
+             "" if _num(r.mean) is None else _num(r.mean),
+             "" if r.pass_rate is None else float(r.pass_rate), "" if r.n is None else int(r.n)]
+            for r in comparison.rows)
+    return csv_text(Table.make(header, rows), esc=_csv_text)
 
 
 def _csv_text(text) -> str:

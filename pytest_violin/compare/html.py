@@ -9,21 +9,23 @@ with one bar per run and metric, and a gallery: one row per sample, the
 expected image and each run's image side by side with its metric values,
 filterable by task, variation, failures and "runs disagree", failures first.
 
-Every string read from runs (prompts, labels, sample ids, paths, metadata)
-goes through :func:`html.escape`; thumbnails are embedded only when they are
-``data:image/png|jpeg;base64`` URIs and only up to a byte budget.
+The page is rendered by ``report/templates/compare.html.j2`` and the section
+by ``comparison.html.j2`` (:mod:`pytest_violin.report.pages`: autoescape on,
+so every string read from runs, prompts, labels, sample ids, paths and
+metadata, is escaped where the template writes it); thumbnails are embedded
+only when they are ``data:image/png|jpeg;base64`` URIs and only up to a byte
+budget.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import math
-from html import escape
 from pathlib import Path
+from types import SimpleNamespace
 
 from .._fs import atomic_write
-from ..report.json_report import fmt, fmt_pct, fmt_signed, metric_names
+from ..report.json_report import fmt, fmt_pct, metric_names
+from ..report.pages import BADGES, Markup, render_page
 from ..report.svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
 
@@ -46,63 +48,6 @@ DEFAULT_MAX_SAMPLES = 20_000
 DEFAULT_RENDER_LIMIT = 500
 
 
-_CSS = """
-body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1400px;padding:16px;color:#222}
-h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:24px 0 8px;border-bottom:1px solid #ddd}
-h3{font-size:15px;margin:16px 0 6px}
-table{border-collapse:collapse;margin:4px 0 12px}th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}
-th{background:#f4f4f4;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.total td{background:#f2f2f2}tr.pub td{color:#555;font-style:italic}
-tr.gstart td{border-top:2px solid #bbb}
-.badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;font-weight:600}
-.pass{background:#d9f2dd;color:#17692a}.fail{background:#fbd9d7;color:#a1190f}.err{background:#5b0d07;color:#fff}
-.ref{background:#e6dcf7;color:#4b2a8a}.dis{background:#ffe08a;color:#5a4200}.paper{background:#e8e8e8;color:#444}
-.banner{padding:10px 14px;border-radius:6px;margin:10px 0;font-weight:600}
-.banner.warn{background:#fff3c4;color:#5a4200;border:1px solid #e2c767}
-.facts{display:flex;flex-wrap:wrap;gap:4px 18px;margin:6px 0 10px}.facts b{color:#666;font-weight:400}
-.charts{display:flex;flex-wrap:wrap;gap:12px}
-svg.chart{background:#fff;border:1px solid #eee}svg .grid{stroke:#e5e5e5}svg .ax{font-size:10px;fill:#555}
-svg .ct{font-size:12px;font-weight:600;fill:#222}
-.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}
-#filters{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid #ddd;z-index:1}
-#filters label{margin-right:14px}
-table.gallery td.img{text-align:center;min-width:100px}
-table.gallery img{width:96px;height:auto;image-rendering:pixelated;border:1px solid #ccc}
-table.gallery .ph{display:inline-block;width:96px;height:96px;line-height:96px;border:1px dashed #bbb;color:#999;font-size:11px}
-table.gallery td.prompt{max-width:260px;word-wrap:break-word;font-size:12px}
-table.gallery .m{font-size:11px;white-space:nowrap;text-align:left}.over{color:#a1190f;font-weight:700}
-.errmsg{color:#a1190f;font-size:11px;white-space:pre-wrap;word-break:break-word;max-width:200px}
-code{font-size:12px}.muted{color:#777}.ns{color:#777}
-"""
-
-_JS = """
-(function(){
-var ft=document.getElementById('f-task'),fv=document.getElementById('f-var'),fd=document.getElementById('f-dis'),
-ff=document.getElementById('f-fail'),cnt=document.getElementById('f-count'),rows=document.querySelectorAll('tr.s');
-function apply(){var task=ft.value,v=fv.value,dis=fd.checked,fail=ff.checked,shown=0;
-for(var i=0;i<rows.length;i++){var r=rows[i],ok=true;
-if(task&&r.getAttribute('data-task')!==task)ok=false;
-if(ok&&v&&r.getAttribute('data-variation')!==v)ok=false;
-if(ok&&dis&&r.getAttribute('data-disagree')!=='1')ok=false;
-if(ok&&fail&&r.getAttribute('data-fail')!=='1')ok=false;
-r.style.display=ok?'':'none';if(ok)shown++;}
-cnt.textContent=shown+' of '+rows.length+' samples shown';}
-ft.addEventListener('change',apply);fv.addEventListener('change',apply);fd.addEventListener('change',apply);
-ff.addEventListener('change',apply);apply();
-})();
-"""
-
-
-def _e(text) -> str:
-    return escape(str(text), quote=True)
-
-
-def _csp() -> str:
-    digest = base64.b64encode(hashlib.sha256(_JS.encode("utf-8")).digest()).decode("ascii")
-    return ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
-
-
 def _num(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -121,15 +66,12 @@ def _row_metrics(row) -> dict:
     return {**(row.metrics or {}), "mean": row.mean}
 
 
-def _task_table(task: str, rows: list) -> str:
+def _task_table(task: str, rows: list) -> dict:
+    """One task's table: a block of rows per variation (the task's total last), the best value bold."""
     names = metric_names([{"metrics": r.metrics or {}} for r in rows])
     variations = [v for v in _order(r.variation for r in rows) if v is not None]
     groups = [*variations, None] if any(r.variation is None for r in rows) else variations
-    with_runs = any(not r.published for r in rows)
-    head = "".join(f"<th>{_e(n)}</th>" for n in names)
-    extra_head = "<th>pass rate</th><th>n</th>" if with_runs else ""
-    out = [f'<h3>{_e(task)}</h3><table class="cmp"><tr><th>variation</th><th>run / model</th>'
-           f"{head}{extra_head}</tr>"]
+    out = []
     for variation in groups:
         members = [r for r in rows if r.variation == variation]
         best = {}
@@ -138,47 +80,31 @@ def _task_table(task: str, rows: list) -> str:
             if len(vals) > 1:
                 best[n] = min(vals)
         for i, r in enumerate(members):
-            vals = _row_metrics(r)
-            cells = []
-            for n in names:
-                v = _num(vals.get(n))
-                text = fmt(v)
-                cells.append(f'<td class="n">{"<b>" + text + "</b>" if v is not None and v == best.get(n) else text}</td>')
-            if with_runs:
-                cells.append(f'<td class="n">{fmt_pct(r.pass_rate) if r.pass_rate is not None else "-"}</td>'
-                             f'<td class="n">{r.n if r.n is not None else "-"}</td>')
-            classes = " ".join(c for c in ("pub" if r.published else "",
-                                           "total" if variation is None else "",
-                                           "gstart" if i == 0 else "") if c)
-            tag = ' <span class="badge paper">paper</span>' if r.published else ""
-            vlabel = _e(variation) if variation is not None else "all"
-            out.append(f'<tr class="{classes}"><td>{vlabel if i == 0 else ""}</td>'
-                       f"<td>{_e(r.label)}{tag}</td>{''.join(cells)}</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+            vals = {n: _num(_row_metrics(r).get(n)) for n in names}
+            out.append({
+                "css": " ".join(c for c in ("pub" if r.published else "", "total" if variation is None else "",
+                                            "gstart" if i == 0 else "") if c),
+                "variation": ("all" if variation is None else variation) if i == 0 else "",
+                "label": r.label, "published": r.published,
+                "cells": [(fmt(v), v is not None and v == best.get(n)) for n, v in vals.items()],
+                "pass_rate": fmt_pct(r.pass_rate) if r.pass_rate is not None else "-",
+                "n": r.n if r.n is not None else "-"})
+    return {"task": task, "names": names, "with_runs": any(not r.published for r in rows), "rows": out}
 
 
-def _pairs_table(pairs) -> str:
-    if not pairs:
-        return ""
-    out = ['<h3>Pairwise differences (B minus A, task mean of means; lower is better)</h3>'
-           '<table class="pairs"><tr><th>task</th><th>A</th><th>B</th><th>n</th><th>B &minus; A</th>'
-           '<th>95% CI</th><th>verdict</th></tr>']
-    for p in pairs:
-        if p.significant:
-            better, worse = (p.b, p.a) if p.delta < 0 else (p.a, p.b)
-            verdict = f"{_e(better)} beats {_e(worse)}"
-        else:
-            verdict = '<span class="ns">not significant</span>'
-        out.append(f"<tr><td>{_e(p.task)}</td><td>{_e(p.a)}</td><td>{_e(p.b)}</td>"
-                   f'<td class="n">{int(p.n)}</td><td class="n">{fmt_signed(p.delta)}</td>'
-                   f'<td class="n">[{fmt_signed(p.ci_low)}, {fmt_signed(p.ci_high)}]</td>'
-                   f"<td>{verdict}</td></tr>")
-    out.append("</table>")
-    return "\n".join(out)
+def _modes(modes) -> dict | None:
+    """The failure-mode table (:mod:`.modes`), or why there is none; None without failing samples."""
+    from .modes import NONE_RECORDED, table_cells
+
+    if not modes:
+        return None
+    if not any(c.recorded for tm in modes for c in tm.runs):
+        return {"header": None, "none": NONE_RECORDED.split(": ", 1)[1]}
+    header, rows = table_cells(modes)
+    return {"header": header, "rows": rows}
 
 
-def _charts(comparison) -> str:
+def _charts(comparison) -> Markup:
     charts = []
     run_rows = [r for r in comparison.rows if not r.published and r.variation is None]
     for task in _order(r.task for r in run_rows):
@@ -186,11 +112,9 @@ def _charts(comparison) -> str:
         names = metric_names([{"metrics": r.metrics or {}} for r in rows])
         series = [(r.label, {k: _num(v) for k, v in _row_metrics(r).items()}) for r in rows]
         width = max(340, min(1200, 60 + len(names) * (24 + 12 * len(series))))
-        charts.append(bar_chart(names, series, title=f"{task}: metric means per run (lower is better)",
-                                width=width, height=230 + 16 * ((len(series) + 3) // 4)))
-    if not charts:
-        return ""
-    return '<h3>Metric means per run</h3><div class="charts">' + "".join(charts) + "</div>"
+        charts.append(Markup(bar_chart(names, series, title=f"{task}: metric means per run (lower is better)",
+                                       width=width, height=230 + 16 * ((len(series) + 3) // 4))))
+    return Markup("").join(charts)
 
 
 def comparison_section(comparison, *, heading: str = "Comparison with other runs") -> str:
@@ -212,15 +136,12 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     str
         Escaped HTML (``<section id="violin-compare">``).
     """
-    out = [f'<section id="violin-compare"><h2>{_e(heading)}</h2>']
-    for m in comparison.mismatches or ():
-        out.append(f'<div class="banner warn">{_e(m)}</div>')
-    for m in getattr(comparison, "notes", None) or ():
-        out.append(f'<div class="banner">{_e(m)}</div>')
     from .paper import comparability_notes
 
-    for m in comparability_notes(comparison):  # where the paper's rows and each run were measured
-        out.append(f'<div class="banner{" warn" if "did not use" in m else ""}">{_e(m)}</div>')
+    banners = [("warn", m) for m in comparison.mismatches or ()]
+    banners += [("", m) for m in getattr(comparison, "notes", None) or ()]
+    # where the paper's rows and each run were measured
+    banners += [("warn" if "did not use" in m else "", m) for m in comparability_notes(comparison)]
     # (never ``getattr(r, "label", str(r))``: the default is built first, the repr of 1M records)
     labels = [r.label if hasattr(r, "label") else str(r) for r in comparison.runs or ()]
     facts = [("runs", ", ".join(labels) or "-")]
@@ -234,17 +155,11 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
         facts.append(("dropped (another run lacks them)",
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
                                 for k, v in dropped.items())))
-    out.append('<div class="facts">' + "".join(
-        f"<span><b>{_e(k)}</b> <code>{_e(v)}</code></span>" for k, v in facts) + "</div>")
-    for task in _order(r.task for r in comparison.rows):
-        out.append(_task_table(task, [r for r in comparison.rows if r.task == task]))
-    from .modes import html_section
-
-    out.append(html_section(getattr(comparison, "modes", ()), _e))
-    out.append(_pairs_table(comparison.pairs))
-    out.append(_charts(comparison))
-    out.append("</section>")
-    return "\n".join(p for p in out if p)
+    tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
+              for task in _order(r.task for r in comparison.rows)]
+    return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
+                              tables=tables, modes=_modes(getattr(comparison, "modes", ())),
+                              pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
 
 
 # --------------------------------------------------------------------------- gallery
@@ -302,20 +217,6 @@ def _saved_image(run, sid) -> str | None:
         return None
 
 
-def _badge(outcome) -> str:
-    cls = {"passed": "pass", "error": "err", "refused": "ref"}.get(outcome, "fail")
-    return f'<span class="badge {cls}">{_e(outcome)}</span>'
-
-
-def _metrics_html(rec) -> str:
-    failed = set(rec.get("failed") or [])
-    parts = []
-    for k, v in (rec.get("metrics") or {}).items():
-        text = f"{_e(k)} {fmt(v)}"
-        parts.append(f'<span class="over">{text}</span>' if k in failed else text)
-    return "<br>".join(parts)
-
-
 def _sample_ids(runs, all_samples: bool) -> list:
     if all_samples or not runs:
         return _order(sid for run in runs for sid in (run.records or {}))
@@ -337,44 +238,43 @@ def _sample_state(sid, runs) -> tuple[bool, bool]:
     return failing, failing and passed
 
 
-def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> tuple[str, int]:
+def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> tuple[dict, int, int]:
+    """One gallery row, the bytes of pictures it embeds, and its placeholders for missing pictures."""
     held = [run.records.get(sid) for run in runs]
     first = next(r for r in held if r is not None)
     failing, disagree = _sample_state(sid, runs)
-    used = 0
+    used = without = 0
     expected = next((u for u in (_thumb(r, "expected") for r in held if r) if u), None)
     if expected is None and render and sample is not None:
         expected = _rendered_expected(sample)
-    cells = []
     if expected and len(expected) <= budget:
         used += len(expected)
-        cells.append(f'<td class="img"><img src="{expected}" alt="expected"></td>')
     else:
-        cells.append('<td class="img"><span class="ph">no image</span></td>')
+        expected, without = None, 1
+    cells = []
     for run, rec in zip(runs, held):
         if rec is None:
-            cells.append('<td class="img"><span class="ph">not in run</span><div class="muted">-</div></td>')
+            cells.append(None)
             continue
         uri = _thumb(rec, "generated") or (_saved_image(run, sid) if render else None)
         if uri and used + len(uri) <= budget:
             used += len(uri)
-            pic = f'<img src="{uri}" alt="{_e(run.label)}">'
         else:
-            pic = '<span class="ph">no image</span>'
-        err = f'<div class="errmsg">{_e(str(rec["error"])[:500])}</div>' if rec.get("error") else ""
-        cells.append(f'<td class="img">{pic}<div>{_badge(rec.get("outcome", "failed"))}</div>'
-                     f'<div class="m">{_metrics_html(rec)}</div>{err}</td>')
-    dis = ' <span class="badge dis">runs disagree</span>' if disagree else ""
-    variation = first.get("variation") or ""
-    html = (f'<tr class="s" data-task="{_e(first.get("task", ""))}" data-variation="{_e(variation)}" '
-            f'data-disagree="{int(disagree)}" data-fail="{int(failing)}">'
-            f'<td><code>{_e(sid)}</code>{dis}<div class="muted">{_e(first.get("task", ""))} / '
-            f'{_e(variation or "-")}</div></td><td class="prompt">{_e(first.get("prompt", ""))}</td>'
-            + "".join(cells) + "</tr>")
-    return html, used
+            uri, without = None, without + 1
+        failed = set(rec.get("failed") or [])
+        outcome = rec.get("outcome", "failed")
+        cells.append(SimpleNamespace(
+            uri=uri, alt=run.label, outcome=outcome, badge=BADGES.get(outcome, "fail"),
+            # (after a line break, "name value", over its limit)
+            metrics=[(i > 0, f"{k} {fmt(v)}", k in failed) for i, (k, v) in enumerate((rec.get("metrics") or {}).items())],
+            error=str(rec["error"])[:500] if rec.get("error") else None))
+    row = SimpleNamespace(id=sid, task=first.get("task", ""), variation=first.get("variation") or "",
+                          disagree=disagree, failing=failing, prompt=first.get("prompt", ""),
+                          expected=expected, cells=cells)
+    return row, used, without
 
 
-def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> str:
+def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> dict:
     ids = _sample_ids(runs, bool(comparison.all_samples))
     # failures first: disagreements, then samples a run fails, then passes (a stable
     # partition in one pass: linear in the samples, which may be 1,000,000)
@@ -389,52 +289,18 @@ def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int)
     n_dis = len(buckets[0])
     ids = [*buckets[0], *buckets[1], *buckets[2]]
     del buckets
-    tasks = sorted(task_set)
-    variations = sorted(variation_set - {""})
-    t_opts = "".join(f'<option value="{_e(t)}">{_e(t)}</option>' for t in tasks)
-    v_opts = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in variations)
-    heads = "".join(f'<th><span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>'
-                    f"{_e(run.label)}</th>" for i, run in enumerate(runs))
-    out = [f'<h2 id="gallery">Samples ({len(ids)}, {n_dis} where the runs disagree)</h2>',
-           '<div id="filters">'
-           f'<label>task <select id="f-task"><option value="">all</option>{t_opts}</select></label>'
-           f'<label>variation <select id="f-var"><option value="">all</option>{v_opts}</select></label>'
-           '<label><input type="checkbox" id="f-dis"> runs disagree</label>'
-           '<label><input type="checkbox" id="f-fail"> failures only</label>'
-           '<span id="f-count" class="muted"></span></div>',
-           f'<table class="gallery"><tr><th>sample</th><th>prompt</th><th>expected</th>{heads}</tr>']
     left = int(budget)
     without = 0
+    rows = []
     samples = _suite_samples(runs) if render_limit > 0 else {}
     for i, sid in enumerate(ids[:max_samples]):
-        html, used = _gallery_row(sid, runs, left, samples.get(sid), i < render_limit)
+        row, used, missing = _gallery_row(sid, runs, left, samples.get(sid), i < render_limit)
         left -= used
-        without += html.count('class="ph">no image<')
-        out.append(html)
-    out.append("</table>")
-    if len(ids) > max_samples:
-        out.append(f'<p class="muted">{len(ids) - max_samples} more sample(s) not shown: the page '
-                   f"lists at most {max_samples:,}, failures and disagreements first.</p>")
-    if left <= 0 or without:
-        out.append(f'<p class="muted">{without} picture(s) shown as placeholders: the run carries '
-                   f"no thumbnail (results.json keeps none) and the row is past the first "
-                   f"{int(render_limit):,} whose pictures are made here, or the page keeps at most "
-                   f"{int(budget):,} bytes of pictures, disagreements and failures first.</p>")
-    return "\n".join(out)
-
-
-def _run_facts(runs) -> str:
-    out = ['<table class="runs"><tr><th>run</th><th>kind</th><th>source</th><th>samples</th>'
-           "<th>suite</th><th>adapter</th><th>profile</th><th>package version</th></tr>"]
-    for i, run in enumerate(runs):
-        meta = run.metadata or {}
-        cells = "".join(f"<td>{_e(meta.get(k, '') or '')}</td>"
-                        for k in ("suite", "adapter", "profile", "package_version"))
-        out.append(f'<tr><td><span class="swatch" style="background:{PALETTE[i % len(PALETTE)]}"></span>'
-                   f"{_e(run.label)}</td><td>{_e(run.kind)}</td><td><code>{_e(run.source)}</code></td>"
-                   f'<td class="n">{len(run.records or {})}</td>{cells}</tr>')
-    out.append("</table>")
-    return "\n".join(out)
+        without += missing
+        rows.append(row)
+    return {"total": len(ids), "disagreeing": n_dis, "tasks": sorted(task_set),
+            "variations": sorted(variation_set - {""}), "rows": rows, "left": left, "without": without,
+            "max_samples": max_samples, "render_limit": int(render_limit), "budget": int(budget)}
 
 
 def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET,
@@ -465,16 +331,9 @@ def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBN
     """
     runs = list(comparison.runs if runs is None else runs)
     title = " vs ".join(run.label for run in runs) or "comparison"
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f'<meta http-equiv="Content-Security-Policy" content="{_csp()}">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>pytest-violin compare: {_e(title[:200])}</title>",
-             f"<style>{_CSS}</style></head><body>",
-             "<h1>pytest-violin comparison</h1>", _run_facts(runs),
-             comparison_section(comparison, heading="Tables"),
-             _gallery(comparison, runs, int(thumbnail_budget), int(max_samples), int(render_limit)),
-             f"<script>{_JS}</script></body></html>\n"]
-    return "\n".join(parts)
+    return render_page("compare.html.j2", script_name="compare.js", page_class="compare", title=title[:200],
+                       runs=runs, palette=PALETTE, section=comparison_section(comparison, heading="Tables"),
+                       **_gallery(comparison, runs, int(thumbnail_budget), int(max_samples), int(render_limit)))
 
 
 def write_html(path, comparison, runs=None, **kwargs) -> Path:

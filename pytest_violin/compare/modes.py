@@ -12,7 +12,8 @@ existed, a baseline file) says ``no diagnoses`` instead of a share: an
 absent diagnosis is not a sample without defects. The failure-mode table
 is built by :func:`build_modes` (called by
 :func:`pytest_violin.compare.table.build`) and rendered by
-:func:`table_cells`, which every format escapes its own way.
+:func:`table_cells` as a :class:`~pytest_violin.report.tables.Table` that every format
+escapes its own way.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..diagnosis.summary import failure_modes
+from ..report import tables
 
 __all__ = ["MAX_ROWS", "RunModes", "TaskModes", "build_modes", "table_cells", "text_lines",
-           "markdown_lines", "latex_lines", "html_section"]
+           "markdown_lines", "latex_lines"]
 
 #: Kinds listed per task (those with the largest share in any run); the rest are "other".
 MAX_ROWS = 6
@@ -194,14 +196,7 @@ def text_lines(modes, esc) -> list:
         return []
     if not _any_recorded(modes):
         return ["", NONE_RECORDED]
-    header, rows = table_cells(modes)
-    header, rows = [esc(c) for c in header], [[esc(c) for c in r] for r in rows]
-    widths = [max(len(c) for c in col) for col in zip(header, *rows)]
-    out = ["", TITLE + ":"]
-    for line in [header, *rows]:
-        out.append("  " + "  ".join(c.ljust(w) if i < 2 + len(modes[0].runs) else c.rjust(w)
-                                    for i, (c, w) in enumerate(zip(line, widths))).rstrip())
-    return out
+    return ["", TITLE + ":", *tables.text_lines(_table(modes, left=2 + len(modes[0].runs)), esc=esc, indent="  ")]
 
 
 def markdown_lines(modes, esc) -> list:
@@ -210,14 +205,9 @@ def markdown_lines(modes, esc) -> list:
         return []
     if not _any_recorded(modes):
         return [esc(NONE_RECORDED[0].upper() + NONE_RECORDED[1:]) + ".", ""]
-    header, rows = table_cells(modes)
-    n = len(modes[0].runs)
-    out = ["### Failure modes", "",
-           "Share of failing samples whose diagnosis starts with each kind (docs/diagnoses.md).", "",
-           "| " + " | ".join(esc(c) for c in header) + " |",
-           "|---|---|" + "---:|" * (n + n - 1)]
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return out + [""]
+    return ["### Failure modes", "",
+            "Share of failing samples whose diagnosis starts with each kind (docs/diagnoses.md).", "",
+            *tables.markdown_lines(_table(modes), esc=esc), ""]
 
 
 def latex_lines(modes, esc) -> list:
@@ -226,32 +216,13 @@ def latex_lines(modes, esc) -> list:
         return []
     if not _any_recorded(modes):
         return ["% " + esc(NONE_RECORDED)]
-    header, rows = table_cells(modes)
-    out = [r"\begin{table}[t]", r"\centering", r"\small",
-           r"\caption{Failure modes: share of failing samples whose diagnosis starts with each kind.}",
-           r"\begin{tabular}{ll" + "r" * (len(header) - 2) + "}", r"\toprule",
-           " & ".join(esc(c) for c in header) + r" \\", r"\midrule"]
-    last = None
-    for r in rows:
-        if last is not None and r[0] != last:
-            out.append(r"\midrule")
-        last = r[0]
-        out.append(" & ".join(esc(c) for c in r) + r" \\")
-    return out + [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    table = _table(modes)
+    tasks = [r[0] for r in table.rows]
+    return tables.latex_lines(
+        table, esc=esc, midrule_before={i for i in range(1, len(tasks)) if tasks[i] != tasks[i - 1]},
+        caption="Failure modes: share of failing samples whose diagnosis starts with each kind.")
 
 
-def html_section(modes, esc) -> str:
-    """An HTML table of the failure modes (``esc`` is the HTML escape); ``""`` without failing samples."""
-    if not modes:
-        return ""
-    if not _any_recorded(modes):
-        return f"<h3>Failure modes</h3><p>{esc(NONE_RECORDED.split(': ', 1)[1])}.</p>"
+def _table(modes, left: int = 2) -> tables.Table:
     header, rows = table_cells(modes)
-    out = ['<h3>Failure modes</h3><p class="note">Share of failing samples whose diagnosis starts '
-           "with each kind; the change against the first run in points.</p>",
-           '<table class="modes"><tr>' + "".join(f"<th>{esc(c)}</th>" for c in header) + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{esc(c)}</td>" if i < 2 else f'<td class="n">{esc(c)}</td>'
-                                    for i, c in enumerate(r)) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    return tables.Table.make(header, rows, left=left)

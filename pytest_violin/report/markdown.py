@@ -7,10 +7,10 @@ from pathlib import Path
 
 from ..gating import aggregate_records
 from .._fs import atomic_write
-from .json_report import fmt, fmt_pct, fmt_signed, metric_names, records_of, usage_text
+from .json_report import fmt, fmt_signed, records_of, usage_text
+from .tables import Raw, Table, markdown_lines
 from .text import printable
-
-_pct = fmt_pct
+from .view import task_tables
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
 
@@ -94,36 +94,18 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
         groups = {(g.task, g.variation): g for g in comparison.groups}
         lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
 
-    for task_row in agg.get("tasks", []):
-        task = task_row["task"]
-        rows = [r for r in agg.get("variations", []) if r["task"] == task]
-        names = metric_names([task_row, *rows])
-        # refusals get their own column wherever the run has any
-        with_refused = any(r.get("refused") for r in agg.get("tasks", []))
-        with_no_image = any(r.get("no_image") for r in agg.get("tasks", []))
-        head = ["Variation", "n", "pass rate", *(["no image"] if with_no_image else []),
-                *(["refused"] if with_refused else []), *names]
-        if groups:
-            head.append("Δ mean vs baseline")
-        lines += [f"### {md_escape(task)}", "", "| " + " | ".join(map(md_escape, head)) + " |",
-                  "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-        for row, label in [*((r, r["variation"] or "-") for r in rows), (task_row, "**all**")]:
-            cells = [md_escape(label) if label != "**all**" else label, str(row["n"]),
-                     f"{100 * row['pass_rate']:.1f}%"]
-            if with_no_image:
-                cells.append(str(row.get("no_image", 0)))
-            if with_refused:
-                cells.append(str(row.get("refused", 0)))
-            cells += [fmt(row["metrics"].get(n)) for n in names]
-            if groups:
-                g = groups.get((task, row["variation"]))
-                if g is None or g.status == "not-compared":
-                    cells.append("not compared")
-                else:
-                    mark = " ❌ regressed" if g.regressed else " ✅ improved" if g.improved else ""
-                    cells.append(fmt_signed(g.delta) + mark)
-            lines.append("| " + " | ".join(cells) + " |")
-        lines.append("")
+    from .sequential import regressed_groups
+
+    marks = (regressed_groups(meta.get("sequential"))  # a decided sequential gate: its verdict marks
+             if getattr(comparison, "decided_by", "") == "sequential" else None)
+    for t in task_tables(agg, groups, marks):
+        head = ["Variation", "n", "pass rate", *(["no image"] if t.no_image else []),
+                *(["refused"] if t.refused else []), *t.names, *(["Δ mean vs baseline"] if t.baseline else [])]
+        body = [[Raw("**all**") if r.total else r.label, str(r.n), f"{100 * r.pass_rate:.1f}%",
+                 *([str(r.no_image)] if t.no_image else []), *([str(r.refused)] if t.refused else []),
+                 *(fmt(r.metrics.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
+                for r in t.rows]
+        lines += [f"### {md_escape(t.task)}", "", *markdown_lines(Table.make(head, body), esc=md_escape), ""]
     from ..diagnosis.summary import failure_mode_lines
 
     modes = failure_mode_lines(records)
@@ -143,6 +125,13 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
 
         lines += [markdown_section(runs_comparison), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _delta(row) -> str:
+    """The Δ-mean cell: the difference, marked where the gate found the group worse or better."""
+    if not row.compared:
+        return "not compared"
+    return fmt_signed(row.group.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
 
 
 def _gate_section(comparison) -> list[str]:
@@ -171,13 +160,11 @@ def _gate_section(comparison) -> list[str]:
                   if which == "regressed" and cause_line(g)]
         if causes:  # causes before numbers: the samples without an image now
             lines += ["Samples without an image:", "", *causes, ""]
-        lines += [f"{title}:", "", "| group | statistic | n | old | new | delta | bounds | newly failing |",
-                  "|---|---|---:|---:|---:|---:|---|---|"]
-        for g, rows in found:
-            for r in rows:
-                lines.append(f"| {md_escape(g.label)} | {r.statistic} | {r.n} | {r.old} | {r.new} | "
-                             f"{r.delta} | {r.bounds} | {_ids(g.newly_failing) or '-'} |")
-        lines.append("")
+        # the numbers are the gate's own text (gate_words); the label and the ids are escaped here
+        table = Table(("group", "statistic", "n", "old", "new", "delta", "bounds", "newly failing"),
+                      tuple((md_escape(g.label), r.statistic, r.n, r.old, r.new, r.delta, r.bounds,
+                             _ids(g.newly_failing) or "-") for g, rows in found for r in rows), "llrrrrll")
+        lines += [f"{title}:", "", *markdown_lines(table, esc=str), ""]
     ratchet = None if sequential else ratchet_line(comparison)
     if ratchet:
         lines += [md_escape(ratchet[0].upper() + ratchet[1:]) + ".", ""]

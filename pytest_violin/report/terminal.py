@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .tables import Table, text_lines
 from .text import printable
 
 __all__ = ["NO_IMAGE_NOTE", "comparison_lines", "format_summary", "write_summary"]
@@ -64,7 +65,6 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
             for n in row.metric_names:
                 if n not in names:
                     names.append(n)
-        header = ["variation", *names, f"{task}-mean", "pass", "n"]
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
@@ -73,16 +73,8 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
             body.append([label, *(_fmt(row.means.get(n)) for n in names),
                          _fmt(row.means.get("mean")), f"{100 * row.pass_rate:.1f}%",
                          f"{row.count}{errors}"])
-        widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
-
-        def line(cells):
-            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-
-        lines.append("")
-        lines.append(f"{suite} / {task}")
-        lines.append(line(header))
-        lines.append("  ".join("-" * w for w in widths))
-        lines.extend(line(r) for r in body)
+        table = Table.make(["variation", *names, f"{task}-mean", "pass", "n"], body)
+        lines += ["", f"{suite} / {task}", *text_lines(table, rule=True)]
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
     from ..diagnosis.summary import failure_mode_lines

@@ -20,7 +20,7 @@
 * :func:`sample_scope` (:meth:`.client.HttpClient.sample`): one sample's
   scope. The requests an adapter's ``generate`` makes inside it share one
   time budget (``budget_end`` in the thread's state, read by the retry loop
-  in :mod:`.retries`), a large answer keeps its slot (:mod:`.body`) until
+  in :mod:`.retries`), a large answer keeps its reservation (:mod:`.body`) until
   the scope ends, and the outermost scope holds one place of the client's
   :class:`AdaptiveLimit`. :func:`renew_budget` starts the budget again after
   a job waited in a queue (:mod:`.jobs`).
