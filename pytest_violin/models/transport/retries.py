@@ -5,7 +5,7 @@
 sample's budget, its failure is classified (:mod:`.outcomes`), and
 :class:`tenacity.Retrying` decides what comes next:
 
-* ``retry``: the attempt raised :class:`Transient` (connection errors,
+* ``retry``: the attempt raised :class:`_Transient` (connection errors,
   time-outs, 408, 429 and 5xx); any other error is final and goes up as it
   was raised;
 * ``wait``: the server's ``Retry-After`` (up to ``retry_after_cap``), else
@@ -50,7 +50,7 @@ from .outcomes import Failure, answer_failure, error_class, exception_failure
 from .result import HttpResult
 from .text import MESSAGE_LIMIT, truncate
 
-__all__ = ["Request", "RetryPolicy", "Transient", "send_once"]
+__all__ = ["Request", "RetryPolicy", "send_once"]
 
 log = logging.getLogger("pytest_violin.http")
 
@@ -129,7 +129,7 @@ def send_once(session: requests.Session, method: str, url: str, attempt: Attempt
     return response, body, None
 
 
-class Transient(Exception):
+class _Transient(Exception):
     """Internal: an attempt failed in a way another attempt may cure (tenacity's cue to retry)."""
 
     def __init__(self, found: Failure, body: bytes):
@@ -138,7 +138,7 @@ class Transient(Exception):
         self.body = body  # the error answer (at most ERROR_BODY_BYTES), for adapters that read more of it
 
 
-def _transient(retry_state: tenacity.RetryCallState) -> Transient:
+def _transient(retry_state: tenacity.RetryCallState) -> _Transient:
     return retry_state.outcome.exception()
 
 
@@ -168,7 +168,7 @@ class Request:
     def run(self) -> HttpResult:
         """The 2xx result; raises the last failure (see :meth:`.client.HttpClient.request`)."""
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(Transient),
+            retry=tenacity.retry_if_exception_type(_Transient),
             stop=tenacity.stop_any(tenacity.stop_after_attempt(self.client.policy.retries + 1),
                                    self._wait_over_cap, self._wait_past_budget),
             wait=self._wait, sleep=self._sleep, before_sleep=self._before_sleep,
@@ -203,7 +203,7 @@ class Request:
             found = self._explain(failure, attempt, allowed)
         if not found.transient:
             raise self._final(found, body)
-        raise Transient(found, body)
+        raise _Transient(found, body)
 
     def _time_for_attempt(self) -> tuple[float, float]:
         """``(start, seconds allowed)`` of the next attempt; raises when the run or the budget says no."""
