@@ -78,6 +78,7 @@ def test_the_same_under_xdist(project):
     result.assert_outcomes(passed=60 - failing + 1, xfailed=failing)
 
 
+@pytest.mark.slow  # 2 x 60 samples of a model whose answers are diagnosed
 def test_a_clearly_worse_model_fails_the_gate_not_its_samples(project):
     _save(project, "python:acme_models:production")
     result = project.runpytest("--violin-model=python:acme_models:worse", *ARGS, "--violin-baseline=base.json",
@@ -164,6 +165,7 @@ def test_missing_images_name_their_cause_before_any_number(project):
     assert "have no image now" in html and "HTTP 500" in html
 
 
+@pytest.mark.slow  # 2 runs of 40 diagnosed samples
 def test_violin_check_in_a_teams_test_xfails_a_known_failure(project):
     project.makepyfile(test_team='''
         def test_obeys(violin_sample, violin_generate, violin_check):

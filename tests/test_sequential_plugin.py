@@ -298,6 +298,7 @@ def test_a_triangle_only_regression_of_1_6_margins_fails(project):
     assert result.ret != 0, result.stdout.str()
 
 
+@pytest.mark.slow  # 2 x 600 samples
 def test_a_4_percent_refusal_rate_on_shapes_fails_with_results_json_not_ok(project):
     # 600 shape samples: a 4% refusal rate is shown above the 1-point margin at alpha / 21
     shapes = ("--violin-tasks=shape", "--violin-limit=600")
@@ -324,6 +325,7 @@ def test_a_margin_of_1_works_under_the_sequential_gate(project, options):
         assert seq["verdict"] == "not-regressed" and result.ret == 0
 
 
+@pytest.mark.slow  # two xdist workers start
 def test_minus_x_under_xdist_is_reported_as_a_stop_after_failures_not_ctrl_c(project):
     # against a baseline a sample over its limits is an xfail: an error is what stops -x
     result = project.runpytest_subprocess("--violin-model=python:violin_models:unjudged_sometimes", LIMIT,
@@ -336,6 +338,7 @@ def test_minus_x_under_xdist_is_reported_as_a_stop_after_failures_not_ctrl_c(pro
     assert seq["verdict"] == "undecided" and "stopping after" in seq["finished"]
 
 
+@pytest.mark.slow  # two xdist workers, one killed and replaced: over 10 s on 2 cores
 def test_a_crashed_worker_is_an_error_of_its_sample_and_does_not_stall_the_gate(project, monkeypatch):
     order = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
                               "--violin-sequential", "--collect-only", "-q", "-p", "no:cacheprovider")

@@ -460,6 +460,7 @@ def test_stratified_by_task_every_variation_still_shows_in_the_first_tenth(seed)
 # -- needed, task_done, finished, stop, to_dict ------------------------------------------------
 
 
+@pytest.mark.slow  # many simulated gates: seconds
 def test_an_unchanged_stochastic_model_is_rarely_called_regressed():
     """A model that redraws half of its answers between runs, gated against one of its runs: the
     expected difference is 0 on every statistic, the realised one is not. 25 fixed seeds: at
