@@ -16,6 +16,7 @@ import pytest
 from pytest_violin.errors import InvalidArgumentError, ViolinError
 from pytest_violin.gating.confseq import MeanSequence
 from pytest_violin.gating.policy import TIE_TOLERANCE
+from _stats import binomial_upper
 
 MARGIN = 0.01
 
@@ -62,16 +63,6 @@ def _draw(rng, kind: int, n: int) -> tuple:
     return np.where(redraw, rng.beta(2, 6, n) - rng.beta(2, 6, n), 0.0), 0.0
 
 
-def _binomial_upper(n: int, p: float, tail: float = 1e-6) -> int:
-    """The smallest k with P(Binomial(n, p) > k) < tail."""
-    total = 0.0
-    for k in range(n + 1):
-        total += math.comb(n, k) * p ** k * (1 - p) ** (n - k)
-        if 1.0 - total < tail:
-            return k
-    return n
-
-
 def test_interval_holds_the_expected_value_at_every_look_in_at_least_1_minus_alpha_of_runs():
     """300 fixed seeds, 60 i.i.d. draws each (five shapes), every look checked."""
     runs, size, alpha = 300, 60, 0.1
@@ -91,7 +82,7 @@ def test_interval_holds_the_expected_value_at_every_look_in_at_least_1_minus_alp
         widths.append(seq.interval[1] - seq.interval[0])
         missed_low += low_wrong
         missed_high += high_wrong
-    bound = _binomial_upper(runs, alpha)
+    bound = binomial_upper(runs, alpha)
     assert missed_low <= bound and missed_high <= bound, (missed_low, missed_high, bound)
     # a real interval that shrinks, not [-1, 1] for ever
     assert np.median(widths) < 1.0

@@ -16,6 +16,7 @@ import pytest
 
 from pytest_violin.errors import InvalidArgumentError
 from pytest_violin.gating.sequential import Member, SequentialGate, population, sequential_order
+from _stats import binomial_upper
 
 MARGIN = 0.01
 #: the built-in violin suite's color and shape groups
@@ -474,16 +475,8 @@ def test_an_unchanged_stochastic_model_is_rarely_called_regressed():
             sizes=sizes, seed=seed)
         gate, _ = _run(members, order, values)
         regressed += gate.verdict == "regressed"
-    assert regressed <= _binomial_upper(25, 0.05, 1e-3)
+    assert regressed <= binomial_upper(25, 0.05, 1e-3)
 
-
-def _binomial_upper(n: int, p: float, tail: float) -> int:
-    total = 0.0
-    for k in range(n + 1):
-        total += math.comb(n, k) * p ** k * (1 - p) ** (n - k)
-        if 1.0 - total < tail:
-            return k
-    return n
 
 
 def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
