@@ -346,3 +346,26 @@ def test_group_without_any_scored_sample_aggregates_to_null_not_nan():
     assert v1["errors"] == 0 and v1["failed"] == 1  # the model gave no image: failed, not an error
     assert v3["metrics"]["mean"] is None and v3["errors"] == 1
     _json.dumps(agg, allow_nan=False)  # strict JSON: no NaN anywhere
+
+
+def test_a_task_is_decided_only_on_enough_shared_samples():
+    """Fewer than MIN_SHARED comparable samples in a task the baseline has, or fewer than half of
+    the run's, is not green (too_few); a task the baseline lacks is judged by its limits instead."""
+    from pytest_violin.gating import MIN_SHARED
+
+    base = make_records(np.full(100, 0.1))
+    c = compare(baseline_of(base), baseline_of(base))
+    assert c.too_few == () and c.ok
+    # another seed: the same tasks, other samples but a few
+    few = [dict(r, sample_id=r["sample_id"] + "-other") if i >= 10 else r for i, r in enumerate(base)]
+    c = compare(baseline_of(base), baseline_of(few))
+    assert {t for t, _, _ in c.too_few} == {"color", "shape", "mask"} and not c.ok and c.undecidable
+    assert all(shared < MIN_SHARED for _, shared, _ in c.too_few)
+    assert compare(baseline_of(base), baseline_of(few), allow_mismatch=True).ok
+    # a task only this run has is not the baseline's to decide
+    extra = make_records(np.full(100, 0.1)) + [dict(r, sample_id="count/" + r["sample_id"], task="count")
+                                               for r in make_records(np.full(5, 0.1))]
+    assert compare(baseline_of(base), baseline_of(extra)).too_few == ()
+    # a sequential run's population stands in for the samples compared
+    pop = compare(baseline_of(base), baseline_of(base[:30]), population={"color": (40, 40), "shape": (5, 40)})
+    assert pop.too_few == (("shape", 5, 40),)

@@ -233,7 +233,7 @@ def _decide(config, store) -> tuple:
         s.comparison = compare(s.baseline_doc, current, max_regression=settings.max_regression,
                                max_pass_drop=settings.max_pass_drop, alpha=settings.alpha,
                                allow_mismatch=settings.allow_mismatch,
-                               population=_population(run, results),
+                               population=_population(run, results, s.baseline_doc),
                                baseline_path=s.baseline_label or str(s.baseline))
         _sequential_verdict(s)
         from ..gating.baseline import dataset_change
@@ -244,9 +244,10 @@ def _decide(config, store) -> tuple:
     return results, current
 
 
-def _population(run, results):
-    """A sequential run's overlap with the baseline, per task: ``(in the population, in the run)``
-    (the samples the gate did not need count, they were not generated); None otherwise."""
+def _population(run, results, baseline):
+    """A sequential run's overlap with the baseline, per task the baseline has: ``(in the
+    population, in the run)`` (the samples the gate did not need count, they were not
+    generated); None otherwise. A task the baseline lacks is judged by its limits."""
     if run is None or run.gate is None:
         return None
     from collections import Counter
@@ -255,7 +256,8 @@ def _population(run, results):
     shared = Counter(m.task for m in members.values())
     in_run = Counter(shared)
     in_run.update(str(r.get("task")) for r in results if str(r.get("id")) not in members)
-    return {task: (shared.get(task, 0), n) for task, n in in_run.items()}
+    known = {str(r.get("task")) for r in baseline.get("samples") or ()}
+    return {task: (shared.get(task, 0), n) for task, n in in_run.items() if task in known}
 
 
 @pytest.hookimpl(hookwrapper=True)
