@@ -1,3 +1,5 @@
+import signal
+import sys
 import threading
 import time
 
@@ -454,3 +456,56 @@ def test_a_burst_of_failures_shorter_than_the_window_is_no_dead_endpoint():
         runner.close()
     assert runner.unreachable is None and answers.is_set()
     assert sum(g.error is None for g in gens) == 24
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="POSIX threads and signals")
+def test_a_signal_another_thread_took_still_reaches_the_main_thread_waiting_for_a_generation():
+    """The kernel may hand a process's SIGINT to any thread; the main thread waiting for a stuck
+    generation must still run the handler (and the pool's threads leave the signal to it)."""
+    from pytest_violin.execution.pool import DaemonPool, wait_for
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop
+
+    pool = DaemonPool(1, "signal-test")
+    release = threading.Event()
+    mask = pool.submit(lambda: signal.pthread_sigmask(signal.SIG_BLOCK, set())).result(timeout=30)
+    assert {signal.SIGINT, signal.SIGTERM} <= set(mask)  # the pool's threads never take them
+    stuck = pool.submit(release.wait)  # a generation stuck in a socket read
+    main = threading.get_ident()
+
+    def signal_from_another_thread():
+        # once the main thread waits in wait_for, send the signal to this thread, not to it;
+        # a wait that never returns to Python is released later (and the test then fails)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            frame = sys._current_frames().get(main)
+            names = []
+            while frame is not None:
+                names.append(frame.f_code.co_name)
+                frame = frame.f_back
+            if "wait_for" in names:
+                break
+            time.sleep(0.01)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        stopped.wait(30)
+        release.set()
+
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        other = threading.Thread(target=signal_from_another_thread, daemon=True)
+        with pytest.raises(Stop):
+            other.start()
+            wait_for(stuck)
+        # the handler ran while the generation was still stuck, not once it was released
+        assert not stuck.done()
+        stopped.set()
+        other.join(30)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        release.set()
+        pool.shutdown(wait=True)

@@ -3,10 +3,40 @@
 from __future__ import annotations
 
 import queue
+import signal
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 
-__all__ = ["DaemonPool"]
+__all__ = ["SIGNAL_SLICE", "DaemonPool", "wait_for"]
+
+#: Seconds the main thread waits for a future at a time (see :func:`wait_for`).
+SIGNAL_SLICE = 0.2
+
+#: The signals the run handles in its main thread (pytest_plugin/signals.py).
+_MAIN_THREAD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def wait_for(future: Future):
+    """``future.result()``, waited for in slices of :data:`SIGNAL_SLICE` seconds.
+
+    The kernel may hand a process's SIGINT to any of its threads; Python then runs
+    the handler in the main thread, but only when that thread next runs Python
+    code, and a lock wait without a time-out never returns to it. So a Ctrl-C
+    taken by a generation thread left the main thread waiting for a generation
+    stuck in a socket read (on a loaded machine, about one run in five).
+    """
+    while True:
+        try:
+            return future.result(timeout=SIGNAL_SLICE)
+        except FutureTimeout:
+            continue
+
+
+def _main_thread_takes_signals() -> None:
+    """Block the run's signals in this (pool) thread, so the kernel delivers them to the main
+    thread, which handles them (POSIX; elsewhere signals go to the main thread anyway)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _MAIN_THREAD_SIGNALS)
 
 
 class DaemonPool:
@@ -34,6 +64,7 @@ class DaemonPool:
         return future
 
     def _work(self) -> None:
+        _main_thread_takes_signals()
         while True:
             item = self._queue.get()
             if item is None:

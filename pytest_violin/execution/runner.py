@@ -56,7 +56,7 @@ from pathlib import Path
 
 from .._fs import atomic_write
 from .cache import cache_identity
-from .pool import DaemonPool
+from .pool import DaemonPool, wait_for
 from .usage import CallLimitReached, sent_marker
 from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
 from ..errors import InvalidImageError, SetupError
@@ -294,7 +294,7 @@ class Runner:
         else:
             future = entry[1]
         self._fill()
-        gen = future.result()
+        gen = wait_for(future)  # in slices: a signal another thread took still reaches pytest
         self._fill()
         return gen
 
