@@ -6,10 +6,10 @@ Every reporter renders these sentences and rows; none words the verdict itself.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..gating.policy import MIN_SHARED
+from .json_report import fmt, fmt_pct, fmt_signed
 
 __all__ = ["StatRow", "cause_line", "group_rows", "headline", "ratchet_line", "rule_line", "too_few_line"]
 
@@ -17,19 +17,11 @@ __all__ = ["StatRow", "cause_line", "group_rows", "headline", "ratchet_line", "r
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
 
 
-def _num(x) -> str:
-    return "n/a" if x is None or not math.isfinite(float(x)) else f"{float(x):.4f}"
-
-
-def _signed(x) -> str:
-    return "n/a" if x is None or not math.isfinite(float(x)) else f"{float(x):+.4f}"
-
-
 def _points(x, signed: bool = False) -> str:
-    """A rate in [0, 1] as a percentage."""
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{100 * float(x):+.1f}" if signed else f"{100 * float(x):.1f}%"
+    """A rate in [0, 1] in points: ``12.3%``, or ``+12.3`` signed (followed by "points")."""
+    if not signed:
+        return fmt_pct(x)
+    return fmt_signed(None if x is None else 100 * float(x), 1)
 
 
 @dataclass(frozen=True)
@@ -47,8 +39,8 @@ class StatRow:
 
 
 def _stat_rows(g) -> list:
-    rows = [StatRow(g.label, STAT_NAMES["mean"], g.status, g.n, _num(g.old), _num(g.new), _signed(g.delta),
-                    f"[{_signed(g.ci_low)}, {_signed(g.ci_high)}]"),
+    rows = [StatRow(g.label, STAT_NAMES["mean"], g.status, g.n, fmt(g.old, 4), fmt(g.new, 4),
+                    fmt_signed(g.delta, 4), f"[{fmt_signed(g.ci_low, 4)}, {fmt_signed(g.ci_high, 4)}]"),
             StatRow(g.label, STAT_NAMES["pass_rate"], g.passed_status, g.n, _points(g.passed_old),
                     _points(g.passed_new), f"{_points(g.passed_delta, True)} points",
                     f"[{_points(g.passed_ci_low, True)}, {_points(g.passed_ci_high, True)}]"),
@@ -75,7 +67,7 @@ def cause_line(g) -> str | None:
     if not g.no_image:
         return None
     causes = "; ".join(f"{cause} ({count})" for cause, count in g.no_image_causes)
-    imaged = (f"; the {g.imaged_n} with an image on both sides moved the mean by {_signed(g.imaged_delta)}"
+    imaged = (f"; the {g.imaged_n} with an image on both sides moved the mean by {fmt_signed(g.imaged_delta, 4)}"
               if g.imaged_n else "")
     return f"{g.no_image} of {g.n} samples have no image now (each counts 1.0): {causes}{imaged}"
 

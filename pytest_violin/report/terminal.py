@@ -6,9 +6,9 @@ then the pass rate and the sample count.
 
 from __future__ import annotations
 
-import math
 
 from .tables import Table, text_lines
+from .json_report import fmt_signed
 from .text import printable
 
 __all__ = ["NO_IMAGE_NOTE", "comparison_lines", "format_summary", "write_summary"]
@@ -118,19 +118,6 @@ def write_summary(terminalreporter, store, *, settings=None, price=None, usage=N
 # --------------------------------------------------------------------------- the gate's verdict
 
 
-def _f(x, signed=False) -> str:
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{float(x):+.4f}" if signed else f"{float(x):.4f}"
-
-
-def _pct(x, signed=False) -> str:
-    """A rate in [0, 1] as a percentage (``+12.5%``)."""
-    if x is None or not math.isfinite(float(x)):
-        return "n/a"
-    return f"{100 * float(x):+.1f}%" if signed else f"{100 * float(x):.1f}%"
-
-
 def _where(comparison) -> str:
     return f" {comparison.baseline_path}" if comparison.baseline_path else ""
 
@@ -175,7 +162,7 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
                 worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
                 if worst and which == "regressed":
                     out.append((f"            worst metrics ({g.imaged_n} with an image on both sides): "
-                                + ", ".join(f"{k} {_f(v[2], True)}" for k, v in worst), "info"))
+                                + ", ".join(f"{k} {fmt_signed(v[2], 4)}" for k, v in worst), "info"))
                 if g.newly_failing and which == "regressed":
                     out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
                                 level))
