@@ -72,6 +72,21 @@ def _run(adapter, sample):
     return adapter.generate(GenerationRequest.from_sample(sample))
 
 
+def _run_in_thread(adapter, sample):
+    """``_run`` in a started thread: ``(thread, raised)``, what it raised handed to the test."""
+    raised = []
+
+    def run():
+        try:
+            _run(adapter, sample)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            raised.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    return worker, raised
+
+
 def test_edit_workflow_uploads_inputs_queues_polls_views_and_forgets(tmp_path, samples):
     with FakeComfyUI(samples) as fake:
         adapter = _adapter(tmp_path, fake, EDIT_WORKFLOW)
@@ -271,16 +286,7 @@ def test_interrupt_deletes_the_prompt_and_interrupts_it_only_while_it_runs(tmp_p
     cancel = threading.Event()
     with FakeComfyUI(samples, {sample.id: kind}) as fake:
         adapter = _adapter(tmp_path, fake, cancel=cancel)
-        raised = []
-
-        def run():
-            try:
-                _run(adapter, sample)
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                raised.append(exc)
-
-        worker = threading.Thread(target=run)
-        worker.start()
+        worker, raised = _run_in_thread(adapter, sample)
         assert fake.polled.wait(10)
         if kind == "hang":  # wait until the server runs it
             for _ in range(200):

@@ -30,7 +30,7 @@ from pytest_violin.errors import (GenerationCancelled, GenerationUnjudged, Model
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
 from pytest_violin.suite import load_suite
-from test_comfyui_adapter import EDIT_WORKFLOW, TEXT_WORKFLOW
+from test_comfyui_adapter import EDIT_WORKFLOW, TEXT_WORKFLOW, _run, _run_in_thread
 
 #: The mask workflow that passed 300 of 300 samples on the real server, with a MaskPreview beside it.
 MASK_WORKFLOW = {
@@ -60,10 +60,6 @@ def _adapter(tmp_path, fake, workflow=TEXT_WORKFLOW, query="", **kw):
 
 def _pick(samples, task, n=0):
     return [s for s in samples.values() if s.task == task][n]
-
-
-def _run(adapter, sample):
-    return adapter.generate(GenerationRequest.from_sample(sample))
 
 
 # -- nothing left in the history -------------------------------------------------------------
@@ -132,16 +128,7 @@ def test_ctrl_c_leaves_nothing_once_the_adapter_closes(tmp_path, samples, monkey
     cancel = threading.Event()
     with FakeComfyUI(samples, {sample.id: "hang"}, interrupt_seconds=0.5) as fake:
         adapter = _adapter(tmp_path, fake, cancel=cancel)
-        raised = []
-
-        def run():
-            try:
-                _run(adapter, sample)
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-                raised.append(exc)
-
-        worker = threading.Thread(target=run)
-        worker.start()
+        worker, raised = _run_in_thread(adapter, sample)
         for _ in range(500):
             if fake.running:
                 break
