@@ -2,7 +2,8 @@
 
 ``records`` (sample records, digests, the suite fingerprint, the aggregation
 in the baseline's layout), ``baseline`` (the file), ``statistics`` (the
-paired bootstrap) and ``comparison`` (the verdict); the terminal lines of a
+paired bootstrap), ``comparison`` (the groups' deltas) and ``decide`` (the gate's
+verdict and the session's exit status); the terminal lines of a
 comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
 Names load on first use, so importing the constants costs nothing.
 
@@ -38,6 +39,7 @@ _HOMES = {
     "validate_baseline": "baseline",
     "paired_bootstrap": "statistics",
     "GroupDelta": "comparison", "Comparison": "comparison", "compare": "comparison",
+    "GateLimits": "decide", "GateVerdict": "decide", "decide": "decide",
 }
 
 __all__ = sorted(_HOMES)

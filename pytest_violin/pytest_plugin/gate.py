@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from ..gating.decide import GateVerdict
+from ..gating.delta import Comparison
 from .compare_runs import build_runs_comparison, load_compare_runs
 from .known_failures import INDEX_INPUT, SendIndex, baseline_index
 from .settings import GateSettings, ViolinSettings, parse_gate_settings
@@ -49,7 +51,8 @@ class GateState:
     #: the test loop, or at the session's end after an interruption)
     decided: tuple | None = None
     gate_failed: bool = False  # violin::gate was reported failed (its text is in FAILURES)
-    comparison: object = None
+    verdict: GateVerdict | None = None  # the gate's decision (gating.decide)
+    comparison: Comparison | None = None  # its groups' deltas
     exitstatus: int | None = None
     interrupted: bool = False
     session: object = None
@@ -207,7 +210,8 @@ def _decide(config, store) -> tuple:
     if s.decided:
         return s.decided
     from ..report.json_report import records_of
-    from ..gating import build_baseline, compare
+    from ..gating import build_baseline
+    from ..gating.decide import GateLimits, decide
 
     results = records_of(store.results)  # plain dicts, converted once for every writer
     meta = _run_metadata(config, store, s)
@@ -224,40 +228,17 @@ def _decide(config, store) -> tuple:
     s.decided = (results, current)
     if (s.compare_runs or s.compare_paper) and results:
         build_runs_comparison(s, results, current)
-    if s.baseline_doc is not None and not results:
-        # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
-        s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared: no Violin sample "
-                          f"ran in this session")
-    elif s.baseline_doc is not None:
+    if s.baseline_doc is not None:
         settings = s.settings
-        s.comparison = compare(s.baseline_doc, current, max_regression=settings.max_regression,
-                               max_pass_drop=settings.max_pass_drop, alpha=settings.alpha,
-                               allow_mismatch=settings.allow_mismatch,
-                               population=_population(run, results, s.baseline_doc),
-                               baseline_path=s.baseline_label or str(s.baseline))
-        _sequential_verdict(s)
-        from ..gating.baseline import dataset_change
-
-        changed = dataset_change(s.baseline_doc.get("metadata", {}), current["metadata"])
-        if changed:
-            s.messages.append(changed)
+        s.verdict = decide(s.baseline_doc, results, current, limits=GateLimits(
+            max_regression=settings.max_regression, max_pass_drop=settings.max_pass_drop,
+            alpha=settings.alpha, allow_mismatch=settings.allow_mismatch),
+            baseline_label=s.baseline_label or str(s.baseline), sequential=s.sequential,
+            members=run.gate.members if run is not None and run.gate is not None else None,
+            interrupted=s.interrupted)
+        s.comparison = s.verdict.comparison
+        s.messages.extend(s.verdict.messages)
     return results, current
-
-
-def _population(run, results, baseline):
-    """A sequential run's overlap with the baseline, per task the baseline has: ``(in the
-    population, in the run)`` (the samples the gate did not need count, they were not
-    generated); None otherwise. A task the baseline lacks is judged by its limits."""
-    if run is None or run.gate is None:
-        return None
-    from collections import Counter
-
-    members = run.gate.members
-    shared = Counter(m.task for m in members.values())
-    in_run = Counter(shared)
-    in_run.update(str(r.get("task")) for r in results if str(r.get("id")) not in members)
-    known = {str(r.get("task")) for r in baseline.get("samples") or ()}
-    return {task: (shared.get(task, 0), n) for task, n in in_run.items() if task in known}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -416,49 +397,16 @@ def _fail_unwritten(s: GateState) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _sequential_verdict(s: GateState) -> None:
-    """Put what the run's end says into the comparison: who decided (a decided sequential gate's
-    verdict is the gate's), and why the baseline samples this run lacks were not run."""
-    from dataclasses import replace
-
-    from ..report.sequential import decided
-
-    seq, changes = s.sequential, {}
-    if decided(seq):
-        changes["decided_by"] = "sequential"
-        changes["sequential_regressions"] = tuple(g["group"] for g in seq.get("groups", ())
-                                                  if g.get("status") == "regressed")
-    if s.interrupted:
-        changes["unrun_reason"] = "the run was interrupted before"
-    elif decided(seq):
-        changes["unrun_reason"] = "the sequential gate (--violin-sequential) did not need"
-    elif seq is not None:
-        changes["unrun_reason"] = f"the sequential gate ended undecided ({seq.get('finished')}) before"
-    if changes:
-        s.comparison = replace(s.comparison, **changes)
-
-
 def _fail_on_regressions(s: GateState) -> None:
-    """Make an otherwise green session exit non-zero when the gate is not green.
-
-    A regression, or a baseline sample that ended in an error, fails the
-    session (exit 1); a baseline that shares no comparable sample with the run,
-    or too few to decide (:attr:`Comparison.too_few`), is a usage error (exit 4).
-    """
+    """Make an otherwise green session exit non-zero when the gate is not green
+    (:meth:`GateVerdict.exit_status`)."""
     session = s.session
-    if session is None or s.comparison is None or s.comparison.ok:
+    if session is None or s.verdict is None:
         return
-    c = s.comparison
-    # a regression shown on few samples is shown (the error rate holds at any size); only a
-    # gate that found none on too few samples cannot say "not worse"
-    undecided = (c.compared == 0 or c.undecidable) and not c.regressed_groups and not (
-        c.decided_by == "sequential" and c.sequential_regressions)
-    # ... and exit 4 says so, unless tests of the team's own failed too (they keep exit 1)
     others_failed = session.testsfailed > (1 if s.gate_failed else 0)
-    if undecided and not c.errored and not s.interrupted and not others_failed:
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-    elif session.exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    status = s.verdict.exit_status(int(session.exitstatus), others_failed=others_failed)
+    if status != int(session.exitstatus):
+        session.exitstatus = pytest.ExitCode(status)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
