@@ -21,9 +21,9 @@ Other ``?name=value`` parameters are added to every body, typed
 from __future__ import annotations
 
 
-from .transport.credentials import check_url
-from .transport.decode import image_from_response
-from .transport.client import HttpClient, client_from_options
+from ._transport.origins import check_url
+from ._transport.answers import image_from_response
+from ._transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url

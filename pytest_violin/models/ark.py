@@ -39,9 +39,9 @@ from ..redaction import redact_url
 from ._params import check_model_name, format_params, parse_switch, split_params
 from .base import NetworkAdapter
 from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json, server_message, truncate
+from ._transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response, load_json, server_message, truncate
 
 __all__ = [
     "DEFAULT_BASE_URL",

@@ -37,11 +37,13 @@ from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .base import NetworkAdapter
 from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
-from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id, same_origin as _same_origin
+from ._transport.client import HttpClient, client_from_options
+from ._transport.answers import HttpResult
+from ._transport.retries import parse_retry_after
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response, load_json
+from ._transport.jobs import JobStates, poll_job
+from ._transport.origins import Origins, check_path_id, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]

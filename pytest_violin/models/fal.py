@@ -36,11 +36,11 @@ from ._params import format_params, split_params
 from .base import NetworkAdapter
 from .bfl import first_wait_of, json_answer
 from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
-from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id
+from ._transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response
+from ._transport.jobs import JobStates, poll_job
+from ._transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 

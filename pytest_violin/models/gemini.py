@@ -40,9 +40,9 @@ from ..redaction import redact, redact_url
 from ._params import check_model_name, format_params, split_params
 from .base import NetworkAdapter
 from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import load_json, truncate
+from ._transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import load_json, truncate
 
 __all__ = [
     "ASPECT_RATIOS",

@@ -34,12 +34,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .transport.credentials import check_url
-from .transport.decode import _walk, image_from_response, load_json, parse_response_path
-from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
-from .transport.origins import UrlRefused, resolve
-from .transport.jobs import JobStates, poll_job
-from .transport.outcomes import is_loopback
+from ._transport.origins import check_url
+from ._transport.answers import _walk, image_from_response, load_json, parse_response_path
+from ._transport.client import HttpClient, client_from_options
+from ._transport.answers import HttpResult
+from ._transport.retries import parse_retry_after
+from ._transport.origins import UrlRefused, resolve
+from ._transport.jobs import JobStates, poll_job
+from ._transport.retries import is_loopback
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url

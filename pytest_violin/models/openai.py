@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 from urllib.parse import urlsplit
 
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
-from .transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response
+from ._transport.client import HttpClient, client_from_options
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
-from .transport.outcomes import refusal_or
+from ._transport.retries import refusal_or
 from ..redaction import redact_url
 from ._params import format_params, parse_switch, split_params
 from .base import NetworkAdapter

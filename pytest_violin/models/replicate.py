@@ -43,13 +43,14 @@ from ._params import format_params, split_params
 from .base import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options
-from .transport.origins import origin_or_none
-from .transport.origins import shown
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
-from .transport.client import parse_retry_after
-from .transport.jobs import JobStates, poll_job
+from ._transport.client import HttpClient, client_from_options
+from ._transport.answers import HttpResult
+from ._transport.origins import origin_or_none
+from ._transport.origins import shown
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response, load_json
+from ._transport.retries import parse_retry_after
+from ._transport.jobs import JobStates, poll_job
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
            "parse_target"]

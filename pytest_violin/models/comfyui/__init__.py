@@ -67,8 +67,8 @@ from pathlib import Path
 
 from ...errors import ModelSpecError, ViolinWarning
 from .._params import split_params
-from ..transport.client import client_from_options
-from ..transport.credentials import check_url
+from .._transport.client import client_from_options
+from .._transport.origins import check_url
 from .adapter import MASK_MODES, ComfyUIAdapter
 from .nodes import image_output_classes
 from .workflow import IMAGE_OUTPUTS, PLACEHOLDERS, Workflow

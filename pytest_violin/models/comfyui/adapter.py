@@ -15,9 +15,9 @@ from ...redaction import redact, redact_url
 from ..base import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
-from ..transport.client import HttpClient
-from ..transport.decode import image_from_response, load_json
-from ..transport.jobs import JobStates, poll_job
+from .._transport.client import HttpClient
+from .._transport.answers import image_from_response, load_json
+from .._transport.jobs import JobStates, poll_job
 from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
 from .housekeeping import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger

@@ -25,7 +25,7 @@ import threading
 import time
 
 from ...errors import GenerationCancelled
-from ..transport.deadline import WATCHDOG, Attempt, state as _transport_state
+from .._transport.bounds import WATCHDOG, Attempt, state as _transport_state
 from .answers import queue_position
 
 __all__ = ["CANCEL_TIMEOUT", "CLOSE_DEADLINE", "FORGET_DEADLINE", "QUEUE_BYTES", "Ledger", "bounded"]

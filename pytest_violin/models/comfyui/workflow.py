@@ -18,7 +18,6 @@ its word, the core ones (:data:`IMAGE_OUTPUTS`).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Callable

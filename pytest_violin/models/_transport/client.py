@@ -1,28 +1,9 @@
-"""The HTTP client the model adapters share: :class:`HttpClient` composes the transport's pieces.
+"""The HTTP client the network adapters share: :class:`HttpClient`, its session and its options.
 
-:class:`HttpClient` (one per adapter, shared by its threads) sends requests
-through :meth:`~HttpClient.request`, whose attempts and waits run on
-tenacity (:mod:`.retries`: :class:`~.retries.Request`), over the pieces
-(each one job, see README "Layout"): :mod:`.session` (the requests session;
-:mod:`.environment`: proxies, CA, netrc read once; :mod:`.origins`: where
-credentials may go; :mod:`.credentials`: headers, ``${ENV}``),
-:mod:`.deadline` (one attempt's deadline, its watchdog), :mod:`.body` (byte
-limit, content decoding, the large-answer budget), :mod:`.outcomes` (why an
-attempt failed, whether to retry, setup error or the model's failure),
-:mod:`.limits` (``--violin-rate``, samples in flight, one sample's scope and
-budget), :mod:`.result` (:class:`HttpResult`).
-:func:`client_from_options` builds a client from
-:class:`~pytest_violin.models.AdapterOptions` (checked in :mod:`.client_options`).
-
-Bounds (docs/models.md, "Timeouts and retries" and "Limits"): the timeout is
-a deadline for the whole attempt, one sample spends at most
-:data:`SAMPLE_BUDGET_FACTOR` times it in all attempts and retry waits, an
-answer over ``max_answer_bytes`` is refused before reading past the limit,
-and the run's cancel event ends waits and in-flight attempts at once
-(:class:`~pytest_violin.errors.GenerationCancelled`). Every failure is a
-:class:`~pytest_violin.errors.GenerationError` with a one-line, redacted
-reason, the HTTP status and the number of attempts. The pieces' names that
-adapters and tests import from here stay importable from here.
+The session never reads the environment and keeps credentials home: every
+request, redirect hops included, passes :func:`.origins.guard` with the
+prepared URL in ``send`` (response hooks run too late to keep a header from
+a host). Bounds are in docs/models.md ("Timeouts and retries", "Limits").
 """
 
 from __future__ import annotations
@@ -32,27 +13,189 @@ import json
 import threading
 from typing import Any, Mapping
 
-from ...errors import GenerationError, ModelSpecError
-from ...redaction import redact_url
-from .body import (ACCEPT_ENCODING, DEFAULT_MAX_ANSWER_BYTES, ERROR_BODY_BYTES, LARGE_ANSWER_BYTES,
-                   LARGE_ANSWER_BUDGET, MAX_BODY_BYTES)
-from .client_options import client_settings
-from .deadline import state as _local
-from .environment import EnvironmentSettings
-from .limits import AdaptiveLimit, RateLimiter, budget_left, parse_rate, renew_budget, sample_scope
-from .origins import UrlRefused, guard, origin_or_none
-from .outcomes import is_transient_status, parse_retry_after
-from .result import HttpResult
-from .retries import SAMPLE_BUDGET_FACTOR, Request, RetryPolicy
-from .session import USER_AGENT, make_session
+import requests
 
-# its own: HttpClient, client_from_options, SAMPLE_BUDGET_FACTOR, thread_requests; the rest as before the split
-__all__ = [
-    "ACCEPT_ENCODING", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES", "LARGE_ANSWER_BYTES",
-    "LARGE_ANSWER_BUDGET", "MAX_BODY_BYTES", "SAMPLE_BUDGET_FACTOR", "USER_AGENT", "EnvironmentSettings",
-    "HttpClient", "HttpResult", "RetryPolicy", "client_from_options", "is_transient_status",
-    "make_session", "parse_retry_after", "thread_requests",
-]
+from ... import __version__
+from ...errors import GenerationError, ModelSpecError
+from ...redaction import install_log_redaction, redact_url
+from .answers import HttpResult
+from .bounds import (ACCEPT_ENCODING, AdaptiveLimit, DEFAULT_MAX_ANSWER_BYTES, RateLimiter, WatchedAdapter,
+                     budget_left, parse_rate, renew_budget, sample_scope, state as _local)
+from .origins import (EnvironmentSettings, Origins, PUBLIC_HEADERS, UrlRefused, guard, origin_or_none,
+                      parse_headers, resolve)
+from .retries import Request, RetryPolicy, SAMPLE_BUDGET_FACTOR
+
+__all__ = ['HttpClient', 'USER_AGENT', 'client_from_options', 'client_settings', 'make_session', 'thread_requests']
+
+
+USER_AGENT = f"pytest-violin/{__version__}"
+
+
+class _Session(requests.Session):
+    """A session that never reads the environment and keeps credentials home.
+
+    * Proxies, CA bundle and netrc come from :class:`EnvironmentSettings`
+      captured when it was built (``trust_env`` is off).
+    * On a redirect that leaves the origin (scheme, host, port), every
+      credential header (``Authorization``, ``Proxy-Authorization``,
+      ``Cookie`` and each configured header but ``Accept``,
+      ``Content-Type`` and the like) and Basic auth are dropped.
+    * Every request it sends, redirect hops included, passes
+      :func:`.origins.guard` with the prepared URL (see :meth:`send`).
+    """
+
+    def __init__(self, env: EnvironmentSettings):
+        super().__init__()
+        self.trust_env = False
+        self.env = env
+        self.origins = Origins()  # the HttpClient names (or learns) them
+        self.credential_headers: set[str] = {"Authorization", "Proxy-Authorization", "Cookie"}
+        if env.ca_bundle:
+            self.verify = env.ca_bundle
+
+    def request(self, method, url, *args, **kwargs):  # noqa: D102 - requests API
+        if kwargs.get("proxies") is None:
+            kwargs["proxies"] = self.env.proxies_for(url)
+        if self.auth is None and kwargs.get("auth") is None and "Authorization" not in self.headers:
+            netrc_auth = self.env.netrc_auth(url)
+            if netrc_auth is not None:
+                kwargs["auth"] = netrc_auth
+        return super().request(method, url, *args, **kwargs)
+
+    def send(self, request, **kwargs):  # noqa: D102 - requests API
+        # the one place every request passes, redirect hops included, with the
+        # URL requests connects with: refused URLs never leave, and an origin
+        # not named gets no credential of ours
+        origin = guard(request.url, self.origins, body=None)
+        if self.origins and origin not in self.origins:
+            self._drop_credentials(request)
+            guard(request.url, self.origins, body=request.body)
+        return super().send(request, **kwargs)
+
+    def get_redirect_target(self, resp):  # noqa: D102 - requests API
+        target = super().get_redirect_target(resp)
+        if target is not None:
+            try:  # as the server wrote it: requests decodes %31 in a host and drops tabs later
+                resolve(target, resp.url, what="redirect to")
+            except UrlRefused:
+                resp.close()
+                raise
+            # requests reads a redirect's whole body before following it, outside the
+            # answer's byte cap and decoding limits: nothing of it is needed. Closed
+            # unread, its connection is dropped, not pooled with the body still in it.
+            resp.close()
+            resp._content, resp._content_consumed = b"", True
+        return target
+
+    def _drop_credentials(self, request) -> None:
+        from requests.auth import _basic_auth_str
+        from ...redaction import contains_secret
+
+        netrc_auth = self.env.netrc_auth(request.url)
+        netrc_header = _basic_auth_str(*netrc_auth) if netrc_auth else None
+        drop = {name.lower() for name in self.credential_headers}
+        for name in list(request.headers):
+            value = request.headers[name]
+            if value == netrc_header and name.lower() == "authorization":
+                continue  # the user's own ~/.netrc entry for this very host
+            if name.lower() in drop or contains_secret(str(value)):
+                del request.headers[name]
+
+    def rebuild_auth(self, prepared_request, response):  # noqa: D102 - requests API
+        start = origin_or_none(response.request.url)
+        if start is None or start != origin_or_none(prepared_request.url):
+            drop = {name.lower() for name in self.credential_headers}
+            for name in [n for n in prepared_request.headers if n.lower() in drop]:
+                del prepared_request.headers[name]
+            new_auth = self.env.netrc_auth(prepared_request.url)
+            if new_auth is not None:
+                prepared_request.prepare_auth(new_auth)
+
+    def rebuild_proxies(self, prepared_request, proxies):  # noqa: D102 - requests API
+        prepared_request.headers.pop("Proxy-Authorization", None)
+        return self.env.proxies_for(prepared_request.url)
+
+
+def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None, *,
+                 env: EnvironmentSettings | None = None) -> requests.Session:
+    """A :class:`requests.Session` whose pool holds ``concurrency`` connections.
+
+    Parameters
+    ----------
+    concurrency : int
+        Requests the runner keeps in flight; the pool keeps that many
+        connections (plus slack for image downloads) alive per host.
+    headers : Mapping, optional
+        Headers sent with every request.
+    env : EnvironmentSettings, optional
+        Proxies, CA bundle and netrc (default: captured now, from
+        ``os.environ``; call this in the main thread).
+
+    Returns
+    -------
+    requests.Session
+        With urllib3 retries disabled (:class:`HttpClient` retries) and
+        ``trust_env`` off.
+    """
+    size = max(int(concurrency), 1) + 2
+    session = _Session(env if env is not None else EnvironmentSettings.capture())
+    adapter = WatchedAdapter(pool_connections=4, pool_maxsize=size, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    session.headers["User-Agent"] = USER_AGENT
+    session.headers["Accept-Encoding"] = ACCEPT_ENCODING
+    if headers:
+        session.headers.update(headers)
+        session.credential_headers |= {n for n in headers if n.lower() not in PUBLIC_HEADERS}
+    # urllib3 logs every request line at DEBUG ("POST /gen?key=... HTTP/1.1"):
+    # redact records of the HTTP stack before any handler sees them
+    install_log_redaction()
+    return session
+
+
+def client_settings(options, *, auth: tuple[str, str] | None = None,
+                    headers: Mapping[str, str] | None = None, origins=(), domains=()) -> dict:
+    """The keyword arguments of :class:`.client.HttpClient` for ``options`` (see :func:`.client.client_from_options`).
+
+    Raises
+    ------
+    ModelSpecError
+        For malformed headers, an unset ``${ENV}`` variable or bad numbers.
+    """
+    merged = dict(headers or {})
+    merged.update(parse_headers(getattr(options, "headers", ()) or ()))
+    if auth is not None and any(name.lower() == "authorization" for name in merged):
+        auth = None  # a configured Authorization header wins over URL credentials
+    extra = getattr(options, "extra", None) or {}
+    knobs = {}
+    for key in ("backoff_base", "backoff_cap", "retry_after_cap"):
+        if key in extra:
+            try:
+                knobs[key] = float(extra[key])
+            except (TypeError, ValueError):
+                raise ModelSpecError(f"option {key!r} must be a number of seconds, got {extra[key]!r}") from None
+            if knobs[key] < 0:
+                raise ModelSpecError(f"option {key!r} must be >= 0, got {extra[key]!r}")
+    retries = getattr(options, "retries", 3)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ModelSpecError(f"retries must be an integer >= 0, got {retries!r}")
+    concurrency = getattr(options, "concurrency", 4)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ModelSpecError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    rate = extra.get("rate")
+    return dict(
+        rate=parse_rate(rate) if rate is not None else None,
+        concurrency=concurrency,
+        headers=merged,
+        timeout=getattr(options, "timeout", 120.0),
+        policy=RetryPolicy(retries=retries, **knobs),
+        auth=auth,
+        max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
+        cancel=getattr(options, "cancel", None),
+        origins=origins,
+        domains=domains,
+    )
+
 
 def thread_requests() -> int:
     """Requests every :class:`HttpClient` has sent from the calling thread so far.

@@ -1,26 +1,15 @@
-"""Job APIs: submit, poll until a terminal state, then fetch the result.
+"""Job APIs: submit, poll until a terminal state, then fetch the result: :func:`poll_job`.
 
-Most hosted image models answer *later*: a submit returns a job id or a
-polling URL, the job moves through states, and a terminal state carries a
-result URL (or a failure). :func:`poll_job` is the one polling loop the
-adapters share: it honours the provider's hints (``Retry-After``, a
-suggested interval in the body), backs off exponentially up to a cap,
-stays inside the sample's time budget (``--violin-timeout``, see
-:meth:`~pytest_violin.models.transport.client.HttpClient.sample`), and stops
-at once when the run is cancelled (Ctrl-C), after cancelling the remote job
-where the provider allows it.
-
-Queue time is not generation time: while a status answer says the job waits
-in the server's queue (:attr:`JobStates.queued`: fal's ``IN_QUEUE``,
-Replicate's ``starting``, ComfyUI's ``queue_pending``), the sample's budget
-(``2 x --violin-timeout``) is held back; it starts when the job starts
-running (first seen out of the queue). The whole wait is bounded by an overall limit (``wait_limit``,
-default :data:`QUEUE_WAIT_FACTOR` x the budget), reported as such. A job the
-server no longer knows (:attr:`JobStates.vanished`: deleted from its queue by
-another client, a server restarted) ends after :data:`VANISHED_POLLS` polls
-in a row. Both, and a job over its budget, end as
-:class:`~pytest_violin.errors.GenerationUnjudged`: an *error*, not the
-model's failure.
+The one polling loop the adapters share honours the provider's hints
+(``Retry-After``, an interval in the body), backs off up to a cap, stays in
+the sample's budget and stops at once on cancel, cancelling the remote job
+where the provider allows it. Queue time is not generation time: while the
+job waits in the server's queue (:attr:`JobStates.queued`) the budget is held
+back, the whole wait bounded by ``wait_limit`` (:data:`QUEUE_WAIT_FACTOR` x
+the budget). A job the server no longer knows ends after
+:data:`VANISHED_POLLS` polls in a row. Both, and a job over its budget, are
+:class:`~pytest_violin.errors.GenerationUnjudged`: an error, not the model's
+failure.
 """
 
 from __future__ import annotations
@@ -29,13 +18,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ...errors import GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged, ServerCrashed
+from ...errors import (GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged,
+                       ServerCrashed)
 from ...redaction import redact, redact_url
+from .answers import load_json
 from .client import HttpClient
-from .decode import load_json
-from .outcomes import parse_retry_after
+from .retries import parse_retry_after
 
-__all__ = ["QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "JobStates", "poll_job"]
+__all__ = ['JobStates', 'QUEUE_WAIT_FACTOR', 'VANISHED_POLLS', 'poll_job']
+
 
 #: The overall wait limit of a job (queue and run) in sample budgets.
 QUEUE_WAIT_FACTOR = 5.0
@@ -139,9 +130,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
     GenerationCancelled
         The run was interrupted (after ``cancel_job``).
     """
-    done, failed, refused = _lower(states.done), _lower(states.failed), _lower(states.refused)
-    broken = _lower(states.broken)
-    queued, vanished = _lower(states.queued), _lower(states.vanished)
+    done, queued, vanished = _lower(states.done), _lower(states.queued), _lower(states.vanished)
     wait = first_wait
     budget = client.sample_budget
     started = time.monotonic()
@@ -151,6 +140,9 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
     gone = 0
     was_queued = False
     shown = redact_url(url)
+    if fetch is None:
+        def fetch():
+            return _fetch_status(client, url, what, shown, method, body, request_kwargs)
     while True:
         deadline = min(run_deadline, started + limit)
         if client.cancel.wait(max(0.0, min(wait, deadline - time.monotonic()))) or client.cancel.is_set():
@@ -160,20 +152,10 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             # one last look (and the image download, if it finished) before the time-out
             client.renew_budget()
         try:
-            if fetch is not None:
-                status, answer = fetch()
-            elif method == "GET":
-                answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
-            else:
-                answer = client.post_json(url, body, what=f"{what} status")
+            status, answer = fetch()
         except GenerationCancelled:  # interrupted during a poll: the remote job is cancelled too
             _cancel_quietly(cancel_job)
             raise
-        if fetch is None:
-            try:
-                status = load_json(answer.content)  # nesting bounded
-            except (UnicodeDecodeError, ValueError):
-                raise GenerationError(f"{what} status at {shown} is not JSON") from None
         if not isinstance(status, dict):
             raise GenerationError(f"{what} status at {shown} is not a JSON object")
         state = str(states.state_of(status) or "").lower()
@@ -192,11 +174,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
                 f"deleted from its queue by another client, or the server restarted)")
         if state in done:
             return (status, answer) if with_answer else status
-        if state in refused or state in failed or state in broken:
-            message = states.message_of(status) if states.message_of else ""
-            text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
-            raise (GenerationRefused if state in refused else ServerCrashed if state in broken
-                   else GenerationError)(text)
+        _raise_if_failed(states, state, status, what)
         if time.monotonic() >= min(run_deadline, started + limit):
             _cancel_quietly(cancel_job)
             queue_note = f", after {in_queue:.0f} s in the server's queue" if in_queue >= 0.5 else ""
@@ -206,16 +184,41 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             raise GenerationUnjudged(f"{what} at {shown} timed out: it did not finish within the overall wait "
                                      f"limit of {limit:g} s{queue_note} (lower --violin-concurrency or raise "
                                      f"--violin-timeout)")
-        hint = parse_retry_after(answer.headers.get("Retry-After"))
-        if hint is None and states.interval_of is not None:
-            try:
-                hint = states.interval_of(status)
-            except (TypeError, ValueError):
-                hint = None
-        if hint is not None:
-            wait = min(max(float(hint), 0.05), max_wait)
-        else:
-            wait = min(max(wait, first_wait) * 2.0, max_wait)
+        wait = _next_wait(answer, states, status, wait, first_wait, max_wait)
+
+
+def _fetch_status(client: HttpClient, url: str, what: str, shown: str, method: str, body: Any,
+                  request_kwargs: Mapping[str, Any] | None) -> tuple:
+    if method == "GET":
+        answer = client.request("GET", url, what=f"{what} status", **dict(request_kwargs or {}))
+    else:
+        answer = client.post_json(url, body, what=f"{what} status")
+    try:
+        return load_json(answer.content), answer  # nesting bounded
+    except (UnicodeDecodeError, ValueError):
+        raise GenerationError(f"{what} status at {shown} is not JSON") from None
+
+
+def _raise_if_failed(states: JobStates, state: str, status: Mapping, what: str) -> None:
+    refused, broken = state in _lower(states.refused), state in _lower(states.broken)
+    if refused or broken or state in _lower(states.failed):
+        message = states.message_of(status) if states.message_of else ""
+        text = redact(f"{what} {state}" + (f": {str(message)[:300]}" if message else ""))
+        raise (GenerationRefused if refused else ServerCrashed if broken else GenerationError)(text)
+
+
+def _next_wait(answer, states: JobStates, status: Mapping, wait: float, first_wait: float,
+               max_wait: float) -> float:
+    """The provider's hint (``Retry-After``, an interval in the body) within bounds, else doubling."""
+    hint = parse_retry_after(answer.headers.get("Retry-After"))
+    if hint is None and states.interval_of is not None:
+        try:
+            hint = states.interval_of(status)
+        except (TypeError, ValueError):
+            hint = None
+    if hint is not None:
+        return min(max(float(hint), 0.05), max_wait)
+    return min(max(wait, first_wait) * 2.0, max_wait)
 
 
 def _cancel_quietly(cancel_job) -> None:
