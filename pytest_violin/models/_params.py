@@ -34,10 +34,7 @@ def coerce(value: str):
 def split_params(target: str, *, what: str) -> tuple[str, dict]:
     """Split ``"name?a=1&b=x"`` into ``("name", {"a": 1, "b": "x"})``.
 
-    Raises
-    ------
-    ModelSpecError
-        For a malformed or repeated parameter.
+    Raises :class:`ModelSpecError`: for a malformed or repeated parameter.
     """
     head, sep, query = target.partition("?")
     params: dict = {}

@@ -37,15 +37,9 @@ __all__ = ["A1111Adapter", "create"]
 class A1111Adapter(NetworkAdapter):
     """Adapter for the A1111 / SD.Next API (see the module docstring).
 
-    Parameters
-    ----------
-    base_url : str
-        The web UI root (no trailing slash, no credentials).
-    client : HttpClient
-    params : dict
-        Extra body fields.
-    send_mask : bool
-        Send the mask of two-input samples as ``mask``.
+    * ``base_url``: the web UI root (no trailing slash, no credentials).
+    * ``params``: extra body fields.
+    * ``send_mask``: send the mask of two-input samples as ``mask``.
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
@@ -96,10 +90,7 @@ class A1111Adapter(NetworkAdapter):
 def create(target: str, options) -> A1111Adapter:
     """Factory for ``a1111:http://[user:password@]host:port[?name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For a missing or non-http(s) URL, or malformed parameters.
+    Raises :class:`ModelSpecError`: for a missing or non-http(s) URL, or malformed parameters.
     """
     target = (target or "").strip()
     if not target:

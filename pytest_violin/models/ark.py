@@ -123,16 +123,10 @@ def size_for(model: str, width: int, height: int) -> str:
 class ArkAdapter(NetworkAdapter):
     """Adapter for Seedream on ModelArk / Volcengine Ark (see the module docstring).
 
-    Parameters
-    ----------
-    model : str
-        A Seedream model or endpoint ID.
-    base_url : str
-        The region's API root (``ARK_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends ``ARK_API_KEY`` as ``Authorization: Bearer``.
-    params : dict
-        Extra JSON fields (``size`` overrides the computed size).
+    * ``model``: A Seedream model or endpoint ID.
+    * ``base_url``: the region's API root (``ARK_BASE_URL``), no trailing slash, no credentials.
+    * ``client``: sends ``ARK_API_KEY`` as ``Authorization: Bearer``.
+    * ``params``: extra JSON fields (``size`` overrides the computed size).
     """
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
@@ -227,12 +221,8 @@ def _check_params(params: dict) -> dict:
 def create(target: str, options) -> ArkAdapter:
     """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed model name, bad parameters, a missing
-        ``ARK_API_KEY`` (the message names the variable, never a value) or
-        a bad ``ARK_BASE_URL``.
+    Raises :class:`ModelSpecError`: for an empty or malformed model name, bad parameters, a missing
+    ``ARK_API_KEY`` (the message names the variable, never a value) or a bad ``ARK_BASE_URL``.
     """
     model, params = split_params((target or "").strip(), what="ark")
     check_model_name(model, _MODEL_NAME, what="ark",

@@ -19,11 +19,8 @@ __all__ = ["ModelAdapter", "NetworkAdapter"]
 class ModelAdapter(Protocol):
     """What every model adapter implements.
 
-    Attributes
-    ----------
-    identity : str
-        A stable, secret-free description of the model (scheme, endpoint,
-        model name). Used in cache keys, baselines and reports.
+    * ``identity``: A stable, secret-free description of the model (scheme, endpoint, model name). Used in
+      cache keys, baselines and reports.
     """
 
     identity: str

@@ -119,18 +119,11 @@ def _aspect(width: int, height: int) -> str:
 class BflAdapter(NetworkAdapter):
     """Adapter for Black Forest Labs' API (see the module docstring).
 
-    Parameters
-    ----------
-    model : str
-        The endpoint name (``flux-2-pro``, ``flux-dev``, ``flux-kontext-pro``).
-    base_url : str
-        Without trailing slash.
-    client : HttpClient
-        Carries the ``x-key`` header.
-    edit : bool or "auto"
-        Whether the model takes input images (``auto``: by name).
-    params : dict
-        Extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
+    * ``model``: the endpoint name (``flux-2-pro``, ``flux-dev``, ``flux-kontext-pro``).
+    * ``base_url``: without trailing slash.
+    * ``client``: carries the ``x-key`` header.
+    * ``edit``: whether the model takes input images (``auto``: by name).
+    * ``params``: extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
     """
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
@@ -194,12 +187,8 @@ class BflAdapter(NetworkAdapter):
 def create(target: str, options) -> BflAdapter:
     """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty model name, a missing ``BFL_API_KEY`` (the message names
-        the variable, never a value), a bad ``BFL_BASE_URL`` or malformed
-        parameters.
+    Raises :class:`ModelSpecError`: for an empty model name, a missing ``BFL_API_KEY`` (the message names the
+    variable, never a value), a bad ``BFL_BASE_URL`` or malformed parameters.
     """
     model, params = split_params((target or "").strip(), what="bfl")
     if not model or "/" in model:

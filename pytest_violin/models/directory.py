@@ -56,10 +56,7 @@ def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
     first of ``id_000123.png`` / ``id_123.png`` in ``root`` or its
     ``*_color_var1``-style folders; :func:`output_path` when none exists.
 
-    Raises
-    ------
-    GenerationError
-        Answers for the sample in more than one of those folders.
+    Raises :class:`GenerationError`: answers for the sample in more than one of those folders.
     """
     root = Path(root)
     path = output_path(root, sample_id, repeat)
@@ -76,10 +73,7 @@ def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
 class ReplayAdapter:
     """Read ``<root>/<sample id>.png``.
 
-    Parameters
-    ----------
-    root : pathlib.Path
-        An existing directory.
+    * ``root``: an existing directory.
     """
 
     cacheable = False
@@ -111,10 +105,7 @@ def create(target: str, options=None) -> ReplayAdapter:
     directory pytest was started in (the ini file's directory for a spec
     from the ini file), see :attr:`AdapterOptions.spec_base`.
 
-    Raises
-    ------
-    ModelSpecError
-        When ``PATH`` is empty, missing or not a directory.
+    Raises :class:`ModelSpecError`: when ``PATH`` is empty, missing or not a directory.
     """
     if not target or not target.strip():
         raise ModelSpecError("model spec 'dir:' needs a directory; accepted: dir:PATH")

@@ -88,18 +88,11 @@ def _refusal_of(body: dict) -> str | None:
 class FalAdapter(NetworkAdapter):
     """Adapter for fal.ai's queue (see the module docstring).
 
-    Parameters
-    ----------
-    app : str
-        ``owner/name[/path]`` (``fal-ai/flux/dev``, ``fal-ai/flux-2/edit``).
-    base_url : str
-        Without trailing slash.
-    client : HttpClient
-        Carries the Authorization header.
-    image_field : str
-        Where input images go.
-    params : dict
-        Extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
+    * ``app``: ``owner/name[/path]`` (``fal-ai/flux/dev``, ``fal-ai/flux-2/edit``).
+    * ``base_url``: without trailing slash.
+    * ``client``: carries the Authorization header.
+    * ``image_field``: where input images go.
+    * ``params``: extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
     """
 
     def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
@@ -174,12 +167,8 @@ class FalAdapter(NetworkAdapter):
 def create(target: str, options) -> FalAdapter:
     """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For a malformed app id, a missing ``FAL_KEY`` (the message names the
-        variable, never a value), a bad ``FAL_BASE_URL`` or malformed
-        parameters.
+    Raises :class:`ModelSpecError`: for a malformed app id, a missing ``FAL_KEY`` (the message names the
+    variable, never a value), a bad ``FAL_BASE_URL`` or malformed parameters.
     """
     app, params = split_params((target or "").strip().rstrip("/"), what="fal")
     if not _APP.match(app or ""):

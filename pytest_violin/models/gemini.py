@@ -112,26 +112,14 @@ def _inline(part) -> dict | None:
 def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answer"):
     """The image in a ``generateContent`` answer, or the reason there is none.
 
-    Parameters
-    ----------
-    obj : object
-        The parsed JSON answer.
-    max_pixels : int, optional
-        Pixel limit for the decoded image.
-    where : str
-        What the answer is, for messages.
+    * ``obj``: the parsed JSON answer.
+    * ``max_pixels``: pixel limit for the decoded image.
+    * ``where``: what the answer is, for messages.
 
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8.
+    Returns: RGB uint8.
 
-    Raises
-    ------
-    GenerationRefused
-        Blocked prompt, a safety ``finishReason``, or text without an image.
-    GenerationError
-        Any other answer without a usable image.
+    Raises :class:`GenerationRefused`: blocked prompt, a safety ``finishReason``, or text without an image.;
+    :class:`GenerationError`: any other answer without a usable image.
     """
     if not isinstance(obj, dict):
         raise GenerationError(f"{where} is a JSON {type(obj).__name__}, not an object with 'candidates'")
@@ -187,16 +175,10 @@ def _decode_inline(data, where: str, max_pixels: int | None):
 class GeminiAdapter(NetworkAdapter):
     """Adapter for Gemini image models (see the module docstring).
 
-    Parameters
-    ----------
-    model : str
-        A Gemini image model (``models/`` taken off).
-    base_url : str
-        The API root (``GEMINI_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends the key as the ``x-goog-api-key`` header.
-    params : dict
-        Validated suffix parameters.
+    * ``model``: A Gemini image model (``models/`` taken off).
+    * ``base_url``: the API root (``GEMINI_BASE_URL``), no trailing slash, no credentials.
+    * ``client``: sends the key as the ``x-goog-api-key`` header.
+    * ``params``: validated suffix parameters.
     """
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
@@ -258,11 +240,8 @@ def _check_params(params: dict) -> dict:
 def create(target: str, options) -> GeminiAdapter:
     """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed model name, unknown parameters, a missing
-        key or a bad ``GEMINI_BASE_URL``.
+    Raises :class:`ModelSpecError`: for an empty or malformed model name, unknown parameters, a missing key or
+    a bad ``GEMINI_BASE_URL``.
     """
     model, params = split_params((target or "").strip(), what="gemini")
     model = check_model_name(model.removeprefix("models/"), _MODEL_NAME, what="gemini",

@@ -96,17 +96,10 @@ class RequestTemplate:
     ``null`` (or ``""`` inside a longer string) when the sample has fewer
     input images, so one template can serve text-only and editing tasks.
 
-    Parameters
-    ----------
-    body : JSON-able
-        The parsed template.
-    source : str
-        Where it came from, for error messages.
+    * ``body``: the parsed template.
+    * ``source``: where it came from, for error messages.
 
-    Raises
-    ------
-    ModelSpecError
-        For an unknown or malformed placeholder.
+    Raises :class:`ModelSpecError`: for an unknown or malformed placeholder.
     """
 
     def __init__(self, body: Any, source: str = "request template"):
@@ -213,19 +206,11 @@ def _values(text: str | None, default: tuple, option: str) -> frozenset:
 class JobSpec:
     """How the generic adapter reads a job API (from the ``--violin-*`` job options).
 
-    Parameters
-    ----------
-    poll_url_path : str
-        Where the status URL is in the submit answer.
-    status_path : str, optional
-        Where the state is in a status answer (default ``status``).
-    done, failed, refused : str, optional
-        Comma-separated states (compared case-insensitively).
+    * ``poll_url_path``: where the status URL is in the submit answer.
+    * ``status_path``: where the state is in a status answer (default ``status``).
+    * ``done``, ``failed``, ``refused``: comma-separated states (compared case-insensitively).
 
-    Raises
-    ------
-    ModelSpecError
-        For a bad path, an empty list, or a state in two lists.
+    Raises :class:`ModelSpecError`: for a bad path, an empty list, or a state in two lists.
     """
 
     def __init__(self, poll_url_path: str, status_path: str | None = None, done: str | None = None,
@@ -280,18 +265,11 @@ def _message_of(body) -> str:
 class HttpAdapter(NetworkAdapter):
     """The generic HTTP adapter (see the module docstring).
 
-    Parameters
-    ----------
-    url : str
-        The endpoint, without credentials.
-    client : HttpClient
-        Session and retry loop.
-    template : RequestTemplate, optional
-        Body template; the plugin protocol without it.
-    response_path : str, optional
-        Where the image is in a JSON answer (the final status answer of a job).
-    job : JobSpec, optional
-        Submit / poll / fetch: how to read the job API.
+    * ``url``: the endpoint, without credentials.
+    * ``client``: session and retry loop.
+    * ``template``: body template; the plugin protocol without it.
+    * ``response_path``: where the image is in a JSON answer (the final status answer of a job).
+    * ``job``: submit / poll / fetch: how to read the job API.
     """
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
@@ -350,19 +328,11 @@ class HttpAdapter(NetworkAdapter):
 def create(target: str, options) -> HttpAdapter:
     """Factory for ``http://`` and ``https://`` specs.
 
-    Parameters
-    ----------
-    target : str
-        The endpoint URL (credentials in it become HTTP Basic auth).
-    options : AdapterOptions
-        Headers, timeout, retries, request template, response path,
-        concurrency.
+    * ``target``: the endpoint URL (credentials in it become HTTP Basic auth).
+    * ``options``: headers, timeout, retries, request template, response path, concurrency.
 
-    Raises
-    ------
-    ModelSpecError
-        For a URL without host, a missing or invalid template file, an
-        unknown placeholder, a bad response path or bad headers.
+    Raises :class:`ModelSpecError`: for a URL without host, a missing or invalid template file, an unknown
+    placeholder, a bad response path or bad headers.
     """
     url, auth = check_url(target, what="model URL")
     template = None

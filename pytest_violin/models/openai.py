@@ -90,17 +90,10 @@ def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
 class OpenAIAdapter(NetworkAdapter):
     """Adapter for the OpenAI Images API (see the module docstring).
 
-    Parameters
-    ----------
-    model : str
-        Its sizes are :data:`MODEL_SIZES` (another model gets the requested size).
-    base_url : str
-        The API root (``OPENAI_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends ``OPENAI_API_KEY`` as ``Authorization: Bearer``.
-    send_seed : bool
-    params : dict
-        Extra JSON / form fields.
+    * ``model``: its sizes are :data:`MODEL_SIZES` (another model gets the requested size).
+    * ``base_url``: the API root (``OPENAI_BASE_URL``), no trailing slash, no credentials.
+    * ``client``: sends ``OPENAI_API_KEY`` as ``Authorization: Bearer``.
+    * ``params``: extra JSON / form fields.
     """
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
@@ -162,12 +155,8 @@ class OpenAIAdapter(NetworkAdapter):
 def create(target: str, options) -> OpenAIAdapter:
     """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty model name, a missing ``OPENAI_API_KEY`` (the message
-        names the variable, never a value), a bad ``OPENAI_BASE_URL`` or
-        malformed parameters.
+    Raises :class:`ModelSpecError`: for an empty model name, a missing ``OPENAI_API_KEY`` (the message names
+    the variable, never a value), a bad ``OPENAI_BASE_URL`` or malformed parameters.
     """
     model, params = split_params((target or "").strip(), what="openai")
     if not model:

@@ -14,12 +14,8 @@ __all__ = ["OracleAdapter", "create"]
 class OracleAdapter:
     """Return ``request.sample.expected()``.
 
-    Attributes
-    ----------
-    identity : str
-        ``"oracle"``.
-    cacheable : bool
-        False: rendering is cheaper than a cache lookup.
+    * ``identity``: ``"oracle"``.
+    * ``cacheable``: false: rendering is cheaper than a cache lookup.
     """
 
     identity = "oracle"

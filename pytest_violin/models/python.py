@@ -41,12 +41,8 @@ _FORM = "python:MODULE:ATTR (e.g. python:my_models:generate or python:pkg.mod:Mo
 class PythonAdapter:
     """Wrap a user callable / object as a model adapter.
 
-    Parameters
-    ----------
-    target : str
-        ``MODULE:ATTR`` as given (used in ``identity``).
-    obj : object
-        The callable or object with ``generate``.
+    * ``target``: ``MODULE:ATTR`` as given (used in ``identity``).
+    * ``obj``: the callable or object with ``generate``.
     """
 
     def __init__(self, target: str, obj):
@@ -81,14 +77,9 @@ class PythonAdapter:
 def crash_reason(exc: BaseException, *, skip: int = 0, frames: int = TRACEBACK_FRAMES) -> str:
     """``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``, one line.
 
-    Parameters
-    ----------
-    exc : BaseException
-        The exception, with its traceback.
-    skip : int
-        Outer frames left out (the adapter's own call).
-    frames : int
-        The innermost frames kept; each names its file by its last two path parts.
+    * ``exc``: the exception, with its traceback.
+    * ``skip``: outer frames left out (the adapter's own call).
+    * ``frames``: the innermost frames kept; each names its file by its last two path parts.
     """
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -117,17 +108,10 @@ def _search_paths(options) -> list[str]:
 def _names_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
     """Whether ``exc`` says ``module_name`` itself (or a parent package) is missing.
 
-    Parameters
-    ----------
-    exc : ModuleNotFoundError
-        Raised by importing ``module_name``.
-    module_name : str
-        The dotted module name of the spec.
+    * ``exc``: raised by importing ``module_name``.
+    * ``module_name``: the dotted module name of the spec.
 
-    Returns
-    -------
-    bool
-        ``False`` when the module was found and an import inside it failed.
+    Returns: ``False`` when the module was found and an import inside it failed.
     """
     missing = exc.name
     if not missing:
@@ -147,13 +131,9 @@ def _where(exc: BaseException) -> str:
 def create(target: str, options=None) -> PythonAdapter:
     """Factory for ``python:MODULE:ATTR``.
 
-    Raises
-    ------
-    ModelSpecError
-        When the target is malformed, the module is not found, the module's
-        own import fails (the message names that error, e.g. the missing
-        package it imports), the module has no such attribute, or the
-        attribute is not callable.
+    Raises :class:`ModelSpecError`: when the target is malformed, the module is not found, the module's own
+    import fails (the message names that error, e.g. the missing package it imports), the module has no such
+    attribute, or the attribute is not callable.
     """
     module_name, sep, attr = (target or "").partition(":")
     module_name, attr = module_name.strip(), attr.strip()

@@ -60,39 +60,24 @@ SPEC_FORMS = (
 class AdapterOptions:
     """Settings every adapter factory receives.
 
-    Parameters
-    ----------
-    rootdir : pathlib.Path
-        The pytest rootdir (relative paths and ``python:`` modules resolve
-        against it).
-    headers : tuple of (str, str)
-        Extra HTTP headers; values may contain ``${ENV_VAR}`` references,
-        expanded by the HTTP adapters, never logged.
-    timeout : float
-        Seconds per HTTP request.
-    retries : int
-        Retries after the first attempt on transient failures.
-    request_template : pathlib.Path, optional
-        JSON body template for the generic HTTP adapter.
-    response_path : str, optional
-        Where the image is in a JSON response (``data.0.b64_json``).
-    concurrency : int
-        Requests in flight at once (adapters may size their pools by it).
-    extra : Mapping
-        Free-form settings for third-party adapters.
-    basedir : pathlib.Path, optional
-        Where relative paths in the model spec (``dir:PATH``,
-        ``diffusers:PATH``) resolve: the directory pytest was started in
-        for a command-line spec, the ini file's directory for an ini spec.
-        ``None``: the rootdir.
-    max_answer_bytes : int
-        Largest model answer read, in bytes after decompression (default
-        64 MiB, ``--violin-max-answer-mb``): ``Content-Length`` is checked
-        first, then the body while it streams; image URL downloads too.
-    cancel : threading.Event
-        Set by the runner when the run is interrupted: adapters start no
-        new request, retry or poll once it is set, wait on it instead of
-        sleeping, and raise :class:`~pytest_violin.errors.GenerationCancelled`.
+    * ``rootdir``: the pytest rootdir (relative paths and ``python:`` modules resolve against it).
+    * ``headers``: extra HTTP headers; values may contain ``${ENV_VAR}`` references, expanded by the HTTP
+      adapters, never logged.
+    * ``timeout``: seconds per HTTP request.
+    * ``retries``: retries after the first attempt on transient failures.
+    * ``request_template``: JSON body template for the generic HTTP adapter.
+    * ``response_path``: where the image is in a JSON response (``data.0.b64_json``).
+    * ``concurrency``: requests in flight at once (adapters may size their pools by it).
+    * ``extra``: free-form settings for third-party adapters.
+    * ``basedir``: where relative paths in the model spec (``dir:PATH``, ``diffusers:PATH``) resolve: the
+      directory pytest was started in for a command-line spec, the ini file's directory for an ini spec.
+      ``None``: the rootdir.
+    * ``max_answer_bytes``: largest model answer read, in bytes after decompression (default 64 MiB,
+      ``--violin-max-answer-mb``): ``Content-Length`` is checked first, then the body while it streams; image
+      URL downloads too.
+    * ``cancel``: set by the runner when the run is interrupted: adapters start no new request, retry or poll
+      once it is set, wait on it instead of sleeping, and raise
+      :class:`~pytest_violin.errors.GenerationCancelled`.
     """
 
     rootdir: Path = field(default_factory=Path.cwd)
@@ -116,10 +101,7 @@ class AdapterOptions:
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split a model spec into ``(scheme, target)``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed spec.
+    Raises :class:`ModelSpecError`: for an empty or malformed spec.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError(f"empty model spec {spec!r}; accepted: {SPEC_FORMS}")
@@ -156,25 +138,14 @@ def _load_factory(scheme: str) -> Callable:
 def resolve_model(spec: str, options: AdapterOptions | None = None):
     """Build the model adapter a spec names.
 
-    Parameters
-    ----------
-    spec : str
-        ``oracle``, ``python:MODULE:ATTR``, ``dir:PATH``, an ``http(s)://``
-        URL, ``openai:MODEL``, ``a1111:URL``, ``diffusers:PATH_OR_ID`` or a
-        third-party ``SCHEME:TARGET``.
-    options : AdapterOptions, optional
-        Shared settings (headers, timeouts, ...).
+    * ``spec``: ``oracle``, ``python:MODULE:ATTR``, ``dir:PATH``, an ``http(s)://`` URL, ``openai:MODEL``,
+      ``a1111:URL``, ``diffusers:PATH_OR_ID`` or a third-party ``SCHEME:TARGET``.
+    * ``options``: shared settings (headers, timeouts, ...).
 
-    Returns
-    -------
-    ModelAdapter
-        An object with ``identity``, ``generate(request)`` and ``close()``.
+    Returns: an object with ``identity``, ``generate(request)`` and ``close()``.
 
-    Raises
-    ------
-    ModelSpecError
-        (a ``ValueError``) for an unknown scheme or a target the adapter
-        rejects; the message names the spec and the accepted forms.
+    Raises :class:`ModelSpecError`: (a ``ValueError``) for an unknown scheme or a target the adapter rejects;
+    the message names the spec and the accepted forms.
     """
     scheme, target = parse_spec(spec)
     factory = _load_factory(scheme)

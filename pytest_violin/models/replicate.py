@@ -93,10 +93,7 @@ STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 def parse_target(target: str) -> tuple[str, str | None]:
     """Split ``OWNER/NAME[:VERSION]`` into ``(owner/name, version or None)``.
 
-    Raises
-    ------
-    ModelSpecError
-        When the target is not of that form.
+    Raises :class:`ModelSpecError`: when the target is not of that form.
     """
     model, _, version = (target or "").strip().partition(":")
     if not _OWNER_NAME.match(model) or (version and not _VERSION.match(version)) or (_ and not version):
@@ -123,19 +120,11 @@ def _drop_missing(node):
 class ReplicateAdapter(NetworkAdapter):
     """Adapter for Replicate predictions (see the module docstring).
 
-    Parameters
-    ----------
-    model : str
-        ``OWNER/NAME``.
-    version : str or None
-    base_url : str
-        Without trailing slash and without credentials.
-    client : HttpClient
-        Carries the Authorization header.
-    template : RequestTemplate
-        The ``input`` object.
-    wait : int or None
-        Seconds of ``Prefer: wait``; None: asynchronous.
+    * ``model``: ``OWNER/NAME``.
+    * ``base_url``: without trailing slash and without credentials.
+    * ``client``: carries the Authorization header.
+    * ``template``: the ``input`` object.
+    * ``wait``: seconds of ``Prefer: wait``; None: asynchronous.
     """
 
     def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
@@ -272,12 +261,8 @@ def _load_template(path) -> RequestTemplate:
 def create(target: str, options) -> ReplicateAdapter:
     """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For a malformed target, a missing ``REPLICATE_API_TOKEN`` (named,
-        never its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an
-        invalid ``--violin-replicate-input`` file.
+    Raises :class:`ModelSpecError`: for a malformed target, a missing ``REPLICATE_API_TOKEN`` (named, never
+    its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an invalid ``--violin-replicate-input`` file.
     """
     spec, params = split_params((target or "").strip(), what="replicate")
     model, version = parse_target(spec)

@@ -19,19 +19,11 @@ def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
     Stable across processes, machines and Python versions (BLAKE2b, not
     ``hash()``), so a team can replay one sample with the same seed.
 
-    Parameters
-    ----------
-    base_seed : int
-        The run seed (``--violin-seed``).
-    sample_id : str
-        The sample id.
-    repeat : int, optional
-        Repeat index for ``--violin-repeats``; 0 for the first image.
+    * ``base_seed``: the run seed (``--violin-seed``).
+    * ``sample_id``: the sample id.
+    * ``repeat``: repeat index for ``--violin-repeats``; 0 for the first image.
 
-    Returns
-    -------
-    int
-        A seed in ``[0, 2**31 - 1]`` (fits every framework's seed type).
+    Returns: A seed in ``[0, 2**31 - 1]`` (fits every framework's seed type).
     """
     digest = hashlib.blake2b(
         f"{int(base_seed)}\x00{sample_id}\x00{int(repeat)}".encode(), digest_size=8
@@ -91,28 +83,17 @@ class LazyImages(Sequence):
 class GenerationRequest:
     """What a model is asked to produce for one sample.
 
-    Parameters
-    ----------
-    prompt : str
-        The instruction.
-    width, height : int
-        Requested image size in pixels.
-    seed : int
-        Per-sample seed (see :func:`derive_seed`).
-    sample_id : str
-        The sample id, for logging and replay.
-    task : str
-        ``color``, ``shape``, ``mask``, ...
-    images : sequence of numpy.ndarray
-        Input images for editing tasks, RGB uint8: for the mask task the
-        source image then the mask as a black/white RGB image. Requests
-        built by :meth:`from_sample` hold a :class:`LazyImages`, rendered
-        on first access (``len``, indexing, iteration or truth value).
-    sample : Sample, optional
-        The sample itself, for adapters that need more than the above (the
-        oracle). Never sent over the wire.
-    repeat : int
-        Repeat index (0 unless ``--violin-repeats`` is above 1).
+    * ``prompt``: the instruction.
+    * ``width``, ``height``: requested image size in pixels.
+    * ``seed``: per-sample seed (see :func:`derive_seed`).
+    * ``sample_id``: the sample id, for logging and replay.
+    * ``task``: ``color``, ``shape``, ``mask``, ...
+    * ``images``: input images for editing tasks, RGB uint8: for the mask task the source image then the mask
+      as a black/white RGB image. Requests built by :meth:`from_sample` hold a :class:`LazyImages`, rendered
+      on first access (``len``, indexing, iteration or truth value).
+    * ``sample``: the sample itself, for adapters that need more than the above (the oracle). Never sent over
+      the wire.
+    * ``repeat``: repeat index (0 unless ``--violin-repeats`` is above 1).
     """
 
     prompt: str

@@ -32,7 +32,9 @@ from ...imaging.bounds import LARGE_WORK_BYTES, run_large
 from ...redaction import redact, redact_url
 from .origins import UrlRefused, resolve
 
-__all__ = ['DEFAULT_IMAGE_PATHS', 'HttpResult', 'JsonTooDeep', 'MAX_JSON_DEPTH', 'MESSAGE_LIMIT', 'image_from_response', 'json_depth_over', 'json_message', 'load_json', 'looks_html', 'parse_response_path', 'server_message', 'truncate']
+__all__ = ["DEFAULT_IMAGE_PATHS", "HttpResult", "JsonTooDeep", "MAX_JSON_DEPTH", "MESSAGE_LIMIT",
+           "image_from_response", "json_depth_over", "json_message", "load_json", "looks_html",
+           "parse_response_path", "server_message", "truncate"]
 
 
 #: Deepest nesting of arrays and objects read from an answer; real image APIs
@@ -83,13 +85,9 @@ def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 def load_json(data, *, limit: int = MAX_JSON_DEPTH):
     """``json.loads`` for answers: nesting bounded by ``limit``.
 
-    Raises
-    ------
-    JsonTooDeep
-        When the text nests deeper (a ``ValueError``: callers that treat bad
-        JSON as "not an image" treat this one the same).
-    ValueError
-        For text that is not JSON (``UnicodeDecodeError`` included).
+    Raises :class:`JsonTooDeep`: when the text nests deeper (a ``ValueError``: callers that treat bad JSON as
+    "not an image" treat this one the same).; :class:`ValueError`: for text that is not JSON
+    (``UnicodeDecodeError`` included).
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
@@ -191,17 +189,10 @@ def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_
 class HttpResult:
     """A successful (2xx) HTTP exchange, body fully read.
 
-    Attributes
-    ----------
-    status : int
-    headers : Mapping
-        Case-insensitive response headers.
-    content : bytes
-        The body, decompressed (at most ``max_answer_bytes``).
-    url : str
-        The final URL (after redirects).
-    attempts : int
-        Attempts it took.
+    * ``headers``: case-insensitive response headers.
+    * ``content``: the body, decompressed (at most ``max_answer_bytes``).
+    * ``url``: the final URL (after redirects).
+    * ``attempts``: attempts it took.
     """
 
     status: int
@@ -245,15 +236,9 @@ _IMAGE_MAGIC = (
 def parse_response_path(path: str) -> tuple:
     """Split a response path such as ``data.0.b64_json`` or ``data[0].url``.
 
-    Returns
-    -------
-    tuple
-        Keys (str) and list indices (int).
+    Returns: keys (str) and list indices (int).
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty path or an empty segment.
+    Raises :class:`ModelSpecError`: for an empty path or an empty segment.
     """
     if not isinstance(path, str) or not path.strip():
         raise ModelSpecError(f"empty response path {path!r}; example: data.0.b64_json")
@@ -408,29 +393,16 @@ def image_from_response(
 ) -> np.ndarray:
     """Find and decode the image in a successful HTTP response.
 
-    Parameters
-    ----------
-    result : HttpResult
-        The response.
-    response_path : str or tuple, optional
-        Where the image is in a JSON body (``data.0.b64_json``,
-        ``output.0``). Without it, raw image bodies are decoded and JSON is
-        searched at :data:`DEFAULT_IMAGE_PATHS`.
-    fetch : callable, optional
-        ``fetch(url) -> bytes`` for answers that hold a URL.
-    max_pixels : int
-        Pixel limit.
+    * ``result``: the response.
+    * ``response_path``: where the image is in a JSON body (``data.0.b64_json``, ``output.0``). Without it,
+      raw image bodies are decoded and JSON is searched at :data:`DEFAULT_IMAGE_PATHS`.
+    * ``fetch``: ``fetch(url) -> bytes`` for answers that hold a URL.
+    * ``max_pixels``: pixel limit.
 
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8 (any size: the scorer resizes).
+    Returns: RGB uint8 (any size: the scorer resizes).
 
-    Raises
-    ------
-    GenerationError
-        One line: what the body was instead of an image, with the status and
-        attempts of ``result``.
+    Raises :class:`GenerationError`: one line: what the body was instead of an image, with the status and
+    attempts of ``result``.
     """
     try:
         return _image_from_response(result, response_path, fetch, max_pixels)

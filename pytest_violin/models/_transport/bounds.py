@@ -41,7 +41,10 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from ...errors import GenerationCancelled, ModelSpecError
 from .answers import truncate
 
-__all__ = ['ACCEPT_ENCODING', 'AdaptiveLimit', 'Attempt', 'DEFAULT_MAX_ANSWER_BYTES', 'ERROR_BODY_BYTES', 'LARGE_ANSWER_BUDGET', 'LARGE_ANSWER_BYTES', 'MAX_BODY_BYTES', 'RateLimiter', 'WATCHDOG', 'WATCH_POLL', 'WatchedAdapter', 'budget_left', 'hold_large', 'parse_rate', 'read_body', 'release_large', 'renew_budget', 'sample_scope', 'state']
+__all__ = ["ACCEPT_ENCODING", "AdaptiveLimit", "Attempt", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES",
+           "LARGE_ANSWER_BUDGET", "LARGE_ANSWER_BYTES", "MAX_BODY_BYTES", "RateLimiter", "WATCHDOG",
+           "WATCH_POLL", "WatchedAdapter", "budget_left", "hold_large", "parse_rate", "read_body",
+           "release_large", "renew_budget", "sample_scope", "state"]
 
 
 #: Longest wait between two looks of the watchdog (and of slot waits) at deadlines and cancel.
@@ -486,10 +489,7 @@ _TICK = 0.05  # longest wait between checks of the cancel event and the deadline
 def parse_rate(value) -> float:
     """``"N/s"`` or ``"N/min"`` (or a number of requests per second) as requests per second.
 
-    Raises
-    ------
-    ModelSpecError
-        For anything else, naming the value and the accepted forms.
+    Raises :class:`ModelSpecError`: for anything else, naming the value and the accepted forms.
     """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         rate = float(value)
@@ -508,12 +508,8 @@ def parse_rate(value) -> float:
 class RateLimiter:
     """Request starts at most ``rate`` per second, evenly spaced, for all threads.
 
-    Parameters
-    ----------
-    rate : float
-        Requests per second (> 0).
-    clock : callable
-        Monotonic seconds; injectable for tests.
+    * ``rate``: requests per second (> 0).
+    * ``clock``: monotonic seconds; injectable for tests.
     """
 
     def __init__(self, rate: float, *, clock=time.monotonic):
@@ -548,10 +544,7 @@ class RateLimiter:
 class AdaptiveLimit:
     """Samples in flight: at most ``maximum``, lowered on 429 and grown back on success.
 
-    Parameters
-    ----------
-    maximum : int
-        ``--violin-concurrency``: the limit never exceeds it.
+    * ``maximum``: ``--violin-concurrency``: the limit never exceeds it.
     """
 
     def __init__(self, maximum: int):

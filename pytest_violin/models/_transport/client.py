@@ -25,7 +25,8 @@ from .origins import (EnvironmentSettings, Origins, PUBLIC_HEADERS, UrlRefused, 
                       parse_headers, resolve)
 from .retries import Request, RetryPolicy, SAMPLE_BUDGET_FACTOR
 
-__all__ = ['HttpClient', 'USER_AGENT', 'client_from_options', 'client_settings', 'make_session', 'thread_requests']
+__all__ = ["HttpClient", "USER_AGENT", "client_from_options", "client_settings", "make_session",
+           "thread_requests"]
 
 
 USER_AGENT = f"pytest-violin/{__version__}"
@@ -120,22 +121,13 @@ def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None,
                  env: EnvironmentSettings | None = None) -> requests.Session:
     """A :class:`requests.Session` whose pool holds ``concurrency`` connections.
 
-    Parameters
-    ----------
-    concurrency : int
-        Requests the runner keeps in flight; the pool keeps that many
-        connections (plus slack for image downloads) alive per host.
-    headers : Mapping, optional
-        Headers sent with every request.
-    env : EnvironmentSettings, optional
-        Proxies, CA bundle and netrc (default: captured now, from
-        ``os.environ``; call this in the main thread).
+    * ``concurrency``: requests the runner keeps in flight; the pool keeps that many connections (plus slack
+      for image downloads) alive per host.
+    * ``headers``: headers sent with every request.
+    * ``env``: proxies, CA bundle and netrc (default: captured now, from ``os.environ``; call this in the main
+      thread).
 
-    Returns
-    -------
-    requests.Session
-        With urllib3 retries disabled (:class:`HttpClient` retries) and
-        ``trust_env`` off.
+    Returns: with urllib3 retries disabled (:class:`HttpClient` retries) and ``trust_env`` off.
     """
     size = max(int(concurrency), 1) + 2
     session = _Session(env if env is not None else EnvironmentSettings.capture())
@@ -157,10 +149,7 @@ def client_settings(options, *, auth: tuple[str, str] | None = None,
                     headers: Mapping[str, str] | None = None, origins=(), domains=()) -> dict:
     """The keyword arguments of :class:`.client.HttpClient` for ``options`` (see :func:`.client.client_from_options`).
 
-    Raises
-    ------
-    ModelSpecError
-        For malformed headers, an unset ``${ENV}`` variable or bad numbers.
+    Raises :class:`ModelSpecError`: for malformed headers, an unset ``${ENV}`` variable or bad numbers.
     """
     merged = dict(headers or {})
     merged.update(parse_headers(getattr(options, "headers", ()) or ()))
@@ -214,47 +203,25 @@ def _no_auth(request):
 class HttpClient:
     """A session plus the retry loop (:class:`~.retries.Request`), shared by one adapter's threads.
 
-    Parameters
-    ----------
-    concurrency : int
-        Pool size (see :func:`make_session`).
-    headers : Mapping, optional
-        Already-expanded headers sent with every request.
-    timeout : float
-        Seconds allowed for each attempt: connecting, and reading the whole
-        answer, body included (a deadline, not a per-read timeout). One
-        sample (see :meth:`sample`) or one :meth:`request` outside a sample
-        spends at most ``SAMPLE_BUDGET_FACTOR * timeout`` in all attempts
-        and retry waits.
-    policy : RetryPolicy, optional
-        Retries and backoff (default: 3 retries).
-    auth : tuple, optional
-        ``(user, password)`` for HTTP Basic auth (register it as a secret).
-    max_bytes : int
-        Largest answer accepted, after decompression.
-    cancel : threading.Event, optional
-        The run's cancel event: once set, no attempt or retry starts,
-        waits end and in-flight attempts are aborted
-        (:class:`~pytest_violin.errors.GenerationCancelled`).
-    env : EnvironmentSettings, optional
-        Proxies, CA bundle and netrc (default: captured when the client is
-        built).
-    rate : float, optional
-        Request starts per second for all threads of the process
-        (``--violin-rate``, see :class:`~.limits.RateLimiter`); no cap
-        when None.
-    adaptive : bool
-        Samples in flight follow an :class:`~.limits.AdaptiveLimit`
-        (lowered on 429, grown back on success, at most ``concurrency``).
-    origins, domains : iterable of str
-        The URLs (and a provider's own ``https`` domains) the user named:
-        only they get credentials, and a URL that carries a registered
-        secret goes nowhere else (:mod:`.origins`). Without them the
-        client learns the origins of the requests it sends with
-        credentials.
+    * ``concurrency``: pool size (see :func:`make_session`).
+    * ``headers``: already-expanded headers sent with every request.
+    * ``timeout``: seconds allowed for each attempt: connecting, and reading the whole answer, body included
+      (a deadline, not a per-read timeout). One sample (see :meth:`sample`) or one :meth:`request` outside a
+      sample spends at most ``SAMPLE_BUDGET_FACTOR * timeout`` in all attempts and retry waits.
+    * ``policy``: retries and backoff (default: 3 retries).
+    * ``auth``: ``(user, password)`` for HTTP Basic auth (register it as a secret).
+    * ``max_bytes``: largest answer accepted, after decompression.
+    * ``cancel``: the run's cancel event: once set, no attempt or retry starts, waits end and in-flight
+      attempts are aborted (:class:`~pytest_violin.errors.GenerationCancelled`).
+    * ``env``: proxies, CA bundle and netrc (default: captured when the client is built).
+    * ``rate``: request starts per second for all threads of the process (``--violin-rate``, see
+      :class:`~.limits.RateLimiter`); no cap when None.
+    * ``adaptive``: samples in flight follow an :class:`~.limits.AdaptiveLimit` (lowered on 429, grown back on
+      success, at most ``concurrency``).
+    * ``origins``, ``domains``: the URLs (and a provider's own ``https`` domains) the user named: only they
+      get credentials, and a URL that carries a registered secret goes nowhere else (:mod:`.origins`). Without
+      them the client learns the origins of the requests it sends with credentials.
 
-    Notes
-    -----
     Credentials (``auth``, ``Authorization``, ``Cookie`` and every
     configured header other than ``Accept``, ``Content-Type`` and the like)
     go only to the origins (scheme, host, port) the adapter itself sends
@@ -332,23 +299,14 @@ class HttpClient:
     def request(self, method: str, url: str, *, what: str = "request", **kwargs) -> HttpResult:
         """Send a request, retrying transient failures; return the 2xx result.
 
-        Parameters
-        ----------
-        method, url : str
-            As for :meth:`requests.Session.request`.
-        what : str
-            Short description for failure messages ("POST", "image download").
-        **kwargs
-            ``json=``, ``data=``, ``files=`` ... (bodies must be re-sendable:
-            bytes, not open files).
+        * ``method``, ``url``: as for :meth:`requests.Session.request`.
+        * ``what``: short description for failure messages ("POST", "image download").
+        * ``**kwargs``: ``json=``, ``data=``, ``files=`` ... (bodies must be re-sendable: bytes, not open
+          files).
 
-        Raises
-        ------
-        GenerationError
-            With a one-line redacted reason, the last status and attempts
-            (``transport=True`` when no answer came at all).
-        GenerationCancelled
-            When the run's cancel event is set.
+        Raises :class:`GenerationError`: with a one-line redacted reason, the last status and attempts
+        (``transport=True`` when no answer came at all).; :class:`GenerationCancelled`: when the run's cancel
+        event is set.
         """
         shown_url = redact_url(url)
         if self._closed:

@@ -25,7 +25,7 @@ from .answers import load_json
 from .client import HttpClient
 from .retries import parse_retry_after
 
-__all__ = ['JobStates', 'QUEUE_WAIT_FACTOR', 'VANISHED_POLLS', 'poll_job']
+__all__ = ["JobStates", "QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "poll_job"]
 
 
 #: The overall wait limit of a job (queue and run) in sample budgets.
@@ -39,27 +39,17 @@ VANISHED_POLLS = 3
 class JobStates:
     """How to read a provider's job status.
 
-    Attributes
-    ----------
-    done, failed, refused : frozenset of str
-        Terminal states (compared case-insensitively). ``refused`` states
-        (moderation) end as :class:`~pytest_violin.errors.GenerationRefused`.
-    state_of : callable
-        ``state_of(body) -> str``: the state of a status answer (a dict).
-    message_of : callable, optional
-        ``message_of(body) -> str``: the provider's reason, for failures.
-    interval_of : callable, optional
-        ``interval_of(body) -> float | None``: a suggested wait in seconds.
-    queued : frozenset of str
-        States of a job still waiting in the server's queue: the sample's
-        budget starts when the job leaves them.
-    vanished : frozenset of str
-        States that say the server does not know the job (any more).
-    broken : frozenset of str
-        Failed states that are the server's fault, not the image's (ComfyUI's
-        ``execution_error``: an exception inside a node, CUDA out of memory):
-        :class:`~pytest_violin.errors.ServerCrashed`, an error, never a score
-        (the same crash on the first samples stops the run).
+    * ``done``, ``failed``, ``refused``: terminal states (compared case-insensitively). ``refused`` states
+      (moderation) end as :class:`~pytest_violin.errors.GenerationRefused`.
+    * ``state_of``: ``state_of(body) -> str``: the state of a status answer (a dict).
+    * ``message_of``: ``message_of(body) -> str``: the provider's reason, for failures.
+    * ``interval_of``: ``interval_of(body) -> float | None``: a suggested wait in seconds.
+    * ``queued``: states of a job still waiting in the server's queue: the sample's budget starts when the job
+      leaves them.
+    * ``vanished``: states that say the server does not know the job (any more).
+    * ``broken``: failed states that are the server's fault, not the image's (ComfyUI's ``execution_error``:
+      an exception inside a node, CUDA out of memory): :class:`~pytest_violin.errors.ServerCrashed`, an error,
+      never a score (the same crash on the first samples stops the run).
     """
 
     done: frozenset
@@ -84,51 +74,29 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
              fetch: Callable[[], tuple] | None = None, wait_limit: float | None = None):
     """Poll ``url`` until the job reaches a terminal state; return the last status answer.
 
-    Parameters
-    ----------
-    client : HttpClient
-        The adapter's client (retries, deadlines, size caps, redirects);
-        call this inside ``with client.sample():`` so the whole job shares
-        the sample's time budget.
-    url : str
-        The status URL.
-    states : JobStates
-        How to read the answers.
-    what : str
-        Named in messages ("BFL job", ...).
-    first_wait, max_wait : float
-        Seconds before the first poll and the cap of the exponential
-        backoff (doubling) between polls; a ``Retry-After`` header or a
-        suggested interval in the body wins, within ``[0.05, max_wait]``.
-    method, body
-        ``POST`` with a JSON ``body`` for APIs that poll that way.
-    cancel_job : callable, optional
-        Called (best effort) when the run is cancelled while the job runs.
-    request_kwargs : Mapping, optional
-        Extra arguments of each status request (``client.anonymous(url)``
-        for a status URL on a host the user did not name).
-    with_answer : bool
-        Return ``(status, HttpResult)``: the last answer too (its URL and
-        headers), e.g. to read the image from it.
-    fetch : callable, optional
-        ``fetch() -> (status dict, HttpResult)`` instead of one request to
-        ``url``: for servers whose state takes more than one request
-        (ComfyUI: its history, then its queue).
-    wait_limit : float, optional
-        Seconds the whole job (queue and run) may take; default
-        :data:`QUEUE_WAIT_FACTOR` x the sample's budget.
+    * ``client``: the adapter's client (retries, deadlines, size caps, redirects); call this inside ``with
+      client.sample():`` so the whole job shares the sample's time budget.
+    * ``url``: the status URL.
+    * ``states``: how to read the answers.
+    * ``what``: named in messages ("BFL job", ...).
+    * ``first_wait``, ``max_wait``: seconds before the first poll and the cap of the exponential backoff
+      (doubling) between polls; a ``Retry-After`` header or a suggested interval in the body wins, within
+      ``[0.05, max_wait]``.
+    * ``method``, ``body``: ``POST`` with a JSON ``body`` for APIs that poll that way.
+    * ``cancel_job``: called (best effort) when the run is cancelled while the job runs.
+    * ``request_kwargs``: extra arguments of each status request (``client.anonymous(url)`` for a status URL
+      on a host the user did not name).
+    * ``with_answer``: return ``(status, HttpResult)``: the last answer too (its URL and headers), e.g. to
+      read the image from it.
+    * ``fetch``: ``fetch() -> (status dict, HttpResult)`` instead of one request to ``url``: for servers whose
+      state takes more than one request (ComfyUI: its history, then its queue).
+    * ``wait_limit``: seconds the whole job (queue and run) may take; default :data:`QUEUE_WAIT_FACTOR` x the
+      sample's budget.
 
-    Raises
-    ------
-    GenerationRefused
-        A refused state (moderation).
-    GenerationError
-        A failed state, or an answer that is not a JSON object.
-    GenerationUnjudged
-        The budget spent after the job started running, the overall wait
-        limit spent, or the job vanished (an *error*, not a failure).
-    GenerationCancelled
-        The run was interrupted (after ``cancel_job``).
+    Raises :class:`GenerationRefused`: A refused state (moderation).; :class:`GenerationError`: A failed
+    state, or an answer that is not a JSON object.; :class:`GenerationUnjudged`: the budget spent after the
+    job started running, the overall wait limit spent, or the job vanished (an *error*, not a failure).;
+    :class:`GenerationCancelled`: the run was interrupted (after ``cancel_job``).
     """
     done, queued, vanished = _lower(states.done), _lower(states.queued), _lower(states.vanished)
     wait = first_wait

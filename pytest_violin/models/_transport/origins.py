@@ -35,7 +35,9 @@ from urllib3.util import parse_url
 from ...errors import GenerationUnjudged, ModelSpecError
 from ...redaction import contains_secret, redact, redact_url, register_secret
 
-__all__ = ['EnvironmentSettings', 'Origin', 'Origins', 'PUBLIC_HEADERS', 'UrlRefused', 'check_path_id', 'check_url', 'expand_env', 'guard', 'origin_of', 'origin_or_none', 'parse_headers', 'provider_endpoint', 'refusal', 'resolve', 'same_origin', 'shown']
+__all__ = ["EnvironmentSettings", "Origin", "Origins", "PUBLIC_HEADERS", "UrlRefused", "check_path_id",
+           "check_url", "expand_env", "guard", "origin_of", "origin_or_none", "parse_headers",
+           "provider_endpoint", "refusal", "resolve", "same_origin", "shown"]
 
 
 def _register_url_password(url: str | None) -> None:
@@ -70,16 +72,10 @@ class EnvironmentSettings:
     the main thread: iterating a mapping that changes size raises. The
     session is built with ``trust_env=False`` and these settings instead.
 
-    Attributes
-    ----------
-    proxies : Mapping
-        ``urllib.request.getproxies()`` at build time (``http``, ``https``,
-        ``all``; ``no`` is the ``no_proxy`` list).
-    ca_bundle : str or None
-        ``REQUESTS_CA_BUNDLE`` or else ``CURL_CA_BUNDLE``.
-    netrc : netrc.netrc or None
-        The parsed ``NETRC`` / ``~/.netrc`` file; its passwords are
-        registered as secrets.
+    * ``proxies``: ``urllib.request.getproxies()`` at build time (``http``, ``https``, ``all``; ``no`` is the
+      ``no_proxy`` list).
+    * ``ca_bundle``: ``REQUESTS_CA_BUNDLE`` or else ``CURL_CA_BUNDLE``.
+    * ``netrc``: the parsed ``NETRC`` / ``~/.netrc`` file; its passwords are registered as secrets.
     """
 
     proxies: Mapping[str, str] = field(default_factory=dict)
@@ -276,10 +272,7 @@ def refusal(url) -> str | None:
 def origin_of(url) -> Origin:
     """The origin of an acceptable ``url``.
 
-    Raises
-    ------
-    UrlRefused
-        With one line naming the URL (redacted) and why it is refused.
+    Raises :class:`UrlRefused`: with one line naming the URL (redacted) and why it is refused.
     """
     origin, why = _parse(url)
     if origin is None:
@@ -329,18 +322,9 @@ def same_origin(url, other) -> bool:
 class Origins:
     """The origins the user named, which alone get credentials and URLs that carry secrets.
 
-    Parameters
-    ----------
-    urls : iterable of str
-        The endpoint or base URLs the user configured.
-    domains : iterable of str
-        A provider's own domains: any ``https`` host equal to or under one
-        of them is named too (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
-
-    Without any URL named, :meth:`add` learns the origins of the requests an
-    :class:`~pytest_violin.models.transport.client.HttpClient` sends with
-    credentials (the behaviour for clients built without ``origins``);
-    once a URL is named, :meth:`add` learns nothing more.
+    * ``urls``: the endpoint or base URLs the user configured.
+    * ``domains``: A provider's own domains: any ``https`` host equal to or under one of them is named too
+      (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
     """
 
     def __init__(self, urls: Iterable[str] = (), domains: Iterable[str] = ()):
@@ -411,10 +395,7 @@ def check_path_id(value: str, *, what: str, accepted: str, segments: bool = True
     ``/`` and empty segments are usage errors; ``segments=False`` refuses
     any ``/`` too.
 
-    Raises
-    ------
-    ModelSpecError
-        Naming the id and what is accepted.
+    Raises :class:`ModelSpecError`: naming the id and what is accepted.
     """
     text = value if isinstance(value, str) else ""
     parts = text.split("/") if segments else [text]
@@ -438,26 +419,14 @@ _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|sig|auth|credentia
 def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | None = None) -> str:
     """Replace ``${NAME}`` references in ``value`` by environment variables.
 
-    Parameters
-    ----------
-    value : str
-        Text such as ``"Bearer ${HF_TOKEN}"``.
-    what : str, optional
-        What the value is, for the error message.
-    environ : Mapping, optional
-        The environment (default :data:`os.environ`).
+    * ``value``: text such as ``"Bearer ${HF_TOKEN}"``.
+    * ``what``: what the value is, for the error message.
+    * ``environ``: the environment (default :data:`os.environ`).
 
-    Returns
-    -------
-    str
-        The expanded text. Expanded values are registered as secrets.
+    Returns: the expanded text. Expanded values are registered as secrets.
 
-    Raises
-    ------
-    ModelSpecError
-        When a referenced variable is not set, or is set to nothing but
-        whitespace (``Bearer ${TOKEN}`` would go out as ``Bearer ``); the
-        message names the variable, never a value.
+    Raises :class:`ModelSpecError`: when a referenced variable is not set, or is set to nothing but whitespace
+    (``Bearer ${TOKEN}`` would go out as ``Bearer ``); the message names the variable, never a value.
     """
     env = os.environ if environ is None else environ
 
@@ -519,26 +488,15 @@ def _no_colon_message(item: str) -> str:
 def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Turn configured headers into a dict, expanding ``${ENV}`` references.
 
-    Parameters
-    ----------
-    headers : iterable of str or (str, str)
-        ``"Name: value"`` strings or ``(name, value)`` pairs.
-    environ : Mapping, optional
-        The environment for ``${NAME}`` references.
+    * ``headers``: ``"Name: value"`` strings or ``(name, value)`` pairs.
+    * ``environ``: the environment for ``${NAME}`` references.
 
-    Returns
-    -------
-    dict
-        Header name -> expanded value. Every value (except those of
-        ``Accept``, ``Content-Type``, ``User-Agent`` and similar) is
-        registered as a secret, and so is the credential part of
-        ``Bearer TOKEN`` style values.
+    Returns: header name -> expanded value. Every value (except those of ``Accept``, ``Content-Type``,
+    ``User-Agent`` and similar) is registered as a secret, and so is the credential part of ``Bearer TOKEN``
+    style values.
 
-    Raises
-    ------
-    ModelSpecError
-        For a malformed header, an unset or empty environment variable, or a
-        value HTTP cannot carry (a line break, a character outside latin-1).
+    Raises :class:`ModelSpecError`: for a malformed header, an unset or empty environment variable, or a value
+    HTTP cannot carry (a line break, a character outside latin-1).
     """
     out: dict[str, str] = {}
     for item in headers or ():
@@ -582,28 +540,16 @@ def _register_userinfo(text: str) -> None:
 def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
     """Validate an endpoint URL and take the credentials out of it.
 
-    Parameters
-    ----------
-    url : str
-        ``http(s)://[user:password@]host[:port]/path[?query]``.
-    what : str
-        What the URL is for, for the error message.
+    * ``url``: ``http(s)://[user:password@]host[:port]/path[?query]``.
+    * ``what``: what the URL is for, for the error message.
 
-    Returns
-    -------
-    (str, tuple or None)
-        The URL without ``user:password@`` and the ``(user, password)``
-        pair for HTTP Basic auth (both registered as secrets), or ``None``.
-        Query values whose names look like credentials (``key``,
-        ``token``, ``sig`` ...) are registered as secrets too.
+    Returns: the URL without ``user:password@`` and the ``(user, password)`` pair for HTTP Basic auth (both
+    registered as secrets), or ``None``. Query values whose names look like credentials (``key``, ``token``,
+    ``sig`` ...) are registered as secrets too.
 
-    Raises
-    ------
-    ModelSpecError
-        For a URL that is not http(s) or has no host, or one the rule of
-        :mod:`~pytest_violin.models.transport.origins` refuses (a backslash,
-        whitespace or a control character, a percent-encoded host, a host
-        the URL parsers read differently).
+    Raises :class:`ModelSpecError`: for a URL that is not http(s) or has no host, or one the rule of
+    :mod:`~pytest_violin.models.transport.origins` refuses (a backslash, whitespace or a control character, a
+    percent-encoded host, a host the URL parsers read differently).
     """
     text = (url or "").strip()
     _register_userinfo(text)
@@ -651,31 +597,17 @@ def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *
     the adapter is built, in the main thread; the key is registered as a
     secret before anything else happens.
 
-    Parameters
-    ----------
-    scheme : str
-        The spec scheme, for messages (``"bfl"``).
-    key_vars : sequence of str
-        Variables holding the key, first set wins.
-    base_var : str
-        The variable overriding the base URL.
-    default_base : str
-        The provider's public base URL.
-    what : str
-        What the key is called, for the message.
+    * ``scheme``: the spec scheme, for messages (``"bfl"``).
+    * ``key_vars``: variables holding the key, first set wins.
+    * ``base_var``: the variable overriding the base URL.
+    * ``default_base``: the provider's public base URL.
+    * ``what``: what the key is called, for the message.
 
-    Returns
-    -------
-    (str, str, tuple or None)
-        The key, the base URL without credentials, and the ``(user,
-        password)`` of the base URL for Basic auth (or ``None``).
+    Returns: the key, the base URL without credentials, and the ``(user, password)`` of the base URL for Basic
+    auth (or ``None``).
 
-    Raises
-    ------
-    ModelSpecError
-        When no key variable is set (naming the variables, never a value),
-        when the ones set are empty (naming them: a fork's CI without the
-        secret), or for a malformed base URL.
+    Raises :class:`ModelSpecError`: when no key variable is set (naming the variables, never a value), when
+    the ones set are empty (naming them: a fork's CI without the secret), or for a malformed base URL.
     """
     key = ""
     empty = []

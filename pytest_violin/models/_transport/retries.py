@@ -40,7 +40,9 @@ from .bounds import (Attempt, ERROR_BODY_BYTES, WATCHDOG, _BadEncoding, _BodyToo
                      release_large, state as _local)
 from .origins import UrlRefused
 
-__all__ = ['Failure', 'Request', 'RetryPolicy', 'SETUP_STATUSES', 'answer_failure', 'error_class', 'exception_failure', 'is_loopback', 'is_transient_status', 'parse_retry_after', 'refusal_or', 'send_once']
+__all__ = ["Failure", "Request", "RetryPolicy", "SETUP_STATUSES", "answer_failure", "error_class",
+           "exception_failure", "is_loopback", "is_transient_status", "parse_retry_after", "refusal_or",
+           "send_once"]
 
 
 #: HTTP statuses that mean the request itself is invalid (not retried).
@@ -87,17 +89,10 @@ def is_transient_status(status: int) -> bool:
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
     """Seconds to wait according to a ``Retry-After`` header.
 
-    Parameters
-    ----------
-    value : str or None
-        Delta seconds (``"3"``, ``"1.5"``) or an HTTP date.
-    now : float, optional
-        The current POSIX time (default :func:`time.time`).
+    * ``value``: delta seconds (``"3"``, ``"1.5"``) or an HTTP date.
+    * ``now``: the current POSIX time (default :func:`time.time`).
 
-    Returns
-    -------
-    float or None
-        Non-negative seconds, or ``None`` for a missing or unreadable value.
+    Returns: non-negative seconds, or ``None`` for a missing or unreadable value.
     """
     if value is None:
         return None
@@ -227,22 +222,14 @@ SAMPLE_BUDGET_FACTOR = 2
 class RetryPolicy:
     """How often and how long to wait between attempts.
 
-    Parameters
-    ----------
-    retries : int
-        Retries after the first attempt (so ``retries + 1`` attempts at most).
-    backoff_base : float
-        Seconds; the n-th retry waits a uniform random time in
-        ``[0, min(backoff_cap, backoff_base * 2**n)]`` ("full jitter").
-    backoff_cap : float
-        Longest backoff in seconds.
-    retry_after_cap : float
-        Longest wait a server's ``Retry-After`` can impose, in seconds.
-    sleep : callable, optional
-        ``sleep(seconds)``, injectable for tests; by default the client
-        waits on the run's cancel event, so an interrupt ends the wait.
-    rng : callable
-        ``rng() -> float in [0, 1)``; injectable for tests.
+    * ``retries``: retries after the first attempt (so ``retries + 1`` attempts at most).
+    * ``backoff_base``: seconds; the n-th retry waits a uniform random time in ``[0, min(backoff_cap,
+      backoff_base * 2**n)]`` ("full jitter").
+    * ``backoff_cap``: longest backoff in seconds.
+    * ``retry_after_cap``: longest wait a server's ``Retry-After`` can impose, in seconds.
+    * ``sleep``: ``sleep(seconds)``, injectable for tests; by default the client waits on the run's cancel
+      event, so an interrupt ends the wait.
+    * ``rng``: ``rng() -> float in [0, 1)``; injectable for tests.
     """
 
     retries: int = 3

@@ -71,17 +71,10 @@ def _rgba_png(mask) -> bytes:
 class ComfyUIAdapter(NetworkAdapter):
     """Adapter for a ComfyUI server (see the package docstring).
 
-    Parameters
-    ----------
-    base_url : str
-        The server, without trailing slash and credentials.
-    client : HttpClient
-    workflow : Workflow
-    mask : str
-        ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
-    keep_history : bool
-        Leave each prompt in the server's history (default: delete it when
-        its sample ends, whatever the outcome: :mod:`.housekeeping`).
+    * ``base_url``: the server, without trailing slash and credentials.
+    * ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
+    * ``keep_history``: leave each prompt in the server's history (default: delete it when its sample ends,
+      whatever the outcome: :mod:`.housekeeping`).
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
@@ -160,13 +153,9 @@ class ComfyUIAdapter(NetworkAdapter):
     def upload(self, request: GenerationRequest) -> list:
         """Upload the input images the workflow uses; their names on the server.
 
-        Raises
-        ------
-        SetupError
-            (the same message for every sample of the task, so a run of them
-            stops early) A sample with input images the workflow has no placeholder for
-            (a text-to-image workflow on mask samples would ignore them), or a
-            workflow that needs more input images than the sample has.
+        Raises :class:`SetupError`: (the same message for every sample of the task, so a run of them stops
+        early) A sample with input images the workflow has no placeholder for (a text-to-image workflow on
+        mask samples would ignore them), or a workflow that needs more input images than the sample has.
         """
         images = request.images
         missing = self.workflow.missing_placeholders(len(images))
@@ -201,10 +190,7 @@ class ComfyUIAdapter(NetworkAdapter):
     def queue(self, workflow: Any) -> tuple[str, float]:
         """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll.
 
-        Raises
-        ------
-        SetupError
-            The server refused the workflow (400): every node error in the message.
+        Raises :class:`SetupError`: the server refused the workflow (400): every node error in the message.
         """
         try:
             answer = self.client.post_json(f"{self.base_url}/prompt",
@@ -287,11 +273,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
 
-        Raises
-        ------
-        SetupError
-            No image at all, none from the chosen node, or images from
-            several nodes and no ``?output=`` (listing them).
+        Raises :class:`SetupError`: no image at all, none from the chosen node, or images from several nodes
+        and no ``?output=`` (listing them).
         """
         found = image_outputs(entry)
         chosen = self.workflow.output

@@ -77,13 +77,8 @@ def bounded(seconds: float, steps, what: str, *, each: float = CANCEL_TIMEOUT) -
 class Ledger:
     """The prompts one adapter queued whose history entries are not yet deleted.
 
-    Parameters
-    ----------
-    base_url : str
-    session : requests.Session
-        The client's session (its credentials and watched connections).
-    keep : bool
-        ``?history=keep``: entries stay; prompts are still cancelled.
+    * ``session``: the client's session (its credentials and watched connections).
+    * ``keep``: ``?history=keep``: entries stay; prompts are still cancelled.
     """
 
     def __init__(self, base_url: str, session, *, keep: bool = False):
@@ -133,13 +128,9 @@ class Ledger:
         """``prompt_id``'s sample ended: delete its history entry, and those of earlier samples
         that are out of the queue by now; never raises.
 
-        Parameters
-        ----------
-        ended : bool
-            The prompt's history entry was seen (it has left the queue).
-        wait : float
-            Seconds to wait for a prompt still in the queue (interrupted, not yet
-            stopped) to leave it; 0: one look.
+        * ``ended``: the prompt's history entry was seen (it has left the queue).
+        * ``wait``: seconds to wait for a prompt still in the queue (interrupted, not yet stopped) to leave
+          it; 0: one look.
         """
         if self.keep:
             return

@@ -64,27 +64,15 @@ def _describe(node_id: str, node: dict) -> str:
 class Workflow:
     """A ComfyUI API-format workflow with placeholders.
 
-    Parameters
-    ----------
-    body : dict
-        The parsed workflow.
-    source : str
-        Where it came from, for messages.
-    output : str, optional
-        The node id or ``_meta.title`` of the output node whose image is
-        scored (``?output=``).
-    image_classes : frozenset or callable, optional
-        The node classes whose images reach the history, or a function of
-        the workflow's class names that returns them (None: it cannot tell);
-        default and fallback :data:`IMAGE_OUTPUTS`.
+    * ``body``: the parsed workflow.
+    * ``source``: where it came from, for messages.
+    * ``output``: the node id or ``_meta.title`` of the output node whose image is scored (``?output=``).
+    * ``image_classes``: the node classes whose images reach the history, or a function of the workflow's
+      class names that returns them (None: it cannot tell); default and fallback :data:`IMAGE_OUTPUTS`.
 
-    Raises
-    ------
-    ModelSpecError
-        For a workflow in the UI format, one that is not a JSON object of
-        nodes, an unknown placeholder, a workflow without ``{prompt}``, an
-        ``output`` that names no node, or several image outputs and no
-        ``output``.
+    Raises :class:`ModelSpecError`: for a workflow in the UI format, one that is not a JSON object of nodes,
+    an unknown placeholder, a workflow without ``{prompt}``, an ``output`` that names no node, or several
+    image outputs and no ``output``.
     """
 
     def __init__(self, body: Any, source: str = "workflow", output: str | None = None,

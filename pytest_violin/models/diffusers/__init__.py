@@ -79,18 +79,11 @@ def _inpaint_only(pipe) -> bool:
 def build_pipelines(pipe, diffusers=None) -> dict:
     """One pipeline per kind, built from ``pipe``'s components, or why there is none.
 
-    Parameters
-    ----------
-    pipe : DiffusionPipeline
-        The loaded pipeline.
-    diffusers : module, optional
-        The diffusers module (imported when omitted).
+    * ``pipe``: the loaded pipeline.
+    * ``diffusers``: the diffusers module (imported when omitted).
 
-    Returns
-    -------
-    dict
-        ``kind -> pipeline`` for the kinds the folder serves and
-        ``kind -> str`` (one-line reason) for the others.
+    Returns: ``kind -> pipeline`` for the kinds the folder serves and ``kind -> str`` (one-line reason) for
+    the others.
     """
     if diffusers is None:
         diffusers = importlib.import_module("diffusers")
@@ -140,13 +133,9 @@ def _requires(pipe, name: str) -> bool:
 def create(target: str, options) -> DiffusersAdapter:
     """Factory for ``diffusers:PATH_OR_ID[?steps=N&device=D&dtype=T&name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        Without the ``diffusers`` extra (with the install hint), for an
-        empty target, a bad dtype or device, a pipeline that cannot be
-        loaded from local files, a folder that serves no kind of request,
-        or a suffix parameter no pipeline names.
+    Raises :class:`ModelSpecError`: without the ``diffusers`` extra (with the install hint), for an empty
+    target, a bad dtype or device, a pipeline that cannot be loaded from local files, a folder that serves no
+    kind of request, or a suffix parameter no pipeline names.
     """
     source, params = split_params((target or "").strip(), what="diffusers")
     if not source:

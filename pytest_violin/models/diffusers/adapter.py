@@ -55,12 +55,8 @@ def named_parameters(fn) -> frozenset:
 def request_kind(request: GenerationRequest) -> str:
     """The kind of pipeline ``request`` needs: ``text2image``, ``image2image`` or ``inpaint``.
 
-    Raises
-    ------
-    GenerationError
-        For input images the adapter has no way to use (a mask request
-        without exactly a source image and a mask, or several images for
-        another task): they are never dropped silently.
+    Raises :class:`GenerationError`: for input images the adapter has no way to use (a mask request without
+    exactly a source image and a mask, or several images for another task): they are never dropped silently.
     """
     count = len(request.images)
     if request.task == "mask":
@@ -95,32 +91,19 @@ def _first_image(output) -> Any:
 class DiffusersAdapter:
     """Sends each request to the pipeline of its kind (see the module docstring).
 
-    Parameters
-    ----------
-    pipelines : mapping
-        ``kind -> pipeline`` (a diffusers pipeline, or anything called the
-        same way) for the kinds served, and ``kind -> str`` (why not) for
-        the others; kinds are the keys of :data:`KINDS`. A missing kind
-        is not served.
-    identity : str
-        Secret-free identity, e.g. ``diffusers:/models/sd-tiny``.
-    make_generator : callable
-        ``make_generator(seed) -> generator`` passed as ``generator=``.
-    call_kwargs : dict, optional
-        Extra keyword arguments, each passed to the pipelines whose
-        ``__call__`` names it (``num_inference_steps``...).
-    source : str, optional
-        What was loaded, for messages (the pipeline class name).
-    cancel : threading.Event, optional
-        Set when the run is interrupted: no new generation starts, and a
-        running one stops at its next step where the pipeline takes
-        ``callback_on_step_end``.
+    * ``pipelines``: ``kind -> pipeline`` (a diffusers pipeline, or anything called the same way) for the
+      kinds served, and ``kind -> str`` (why not) for the others; kinds are the keys of :data:`KINDS`. A
+      missing kind is not served.
+    * ``identity``: secret-free identity, e.g. ``diffusers:/models/sd-tiny``.
+    * ``make_generator``: ``make_generator(seed) -> generator`` passed as ``generator=``.
+    * ``call_kwargs``: extra keyword arguments, each passed to the pipelines whose ``__call__`` names it
+      (``num_inference_steps``...).
+    * ``source``: what was loaded, for messages (the pipeline class name).
+    * ``cancel``: set when the run is interrupted: no new generation starts, and a running one stops at its
+      next step where the pipeline takes ``callback_on_step_end``.
 
-    Raises
-    ------
-    ModelSpecError
-        When no kind is served, or a call parameter is named by none of the
-        pipelines or is one the adapter sets per request.
+    Raises :class:`ModelSpecError`: when no kind is served, or a call parameter is named by none of the
+    pipelines or is one the adapter sets per request.
     """
 
     cacheable = True
@@ -167,11 +150,8 @@ class DiffusersAdapter:
     def pipeline_for(self, request: GenerationRequest):
         """``(kind, pipeline)`` for ``request``.
 
-        Raises
-        ------
-        GenerationError
-            One line naming the kind of pipeline the request needs when the
-            folder cannot serve it.
+        Raises :class:`GenerationError`: one line naming the kind of pipeline the request needs when the
+        folder cannot serve it.
         """
         kind = request_kind(request)
         pipe = self.pipelines.get(kind)

@@ -51,11 +51,8 @@ def quiet(*, python_warnings: bool = True):
     Sets both libraries' log verbosity to ERROR and turns their progress
     bars off for the duration, then restores what was set before.
 
-    Parameters
-    ----------
-    python_warnings : bool
-        Also ignore Python warnings (``warnings.catch_warnings``, which is
-        process-wide: use it only while no test runs, e.g. when loading).
+    * ``python_warnings``: also ignore Python warnings (``warnings.catch_warnings``, which is process-wide:
+      use it only while no test runs, e.g. when loading).
     """
     saved = []
     for name in _LIBRARIES:
@@ -83,20 +80,12 @@ def quiet(*, python_warnings: bool = True):
 def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu"):
     """Load a diffusers pipeline from a local path or the local hub cache, quietly.
 
-    Parameters
-    ----------
-    source : str
-        Directory of a saved pipeline, or a hub id already cached.
-    dtype : str, optional
-        ``float32``, ``float16`` or ``bfloat16``.
-    device : str
-        Torch device, already checked with :func:`check_device`.
+    * ``source``: directory of a saved pipeline, or a hub id already cached.
+    * ``dtype``: ``float32``, ``float16`` or ``bfloat16``.
+    * ``device``: torch device, already checked with :func:`check_device`.
 
-    Raises
-    ------
-    ModelSpecError
-        When the extra is not installed, the pipeline cannot be loaded, or
-        it cannot be moved to ``device``.
+    Raises :class:`ModelSpecError`: when the extra is not installed, the pipeline cannot be loaded, or it
+    cannot be moved to ``device``.
     """
     torch, diffusers = import_backend()
     kwargs: dict[str, Any] = {"local_files_only": True}
@@ -124,11 +113,8 @@ def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu")
 def check_device(torch, device: str) -> str:
     """Check that ``device`` names a torch device this machine has.
 
-    Raises
-    ------
-    ModelSpecError
-        Naming the value: a string torch does not read as a device, or a
-        CUDA/MPS device this machine does not have.
+    Raises :class:`ModelSpecError`: naming the value: a string torch does not read as a device, or a CUDA/MPS
+    device this machine does not have.
     """
     try:
         dev = torch.device(device)
