@@ -1,27 +1,13 @@
-"""``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API (submit, poll, fetch).
+"""``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API, submit, poll, fetch (docs/models.md).
 
-* Submit: ``POST {base}/{MODEL}`` (``base`` defaults to
-  ``https://api.bfl.ai/v1``) with JSON ``{"prompt", "seed", "width",
-  "height", "output_format": "png"}`` and the key in the ``x-key`` header
-  (``BFL_API_KEY``; ``BFL_BASE_URL`` sets another base, a regional host or
-  a local server). FLUX.1 Kontext models take ``aspect_ratio`` instead of
-  ``width``/``height``.
-* Samples with input images (the mask task) go to edit-capable models
-  (``flux-2-*``, ``flux-kontext-*``; ``?edit=on`` for others) as base64 PNG
-  in ``input_image``, ``input_image_2``, ...; a model that takes no input
-  image fails the sample with a message saying so.
-* The answer holds ``id`` and ``polling_url``; the adapter polls that URL
-  (with the key: it is BFL's own host) through
-  :func:`~pytest_violin.models.transport.jobs.poll_job` until ``Ready``,
-  then downloads ``result.sample``, a signed URL on a delivery host,
-  *without* the key. ``Request Moderated`` and ``Content Moderated`` are
-  refusals; ``Error`` and ``Task not found`` are failures.
-
-A ``polling_url`` is trusted (gets the key) only on the base URL's own
-origin or on an ``https`` host under ``bfl.ai``; any other is replaced by
-``{base}/get_result?id=ID``, so an answer cannot send the key elsewhere.
-BFL's API has no documented cancel endpoint: an interrupted run stops
-polling, and the job finishes (and is billed) on BFL's side.
+Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take
+``aspect_ratio``; edit-capable models take input images as base64 in
+``input_image``, ``input_image_2``, ...), poll ``polling_url`` until
+``Ready``, download ``result.sample`` without the key. ``Request
+Moderated`` / ``Content Moderated`` are refusals. A ``polling_url`` gets the
+key only on the base URL's origin or an ``https`` host under ``bfl.ai``;
+any other is replaced by ``{base}/get_result?id=ID``. BFL has no cancel
+endpoint: an interrupted job finishes (and is billed) on BFL's side.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""The ``dir:PATH`` model: replay images saved earlier.
+"""The ``dir:PATH`` model: replay images saved earlier (the layout ``--violin-save-outputs`` writes).
 
-Sample ``color/v1/pink/t03`` is read from ``PATH/color/v1/pink/t03.png``
-(repeat ``k > 0``: ``t03.r<k>.png``), the layout ``--violin-save-outputs``
-writes. Record once on a GPU machine, gate in CPU-only CI.
-
-A sample of the official data (``official/color/v1/id_123``) is also found
-where the authors' generation scripts save it: ``PATH/id_000123.png`` or
-``PATH/id_123.png`` (``PATH`` is one task's folder), or the same names in
-``PATH/<model>_color_var1/`` (``_color_var2``, ``_geometric``,
-``_image_mask_<mask type>``) when ``PATH`` holds those folders.
+``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``:
+``t03.r<k>.png``). A sample of the official data is also found where the
+authors' scripts save it: ``PATH/id_000123.png`` or ``PATH/id_123.png``, or
+under ``PATH/<model>_color_var1/`` and its siblings.
 """
 
 from __future__ import annotations

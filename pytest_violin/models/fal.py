@@ -1,27 +1,13 @@
-"""``fal:APP``: models on fal.ai through its queue (submit, poll, fetch).
+"""``fal:APP``: models on fal.ai through its queue, submit, poll, fetch (docs/models.md).
 
-* Submit: ``POST {base}/{APP}`` (``base`` defaults to
-  ``https://queue.fal.run``; ``FAL_BASE_URL`` sets another) with JSON
-  ``{"prompt", "seed", "image_size": {"width", "height"}, "num_images": 1,
-  "output_format": "png"}`` and ``Authorization: Key $FAL_KEY``. Input
-  images (the mask task) go as PNG data URIs in ``image_urls`` (a list)
-  for FLUX.2 apps and in ``image_url`` (the first image) for others;
-  ``?image_field=NAME`` chooses (a name ending in ``s`` gets the list).
-* The answer holds ``request_id``, ``status_url``, ``response_url`` and
-  ``cancel_url``. The adapter polls ``status_url`` through
-  :func:`~pytest_violin.models.transport.jobs.poll_job` until
-  ``COMPLETED`` (``IN_QUEUE`` and ``IN_PROGRESS`` keep it polling), then
-  reads ``response_url`` and downloads ``images[0].url`` (on fal's media
-  host: without the key).
-* Refusals: an answer whose ``has_nsfw_concepts`` flags the image, or a
-  result that is an error of type ``content_policy_violation``. Other
-  error results, and ``FAILED``/``CANCELED`` states, fail the sample.
-* Interrupted (Ctrl-C) while the job runs: ``PUT cancel_url`` once (best
-  effort, a few seconds at most), so a queued request is never run.
-
-Status, response and cancel URLs from an answer get the key only on the
-base URL's origin or an ``https`` host under ``fal.run``; others are
-rebuilt from the base, the app's ``owner/name`` and the request id.
+Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input
+images as data URIs in ``image_urls`` for FLUX.2 apps, ``image_url`` for
+others, ``?image_field=NAME`` to choose), poll ``status_url`` until
+``COMPLETED``, read ``response_url`` and download ``images[0].url`` without
+the key. ``has_nsfw_concepts`` or a ``content_policy_violation`` error is a
+refusal; Ctrl-C sends ``PUT cancel_url`` once. URLs from an answer get the
+key only on the base URL's origin or an ``https`` host under ``fal.run``;
+others are rebuilt from the base, the app and the request id.
 """
 
 from __future__ import annotations

@@ -1,29 +1,13 @@
-"""``gemini:MODEL``: Gemini image models (the Nano-Banana family) through the Gemini API.
+"""``gemini:MODEL``: Gemini image models (Nano-Banana) through the Gemini API (docs/models.md).
 
-* Every sample: ``POST {base}/models/{MODEL}:generateContent`` with JSON
-  ``{"contents": [{"role": "user", "parts": [{"text": PROMPT}, IMAGES...]}],
-  "generationConfig": {"responseModalities": ["TEXT", "IMAGE"],
-  "imageConfig": {"aspectRatio": "W:H"}}}``. Input images (the mask task:
-  the source, then the mask, in that order) follow the prompt as
-  ``inlineData`` parts (``mimeType`` ``image/png``, base64 ``data``). The
-  API has no mask field: the mask goes as the second image and the prompt
-  says what it means.
-* The key comes from ``GEMINI_API_KEY`` (or else ``GOOGLE_API_KEY``) and is
-  sent in the ``x-goog-api-key`` header; ``GEMINI_BASE_URL`` sets the base
-  (default :data:`DEFAULT_BASE_URL`).
-* The image is the last ``inlineData`` part with an ``image/*`` MIME type
-  in the first candidate that is not a thought (thinking models such as
-  Gemini 3 Pro Image send draft images marked ``"thought": true`` first). An answer without one is a refusal
-  (:class:`~pytest_violin.errors.GenerationRefused`, never retried) when the
-  prompt was blocked (``promptFeedback.blockReason``), the candidate stopped
-  for a safety reason (:data:`REFUSAL_FINISH_REASONS`) or the model answered
-  with text only; any other answer without an image is a failure.
-* The requested size is sent as the nearest aspect ratio the API accepts
-  (:data:`ASPECT_RATIOS`); the scorer resizes the answer back.
-
-Suffix parameters: ``gemini:MODEL?image_size=2K`` sets
-``imageConfig.imageSize`` (``1K``, ``2K``, ``4K``; Gemini 3 image models),
-``?modalities=image`` asks for images only (``responseModalities: ["IMAGE"]``).
+``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input
+images as ``inlineData`` parts (the mask as the second image: the API has no
+mask field), the key in ``x-goog-api-key`` (``GEMINI_API_KEY`` or
+``GOOGLE_API_KEY``), the size as the nearest accepted aspect ratio
+(:data:`ASPECT_RATIOS`). The image is the last ``image/*`` part of the first
+candidate that is not a thought; without one, a blocked prompt, a safety
+finish (:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal,
+anything else a failure. ``?image_size=2K``, ``?modalities=image``.
 """
 
 from __future__ import annotations

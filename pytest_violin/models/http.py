@@ -1,28 +1,13 @@
-"""``http://`` / ``https://``: any image service over HTTP.
+"""``http://`` / ``https://``: any image service over HTTP (docs/models.md, "The plugin's HTTP protocol").
 
-By default the adapter speaks the plugin's own protocol: it POSTs JSON ::
-
-    {"prompt": "...", "width": 512, "height": 512, "seed": 123,
-     "sample_id": "color/v1/...", "task": "color", "images": ["<base64 PNG>", ...]}
-
-and accepts raw image bytes, or JSON with base64 (or a URL) at ``image``,
-``images[0]``, ``data[0].b64_json``, ``data[0].url`` or ``url``.
-
-Other services are reached without code: ``--violin-request-template=FILE``
-is a JSON body with placeholders (see :data:`PLACEHOLDERS`) and
-``--violin-response-path=PATH`` says where the image is in the answer.
-
-Job APIs (submit, poll, fetch) too: ``--violin-poll-url-path=PATH`` says
-where the status URL is in the submit answer (absolute, or relative to the
-endpoint); the adapter polls it (``GET``) with
-:func:`~pytest_violin.models.transport.jobs.poll_job` until the state at
-``--violin-status-path`` (default ``status``) is one of
-``--violin-done-values``, then reads the image from that final status
-answer (``--violin-response-path``, or the default places). States in
-``--violin-failed-values`` end the sample as failed, states in
-``--violin-refused-values`` as refused (never retried). A ``Retry-After``
-header on the submit answer sets the first wait, on a status answer the
-next one. A status URL on another origin than the endpoint is polled
+By default the plugin's own protocol: a JSON ``POST`` of ``prompt``,
+``width``, ``height``, ``seed``, ``sample_id``, ``task`` and ``images``
+(base64 PNG), answered by image bytes or JSON with the image at a known
+place. Other services without code: a body template
+(:class:`RequestTemplate`, ``--violin-request-template``) and a response
+path; job APIs with ``--violin-poll-url-path``, polled until
+``--violin-done-values`` (``--violin-failed-values``,
+``--violin-refused-values`` end it), a status URL on another origin polled
 without credentials.
 """
 

@@ -1,23 +1,11 @@
-"""``openai:MODEL``: the OpenAI Images API and compatible servers.
+"""``openai:MODEL``: the OpenAI Images API and compatible servers (docs/models.md).
 
-* Text-only samples: ``POST {base}/images/generations`` with JSON
-  ``{"model", "prompt", "n": 1, "size": "WxH"}`` (and ``seed``, see below).
-* Samples with input images (the mask task): ``POST {base}/images/edits``,
-  multipart, every input image as a PNG part named ``image[]``, plus
-  ``model``, ``prompt``, ``n`` and ``size`` fields.
-
-``OPENAI_API_KEY`` is sent as ``Authorization: Bearer``; ``OPENAI_BASE_URL``
-sets the base (default ``https://api.openai.com/v1``). Answers with
-``data[0].b64_json`` or ``data[0].url`` are accepted. The requested size is
-mapped to the nearest size the model accepts (:data:`MODEL_SIZES`); the
-scorer resizes the answer back.
-
-``seed``: OpenAI-compatible servers such as vLLM-Omni honour it; the public
-API does not know it and rejects unknown fields. ``seed=auto`` (default)
-sends it unless the base URL is ``api.openai.com``; ``seed=on``/``off``
-forces it, as a target suffix (``openai:gpt-image-1?seed=on``) or in
-``AdapterOptions.extra["openai_seed"]``. Other suffix parameters
-(``?quality=low&background=opaque``) are sent as extra fields.
+``POST {base}/images/generations`` (JSON) for text-only samples,
+``POST {base}/images/edits`` (multipart, every input image as ``image[]``)
+for samples with input images; the size is mapped to the nearest the model
+accepts (:data:`MODEL_SIZES`). ``seed=auto`` sends the seed except to
+``api.openai.com``, which rejects unknown fields (``?seed=on``/``off``);
+other suffix parameters are sent as extra fields.
 """
 
 from __future__ import annotations

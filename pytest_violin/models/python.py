@@ -1,24 +1,14 @@
-"""The ``python:MODULE:ATTR`` model: a callable from the user's own code.
+"""The ``python:MODULE:ATTR`` model: a callable from the user's own code (docs/models.md).
 
-``ATTR`` is a callable ``f(request) -> image``, an object with a
-``generate(request)`` method, or a class (instantiated without arguments)
-with such a method. The module is imported with the pytest rootdir, the
-invocation directory and the test directories on ``sys.path``, so it may
-live next to the tests.
-
-Images are not cached unless the object has ``cacheable = True``: the cache
-key cannot see edits to the user's code.
-
-What the callable raises decides the sample's outcome:
-:class:`~pytest_violin.errors.GenerationRefused` (the model declined: outcome
-``refused``), :class:`~pytest_violin.errors.GenerationUnjudged` (it cannot be
-judged: outcome ``error``, never a score), any other
-:class:`~pytest_violin.errors.GenerationError` (the model failed to draw it:
-outcome ``failed``, scored as no image). Any other exception is a
-:class:`~pytest_violin.errors.GenerationCrashed`: the model's failure too,
-its message ending with the traceback's last frames; when the first samples
-all crash the same way before any image (glue code raising ``KeyError:
-'steps'`` on every call), the run stops.
+``ATTR`` is ``f(request) -> image``, an object with ``generate(request)``, or
+a class with such a method; the module is imported with the rootdir, the
+invocation directory and the test directories on ``sys.path``. Images are
+cached only with ``cacheable = True`` (the key cannot see code edits). What
+it raises decides the outcome: :class:`~pytest_violin.errors.GenerationRefused`
+refused, :class:`~pytest_violin.errors.GenerationUnjudged` an error, another
+:class:`~pytest_violin.errors.GenerationError` failed; any other exception is
+a :class:`~pytest_violin.errors.GenerationCrashed` (failed, with the
+traceback's last frames; the same crash on the first samples stops the run).
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
-"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate.
+"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate (docs/models.md, "Replicate").
 
-* ``replicate:OWNER/NAME`` creates a prediction of the model's latest
-  version: ``POST {base}/models/OWNER/NAME/predictions`` with
-  ``{"input": {...}}``.
-* ``replicate:OWNER/NAME:VERSION`` pins a version:
-  ``POST {base}/predictions`` with ``{"version": VERSION, "input": {...}}``.
-
-``REPLICATE_API_TOKEN`` is sent as ``Authorization: Bearer``;
-``REPLICATE_BASE_URL`` sets the base (default ``https://api.replicate.com/v1``).
-``?wait=N`` (1 to 60) sends ``Prefer: wait=N``: the create request is held
-open up to N seconds and may answer with the finished prediction. Otherwise
-(or when it is not finished yet) ``urls.get`` is polled with
-:func:`~pytest_violin.models.transport.jobs.poll_job` until ``succeeded``,
-``failed`` or ``canceled``; ``output`` is a URL (or a data URI) or a list of
-them, the first is fetched (without the token when it is on another host,
-such as ``replicate.delivery``). On Ctrl-C the prediction is cancelled
-through ``urls.cancel``.
-
-Inputs differ per model: ``--violin-replicate-input=FILE`` is the ``input``
-object with the placeholders of ``--violin-request-template`` (see
-:class:`~pytest_violin.models.http.RequestTemplate`), where ``{images[N]}``
-is a ``data:image/png;base64,...`` URI; a key whose value is a missing
-image (``null``) is left out, so one file serves text-only and editing
-tasks. Default: :data:`DEFAULT_INPUT`.
-
-Refusals: a succeeded prediction without output, or a failed one whose
-error names a safety filter (:data:`REFUSAL_WORDS`), ends as
-:class:`~pytest_violin.errors.GenerationRefused`.
+A prediction is created (``POST .../models/OWNER/NAME/predictions``, or
+``POST .../predictions`` with a pinned ``version``; ``?wait=N`` sends
+``Prefer: wait=N``), then ``urls.get`` is polled until ``succeeded``,
+``failed`` or ``canceled`` and the first ``output`` fetched (without the
+token on another host); Ctrl-C cancels through ``urls.cancel``. The
+``input`` object comes from ``--violin-replicate-input=FILE`` with the
+placeholders of :class:`~pytest_violin.models.http.RequestTemplate` (a key
+whose image is missing is left out); default :data:`DEFAULT_INPUT`. No
+output, or an error naming a safety filter (:data:`REFUSAL_WORDS`), is a
+refusal.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from ..request import GenerationRequest
 from .._transport.client import HttpClient
 from .._transport.answers import image_from_response, load_json
 from .._transport.jobs import JobStates, poll_job
-from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
+from ._server import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
-from .housekeeping import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
+from ._server import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
@@ -74,7 +74,7 @@ class ComfyUIAdapter(NetworkAdapter):
     * ``base_url``: the server, without trailing slash and credentials.
     * ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
     * ``keep_history``: leave each prompt in the server's history (default: delete it when its sample ends,
-      whatever the outcome: :mod:`.housekeeping`).
+      whatever the outcome: :mod:`._server`).
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
