@@ -105,13 +105,7 @@ def size_for(model: str, width: int, height: int) -> str:
 
 
 class ArkAdapter(NetworkAdapter):
-    """Adapter for Seedream on ModelArk / Volcengine Ark (see the module docstring).
-
-    * ``model``: A Seedream model or endpoint ID.
-    * ``base_url``: the region's API root (``ARK_BASE_URL``), no trailing slash, no credentials.
-    * ``client``: sends ``ARK_API_KEY`` as ``Authorization: Bearer``.
-    * ``params``: extra JSON fields (``size`` overrides the computed size).
-    """
+    """Adapter for Seedream on ModelArk / Volcengine Ark (``params['size']`` overrides the computed size)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
                  *, send_seed: bool = True):
@@ -203,11 +197,7 @@ def _check_params(params: dict) -> dict:
 
 
 def create(target: str, options) -> ArkAdapter:
-    """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``.
-
-    Raises :class:`ModelSpecError`: for an empty or malformed model name, bad parameters, a missing
-    ``ARK_API_KEY`` (the message names the variable, never a value) or a bad ``ARK_BASE_URL``.
-    """
+    """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``."""
     model, params = split_params((target or "").strip(), what="ark")
     check_model_name(model, _MODEL_NAME, what="ark",
                      example="ark:seedream-4-5-251128 (a model ID or an endpoint ID)")

@@ -43,7 +43,7 @@ EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
 STATES = JobStates(
     done=frozenset({"Ready"}),
     failed=frozenset({"Error"}),
-    # a job the API no longer knows: an error after a few polls (transport/jobs.py), not a failure
+    # a job the API no longer knows: an error after a few polls (_transport/jobs.py), not a failure
     vanished=frozenset({"Task not found"}),
     refused=frozenset({"Request Moderated", "Content Moderated"}),
     state_of=lambda body: str(body.get("status", "")),
@@ -103,14 +103,7 @@ def _aspect(width: int, height: int) -> str:
 
 
 class BflAdapter(NetworkAdapter):
-    """Adapter for Black Forest Labs' API (see the module docstring).
-
-    * ``model``: the endpoint name (``flux-2-pro``, ``flux-dev``, ``flux-kontext-pro``).
-    * ``base_url``: without trailing slash.
-    * ``client``: carries the ``x-key`` header.
-    * ``edit``: whether the model takes input images (``auto``: by name).
-    * ``params``: extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
-    """
+    """Adapter for Black Forest Labs' API; ``edit``: whether the model takes input images (``auto``: by name)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
                  params: dict | None = None):
@@ -171,11 +164,7 @@ class BflAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> BflAdapter:
-    """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``.
-
-    Raises :class:`ModelSpecError`: for an empty model name, a missing ``BFL_API_KEY`` (the message names the
-    variable, never a value), a bad ``BFL_BASE_URL`` or malformed parameters.
-    """
+    """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``."""
     model, params = split_params((target or "").strip(), what="bfl")
     if not model or "/" in model:
         raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "

@@ -94,15 +94,7 @@ def quiet(*, python_warnings: bool = True):
 
 
 def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu"):
-    """Load a diffusers pipeline from a local path or the local hub cache, quietly.
-
-    * ``source``: directory of a saved pipeline, or a hub id already cached.
-    * ``dtype``: ``float32``, ``float16`` or ``bfloat16``.
-    * ``device``: torch device, already checked with :func:`check_device`.
-
-    Raises :class:`ModelSpecError`: when the extra is not installed, the pipeline cannot be loaded, or it
-    cannot be moved to ``device``.
-    """
+    """Load a pipeline from a local path or the local hub cache, quietly; :class:`ModelSpecError` when it cannot."""
     torch, diffusers = import_backend()
     kwargs: dict[str, Any] = {"local_files_only": True}
     if dtype:
@@ -127,11 +119,7 @@ def load_pipeline(source: str, *, dtype: str | None = None, device: str = "cpu")
 
 
 def check_device(torch, device: str) -> str:
-    """Check that ``device`` names a torch device this machine has.
-
-    Raises :class:`ModelSpecError`: naming the value: a string torch does not read as a device, or a CUDA/MPS
-    device this machine does not have.
-    """
+    """Check that ``device`` names a torch device this machine has; :class:`ModelSpecError` naming it."""
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError, TypeError):
@@ -223,21 +211,13 @@ def _first_image(output) -> Any:
 
 
 class DiffusersAdapter:
-    """Sends each request to the pipeline of its kind (see the module docstring).
+    """Sends each request to the pipeline of its kind.
 
-    * ``pipelines``: ``kind -> pipeline`` (a diffusers pipeline, or anything called the same way) for the
-      kinds served, and ``kind -> str`` (why not) for the others; kinds are the keys of :data:`KINDS`. A
-      missing kind is not served.
-    * ``identity``: secret-free identity, e.g. ``diffusers:/models/sd-tiny``.
-    * ``make_generator``: ``make_generator(seed) -> generator`` passed as ``generator=``.
-    * ``call_kwargs``: extra keyword arguments, each passed to the pipelines whose ``__call__`` names it
-      (``num_inference_steps``...).
-    * ``source``: what was loaded, for messages (the pipeline class name).
-    * ``cancel``: set when the run is interrupted: no new generation starts, and a running one stops at its
-      next step where the pipeline takes ``callback_on_step_end``.
-
-    Raises :class:`ModelSpecError`: when no kind is served, or a call parameter is named by none of the
-    pipelines or is one the adapter sets per request.
+    * ``pipelines``: ``kind -> pipeline`` for the kinds served, ``kind -> str`` (why not) for the others.
+    * ``call_kwargs``: passed to the pipelines whose ``__call__`` names them; one named by none is a
+      :class:`ModelSpecError`.
+    * ``cancel``: no new generation starts once set, and a running one stops at its next step where the
+      pipeline takes ``callback_on_step_end``.
     """
 
     cacheable = True
@@ -282,11 +262,7 @@ class DiffusersAdapter:
         return tuple(k for k in KINDS if k in self.pipelines)
 
     def pipeline_for(self, request: GenerationRequest):
-        """``(kind, pipeline)`` for ``request``.
-
-        Raises :class:`GenerationError`: one line naming the kind of pipeline the request needs when the
-        folder cannot serve it.
-        """
+        """``(kind, pipeline)`` for ``request``; :class:`GenerationError` naming the kind the folder cannot serve."""
         kind = request_kind(request)
         pipe = self.pipelines.get(kind)
         if pipe is None:
@@ -365,14 +341,7 @@ def _inpaint_only(pipe) -> bool:
 
 
 def build_pipelines(pipe, diffusers=None) -> dict:
-    """One pipeline per kind, built from ``pipe``'s components, or why there is none.
-
-    * ``pipe``: the loaded pipeline.
-    * ``diffusers``: the diffusers module (imported when omitted).
-
-    Returns: ``kind -> pipeline`` for the kinds the folder serves and ``kind -> str`` (one-line reason) for
-    the others.
-    """
+    """One pipeline per kind from ``pipe``'s components: ``kind -> pipeline``, or ``kind -> str`` (why not)."""
     if diffusers is None:
         diffusers = importlib.import_module("diffusers")
     source = type(pipe).__name__
@@ -419,12 +388,7 @@ def _requires(pipe, name: str) -> bool:
 
 
 def create(target: str, options) -> DiffusersAdapter:
-    """Factory for ``diffusers:PATH_OR_ID[?steps=N&device=D&dtype=T&name=value...]``.
-
-    Raises :class:`ModelSpecError`: without the ``diffusers`` extra (with the install hint), for an empty
-    target, a bad dtype or device, a pipeline that cannot be loaded from local files, a folder that serves no
-    kind of request, or a suffix parameter no pipeline names.
-    """
+    """Factory for ``diffusers:PATH_OR_ID[?steps=N&device=D&dtype=T&name=value...]``."""
     source, params = split_params((target or "").strip(), what="diffusers")
     if not source:
         raise ModelSpecError("diffusers: no pipeline given; accepted: diffusers:PATH_OR_ID")

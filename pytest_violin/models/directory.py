@@ -94,14 +94,7 @@ class ReplayAdapter:
 
 
 def create(target: str, options=None) -> ReplayAdapter:
-    """Factory for ``dir:PATH``.
-
-    A relative ``PATH`` resolves like ``--violin-save-outputs``: against the
-    directory pytest was started in (the ini file's directory for a spec
-    from the ini file), see :attr:`AdapterOptions.spec_base`.
-
-    Raises :class:`ModelSpecError`: when ``PATH`` is empty, missing or not a directory.
-    """
+    """Factory for ``dir:PATH``, resolved like ``--violin-save-outputs`` (:attr:`AdapterOptions.spec_base`)."""
     if not target or not target.strip():
         raise ModelSpecError("model spec 'dir:' needs a directory; accepted: dir:PATH")
     path = Path(target.strip()).expanduser()

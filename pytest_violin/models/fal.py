@@ -36,7 +36,7 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 STATES = JobStates(
     done=frozenset({"COMPLETED"}),
     failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
-    # waiting for a runner: the sample's budget starts when it leaves the queue (transport/jobs.py)
+    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/jobs.py)
     queued=frozenset({"IN_QUEUE"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: str(body.get("error") or body.get("detail") or ""),
@@ -52,7 +52,7 @@ _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety
 
 
 def _trusted(url, base: str) -> bool:
-    # one rule (transport/origins.py): the base's origin or an https host under fal.run
+    # one rule (_transport/origins.py): the base's origin or an https host under fal.run
     return isinstance(url, str) and url in Origins((base,), domains=("fal.run",))
 
 
@@ -72,14 +72,7 @@ def _refusal_of(body: dict) -> str | None:
 
 
 class FalAdapter(NetworkAdapter):
-    """Adapter for fal.ai's queue (see the module docstring).
-
-    * ``app``: ``owner/name[/path]`` (``fal-ai/flux/dev``, ``fal-ai/flux-2/edit``).
-    * ``base_url``: without trailing slash.
-    * ``client``: carries the Authorization header.
-    * ``image_field``: where input images go.
-    * ``params``: extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
-    """
+    """Adapter for fal.ai's queue; ``app`` is ``owner/name[/path]``, ``image_field`` where input images go."""
 
     def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
                  params: dict | None = None):
@@ -151,11 +144,7 @@ class FalAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> FalAdapter:
-    """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``.
-
-    Raises :class:`ModelSpecError`: for a malformed app id, a missing ``FAL_KEY`` (the message names the
-    variable, never a value), a bad ``FAL_BASE_URL`` or malformed parameters.
-    """
+    """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``."""
     app, params = split_params((target or "").strip().rstrip("/"), what="fal")
     if not _APP.match(app or ""):
         raise ModelSpecError(f"fal: bad app id {app!r}; accepted: fal:OWNER/APP[/PATH] such as "

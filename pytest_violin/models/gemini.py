@@ -94,16 +94,10 @@ def _inline(part) -> dict | None:
 
 
 def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answer"):
-    """The image in a ``generateContent`` answer, or the reason there is none.
+    """The image in a ``generateContent`` answer (RGB uint8), or the reason there is none.
 
-    * ``obj``: the parsed JSON answer.
-    * ``max_pixels``: pixel limit for the decoded image.
-    * ``where``: what the answer is, for messages.
-
-    Returns: RGB uint8.
-
-    Raises :class:`GenerationRefused`: blocked prompt, a safety ``finishReason``, or text without an image.;
-    :class:`GenerationError`: any other answer without a usable image.
+    Raises :class:`GenerationRefused` for a blocked prompt, a safety ``finishReason`` or text without an
+    image; :class:`GenerationError` for any other answer without a usable image.
     """
     if not isinstance(obj, dict):
         raise GenerationError(f"{where} is a JSON {type(obj).__name__}, not an object with 'candidates'")
@@ -157,13 +151,7 @@ def _decode_inline(data, where: str, max_pixels: int | None):
 
 
 class GeminiAdapter(NetworkAdapter):
-    """Adapter for Gemini image models (see the module docstring).
-
-    * ``model``: A Gemini image model (``models/`` taken off).
-    * ``base_url``: the API root (``GEMINI_BASE_URL``), no trailing slash, no credentials.
-    * ``client``: sends the key as the ``x-goog-api-key`` header.
-    * ``params``: validated suffix parameters.
-    """
+    """Adapter for Gemini image models (``models/`` taken off the model name)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
         self.model = model
@@ -222,11 +210,7 @@ def _check_params(params: dict) -> dict:
 
 
 def create(target: str, options) -> GeminiAdapter:
-    """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``.
-
-    Raises :class:`ModelSpecError`: for an empty or malformed model name, unknown parameters, a missing key or
-    a bad ``GEMINI_BASE_URL``.
-    """
+    """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``."""
     model, params = split_params((target or "").strip(), what="gemini")
     model = check_model_name(model.removeprefix("models/"), _MODEL_NAME, what="gemini",
                              example="gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')")

@@ -189,14 +189,7 @@ def _values(text: str | None, default: tuple, option: str) -> frozenset:
 
 
 class JobSpec:
-    """How the generic adapter reads a job API (from the ``--violin-*`` job options).
-
-    * ``poll_url_path``: where the status URL is in the submit answer.
-    * ``status_path``: where the state is in a status answer (default ``status``).
-    * ``done``, ``failed``, ``refused``: comma-separated states (compared case-insensitively).
-
-    Raises :class:`ModelSpecError`: for a bad path, an empty list, or a state in two lists.
-    """
+    """How the generic adapter reads a job API (the ``--violin-*`` job options); states compare case-insensitively."""
 
     def __init__(self, poll_url_path: str, status_path: str | None = None, done: str | None = None,
                  failed: str | None = None, refused: str | None = None):
@@ -231,7 +224,7 @@ class JobSpec:
             keys = ", ".join(sorted(map(str, submit))[:8]) if isinstance(submit, dict) else type(submit).__name__
             raise GenerationError(f"submit answer has no status URL at {stop!r} (--violin-poll-url-path; "
                                   f"keys: {keys})")
-        try:  # one rule (transport/origins.py): judged as written, never fetched when refused
+        try:  # one rule (_transport/origins.py): judged as written, never fetched when refused
             return resolve(value, base, what="status URL in the submit answer")
         except UrlRefused as exc:
             raise GenerationError(exc.reason) from None
@@ -248,14 +241,7 @@ def _message_of(body) -> str:
 
 
 class HttpAdapter(NetworkAdapter):
-    """The generic HTTP adapter (see the module docstring).
-
-    * ``url``: the endpoint, without credentials.
-    * ``client``: session and retry loop.
-    * ``template``: body template; the plugin protocol without it.
-    * ``response_path``: where the image is in a JSON answer (the final status answer of a job).
-    * ``job``: submit / poll / fetch: how to read the job API.
-    """
+    """The generic HTTP adapter: the plugin's protocol, a body template, or a job API (:class:`JobSpec`)."""
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
                  response_path: str | None = None, job: JobSpec | None = None):
@@ -311,14 +297,7 @@ class HttpAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> HttpAdapter:
-    """Factory for ``http://`` and ``https://`` specs.
-
-    * ``target``: the endpoint URL (credentials in it become HTTP Basic auth).
-    * ``options``: headers, timeout, retries, request template, response path, concurrency.
-
-    Raises :class:`ModelSpecError`: for a URL without host, a missing or invalid template file, an unknown
-    placeholder, a bad response path or bad headers.
-    """
+    """Factory for ``http://`` and ``https://`` specs (credentials in the URL become Basic auth)."""
     url, auth = check_url(target, what="model URL")
     template = None
     if getattr(options, "request_template", None):

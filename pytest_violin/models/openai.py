@@ -76,13 +76,7 @@ def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
 
 
 class OpenAIAdapter(NetworkAdapter):
-    """Adapter for the OpenAI Images API (see the module docstring).
-
-    * ``model``: its sizes are :data:`MODEL_SIZES` (another model gets the requested size).
-    * ``base_url``: the API root (``OPENAI_BASE_URL``), no trailing slash, no credentials.
-    * ``client``: sends ``OPENAI_API_KEY`` as ``Authorization: Bearer``.
-    * ``params``: extra JSON / form fields.
-    """
+    """Adapter for the OpenAI Images API (sizes: :data:`MODEL_SIZES`; ``params``: extra fields)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
                  params: dict | None = None):
@@ -107,12 +101,7 @@ class OpenAIAdapter(NetworkAdapter):
         return body
 
     def generate(self, request: GenerationRequest):
-        """Generate (or edit, when the request has input images) one image.
-
-        A 400 of the safety system (``moderation_blocked``,
-        ``content_policy_violation``) is this sample's refusal; other 4xx
-        answers are setup errors (see transport/outcomes.py).
-        """
+        """Generate (or edit, with input images) one image; a 400 of the safety system is a refusal."""
         try:
             return self._generate(request)
         except GenerationError as exc:
@@ -141,11 +130,7 @@ class OpenAIAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> OpenAIAdapter:
-    """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``.
-
-    Raises :class:`ModelSpecError`: for an empty model name, a missing ``OPENAI_API_KEY`` (the message names
-    the variable, never a value), a bad ``OPENAI_BASE_URL`` or malformed parameters.
-    """
+    """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``."""
     model, params = split_params((target or "").strip(), what="openai")
     if not model:
         raise ModelSpecError("openai: no model given; accepted: openai:MODEL such as openai:gpt-image-1")

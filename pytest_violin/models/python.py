@@ -29,11 +29,7 @@ _FORM = "python:MODULE:ATTR (e.g. python:my_models:generate or python:pkg.mod:Mo
 
 
 class PythonAdapter:
-    """Wrap a user callable / object as a model adapter.
-
-    * ``target``: ``MODULE:ATTR`` as given (used in ``identity``).
-    * ``obj``: the callable or object with ``generate``.
-    """
+    """Wrap a user callable, or an object with ``generate``, as a model adapter."""
 
     def __init__(self, target: str, obj):
         self.identity = f"python:{target}"
@@ -65,11 +61,8 @@ class PythonAdapter:
 
 
 def crash_reason(exc: BaseException, *, skip: int = 0, frames: int = TRACEBACK_FRAMES) -> str:
-    """``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``, one line.
-
-    * ``exc``: the exception, with its traceback.
-    * ``skip``: outer frames left out (the adapter's own call).
-    * ``frames``: the innermost frames kept; each names its file by its last two path parts.
+    """``exc`` on one line: its type, first line and innermost ``frames`` (outer ``skip`` left out):
+    ``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``.
     """
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -96,13 +89,7 @@ def _search_paths(options) -> list[str]:
 
 
 def _names_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
-    """Whether ``exc`` says ``module_name`` itself (or a parent package) is missing.
-
-    * ``exc``: raised by importing ``module_name``.
-    * ``module_name``: the dotted module name of the spec.
-
-    Returns: ``False`` when the module was found and an import inside it failed.
-    """
+    """Whether ``exc`` (raised importing ``module_name``) says the module itself or a parent is missing."""
     missing = exc.name
     if not missing:
         return True
@@ -119,12 +106,7 @@ def _where(exc: BaseException) -> str:
 
 
 def create(target: str, options=None) -> PythonAdapter:
-    """Factory for ``python:MODULE:ATTR``.
-
-    Raises :class:`ModelSpecError`: when the target is malformed, the module is not found, the module's own
-    import fails (the message names that error, e.g. the missing package it imports), the module has no such
-    attribute, or the attribute is not callable.
-    """
+    """Factory for ``python:MODULE:ATTR``; a failing import inside the module is named in the error."""
     module_name, sep, attr = (target or "").partition(":")
     module_name, attr = module_name.strip(), attr.strip()
     if not sep or not module_name or not attr:

@@ -136,16 +136,9 @@ def _load_factory(scheme: str) -> Callable:
 
 
 def resolve_model(spec: str, options: AdapterOptions | None = None):
-    """Build the model adapter a spec names.
+    """Build the model adapter ``spec`` names (:data:`SPEC_FORMS`).
 
-    * ``spec``: ``oracle``, ``python:MODULE:ATTR``, ``dir:PATH``, an ``http(s)://`` URL, ``openai:MODEL``,
-      ``a1111:URL``, ``diffusers:PATH_OR_ID`` or a third-party ``SCHEME:TARGET``.
-    * ``options``: shared settings (headers, timeouts, ...).
-
-    Returns: an object with ``identity``, ``generate(request)`` and ``close()``.
-
-    Raises :class:`ModelSpecError`: (a ``ValueError``) for an unknown scheme or a target the adapter rejects;
-    the message names the spec and the accepted forms.
+    Raises :class:`ModelSpecError` (a ``ValueError``) naming the spec and the accepted forms.
     """
     scheme, target = parse_spec(spec)
     factory = _load_factory(scheme)

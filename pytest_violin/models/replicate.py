@@ -69,7 +69,7 @@ CANCEL_TIMEOUT = 3.0
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 FAILED = frozenset({"failed", "canceled"})
 
-#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (transport/jobs.py)
+#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/jobs.py)
 STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 
 
@@ -101,14 +101,7 @@ def _drop_missing(node):
 
 
 class ReplicateAdapter(NetworkAdapter):
-    """Adapter for Replicate predictions (see the module docstring).
-
-    * ``model``: ``OWNER/NAME``.
-    * ``base_url``: without trailing slash and without credentials.
-    * ``client``: carries the Authorization header.
-    * ``template``: the ``input`` object.
-    * ``wait``: seconds of ``Prefer: wait``; None: asynchronous.
-    """
+    """Adapter for Replicate predictions; ``wait``: seconds of ``Prefer: wait``, None for asynchronous."""
 
     def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
                  template: RequestTemplate, wait: int | None = None):
@@ -155,11 +148,7 @@ class ReplicateAdapter(NetworkAdapter):
         return prediction, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
     def _own_url(self, prediction: dict, name: str) -> str | None:
-        """``urls[name]`` of ``prediction`` when it is on the API's own origin.
-
-        The token goes with these requests: a URL on another host is refused
-        rather than handed the token.
-        """
+        """``urls[name]`` of ``prediction`` when on the API's own origin (the token goes with it), else refused."""
         urls = prediction.get("urls")
         url = urls.get(name) if isinstance(urls, dict) else None
         if not isinstance(url, str) or not url:
@@ -242,11 +231,7 @@ def _load_template(path) -> RequestTemplate:
 
 
 def create(target: str, options) -> ReplicateAdapter:
-    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``.
-
-    Raises :class:`ModelSpecError`: for a malformed target, a missing ``REPLICATE_API_TOKEN`` (named, never
-    its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an invalid ``--violin-replicate-input`` file.
-    """
+    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``."""
     spec, params = split_params((target or "").strip(), what="replicate")
     model, version = parse_target(spec)
     wait = params.pop("wait", None)

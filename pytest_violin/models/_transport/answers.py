@@ -86,7 +86,7 @@ def load_json(data, *, limit: int = MAX_JSON_DEPTH):
     """``json.loads`` for answers: nesting bounded by ``limit``.
 
     Raises :class:`JsonTooDeep`: when the text nests deeper (a ``ValueError``: callers that treat bad JSON as
-    "not an image" treat this one the same).; :class:`ValueError`: for text that is not JSON
+    "not an image" treat this one the same); :class:`ValueError`: for text that is not JSON
     (``UnicodeDecodeError`` included).
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -320,7 +320,7 @@ def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
     if text.startswith(("http://", "https://")) or relative:
         if fetch is None:
             raise _ValueFail(f"{where} is a URL but URLs cannot be fetched here")
-        try:  # judged as the server wrote it (transport/origins.py), surrounding whitespace included
+        try:  # judged as the server wrote it (_transport/origins.py), surrounding whitespace included
             url = resolve(value, base_url or None, what="image URL")
         except UrlRefused as exc:
             raise _ValueFail(f"{where}: {exc.reason}") from None

@@ -25,7 +25,7 @@ from .origins import (EnvironmentSettings, Origins, PUBLIC_HEADERS, UrlRefused, 
                       parse_headers, resolve)
 from .retries import Request, RetryPolicy, SAMPLE_BUDGET_FACTOR
 
-__all__ = ["HttpClient", "USER_AGENT", "client_from_options", "client_settings", "make_session",
+__all__ = ["HttpClient", "USER_AGENT", "client_from_options", "make_session",
            "thread_requests"]
 
 
@@ -119,15 +119,10 @@ class _Session(requests.Session):
 
 def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None, *,
                  env: EnvironmentSettings | None = None) -> requests.Session:
-    """A :class:`requests.Session` whose pool holds ``concurrency`` connections.
+    """A session whose pool keeps ``concurrency`` connections (plus two for downloads) per host.
 
-    * ``concurrency``: requests the runner keeps in flight; the pool keeps that many connections (plus slack
-      for image downloads) alive per host.
-    * ``headers``: headers sent with every request.
-    * ``env``: proxies, CA bundle and netrc (default: captured now, from ``os.environ``; call this in the main
-      thread).
-
-    Returns: with urllib3 retries disabled (:class:`HttpClient` retries) and ``trust_env`` off.
+    urllib3's retries are off (:class:`HttpClient` retries) and ``env`` (proxies, CA bundle, netrc)
+    is captured now when not given: call it in the main thread.
     """
     size = max(int(concurrency), 1) + 2
     session = _Session(env if env is not None else EnvironmentSettings.capture())
@@ -145,54 +140,9 @@ def make_session(concurrency: int = 4, headers: Mapping[str, str] | None = None,
     return session
 
 
-def client_settings(options, *, auth: tuple[str, str] | None = None,
-                    headers: Mapping[str, str] | None = None, origins=(), domains=()) -> dict:
-    """The keyword arguments of :class:`.client.HttpClient` for ``options`` (see :func:`.client.client_from_options`).
-
-    Raises :class:`ModelSpecError`: for malformed headers, an unset ``${ENV}`` variable or bad numbers.
-    """
-    merged = dict(headers or {})
-    merged.update(parse_headers(getattr(options, "headers", ()) or ()))
-    if auth is not None and any(name.lower() == "authorization" for name in merged):
-        auth = None  # a configured Authorization header wins over URL credentials
-    extra = getattr(options, "extra", None) or {}
-    knobs = {}
-    for key in ("backoff_base", "backoff_cap", "retry_after_cap"):
-        if key in extra:
-            try:
-                knobs[key] = float(extra[key])
-            except (TypeError, ValueError):
-                raise ModelSpecError(f"option {key!r} must be a number of seconds, got {extra[key]!r}") from None
-            if knobs[key] < 0:
-                raise ModelSpecError(f"option {key!r} must be >= 0, got {extra[key]!r}")
-    retries = getattr(options, "retries", 3)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ModelSpecError(f"retries must be an integer >= 0, got {retries!r}")
-    concurrency = getattr(options, "concurrency", 4)
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ModelSpecError(f"concurrency must be an integer >= 1, got {concurrency!r}")
-    rate = extra.get("rate")
-    return dict(
-        rate=parse_rate(rate) if rate is not None else None,
-        concurrency=concurrency,
-        headers=merged,
-        timeout=getattr(options, "timeout", 120.0),
-        policy=RetryPolicy(retries=retries, **knobs),
-        auth=auth,
-        max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
-        cancel=getattr(options, "cancel", None),
-        origins=origins,
-        domains=domains,
-    )
-
-
 def thread_requests() -> int:
-    """Requests every :class:`HttpClient` has sent from the calling thread so far.
-
-    A caller that reads it before and after an adapter's ``generate`` learns
-    whether that call sent anything (the run's call count gives back a call
-    cancelled before its first request).
-    """
+    """Requests every :class:`HttpClient` has sent from the calling thread so far (read around a
+    ``generate``, it tells whether the call sent anything)."""
     return getattr(_local, "sent", 0)
 
 
@@ -203,32 +153,19 @@ def _no_auth(request):
 class HttpClient:
     """A session plus the retry loop (:class:`~.retries.Request`), shared by one adapter's threads.
 
-    * ``concurrency``: pool size (see :func:`make_session`).
-    * ``headers``: already-expanded headers sent with every request.
-    * ``timeout``: seconds allowed for each attempt: connecting, and reading the whole answer, body included
-      (a deadline, not a per-read timeout). One sample (see :meth:`sample`) or one :meth:`request` outside a
-      sample spends at most ``SAMPLE_BUDGET_FACTOR * timeout`` in all attempts and retry waits.
-    * ``policy``: retries and backoff (default: 3 retries).
-    * ``auth``: ``(user, password)`` for HTTP Basic auth (register it as a secret).
-    * ``max_bytes``: largest answer accepted, after decompression.
-    * ``cancel``: the run's cancel event: once set, no attempt or retry starts, waits end and in-flight
-      attempts are aborted (:class:`~pytest_violin.errors.GenerationCancelled`).
-    * ``env``: proxies, CA bundle and netrc (default: captured when the client is built).
-    * ``rate``: request starts per second for all threads of the process (``--violin-rate``, see
-      :class:`~.limits.RateLimiter`); no cap when None.
-    * ``adaptive``: samples in flight follow an :class:`~.limits.AdaptiveLimit` (lowered on 429, grown back on
-      success, at most ``concurrency``).
-    * ``origins``, ``domains``: the URLs (and a provider's own ``https`` domains) the user named: only they
-      get credentials, and a URL that carries a registered secret goes nowhere else (:mod:`.origins`). Without
-      them the client learns the origins of the requests it sends with credentials.
+    * ``timeout``: a deadline for each whole attempt, body included (not a per-read timeout); one
+      sample (:meth:`sample`), or one :meth:`request` outside a sample, spends at most
+      :attr:`sample_budget` in all attempts and retry waits.
+    * ``cancel``: the run's cancel event; once set no attempt or retry starts, waits end and
+      attempts in flight are aborted (:class:`~pytest_violin.errors.GenerationCancelled`).
+    * ``rate``: request starts per second for the process (:class:`~.bounds.RateLimiter`);
+      ``adaptive``: samples in flight follow an :class:`~.bounds.AdaptiveLimit`.
+    * ``origins``, ``domains``: the URLs (and a provider's own ``https`` domains) the user named;
+      without them the client learns the origins it sends credentials to.
 
-    Credentials (``auth``, ``Authorization``, ``Cookie`` and every
-    configured header other than ``Accept``, ``Content-Type`` and the like)
-    go only to the origins (scheme, host, port) the adapter itself sends
-    requests to. A redirect to another origin drops them, and an image URL
-    in an answer that points elsewhere (OpenAI's answers point to blob
-    storage, say) is fetched with the same session and retries but without
-    them: a token is never handed to a third party.
+    Credentials (``auth``, ``Authorization``, ``Cookie`` and every configured header but ``Accept``,
+    ``Content-Type`` and the like) go only to those origins: a redirect elsewhere drops them, and an
+    image URL on another host (OpenAI's blob storage) is fetched without them.
     """
 
     def __init__(
@@ -275,8 +212,7 @@ class HttpClient:
         return SAMPLE_BUDGET_FACTOR * self.timeout
 
     def renew_budget(self) -> None:
-        """Start this thread's sample budget again: its job waited in the server's
-        queue until now (see :func:`~.jobs.poll_job`; queue time is not generation time)."""
+        """Start this thread's sample budget again (its job waited in the server's queue until now)."""
         renew_budget(self.sample_budget)
 
     def budget_left(self) -> float:
@@ -284,9 +220,7 @@ class HttpClient:
         return budget_left(self.sample_budget)
 
     def sample(self) -> contextlib.AbstractContextManager:
-        """Scope of one sample's requests (the adapters' ``generate``): one time budget
-        (:attr:`sample_budget`) for all of them, a large answer's reservation kept to the end, and
-        a place among the samples in flight (:func:`.limits.sample_scope`)."""
+        """Scope of one sample's requests (the adapters' ``generate``): :func:`.bounds.sample_scope`."""
         return sample_scope(self.limit, self.cancel, self.sample_budget)
 
     def count_request(self, *, retry: bool) -> None:
@@ -299,14 +233,9 @@ class HttpClient:
     def request(self, method: str, url: str, *, what: str = "request", **kwargs) -> HttpResult:
         """Send a request, retrying transient failures; return the 2xx result.
 
-        * ``method``, ``url``: as for :meth:`requests.Session.request`.
-        * ``what``: short description for failure messages ("POST", "image download").
-        * ``**kwargs``: ``json=``, ``data=``, ``files=`` ... (bodies must be re-sendable: bytes, not open
-          files).
-
-        Raises :class:`GenerationError`: with a one-line redacted reason, the last status and attempts
-        (``transport=True`` when no answer came at all).; :class:`GenerationCancelled`: when the run's cancel
-        event is set.
+        ``what`` names it in messages ("POST", "image download"); bodies in ``kwargs`` must be
+        re-sendable (bytes, not open files). Raises :class:`GenerationError` with a one-line redacted
+        reason, the last status and the attempts, or :class:`GenerationCancelled`.
         """
         shown_url = redact_url(url)
         if self._closed:
@@ -329,22 +258,14 @@ class HttpClient:
         )
 
     def anonymous(self, url: str) -> dict:
-        """Keyword arguments of :meth:`request` that send ``url`` no credentials, unless its
-        origin is one this client sends requests to (``{}`` then).
-
-        For URLs read from an answer (a job's status URL): a credential
-        never goes to a host the user did not name.
-        """
+        """Keyword arguments of :meth:`request` that send ``url`` (read from an answer) no credentials,
+        unless its origin is one this client sends requests to (``{}`` then)."""
         if origin_or_none(url) in self._origins:
             return {}
         return {"headers": dict.fromkeys(self._credential_headers), "auth": _no_auth}
 
     def fetch(self, url: str) -> bytes:
-        """GET ``url`` with the same session and retries; return the body.
-
-        Credentials are sent only when ``url`` has the origin of a request
-        this client made before (see the class notes).
-        """
+        """GET ``url`` with the same session and retries, credentials only for a known origin; the body."""
         # None drops a session header; _no_auth: neither the session's Basic auth nor ~/.netrc
         kwargs = self.anonymous(url)
         return self.request("GET", url, what="image download", **kwargs).content
@@ -357,16 +278,43 @@ class HttpClient:
 
 def client_from_options(options, *, auth: tuple[str, str] | None = None,
                         headers: Mapping[str, str] | None = None, origins=(), domains=()) -> HttpClient:
-    """Build an :class:`HttpClient` from :class:`~pytest_violin.models.AdapterOptions`.
+    """An :class:`HttpClient` for :class:`~pytest_violin.models.AdapterOptions`, its numbers checked.
 
-    ``options.headers`` are expanded (``${ENV}``) and registered as secrets;
-    ``headers`` are adapter-specific headers added first (the configured ones
-    win). ``options.extra`` may set ``backoff_base``, ``backoff_cap`` and
-    ``retry_after_cap`` (seconds) for the retry policy, and ``rate``
-    (``--violin-rate``: ``"N/s"``, ``"N/min"`` or requests per second). The
-    environment's proxy, CA bundle and netrc settings are read here, once (call
-    it in the main thread). ``origins`` and ``domains``: what the user named
-    (see :class:`HttpClient`). Raises :class:`ModelSpecError` for malformed
-    headers, an unset ``${ENV}`` variable or bad numbers (:mod:`.client_options`).
+    ``headers`` (the adapter's own) come first, ``options.headers`` (expanded, registered as secrets)
+    win; ``options.extra`` may set ``backoff_base``, ``backoff_cap``, ``retry_after_cap`` (seconds) and
+    ``rate`` (``--violin-rate``). Raises :class:`ModelSpecError` for malformed headers, an unset
+    ``${ENV}`` variable or bad numbers. Reads the environment: call it in the main thread.
     """
-    return HttpClient(**client_settings(options, auth=auth, headers=headers, origins=origins, domains=domains))
+    merged = dict(headers or {})
+    merged.update(parse_headers(getattr(options, "headers", ()) or ()))
+    if auth is not None and any(name.lower() == "authorization" for name in merged):
+        auth = None  # a configured Authorization header wins over URL credentials
+    extra = getattr(options, "extra", None) or {}
+    knobs = {}
+    for key in ("backoff_base", "backoff_cap", "retry_after_cap"):
+        if key in extra:
+            try:
+                knobs[key] = float(extra[key])
+            except (TypeError, ValueError):
+                raise ModelSpecError(f"option {key!r} must be a number of seconds, got {extra[key]!r}") from None
+            if knobs[key] < 0:
+                raise ModelSpecError(f"option {key!r} must be >= 0, got {extra[key]!r}")
+    retries = getattr(options, "retries", 3)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ModelSpecError(f"retries must be an integer >= 0, got {retries!r}")
+    concurrency = getattr(options, "concurrency", 4)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ModelSpecError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    rate = extra.get("rate")
+    return HttpClient(
+        rate=parse_rate(rate) if rate is not None else None,
+        concurrency=concurrency,
+        headers=merged,
+        timeout=getattr(options, "timeout", 120.0),
+        policy=RetryPolicy(retries=retries, **knobs),
+        auth=auth,
+        max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
+        cancel=getattr(options, "cancel", None),
+        origins=origins,
+        domains=domains,
+    )

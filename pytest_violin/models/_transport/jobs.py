@@ -93,8 +93,8 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
     * ``wait_limit``: seconds the whole job (queue and run) may take; default :data:`QUEUE_WAIT_FACTOR` x the
       sample's budget.
 
-    Raises :class:`GenerationRefused`: A refused state (moderation).; :class:`GenerationError`: A failed
-    state, or an answer that is not a JSON object.; :class:`GenerationUnjudged`: the budget spent after the
+    Raises :class:`GenerationRefused`: A refused state (moderation); :class:`GenerationError`: A failed
+    state, or an answer that is not a JSON object; :class:`GenerationUnjudged`: the budget spent after the
     job started running, the overall wait limit spent, or the job vanished (an *error*, not a failure).;
     :class:`GenerationCancelled`: the run was interrupted (after ``cancel_job``).
     """

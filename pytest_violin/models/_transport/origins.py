@@ -548,7 +548,7 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
     ``sig`` ...) are registered as secrets too.
 
     Raises :class:`ModelSpecError`: for a URL that is not http(s) or has no host, or one the rule of
-    :mod:`~pytest_violin.models.transport.origins` refuses (a backslash, whitespace or a control character, a
+    :mod:`~pytest_violin.models._transport.origins` refuses (a backslash, whitespace or a control character, a
     percent-encoded host, a host the URL parsers read differently).
     """
     text = (url or "").strip()

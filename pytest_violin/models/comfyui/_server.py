@@ -1,32 +1,14 @@
 """What the ComfyUI server says and what is left on it: answers, image nodes, housekeeping.
 
-The shapes were recorded from a real ComfyUI 0.3.64 server (CPU only, core
-nodes) on 2026-12-01; the test fake (tests/_comfyui_fake.py) answers with
-the same bodies:
-
-* ``POST /prompt`` with an invalid workflow: HTTP 400 ``{"error": {"type":
-  "prompt_outputs_failed_validation", "message": ..., "details": ...,
-  "extra_info": {}}, "node_errors": {NODE_ID: {"errors": [{"type",
-  "message", "details", "extra_info": {"input_name", ...}}],
-  "dependent_outputs": [...], "class_type": ...}}}``; other problems
-  (``invalid_prompt``: an unknown node class; ``prompt_no_outputs``) come
-  with empty ``node_errors``.
-* ``GET /history/ID``: ``{}`` until the prompt ends (also while it runs or
-  waits), then ``{ID: {"prompt": [...], "outputs": {NODE_ID: {"images":
-  [{"filename", "subfolder", "type"}]}}, "status": {"status_str":
-  "success"|"error", "completed": bool, "messages": [[event, {...}], ...]},
-  "meta": {...}}}``; an interrupted prompt ends ``error`` with an
-  ``execution_interrupted`` message, a failed one with ``execution_error``.
-* ``GET /queue``: ``{"queue_running": [[number, ID, workflow, extra,
-  outputs]], "queue_pending": [...]}``.
-* ``GET /object_info/CLASS``: ``{CLASS: {"input": {"required": {NAME:
-  [TYPE, {...}]}, "optional": ..., "hidden": ...}, "output": [...],
-  "output_node": bool, ...}}``, ``{}`` for a class the server does not know.
-* ``POST /history`` with ``{"delete": [ID, ...]}``, ``POST /queue`` with
-  ``{"delete": [...]}`` and ``POST /interrupt``: an empty 200 (an absent ID
-  is no error). A history entry is written when its prompt leaves
-  ``queue_running`` (in the same step), never for a prompt deleted from
-  ``queue_pending``.
+The answers' shapes were recorded from a real ComfyUI 0.3.64 server; the
+test fake (tests/_comfyui_fake.py) answers with the same bodies. What the
+code relies on: a workflow that fails validation is a 400 with
+``node_errors``; ``GET /history/ID`` is ``{}`` until the prompt ends, then
+holds ``outputs`` and ``status`` (``error`` with ``execution_interrupted``
+or ``execution_error``); ``GET /queue`` lists ``queue_running`` and
+``queue_pending``; the deletes and ``/interrupt`` answer an empty 200, and a
+history entry is written in the step that takes a prompt out of
+``queue_running``, never for one deleted from ``queue_pending``.
 
 Which nodes put images in the history (:func:`image_output_classes`): an
 *output node* one of whose inputs takes an ``IMAGE`` or a ``MASK``, as
@@ -35,9 +17,8 @@ classes (:data:`~.workflow.IMAGE_OUTPUTS`).
 
 Housekeeping (:class:`Ledger`): every prompt is taken off the server when its
 sample ends, whatever the outcome (deleted from the queue, interrupted, its
-history entry deleted once it exists: ComfyUI writes it in the step that
-takes the prompt out of ``queue_running``, so an entry still to come stays on
-the ledger for a later sample's end or :meth:`Ledger.close`). Best effort and
+history entry deleted once it exists; an entry still to come stays on the
+ledger for a later sample's end or :meth:`Ledger.close`). Best effort and
 bounded: each request once, each group within one deadline the transport's
 watchdog enforces; a failure never fails the sample.
 """

@@ -12,7 +12,7 @@ The scored image comes from one output node: ``output`` (``?output=`` of
 the spec: a node id or a node's ``_meta.title``) names it; without it the
 workflow must have exactly one image output node, or the spec is refused with
 the list of them. Which classes are image outputs the server says
-(``image_classes``, from its ``/object_info``: see :mod:`.nodes`); without
+(``image_classes``, from its ``/object_info``: see :mod:`._server`); without
 its word, the core ones (:data:`IMAGE_OUTPUTS`).
 """
 
