@@ -17,20 +17,15 @@ from ._transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
+from .registry import format_params, parse_switch, split_params
+from .request import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["A1111Adapter", "create"]
 
 
 class A1111Adapter(NetworkAdapter):
-    """Adapter for the A1111 / SD.Next API (see the module docstring).
-
-    * ``base_url``: the web UI root (no trailing slash, no credentials).
-    * ``params``: extra body fields.
-    * ``send_mask``: send the mask of two-input samples as ``mask``.
-    """
+    """Adapter for the A1111 / SD.Next API; ``send_mask``: send the mask of two-input samples as ``mask``."""
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
     bills = False

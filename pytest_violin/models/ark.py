@@ -20,8 +20,8 @@ import re
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact_url
-from ._params import check_model_name, format_params, parse_switch, split_params
-from .base import NetworkAdapter
+from .registry import check_model_name, format_params, parse_switch, split_params
+from .request import NetworkAdapter
 from .request import GenerationRequest
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint

@@ -20,8 +20,8 @@ from urllib.parse import quote
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
+from .registry import format_params, parse_switch, split_params
+from .request import NetworkAdapter
 from .request import GenerationRequest
 from ._transport.client import HttpClient, client_from_options
 from ._transport.answers import HttpResult

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import GenerationCancelled, GenerationError, InvalidArgumentError, ModelSpecError
 from ..imaging import as_rgb8
 from ..redaction import redact
-from ._params import format_params, split_params
+from .registry import format_params, split_params
 from .request import GenerationRequest
 
 __all__ = ["DTYPES", "DiffusersAdapter", "INSTALL_HINT", "KINDS", "build_pipelines", "check_device",

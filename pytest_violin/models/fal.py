@@ -18,8 +18,8 @@ from urllib.parse import quote
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
-from ._params import format_params, split_params
-from .base import NetworkAdapter
+from .registry import format_params, split_params
+from .request import NetworkAdapter
 from .bfl import first_wait_of, json_answer
 from .request import GenerationRequest
 from ._transport.client import HttpClient, client_from_options

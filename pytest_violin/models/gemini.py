@@ -21,8 +21,8 @@ from urllib.parse import quote
 from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
-from ._params import check_model_name, format_params, split_params
-from .base import NetworkAdapter
+from .registry import check_model_name, format_params, split_params
+from .request import NetworkAdapter
 from .request import GenerationRequest
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint

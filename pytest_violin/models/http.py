@@ -30,7 +30,7 @@ from ._transport.retries import is_loopback
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from .base import NetworkAdapter
+from .request import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestTemplate", "PLACEHOLDERS",

@@ -20,8 +20,8 @@ from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
 from ._transport.retries import refusal_or
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
+from .registry import format_params, parse_switch, split_params
+from .request import NetworkAdapter
 from .request import GenerationRequest
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]

@@ -12,11 +12,7 @@ __all__ = ["OracleAdapter", "create"]
 
 
 class OracleAdapter:
-    """Return ``request.sample.expected()``.
-
-    * ``identity``: ``"oracle"``.
-    * ``cacheable``: false: rendering is cheaper than a cache lookup.
-    """
+    """Return ``request.sample.expected()`` (not cached: rendering is cheaper than a cache lookup)."""
 
     identity = "oracle"
     cacheable = False

@@ -22,8 +22,8 @@ from pathlib import Path
 from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
-from ._params import format_params, split_params
-from .base import NetworkAdapter
+from .registry import format_params, split_params
+from .request import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
 from ._transport.client import HttpClient, client_from_options

@@ -83,12 +83,7 @@ def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 def load_json(data, *, limit: int = MAX_JSON_DEPTH):
-    """``json.loads`` for answers: nesting bounded by ``limit``.
-
-    Raises :class:`JsonTooDeep`: when the text nests deeper (a ``ValueError``: callers that treat bad JSON as
-    "not an image" treat this one the same); :class:`ValueError`: for text that is not JSON
-    (``UnicodeDecodeError`` included).
-    """
+    """``json.loads`` for answers, nesting bounded: :class:`JsonTooDeep` (a ``ValueError``, like bad JSON)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
     if len(data) > LARGE_JSON_BYTES:  # in the one large-work thread: see imaging.bounds._LargeWork
@@ -158,12 +153,7 @@ def json_message(obj: Any, depth: int = 0) -> str | None:
 
 
 def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_LIMIT) -> str:
-    """The server's error message in a response body, on one short line.
-
-    JSON ``error`` / ``message`` / ``detail`` fields are preferred; an HTML
-    page is described by its title; plain text is taken as is. The result
-    is redacted and truncated to ``limit`` characters.
-    """
+    """The server's error message on one redacted line: a JSON message, an HTML page's title, or the text."""
     if not content:
         return "empty body"
     text = content[:65536].decode("utf-8", "replace")
@@ -187,13 +177,7 @@ def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_
 
 @dataclass
 class HttpResult:
-    """A successful (2xx) HTTP exchange, body fully read.
-
-    * ``headers``: case-insensitive response headers.
-    * ``content``: the body, decompressed (at most ``max_answer_bytes``).
-    * ``url``: the final URL (after redirects).
-    * ``attempts``: attempts it took.
-    """
+    """A successful (2xx) exchange: case-insensitive headers, the decompressed body, the final URL, the attempts."""
 
     status: int
     headers: Mapping[str, str]
@@ -234,12 +218,7 @@ _IMAGE_MAGIC = (
 
 
 def parse_response_path(path: str) -> tuple:
-    """Split a response path such as ``data.0.b64_json`` or ``data[0].url``.
-
-    Returns: keys (str) and list indices (int).
-
-    Raises :class:`ModelSpecError`: for an empty path or an empty segment.
-    """
+    """Keys and list indices of ``data.0.b64_json`` or ``data[0].url``; :class:`ModelSpecError` when empty."""
     if not isinstance(path, str) or not path.strip():
         raise ModelSpecError(f"empty response path {path!r}; example: data.0.b64_json")
     normal = re.sub(r"\[(\d+)\]", r".\1", path.strip())
@@ -391,18 +370,10 @@ def image_from_response(
     fetch: Callable[[str], bytes] | None = None,
     max_pixels: int = MAX_PIXELS,
 ) -> np.ndarray:
-    """Find and decode the image in a successful HTTP response.
+    """The image (RGB uint8) in a successful answer: raw bytes, or JSON at ``response_path`` (else
+    :data:`DEFAULT_IMAGE_PATHS`) holding base64, a data URI or a URL (``fetch``-ed).
 
-    * ``result``: the response.
-    * ``response_path``: where the image is in a JSON body (``data.0.b64_json``, ``output.0``). Without it,
-      raw image bodies are decoded and JSON is searched at :data:`DEFAULT_IMAGE_PATHS`.
-    * ``fetch``: ``fetch(url) -> bytes`` for answers that hold a URL.
-    * ``max_pixels``: pixel limit.
-
-    Returns: RGB uint8 (any size: the scorer resizes).
-
-    Raises :class:`GenerationError`: one line: what the body was instead of an image, with the status and
-    attempts of ``result``.
+    Raises :class:`GenerationError`: one line saying what the body was instead, with its status and attempts.
     """
     try:
         return _image_from_response(result, response_path, fetch, max_pixels)

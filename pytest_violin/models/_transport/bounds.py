@@ -506,11 +506,7 @@ def parse_rate(value) -> float:
 
 
 class RateLimiter:
-    """Request starts at most ``rate`` per second, evenly spaced, for all threads.
-
-    * ``rate``: requests per second (> 0).
-    * ``clock``: monotonic seconds; injectable for tests.
-    """
+    """Request starts at most ``rate`` per second, evenly spaced, for all threads (``clock`` for tests)."""
 
     def __init__(self, rate: float, *, clock=time.monotonic):
         self.rate = float(rate)

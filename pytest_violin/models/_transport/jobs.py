@@ -37,19 +37,16 @@ VANISHED_POLLS = 3
 
 @dataclass(frozen=True)
 class JobStates:
-    """How to read a provider's job status.
+    """How to read a provider's job status (states compare case-insensitively).
 
-    * ``done``, ``failed``, ``refused``: terminal states (compared case-insensitively). ``refused`` states
-      (moderation) end as :class:`~pytest_violin.errors.GenerationRefused`.
-    * ``state_of``: ``state_of(body) -> str``: the state of a status answer (a dict).
-    * ``message_of``: ``message_of(body) -> str``: the provider's reason, for failures.
-    * ``interval_of``: ``interval_of(body) -> float | None``: a suggested wait in seconds.
-    * ``queued``: states of a job still waiting in the server's queue: the sample's budget starts when the job
-      leaves them.
-    * ``vanished``: states that say the server does not know the job (any more).
-    * ``broken``: failed states that are the server's fault, not the image's (ComfyUI's ``execution_error``:
-      an exception inside a node, CUDA out of memory): :class:`~pytest_violin.errors.ServerCrashed`, an error,
-      never a score (the same crash on the first samples stops the run).
+    * ``done``, ``failed``, ``refused``: terminal states; ``refused`` ones (moderation) end as
+      :class:`~pytest_violin.errors.GenerationRefused`.
+    * ``state_of(body)``, ``message_of(body)``, ``interval_of(body)``: a status answer's state, the
+      provider's reason for a failure, a suggested wait in seconds.
+    * ``queued``: a job still waiting in the server's queue: the sample's budget starts when it leaves them.
+    * ``vanished``: the server does not know the job (any more).
+    * ``broken``: failures that are the server's fault (ComfyUI's ``execution_error``: CUDA out of memory):
+      :class:`~pytest_violin.errors.ServerCrashed`, an error, never a score.
     """
 
     done: frozenset
@@ -74,29 +71,21 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
              fetch: Callable[[], tuple] | None = None, wait_limit: float | None = None):
     """Poll ``url`` until the job reaches a terminal state; return the last status answer.
 
-    * ``client``: the adapter's client (retries, deadlines, size caps, redirects); call this inside ``with
-      client.sample():`` so the whole job shares the sample's time budget.
-    * ``url``: the status URL.
-    * ``states``: how to read the answers.
-    * ``what``: named in messages ("BFL job", ...).
-    * ``first_wait``, ``max_wait``: seconds before the first poll and the cap of the exponential backoff
-      (doubling) between polls; a ``Retry-After`` header or a suggested interval in the body wins, within
-      ``[0.05, max_wait]``.
+    Call it inside ``with client.sample():`` so the whole job shares the sample's budget.
+
+    * ``first_wait``, ``max_wait``: seconds before the first poll and the cap of the doubling wait between
+      polls; a ``Retry-After`` header or an interval in the body wins, within ``[0.05, max_wait]``.
     * ``method``, ``body``: ``POST`` with a JSON ``body`` for APIs that poll that way.
     * ``cancel_job``: called (best effort) when the run is cancelled while the job runs.
-    * ``request_kwargs``: extra arguments of each status request (``client.anonymous(url)`` for a status URL
-      on a host the user did not name).
-    * ``with_answer``: return ``(status, HttpResult)``: the last answer too (its URL and headers), e.g. to
-      read the image from it.
-    * ``fetch``: ``fetch() -> (status dict, HttpResult)`` instead of one request to ``url``: for servers whose
-      state takes more than one request (ComfyUI: its history, then its queue).
-    * ``wait_limit``: seconds the whole job (queue and run) may take; default :data:`QUEUE_WAIT_FACTOR` x the
-      sample's budget.
+    * ``request_kwargs``: of each status request (``client.anonymous(url)`` for a host the user did not name).
+    * ``with_answer``: return ``(status, HttpResult)``, the last answer too.
+    * ``fetch``: ``fetch() -> (status dict, HttpResult)`` instead of one request to ``url`` (ComfyUI: its
+      history, then its queue).
+    * ``wait_limit``: seconds the whole job may take; default :data:`QUEUE_WAIT_FACTOR` x the budget.
 
-    Raises :class:`GenerationRefused`: A refused state (moderation); :class:`GenerationError`: A failed
-    state, or an answer that is not a JSON object; :class:`GenerationUnjudged`: the budget spent after the
-    job started running, the overall wait limit spent, or the job vanished (an *error*, not a failure).;
-    :class:`GenerationCancelled`: the run was interrupted (after ``cancel_job``).
+    Raises :class:`GenerationRefused` for a refused state, :class:`GenerationError` for a failed state or an
+    answer that is not a JSON object, :class:`GenerationUnjudged` when the budget or the wait limit is spent
+    or the job vanished, :class:`GenerationCancelled` when the run was interrupted (after ``cancel_job``).
     """
     done, queued, vanished = _lower(states.done), _lower(states.queued), _lower(states.vanished)
     wait = first_wait

@@ -187,10 +187,8 @@ class Origin(NamedTuple):
 
 
 class UrlRefused(GenerationUnjudged):
-    """A URL that is never fetched: malformed or ambiguous, or carrying a secret to a foreign origin.
-
-    An *error* outcome, never the model's failure: the server pointed at a URL
-    that cannot be fetched safely, which says nothing of the image.
+    """A URL that is never fetched: malformed, ambiguous, or carrying a secret to a foreign origin (an error
+    outcome: it says nothing of the image).
     """
 
     def __init__(self, reason: str, *, attempts: int | None = 0, status: int | None = None):
@@ -322,9 +320,8 @@ def same_origin(url, other) -> bool:
 class Origins:
     """The origins the user named, which alone get credentials and URLs that carry secrets.
 
-    * ``urls``: the endpoint or base URLs the user configured.
-    * ``domains``: A provider's own domains: any ``https`` host equal to or under one of them is named too
-      (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
+    ``domains``: a provider's own domains; any ``https`` host equal to or under one is named too
+    (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
     """
 
     def __init__(self, urls: Iterable[str] = (), domains: Iterable[str] = ()):
@@ -368,11 +365,8 @@ class Origins:
 
 
 def guard(url, origins: Origins | None = None, *, body=None) -> Origin:
-    """The origin of ``url`` when the request may be sent; else :class:`UrlRefused`.
-
-    Refused: a URL :func:`refusal` refuses, and, when ``origins`` names
-    any, a URL (or ``body``) that carries a registered secret to an origin
-    not among them.
+    """The origin of ``url`` when the request may be sent, else :class:`UrlRefused`: a URL :func:`refusal`
+    refuses, or one (or its ``body``) carrying a registered secret to an origin ``origins`` does not name.
     """
     origin = origin_of(url)
     if origins and origin not in origins:
@@ -389,13 +383,8 @@ _ID_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:-]*$")
 
 
 def check_path_id(value: str, *, what: str, accepted: str, segments: bool = True) -> str:
-    """Refuse a model or app id that would leave the base path it is appended to.
-
-    ``..`` and ``.`` segments, ``%`` (``%2e%2e``), a backslash, a leading
-    ``/`` and empty segments are usage errors; ``segments=False`` refuses
-    any ``/`` too.
-
-    Raises :class:`ModelSpecError`: naming the id and what is accepted.
+    """Refuse (:class:`ModelSpecError`) a model or app id that would leave the base path it is appended to:
+    ``..``, ``.``, ``%``, a backslash, a leading ``/``, empty segments, and any ``/`` without ``segments``.
     """
     text = value if isinstance(value, str) else ""
     parts = text.split("/") if segments else [text]
@@ -417,16 +406,10 @@ _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|sig|auth|credentia
 
 
 def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | None = None) -> str:
-    """Replace ``${NAME}`` references in ``value`` by environment variables.
+    """Replace ``${NAME}`` references in ``value`` (``"Bearer ${HF_TOKEN}"``) by environment variables.
 
-    * ``value``: text such as ``"Bearer ${HF_TOKEN}"``.
-    * ``what``: what the value is, for the error message.
-    * ``environ``: the environment (default :data:`os.environ`).
-
-    Returns: the expanded text. Expanded values are registered as secrets.
-
-    Raises :class:`ModelSpecError`: when a referenced variable is not set, or is set to nothing but whitespace
-    (``Bearer ${TOKEN}`` would go out as ``Bearer ``); the message names the variable, never a value.
+    Expanded values are registered as secrets. Raises :class:`ModelSpecError` naming the variable, never
+    a value, when it is unset or blank (``Bearer ${TOKEN}`` would go out as ``Bearer ``).
     """
     env = os.environ if environ is None else environ
 
@@ -465,11 +448,8 @@ def _split_header(item) -> tuple[str, str]:
 
 
 def _no_colon_message(item: str) -> str:
-    """The usage error for a header without ``:``, never showing its value.
-
-    ``'Authorization Bearer s3cr3t'`` is a credential typed with a space
-    instead of a colon: only the first word (when it is a valid header name)
-    is shown, the rest is masked whatever it is.
+    """The usage error for a header without ``:``: only its first word is shown (``'Authorization Bearer s3cr3t'``
+    is a credential typed with a space).
     """
     words = item.strip().split(None, 1)
     first = words[0] if words else ""
@@ -486,17 +466,11 @@ def _no_colon_message(item: str) -> str:
 
 
 def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Turn configured headers into a dict, expanding ``${ENV}`` references.
+    """Configured headers (``"Name: value"`` strings or pairs) as a dict, ``${ENV}`` expanded.
 
-    * ``headers``: ``"Name: value"`` strings or ``(name, value)`` pairs.
-    * ``environ``: the environment for ``${NAME}`` references.
-
-    Returns: header name -> expanded value. Every value (except those of ``Accept``, ``Content-Type``,
-    ``User-Agent`` and similar) is registered as a secret, and so is the credential part of ``Bearer TOKEN``
-    style values.
-
-    Raises :class:`ModelSpecError`: for a malformed header, an unset or empty environment variable, or a value
-    HTTP cannot carry (a line break, a character outside latin-1).
+    Every value but those of ``Accept``, ``Content-Type``, ``User-Agent`` and the like is registered as a
+    secret, and so is the token of ``Bearer TOKEN``. Raises :class:`ModelSpecError` for a malformed header,
+    an unset variable, or a value HTTP cannot carry (a line break, a character outside latin-1).
     """
     out: dict[str, str] = {}
     for item in headers or ():
@@ -538,18 +512,10 @@ def _register_userinfo(text: str) -> None:
 
 
 def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
-    """Validate an endpoint URL and take the credentials out of it.
+    """``url`` validated by the one rule, without ``user:password@``, and that pair for Basic auth (or None).
 
-    * ``url``: ``http(s)://[user:password@]host[:port]/path[?query]``.
-    * ``what``: what the URL is for, for the error message.
-
-    Returns: the URL without ``user:password@`` and the ``(user, password)`` pair for HTTP Basic auth (both
-    registered as secrets), or ``None``. Query values whose names look like credentials (``key``, ``token``,
-    ``sig`` ...) are registered as secrets too.
-
-    Raises :class:`ModelSpecError`: for a URL that is not http(s) or has no host, or one the rule of
-    :mod:`~pytest_violin.models._transport.origins` refuses (a backslash, whitespace or a control character, a
-    percent-encoded host, a host the URL parsers read differently).
+    The password and query values named like credentials (``key``, ``token``, ``sig``) are registered as
+    secrets. Raises :class:`ModelSpecError` for a URL that is not http(s), has no host, or is refused.
     """
     text = (url or "").strip()
     _register_userinfo(text)
@@ -590,24 +556,11 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
 
 def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *,
                       what: str = "API key") -> tuple[str, str, tuple[str, str] | None]:
-    """A provider's key and base URL from the environment, by the one naming rule.
+    """A provider's key, base URL and the base URL's Basic auth, from the environment; read in the main thread.
 
-    ``<PROVIDER>_API_KEY`` (or the provider's own names, tried in order) and
-    ``<PROVIDER>_BASE_URL`` (default: the provider's public host). Read when
-    the adapter is built, in the main thread; the key is registered as a
-    secret before anything else happens.
-
-    * ``scheme``: the spec scheme, for messages (``"bfl"``).
-    * ``key_vars``: variables holding the key, first set wins.
-    * ``base_var``: the variable overriding the base URL.
-    * ``default_base``: the provider's public base URL.
-    * ``what``: what the key is called, for the message.
-
-    Returns: the key, the base URL without credentials, and the ``(user, password)`` of the base URL for Basic
-    auth (or ``None``).
-
-    Raises :class:`ModelSpecError`: when no key variable is set (naming the variables, never a value), when
-    the ones set are empty (naming them: a fork's CI without the secret), or for a malformed base URL.
+    The first of ``key_vars`` set holds the key (registered as a secret at once); ``base_var`` overrides
+    ``default_base``. Raises :class:`ModelSpecError` naming the variables, never a value, when none is set
+    or the ones set are empty (a fork's CI without the secret), or for a malformed base URL.
     """
     key = ""
     empty = []

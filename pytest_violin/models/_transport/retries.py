@@ -57,11 +57,7 @@ def error_class(status: int | None, transport: bool = False) -> type:
 
 
 def refusal_or(exc: GenerationError, is_refusal: Callable[[GenerationError], bool]) -> GenerationError:
-    """``exc`` as a :class:`GenerationRefused` when ``is_refusal(exc)``, else ``exc``.
-
-    For providers that answer a refused prompt with a 400 or 422: the
-    refusal is that sample's outcome, not a setup error of the run.
-    """
+    """``exc`` as a :class:`GenerationRefused` when ``is_refusal(exc)`` (a refused prompt's 400), else ``exc``."""
     if isinstance(exc, GenerationRefused) or not is_refusal(exc):
         return exc
     return GenerationRefused(exc.reason, attempts=exc.attempts, status=exc.status)
@@ -87,13 +83,7 @@ def is_transient_status(status: int) -> bool:
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` header.
-
-    * ``value``: delta seconds (``"3"``, ``"1.5"``) or an HTTP date.
-    * ``now``: the current POSIX time (default :func:`time.time`).
-
-    Returns: non-negative seconds, or ``None`` for a missing or unreadable value.
-    """
+    """Non-negative seconds a ``Retry-After`` value (delta seconds or an HTTP date) asks for; None when unreadable."""
     if value is None:
         return None
     value = value.strip()
@@ -222,14 +212,9 @@ SAMPLE_BUDGET_FACTOR = 2
 class RetryPolicy:
     """How often and how long to wait between attempts.
 
-    * ``retries``: retries after the first attempt (so ``retries + 1`` attempts at most).
-    * ``backoff_base``: seconds; the n-th retry waits a uniform random time in ``[0, min(backoff_cap,
-      backoff_base * 2**n)]`` ("full jitter").
-    * ``backoff_cap``: longest backoff in seconds.
-    * ``retry_after_cap``: longest wait a server's ``Retry-After`` can impose, in seconds.
-    * ``sleep``: ``sleep(seconds)``, injectable for tests; by default the client waits on the run's cancel
-      event, so an interrupt ends the wait.
-    * ``rng``: ``rng() -> float in [0, 1)``; injectable for tests.
+    The n-th retry waits a uniform random time in ``[0, min(backoff_cap, backoff_base * 2**n)]`` (full
+    jitter); a server's ``Retry-After`` wins up to ``retry_after_cap``. ``sleep`` and ``rng`` are for tests
+    (by default the client waits on the run's cancel event).
     """
 
     retries: int = 3
@@ -245,11 +230,7 @@ class RetryPolicy:
         self.retries = int(self.retries)
 
     def delay(self, retry_index: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``retry_index`` (0-based).
-
-        A server's ``Retry-After`` wins (capped at ``retry_after_cap``);
-        otherwise exponential backoff with full jitter.
-        """
+        """Seconds before retry number ``retry_index`` (0-based): ``Retry-After`` (capped), else full jitter."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.retry_after_cap)
         ceiling = min(self.backoff_cap, self.backoff_base * (2.0**retry_index))

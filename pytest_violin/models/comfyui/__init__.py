@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 
 from ...errors import ModelSpecError, ViolinWarning
-from .._params import split_params
+from ..registry import split_params
 from .._transport.client import client_from_options
 from .._transport.origins import check_url
 from .adapter import MASK_MODES, ComfyUIAdapter

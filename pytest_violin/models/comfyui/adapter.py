@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
-from ..base import NetworkAdapter
+from ..request import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
 from .._transport.client import HttpClient
@@ -69,12 +69,8 @@ def _rgba_png(mask) -> bytes:
 
 
 class ComfyUIAdapter(NetworkAdapter):
-    """Adapter for a ComfyUI server (see the package docstring).
-
-    * ``base_url``: the server, without trailing slash and credentials.
-    * ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
-    * ``keep_history``: leave each prompt in the server's history (default: delete it when its sample ends,
-      whatever the outcome: :mod:`._server`).
+    """Adapter for a ComfyUI server; ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`); ``keep_history``:
+    leave each prompt in the server's history (default: delete it when its sample ends).
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
@@ -300,7 +296,7 @@ class ComfyUIAdapter(NetworkAdapter):
         """Upload, queue, poll the history (and queue), download the scored output image.
 
         Whatever the outcome, the prompt leaves the server when the sample ends
-        (:meth:`.housekeeping.Ledger.forget`; not with ``?history=keep``).
+        (:meth:`._server.Ledger.forget`; not with ``?history=keep``).
         """
         prompt: dict = {}
         try:

@@ -64,15 +64,13 @@ def _describe(node_id: str, node: dict) -> str:
 class Workflow:
     """A ComfyUI API-format workflow with placeholders.
 
-    * ``body``: the parsed workflow.
-    * ``source``: where it came from, for messages.
     * ``output``: the node id or ``_meta.title`` of the output node whose image is scored (``?output=``).
     * ``image_classes``: the node classes whose images reach the history, or a function of the workflow's
-      class names that returns them (None: it cannot tell); default and fallback :data:`IMAGE_OUTPUTS`.
+      class names returning them (None: it cannot tell); default and fallback :data:`IMAGE_OUTPUTS`.
 
-    Raises :class:`ModelSpecError`: for a workflow in the UI format, one that is not a JSON object of nodes,
-    an unknown placeholder, a workflow without ``{prompt}``, an ``output`` that names no node, or several
-    image outputs and no ``output``.
+    Raises :class:`ModelSpecError` for a UI-format workflow, one that is not a JSON object of nodes, an
+    unknown placeholder, no ``{prompt}``, an ``output`` naming no node, or several image outputs and no
+    ``output``.
     """
 
     def __init__(self, body: Any, source: str = "workflow", output: str | None = None,
