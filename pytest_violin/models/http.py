@@ -72,19 +72,12 @@ def request_fields(request: GenerationRequest) -> dict:
     }
 
 class RequestTemplate:
-    """A JSON request body with ``{placeholder}`` fields.
+    """A JSON request body with ``{placeholder}`` fields; :class:`ModelSpecError` for a bad placeholder.
 
-    A string that is exactly one placeholder is replaced by the value with
-    its type (``"{width}"`` -> ``512``, ``"{images}"`` -> a list); inside a
-    longer string the value is formatted as text. ``{{`` and ``}}`` are
-    literal braces. ``{images[N]}`` is the N-th input image as base64 PNG,
-    ``null`` (or ``""`` inside a longer string) when the sample has fewer
-    input images, so one template can serve text-only and editing tasks.
-
-    * ``body``: the parsed template.
-    * ``source``: where it came from, for error messages.
-
-    Raises :class:`ModelSpecError`: for an unknown or malformed placeholder.
+    A string that is exactly one placeholder becomes the value with its type (``"{width}"`` -> ``512``);
+    inside a longer string, its text. ``{{`` and ``}}`` are literal braces. ``{images[N]}`` is the N-th input
+    image as base64 PNG, ``null`` (``""`` in a longer string) when the sample has fewer, so one template
+    serves text-only and editing tasks.
     """
 
     def __init__(self, body: Any, source: str = "request template"):

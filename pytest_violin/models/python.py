@@ -39,12 +39,8 @@ class PythonAdapter:
         self.cacheable = bool(getattr(obj, "cacheable", False))
 
     def generate(self, request):
-        """Call the user's function with the request.
-
-        A :class:`~pytest_violin.errors.GenerationError` it raises (a refusal,
-        an unjudged sample, a failure) passes as it is; any other exception
-        becomes a :class:`~pytest_violin.errors.GenerationCrashed` whose
-        message is :func:`crash_reason` (see the module docstring).
+        """Call the user's function; a :class:`~pytest_violin.errors.GenerationError` passes as it is, any other
+        exception becomes a :class:`~pytest_violin.errors.GenerationCrashed` (:func:`crash_reason`).
         """
         try:
             return self._fn(request)

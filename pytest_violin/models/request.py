@@ -32,12 +32,8 @@ def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
 
 
 class LazyImages(Sequence):
-    """A sample's input images, rendered on first use.
-
-    Behaves like the tuple ``sample.inputs`` (``len``, indexing, iteration,
-    truth value) but renders nothing until an adapter reads it: the oracle
-    and the text-only adapters never pay for decoding and cropping a photo.
-    Rendered once per request, then kept with the request.
+    """A sample's input images as the tuple ``sample.inputs``, rendered once, when an adapter first reads them
+    (the oracle and the text-only adapters never pay for decoding and cropping a photo).
     """
 
     __slots__ = ("_sample", "_images", "_lock")
@@ -142,12 +138,8 @@ class ModelAdapter(Protocol):
 
 
 class NetworkAdapter:
-    """Base of the adapters that call a service through their ``client`` (an ``HttpClient``).
-
-    A subclass sets ``identity`` and ``client`` and says with ``bills``
-    whether its calls may cost money (a provider's API: the default
-    ``--violin-max-calls`` applies, see ``pytest_plugin.planning.adapter_bills``;
-    a self-hosted server sets it False).
+    """Base of the adapters that call a service through their ``client``; ``bills``: its calls may cost
+    money (the default ``--violin-max-calls`` applies; a self-hosted server sets it False).
     """
 
     identity: str

@@ -32,10 +32,6 @@ from ...imaging.bounds import LARGE_WORK_BYTES, run_large
 from ...redaction import redact, redact_url
 from .origins import UrlRefused, resolve
 
-__all__ = ["DEFAULT_IMAGE_PATHS", "HttpResult", "JsonTooDeep", "MAX_JSON_DEPTH", "MESSAGE_LIMIT",
-           "image_from_response", "json_depth_over", "json_message", "load_json", "looks_html",
-           "parse_response_path", "server_message", "truncate"]
-
 
 #: Deepest nesting of arrays and objects read from an answer; real image APIs
 #: nest a handful of levels, and Python's parser raises RecursionError (not a

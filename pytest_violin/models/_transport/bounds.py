@@ -41,11 +41,6 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from ...errors import GenerationCancelled, ModelSpecError
 from .answers import truncate
 
-__all__ = ["ACCEPT_ENCODING", "AdaptiveLimit", "Attempt", "DEFAULT_MAX_ANSWER_BYTES", "ERROR_BODY_BYTES",
-           "LARGE_ANSWER_BUDGET", "LARGE_ANSWER_BYTES", "MAX_BODY_BYTES", "RateLimiter", "WATCHDOG",
-           "WATCH_POLL", "WatchedAdapter", "budget_left", "hold_large", "parse_rate", "read_body",
-           "release_large", "renew_budget", "sample_scope", "state"]
-
 
 #: Longest wait between two looks of the watchdog (and of slot waits) at deadlines and cancel.
 WATCH_POLL = 0.05
@@ -160,8 +155,6 @@ class _Watchdog:
                     self.remove(attempt)
 
 
-
-
 WATCHDOG = _Watchdog()
 
 
@@ -253,14 +246,9 @@ class _BodyTooLarge(Exception):
 
 
 class _Body:
-    """The bytes of one answer while it is read.
-
-    Small answers are a list of pieces. Past :data:`LARGE_ANSWER_BYTES`
-    they move to one anonymous memory map of ``limit`` bytes (only the
-    pages written are resident), given back to the system when closed:
-    thousands of 64 KiB pieces freed by many threads would stay in glibc's
-    per-thread arenas, and the peak would grow with the concurrency even
-    though :data:`LARGE_ANSWER_BUDGET` bounds the large answers held at once.
+    """The bytes of one answer while it is read: pieces, then past :data:`LARGE_ANSWER_BYTES` one anonymous
+    memory map given back to the system when closed (64 KiB pieces freed by many threads stay in glibc's
+    per-thread arenas, and the peak would grow with the concurrency).
     """
 
     __slots__ = ("limit", "pieces", "size", "map")
@@ -398,12 +386,8 @@ _LARGE = _AnswerBudget(LARGE_ANSWER_BUDGET)
 
 
 def hold_large(attempt: Attempt, nbytes: int) -> None:
-    """Reserve ``nbytes`` of the process's large-answer budget for this thread's sample.
-
-    Held until :func:`release_large` (the end of the sample). A thread that
-    holds less than ``nbytes`` (a small submit answer, then a large image
-    download) gives its reservation back and waits for the larger one, so it
-    never waits while holding part of the budget.
+    """Reserve ``nbytes`` of the large-answer budget for this thread's sample, until :func:`release_large`;
+    a thread holding less gives it back before it waits, so it never waits holding part of the budget.
     """
     held = getattr(_local, "large", 0)
     if held >= min(int(nbytes), _LARGE.capacity):

@@ -25,24 +25,14 @@ from .origins import (EnvironmentSettings, Origins, PUBLIC_HEADERS, UrlRefused, 
                       parse_headers, resolve)
 from .retries import Request, RetryPolicy, SAMPLE_BUDGET_FACTOR
 
-__all__ = ["HttpClient", "USER_AGENT", "client_from_options", "make_session",
-           "thread_requests"]
-
 
 USER_AGENT = f"pytest-violin/{__version__}"
 
 
 class _Session(requests.Session):
-    """A session that never reads the environment and keeps credentials home.
-
-    * Proxies, CA bundle and netrc come from :class:`EnvironmentSettings`
-      captured when it was built (``trust_env`` is off).
-    * On a redirect that leaves the origin (scheme, host, port), every
-      credential header (``Authorization``, ``Proxy-Authorization``,
-      ``Cookie`` and each configured header but ``Accept``,
-      ``Content-Type`` and the like) and Basic auth are dropped.
-    * Every request it sends, redirect hops included, passes
-      :func:`.origins.guard` with the prepared URL (see :meth:`send`).
+    """A session that never reads the environment (``trust_env`` off: :class:`EnvironmentSettings` instead)
+    and keeps credentials home: off a redirect that leaves the origin, and off any request to an origin
+    the user did not name (:meth:`send`).
     """
 
     def __init__(self, env: EnvironmentSettings):
@@ -168,22 +158,11 @@ class HttpClient:
     image URL on another host (OpenAI's blob storage) is fetched without them.
     """
 
-    def __init__(
-        self,
-        *,
-        concurrency: int = 4,
-        headers: Mapping[str, str] | None = None,
-        timeout: float = 120.0,
-        policy: RetryPolicy | None = None,
-        auth: tuple[str, str] | None = None,
-        max_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
-        cancel: threading.Event | None = None,
-        env: EnvironmentSettings | None = None,
-        rate: float | None = None,
-        adaptive: bool = True,
-        origins=(),
-        domains=(),
-    ):
+    def __init__(self, *, concurrency: int = 4, headers: Mapping[str, str] | None = None, timeout: float = 120.0,
+                 policy: RetryPolicy | None = None, auth: tuple[str, str] | None = None,
+                 max_bytes: int = DEFAULT_MAX_ANSWER_BYTES, cancel: threading.Event | None = None,
+                 env: EnvironmentSettings | None = None, rate: float | None = None, adaptive: bool = True,
+                 origins=(), domains=()):
         if isinstance(timeout, bool) or not (isinstance(timeout, (int, float)) and 0 < timeout < 1e9):
             raise ModelSpecError(f"timeout must be a number of seconds > 0 and < 1e9, got {timeout!r}")
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
@@ -306,15 +285,8 @@ def client_from_options(options, *, auth: tuple[str, str] | None = None,
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ModelSpecError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     rate = extra.get("rate")
-    return HttpClient(
-        rate=parse_rate(rate) if rate is not None else None,
-        concurrency=concurrency,
-        headers=merged,
-        timeout=getattr(options, "timeout", 120.0),
-        policy=RetryPolicy(retries=retries, **knobs),
-        auth=auth,
-        max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
-        cancel=getattr(options, "cancel", None),
-        origins=origins,
-        domains=domains,
-    )
+    return HttpClient(rate=parse_rate(rate) if rate is not None else None, concurrency=concurrency,
+                      headers=merged, timeout=getattr(options, "timeout", 120.0),
+                      policy=RetryPolicy(retries=retries, **knobs), auth=auth,
+                      max_bytes=getattr(options, "max_answer_bytes", DEFAULT_MAX_ANSWER_BYTES),
+                      cancel=getattr(options, "cancel", None), origins=origins, domains=domains)

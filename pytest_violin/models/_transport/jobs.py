@@ -25,8 +25,6 @@ from .answers import load_json
 from .client import HttpClient
 from .retries import parse_retry_after
 
-__all__ = ["JobStates", "QUEUE_WAIT_FACTOR", "VANISHED_POLLS", "poll_job"]
-
 
 #: The overall wait limit of a job (queue and run) in sample budgets.
 QUEUE_WAIT_FACTOR = 5.0

@@ -35,10 +35,6 @@ from urllib3.util import parse_url
 from ...errors import GenerationUnjudged, ModelSpecError
 from ...redaction import contains_secret, redact, redact_url, register_secret
 
-__all__ = ["EnvironmentSettings", "Origin", "Origins", "PUBLIC_HEADERS", "UrlRefused", "check_path_id",
-           "check_url", "expand_env", "guard", "origin_of", "origin_or_none", "parse_headers",
-           "provider_endpoint", "refusal", "resolve", "same_origin", "shown"]
-
 
 def _register_url_password(url: str | None) -> None:
     if not url or "@" not in url:
@@ -64,18 +60,11 @@ def _ipv4_in(host: str, entry: str) -> bool:
 
 @dataclass(frozen=True)
 class EnvironmentSettings:
-    """What the environment decides for HTTP, read once (never per request).
+    """What the environment decides for HTTP (proxies, CA bundle, ``~/.netrc``), read once in the main thread.
 
-    requests with ``trust_env=True`` reads proxies, ``no_proxy``, the CA
-    bundle and ``~/.netrc`` from ``os.environ`` on every request, in the
-    generation threads, while pytest rewrites ``PYTEST_CURRENT_TEST`` in
-    the main thread: iterating a mapping that changes size raises. The
-    session is built with ``trust_env=False`` and these settings instead.
-
-    * ``proxies``: ``urllib.request.getproxies()`` at build time (``http``, ``https``, ``all``; ``no`` is the
-      ``no_proxy`` list).
-    * ``ca_bundle``: ``REQUESTS_CA_BUNDLE`` or else ``CURL_CA_BUNDLE``.
-    * ``netrc``: the parsed ``NETRC`` / ``~/.netrc`` file; its passwords are registered as secrets.
+    requests with ``trust_env`` reads them from ``os.environ`` on every request, in the generation threads,
+    while pytest rewrites ``PYTEST_CURRENT_TEST`` in the main thread: iterating a mapping that changes size
+    raises. Netrc passwords are registered as secrets.
     """
 
     proxies: Mapping[str, str] = field(default_factory=dict)

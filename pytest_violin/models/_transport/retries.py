@@ -40,10 +40,6 @@ from .bounds import (Attempt, ERROR_BODY_BYTES, WATCHDOG, _BadEncoding, _BodyToo
                      release_large, state as _local)
 from .origins import UrlRefused
 
-__all__ = ["Failure", "Request", "RetryPolicy", "SETUP_STATUSES", "answer_failure", "error_class",
-           "exception_failure", "is_loopback", "is_transient_status", "parse_retry_after", "refusal_or",
-           "send_once"]
-
 
 #: HTTP statuses that mean the request itself is invalid (not retried).
 SETUP_STATUSES = frozenset({400, 401, 403, 404, 422})
@@ -277,12 +273,8 @@ def _transient(retry_state: tenacity.RetryCallState) -> _Transient:
 class Request:
     """One :meth:`.client.HttpClient.request`: its attempts, waits and failures on :class:`tenacity.Retrying`.
 
-    ``client``: the :class:`~.client.HttpClient` (its session, policy,
-    cancel event, limits and counters; not imported here, so that the
-    client imports this module and never the reverse);
-    ``limited``: the URL's origin is the provider's (``--violin-rate``
-    counts it); ``in_sample``: inside :meth:`.client.HttpClient.sample`,
-    whose budget (and large-answer slot) it shares.
+    ``client`` is not imported here (the client imports this module); ``limited``: the origin is the
+    provider's (``--violin-rate`` counts it); ``in_sample``: it shares the sample's budget.
     """
 
     def __init__(self, client, method: str, url: str, what: str, kwargs: dict, *,

@@ -35,11 +35,6 @@ from ...errors import GenerationCancelled
 from ...redaction import redact
 from .._transport.bounds import Attempt, WATCHDOG, state as _transport_state
 
-__all__ = ["CANCEL_TIMEOUT", "CLOSE_DEADLINE", "FORGET_DEADLINE", "IMAGE_TYPES", "Ledger",
-           "MAX_REASON_CHARS", "NODE_INFO_BYTES", "NODE_INFO_DEADLINE", "QUEUE_BYTES", "bounded", "digest",
-           "execution_message", "history_state", "image_output_classes", "image_outputs", "queue_position",
-           "shows_images", "validation_reason", "workflow_files"]
-
 
 #: Longest validation reason kept (every node error, then "... and N more").
 MAX_REASON_CHARS = 4000

@@ -100,14 +100,9 @@ class ComfyUIAdapter(NetworkAdapter):
 
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
-        """The identity plus a digest of what the server reports of its models and version.
-
-        ``GET /system_stats`` (``comfyui_version``, ``pytorch_version``) and,
-        for each model file the workflow's loaders name, its entry in ``GET
-        /experiment/models/{folder}`` (name, size, modification time; a
-        loader of unknown folder: ``GET /object_info/{class}``). A swapped
-        checkpoint under the same name is a cache miss. None (no cache for
-        this run) when the server cannot tell.
+        """The identity plus a digest of the server's versions (``GET /system_stats``) and of each model file
+        its loaders name (``GET /experiment/models/{folder}``: a swapped checkpoint is a cache miss); None (no
+        cache) when the server cannot tell.
         """
         with self._server_lock:
             if not self._server:
