@@ -119,11 +119,11 @@ def test_a_prompt_still_running_after_its_samples_end_is_deleted_by_a_later_one_
 def test_ctrl_c_leaves_nothing_once_the_adapter_closes(tmp_path, samples, monkeypatch):
     # the cancel and the run's end wait on the server's answers; their deadlines (seconds, the
     # product's bound for a dead server) are lifted so a loaded machine cannot outrun them here
-    from pytest_violin.models.comfyui import adapter as adapter_module, housekeeping
+    from pytest_violin.models.comfyui import _server, adapter as adapter_module
 
     monkeypatch.setattr(adapter_module, "CANCEL_DEADLINE", 60.0)
     monkeypatch.setattr(adapter_module, "FORGET_DEADLINE", 60.0)
-    monkeypatch.setattr(housekeeping, "CLOSE_DEADLINE", 60.0)
+    monkeypatch.setattr(_server, "CLOSE_DEADLINE", 60.0)
     sample = _pick(samples, "color")
     cancel = threading.Event()
     with FakeComfyUI(samples, {sample.id: "hang"}, interrupt_seconds=0.5) as fake:

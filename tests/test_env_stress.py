@@ -16,7 +16,8 @@ import threading
 import numpy as np
 import pytest
 
-from pytest_violin.models.transport.client import EnvironmentSettings, make_session
+from pytest_violin.models._transport.origins import EnvironmentSettings
+from pytest_violin.models._transport.client import make_session
 from pytest_violin.models import AdapterOptions, resolve_model
 from pytest_violin.execution.runner import Runner
 from pytest_violin.redaction import redact

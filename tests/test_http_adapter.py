@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin.models.transport.decode import parse_response_path
-from pytest_violin.models.transport.client import HttpClient, RetryPolicy
+from pytest_violin.models._transport.answers import parse_response_path
+from pytest_violin.models._transport.client import HttpClient
+from pytest_violin.models._transport.retries import RetryPolicy
 from pytest_violin.errors import GenerationError, ModelSpecError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter, RequestTemplate

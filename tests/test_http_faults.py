@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_violin.models.transport.decode import server_message
-from pytest_violin.models.transport.client import HttpClient, RetryPolicy, parse_retry_after
+from pytest_violin.models._transport.answers import server_message
+from pytest_violin.models._transport.client import HttpClient
+from pytest_violin.models._transport.retries import RetryPolicy, parse_retry_after
 from pytest_violin.errors import GenerationCancelled, GenerationError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models.http import HttpAdapter

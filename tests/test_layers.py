@@ -35,7 +35,7 @@ LAYERS = [
     ("pytest_violin.suite",),
     # 5: limits, the one verdict, and the diagnoses of failing answers
     ("pytest_violin.thresholds", "pytest_violin.verdict", "pytest_violin.diagnosis"),
-    # 6: models and their transport
+    # 6: models and their internal transport (models._transport)
     ("pytest_violin.models",),
     # 7: running generations
     ("pytest_violin.execution",),
@@ -129,15 +129,14 @@ def test_every_module_has_a_layer():
 # ---------------------------------------------------------------- circles and sizes
 #: Import circles known and being removed, each the set of its modules. The
 #: check fails when one of them is gone, so the list never outlives them.
-#: (transport/client.py <-> transport/decode.py is gone: issue 23's transport split.)
 KNOWN_CIRCLES = []
 
-#: The longest a module of the package may be.
-MAX_LINES = 500
+#: The longest a module of the package may be: modules are sized by their idea, functions by
+#: their complexity (ruff's C901).
+MAX_LINES = 800
 
 #: Modules over MAX_LINES being split now. The check fails when one of
 #: them is back under the limit, so the list never outlives them.
-#: (issue 23 split the transport client and imaging.py, now the imaging/ package.)
 KNOWN_OVERSIZED = set()
 
 

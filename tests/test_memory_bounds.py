@@ -222,7 +222,7 @@ def test_large_decodes_run_in_the_one_large_work_thread_and_small_ones_in_place(
 
 
 def test_large_json_answers_are_parsed_in_the_large_work_thread(monkeypatch):
-    from pytest_violin.models.transport import jsonload
+    from pytest_violin.models._transport import answers as jsonload
 
     seen = _threads_running(monkeypatch, jsonload, "_load")
     big = many_keys_json(400_000)
@@ -253,8 +253,8 @@ def test_large_answers_share_one_byte_budget():
     import threading
     import time
 
-    from pytest_violin.models.transport.body import _AnswerBudget
-    from pytest_violin.models.transport.deadline import Attempt, _Stopped
+    from pytest_violin.models._transport.bounds import _AnswerBudget
+    from pytest_violin.models._transport.bounds import Attempt, _Stopped
 
     budget = _AnswerBudget(64 * MIB)
     endless = Attempt(time.monotonic() + 3600, threading.Event())

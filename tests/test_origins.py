@@ -32,8 +32,8 @@ import pytest
 
 from pytest_violin.errors import GenerationError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
-from pytest_violin.models.transport.client import EnvironmentSettings
-from pytest_violin.models.transport.origins import Origins, UrlRefused, check_path_id, guard, origin_of, refusal
+from pytest_violin.models._transport.origins import EnvironmentSettings
+from pytest_violin.models._transport.origins import Origins, UrlRefused, check_path_id, guard, origin_of, refusal
 
 from _servers import FaultServer, Reply, png_bytes, secret_forms, solid
 
@@ -564,7 +564,8 @@ def test_path_ids_stay_under_the_base(value):
 def test_the_session_enforces_the_rule_even_when_an_adapter_forgets(monkeypatch):
     """Defence in depth: a request sent straight through the session (as cancel calls are), or
     through the client without ``anonymous()``, gets no credential on a foreign origin."""
-    from pytest_violin.models.transport.client import HttpClient, RetryPolicy
+    from pytest_violin.models._transport.client import HttpClient
+    from pytest_violin.models._transport.retries import RetryPolicy
     from pytest_violin.redaction import register_secret
 
     register_secret(KEY)

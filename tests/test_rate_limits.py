@@ -13,8 +13,8 @@ import requests
 from pytest_violin.errors import ModelSpecError
 from pytest_violin.execution.runner import Runner
 from pytest_violin.models import AdapterOptions, resolve_model
-from pytest_violin.models.transport.client import HttpClient, client_from_options
-from pytest_violin.models.transport.limits import AdaptiveLimit, RateLimiter, parse_rate
+from pytest_violin.models._transport.client import HttpClient, client_from_options
+from pytest_violin.models._transport.bounds import AdaptiveLimit, RateLimiter, parse_rate
 
 from _servers import FaultServer, Reply, solid
 

@@ -367,7 +367,7 @@ def test_server_echo_of_a_cut_token_never_shows(tmp_path, monkeypatch):
 @pytest.mark.parametrize("header", ["Authorization Bearer s3cr3t-typo-5e4d3c2b",
                                     "s3cr3t-typo-5e4d3c2b", "X-Api-Key\ts3cr3t-typo-5e4d3c2b"])
 def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
-    from pytest_violin.models.transport.credentials import parse_headers
+    from pytest_violin.models._transport.origins import parse_headers
     from pytest_violin.errors import ModelSpecError
 
     with pytest.raises(ModelSpecError) as info:
@@ -383,7 +383,7 @@ def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
 @pytest.mark.parametrize("value", ["", "   "])
 def test_a_header_variable_set_but_empty_is_a_usage_error_naming_it(value):
     from pytest_violin.errors import ModelSpecError
-    from pytest_violin.models.transport.credentials import parse_headers
+    from pytest_violin.models._transport.origins import parse_headers
 
     with pytest.raises(ModelSpecError) as info:
         parse_headers(["Authorization: Bearer ${VIOLIN_FORK_TOKEN}"], environ={"VIOLIN_FORK_TOKEN": value})
@@ -419,7 +419,7 @@ def test_an_empty_provider_key_variable_is_a_usage_error_naming_it(spec, names, 
                                           ("X-Name: ${VIOLIN_SNOW}", "expansion")])
 def test_a_header_http_cannot_send_is_refused_when_configured(header, where, monkeypatch):
     from pytest_violin.errors import ModelSpecError
-    from pytest_violin.models.transport.credentials import parse_headers
+    from pytest_violin.models._transport.origins import parse_headers
 
     monkeypatch.setenv("VIOLIN_SNOW", "\u2603")
     with pytest.raises(ModelSpecError) as info:
@@ -470,7 +470,7 @@ DEEP = b"[" * 200_000 + b"]" * 200_000
 
 
 def test_depth_bound_reads_strings_as_strings():
-    from pytest_violin.models.transport.decode import JsonTooDeep, json_depth_over, load_json
+    from pytest_violin.models._transport.answers import JsonTooDeep, json_depth_over, load_json
 
     assert load_json(b'{"a": [1, {"b": "[[[[[[[[[[[[[[[["}]}') == {"a": [1, {"b": "[" * 16}]}
     assert not json_depth_over(b'["' + b"[" * 500 + b'"]', 10)

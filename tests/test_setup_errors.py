@@ -25,9 +25,9 @@ from pytest_violin.errors import (GenerationCrashed, GenerationError, Generation
                                   ServerCrashed, SetupError)
 from pytest_violin.execution.runner import SETUP_AFTER, Runner
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
-from pytest_violin.models.transport.client import HttpClient
-from pytest_violin.models.transport.jobs import VANISHED_POLLS, JobStates, poll_job
-from pytest_violin.models.transport.outcomes import is_loopback
+from pytest_violin.models._transport.client import HttpClient
+from pytest_violin.models._transport.jobs import VANISHED_POLLS, JobStates, poll_job
+from pytest_violin.models._transport.retries import is_loopback
 from pytest_violin.pytest_plugin.planning import adapter_bills
 from pytest_violin.suite import load_suite
 

@@ -179,7 +179,7 @@ def sent_marker(adapter):
     attempt (:class:`~pytest_violin.errors.GenerationCancelled` with zero ``attempts``).
     """
     if hasattr(getattr(adapter, "client", None), "requests_sent"):
-        from ..models.transport.client import thread_requests
+        from ..models._transport.client import thread_requests
 
         before = thread_requests()
         return lambda exc: thread_requests() > before

@@ -1,6 +1,6 @@
 """Model adapters: the request type, the adapter protocol and the registry."""
 
-from .base import ModelAdapter
+from .request import ModelAdapter
 from .registry import AdapterOptions, available_schemes, parse_spec, resolve_model
 from .request import GenerationRequest, derive_seed
 

@@ -12,15 +12,7 @@ __all__ = ["OracleAdapter", "create"]
 
 
 class OracleAdapter:
-    """Return ``request.sample.expected()``.
-
-    Attributes
-    ----------
-    identity : str
-        ``"oracle"``.
-    cacheable : bool
-        False: rendering is cheaper than a cache lookup.
-    """
+    """Return ``request.sample.expected()`` (not cached: rendering is cheaper than a cache lookup)."""
 
     identity = "oracle"
     cacheable = False

@@ -1,32 +1,15 @@
-"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate.
+"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate (docs/models.md, "Replicate").
 
-* ``replicate:OWNER/NAME`` creates a prediction of the model's latest
-  version: ``POST {base}/models/OWNER/NAME/predictions`` with
-  ``{"input": {...}}``.
-* ``replicate:OWNER/NAME:VERSION`` pins a version:
-  ``POST {base}/predictions`` with ``{"version": VERSION, "input": {...}}``.
-
-``REPLICATE_API_TOKEN`` is sent as ``Authorization: Bearer``;
-``REPLICATE_BASE_URL`` sets the base (default ``https://api.replicate.com/v1``).
-``?wait=N`` (1 to 60) sends ``Prefer: wait=N``: the create request is held
-open up to N seconds and may answer with the finished prediction. Otherwise
-(or when it is not finished yet) ``urls.get`` is polled with
-:func:`~pytest_violin.models.transport.jobs.poll_job` until ``succeeded``,
-``failed`` or ``canceled``; ``output`` is a URL (or a data URI) or a list of
-them, the first is fetched (without the token when it is on another host,
-such as ``replicate.delivery``). On Ctrl-C the prediction is cancelled
-through ``urls.cancel``.
-
-Inputs differ per model: ``--violin-replicate-input=FILE`` is the ``input``
-object with the placeholders of ``--violin-request-template`` (see
-:class:`~pytest_violin.models.http.RequestTemplate`), where ``{images[N]}``
-is a ``data:image/png;base64,...`` URI; a key whose value is a missing
-image (``null``) is left out, so one file serves text-only and editing
-tasks. Default: :data:`DEFAULT_INPUT`.
-
-Refusals: a succeeded prediction without output, or a failed one whose
-error names a safety filter (:data:`REFUSAL_WORDS`), ends as
-:class:`~pytest_violin.errors.GenerationRefused`.
+A prediction is created (``POST .../models/OWNER/NAME/predictions``, or
+``POST .../predictions`` with a pinned ``version``; ``?wait=N`` sends
+``Prefer: wait=N``), then ``urls.get`` is polled until ``succeeded``,
+``failed`` or ``canceled`` and the first ``output`` fetched (without the
+token on another host); Ctrl-C cancels through ``urls.cancel``. The
+``input`` object comes from ``--violin-replicate-input=FILE`` with the
+placeholders of :class:`~pytest_violin.models.http.RequestTemplate` (a key
+whose image is missing is left out); default :data:`DEFAULT_INPUT`. No
+output, or an error naming a safety filter (:data:`REFUSAL_WORDS`), is a
+refusal.
 """
 
 from __future__ import annotations
@@ -39,17 +22,18 @@ from pathlib import Path
 from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
-from ._params import format_params, split_params
-from .base import NetworkAdapter
+from .registry import format_params, split_params
+from .request import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options
-from .transport.origins import origin_or_none
-from .transport.origins import shown
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
-from .transport.client import parse_retry_after
-from .transport.jobs import JobStates, poll_job
+from ._transport.client import HttpClient, client_from_options
+from ._transport.answers import HttpResult
+from ._transport.origins import origin_or_none
+from ._transport.origins import shown
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response, load_json
+from ._transport.retries import parse_retry_after
+from ._transport.jobs import JobStates, poll_job
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
            "parse_target"]
@@ -85,17 +69,14 @@ CANCEL_TIMEOUT = 3.0
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 FAILED = frozenset({"failed", "canceled"})
 
-#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (transport/jobs.py)
+#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/jobs.py)
 STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 
 
 def parse_target(target: str) -> tuple[str, str | None]:
     """Split ``OWNER/NAME[:VERSION]`` into ``(owner/name, version or None)``.
 
-    Raises
-    ------
-    ModelSpecError
-        When the target is not of that form.
+    Raises :class:`ModelSpecError`: when the target is not of that form.
     """
     model, _, version = (target or "").strip().partition(":")
     if not _OWNER_NAME.match(model) or (version and not _VERSION.match(version)) or (_ and not version):
@@ -120,22 +101,7 @@ def _drop_missing(node):
 
 
 class ReplicateAdapter(NetworkAdapter):
-    """Adapter for Replicate predictions (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        ``OWNER/NAME``.
-    version : str or None
-    base_url : str
-        Without trailing slash and without credentials.
-    client : HttpClient
-        Carries the Authorization header.
-    template : RequestTemplate
-        The ``input`` object.
-    wait : int or None
-        Seconds of ``Prefer: wait``; None: asynchronous.
-    """
+    """Adapter for Replicate predictions; ``wait``: seconds of ``Prefer: wait``, None for asynchronous."""
 
     def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
                  template: RequestTemplate, wait: int | None = None):
@@ -182,11 +148,7 @@ class ReplicateAdapter(NetworkAdapter):
         return prediction, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
     def _own_url(self, prediction: dict, name: str) -> str | None:
-        """``urls[name]`` of ``prediction`` when it is on the API's own origin.
-
-        The token goes with these requests: a URL on another host is refused
-        rather than handed the token.
-        """
+        """``urls[name]`` of ``prediction`` when on the API's own origin (the token goes with it), else refused."""
         urls = prediction.get("urls")
         url = urls.get(name) if isinstance(urls, dict) else None
         if not isinstance(url, str) or not url:
@@ -269,15 +231,7 @@ def _load_template(path) -> RequestTemplate:
 
 
 def create(target: str, options) -> ReplicateAdapter:
-    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For a malformed target, a missing ``REPLICATE_API_TOKEN`` (named,
-        never its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an
-        invalid ``--violin-replicate-input`` file.
-    """
+    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``."""
     spec, params = split_params((target or "").strip(), what="replicate")
     model, version = parse_target(spec)
     wait = params.pop("wait", None)

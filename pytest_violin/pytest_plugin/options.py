@@ -120,7 +120,7 @@ class Option:
 def _rate(value) -> str:
     """``N/s`` or ``N/min`` (checked here; the HTTP client reads it)."""
     from ..errors import ModelSpecError
-    from ..models.transport.limits import parse_rate
+    from ..models._transport.bounds import parse_rate
 
     try:
         parse_rate(_text(value))

@@ -12,15 +12,15 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
-from ..base import NetworkAdapter
+from ..request import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
-from ..transport.client import HttpClient
-from ..transport.decode import image_from_response, load_json
-from ..transport.jobs import JobStates, poll_job
-from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
+from .._transport.client import HttpClient
+from .._transport.answers import image_from_response, load_json
+from .._transport.jobs import JobStates, poll_job
+from ._server import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
-from .housekeeping import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
+from ._server import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
@@ -69,19 +69,8 @@ def _rgba_png(mask) -> bytes:
 
 
 class ComfyUIAdapter(NetworkAdapter):
-    """Adapter for a ComfyUI server (see the package docstring).
-
-    Parameters
-    ----------
-    base_url : str
-        The server, without trailing slash and credentials.
-    client : HttpClient
-    workflow : Workflow
-    mask : str
-        ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
-    keep_history : bool
-        Leave each prompt in the server's history (default: delete it when
-        its sample ends, whatever the outcome: :mod:`.housekeeping`).
+    """Adapter for a ComfyUI server; ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`); ``keep_history``:
+    leave each prompt in the server's history (default: delete it when its sample ends).
     """
 
     #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
@@ -111,14 +100,9 @@ class ComfyUIAdapter(NetworkAdapter):
 
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
-        """The identity plus a digest of what the server reports of its models and version.
-
-        ``GET /system_stats`` (``comfyui_version``, ``pytorch_version``) and,
-        for each model file the workflow's loaders name, its entry in ``GET
-        /experiment/models/{folder}`` (name, size, modification time; a
-        loader of unknown folder: ``GET /object_info/{class}``). A swapped
-        checkpoint under the same name is a cache miss. None (no cache for
-        this run) when the server cannot tell.
+        """The identity plus a digest of the server's versions (``GET /system_stats``) and of each model file
+        its loaders name (``GET /experiment/models/{folder}``: a swapped checkpoint is a cache miss); None (no
+        cache) when the server cannot tell.
         """
         with self._server_lock:
             if not self._server:
@@ -160,13 +144,9 @@ class ComfyUIAdapter(NetworkAdapter):
     def upload(self, request: GenerationRequest) -> list:
         """Upload the input images the workflow uses; their names on the server.
 
-        Raises
-        ------
-        SetupError
-            (the same message for every sample of the task, so a run of them
-            stops early) A sample with input images the workflow has no placeholder for
-            (a text-to-image workflow on mask samples would ignore them), or a
-            workflow that needs more input images than the sample has.
+        Raises :class:`SetupError`: (the same message for every sample of the task, so a run of them stops
+        early) A sample with input images the workflow has no placeholder for (a text-to-image workflow on
+        mask samples would ignore them), or a workflow that needs more input images than the sample has.
         """
         images = request.images
         missing = self.workflow.missing_placeholders(len(images))
@@ -201,10 +181,7 @@ class ComfyUIAdapter(NetworkAdapter):
     def queue(self, workflow: Any) -> tuple[str, float]:
         """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll.
 
-        Raises
-        ------
-        SetupError
-            The server refused the workflow (400): every node error in the message.
+        Raises :class:`SetupError`: the server refused the workflow (400): every node error in the message.
         """
         try:
             answer = self.client.post_json(f"{self.base_url}/prompt",
@@ -287,11 +264,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
 
-        Raises
-        ------
-        SetupError
-            No image at all, none from the chosen node, or images from
-            several nodes and no ``?output=`` (listing them).
+        Raises :class:`SetupError`: no image at all, none from the chosen node, or images from several nodes
+        and no ``?output=`` (listing them).
         """
         found = image_outputs(entry)
         chosen = self.workflow.output
@@ -317,7 +291,7 @@ class ComfyUIAdapter(NetworkAdapter):
         """Upload, queue, poll the history (and queue), download the scored output image.
 
         Whatever the outcome, the prompt leaves the server when the sample ends
-        (:meth:`.housekeeping.Ledger.forget`; not with ``?history=keep``).
+        (:meth:`._server.Ledger.forget`; not with ``?history=keep``).
         """
         prompt: dict = {}
         try:

@@ -12,13 +12,12 @@ The scored image comes from one output node: ``output`` (``?output=`` of
 the spec: a node id or a node's ``_meta.title``) names it; without it the
 workflow must have exactly one image output node, or the spec is refused with
 the list of them. Which classes are image outputs the server says
-(``image_classes``, from its ``/object_info``: see :mod:`.nodes`); without
+(``image_classes``, from its ``/object_info``: see :mod:`._server`); without
 its word, the core ones (:data:`IMAGE_OUTPUTS`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -65,27 +64,13 @@ def _describe(node_id: str, node: dict) -> str:
 class Workflow:
     """A ComfyUI API-format workflow with placeholders.
 
-    Parameters
-    ----------
-    body : dict
-        The parsed workflow.
-    source : str
-        Where it came from, for messages.
-    output : str, optional
-        The node id or ``_meta.title`` of the output node whose image is
-        scored (``?output=``).
-    image_classes : frozenset or callable, optional
-        The node classes whose images reach the history, or a function of
-        the workflow's class names that returns them (None: it cannot tell);
-        default and fallback :data:`IMAGE_OUTPUTS`.
+    * ``output``: the node id or ``_meta.title`` of the output node whose image is scored (``?output=``).
+    * ``image_classes``: the node classes whose images reach the history, or a function of the workflow's
+      class names returning them (None: it cannot tell); default and fallback :data:`IMAGE_OUTPUTS`.
 
-    Raises
-    ------
-    ModelSpecError
-        For a workflow in the UI format, one that is not a JSON object of
-        nodes, an unknown placeholder, a workflow without ``{prompt}``, an
-        ``output`` that names no node, or several image outputs and no
-        ``output``.
+    Raises :class:`ModelSpecError` for a UI-format workflow, one that is not a JSON object of nodes, an
+    unknown placeholder, no ``{prompt}``, an ``output`` naming no node, or several image outputs and no
+    ``output``.
     """
 
     def __init__(self, body: Any, source: str = "workflow", output: str | None = None,

@@ -1,56 +1,201 @@
-"""The retry loop on tenacity: :class:`RetryPolicy`, and :class:`Request`, the attempts of one request.
+"""What an attempt's failure means, and the retry loop on tenacity.
 
-:class:`Request` is :meth:`.client.HttpClient.request`'s loop: each attempt
-(:func:`send_once`) is sent under its deadline (:mod:`.deadline`) within the
-sample's budget, its failure is classified (:mod:`.outcomes`), and
-:class:`tenacity.Retrying` decides what comes next:
-
-* ``retry``: the attempt raised :class:`_Transient` (connection errors,
-  time-outs, 408, 429 and 5xx); any other error is final and goes up as it
-  was raised;
-* ``wait``: the server's ``Retry-After`` (up to ``retry_after_cap``), else
-  exponential backoff with full jitter (:meth:`RetryPolicy.delay`);
-* ``stop``: ``retries`` retries made, a ``Retry-After`` over its cap, or a
-  wait that would end past the sample's budget (2 x the timeout, for all
-  attempts and waits); ``retry_error_callback`` then raises the failure and
-  says which;
-* ``sleep``: a wait on the run's cancel event (an interrupt ends it:
-  :class:`~pytest_violin.errors.GenerationCancelled`); ``before_sleep`` logs
-  the retry and, after a 429, gives the sample's place among those in flight
-  back (:class:`~.limits.AdaptiveLimit`), taken again after the wait.
-
-What no library does stays here and in :mod:`.deadline`: the deadline of a
-whole attempt (a watchdog shuts a trickling socket), the byte caps
-(:mod:`.body`) and the sample's budget across attempts.
-
-Why not urllib3's ``Retry``: it does not retry ``POST`` by default (every
-generation is one), its backoff has no full jitter, and it knows neither the
-sample's budget that spans all attempts and waits nor the run's cancel
-event.
+* :func:`answer_failure` / :func:`exception_failure`: a :class:`Failure` on
+  one redacted line; transient ones (connection errors, time-outs, 408, 429,
+  5xx) are retried. :data:`SETUP_STATUSES` make a
+  :class:`~pytest_violin.errors.SetupError`, unless an adapter turns a
+  sample's refusal into :class:`~pytest_violin.errors.GenerationRefused`
+  (:func:`refusal_or`). ``Retry-After`` is read with
+  :func:`email.utils.parsedate_to_datetime` (urllib3's reads dates without a
+  zone as local time and drops fractions).
+* :class:`Request`: one request's attempts on :class:`tenacity.Retrying`;
+  the wait is ``Retry-After`` (up to its cap) or full-jitter exponential
+  backoff, the stop is the retries made, a ``Retry-After`` over its cap or
+  the sample's budget (:data:`SAMPLE_BUDGET_FACTOR` x the timeout), the
+  sleep is the run's cancel event. urllib3's ``Retry`` does not retry
+  ``POST``, has no full jitter, and knows neither the budget nor the cancel.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import email.utils
+import ipaddress
 import logging
 import random
 import time
 from dataclasses import dataclass
 from typing import Callable
+from urllib.parse import urlsplit
 
 import requests
 import tenacity
+import urllib3
 
-from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, ModelSpecError
+from ...errors import (GenerationCancelled, GenerationError, GenerationRefused, GenerationUnjudged,
+                       ModelSpecError, SetupError)
 from ...redaction import redact, redact_url
-from .body import ERROR_BODY_BYTES, read_body, release_large
-from .deadline import WATCHDOG, Attempt
-from .deadline import state as _local
+from .answers import HttpResult, MESSAGE_LIMIT, server_message, truncate
+from .bounds import (Attempt, ERROR_BODY_BYTES, WATCHDOG, _BadEncoding, _BodyTooLarge, read_body,
+                     release_large, state as _local)
 from .origins import UrlRefused
-from .outcomes import Failure, answer_failure, error_class, exception_failure
-from .result import HttpResult
-from .text import MESSAGE_LIMIT, truncate
 
-__all__ = ["Request", "RetryPolicy", "send_once"]
+
+#: HTTP statuses that mean the request itself is invalid (not retried).
+SETUP_STATUSES = frozenset({400, 401, 403, 404, 422})
+
+
+def error_class(status: int | None, transport: bool = False) -> type:
+    """The error class of a final HTTP failure: SetupError for :data:`SETUP_STATUSES`."""
+    if not transport and status in SETUP_STATUSES:
+        return SetupError
+    return GenerationError
+
+
+def refusal_or(exc: GenerationError, is_refusal: Callable[[GenerationError], bool]) -> GenerationError:
+    """``exc`` as a :class:`GenerationRefused` when ``is_refusal(exc)`` (a refused prompt's 400), else ``exc``."""
+    if isinstance(exc, GenerationRefused) or not is_refusal(exc):
+        return exc
+    return GenerationRefused(exc.reason, attempts=exc.attempts, status=exc.status)
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    try:
+        host = (urlsplit(url).hostname or "").strip("[]").lower()
+    except ValueError:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_transient_status(status: int) -> bool:
+    """Whether an HTTP status is worth retrying (408, 429 and 5xx)."""
+    return status in (408, 429) or 500 <= status <= 599
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Non-negative seconds a ``Retry-After`` value (delta seconds or an HTTP date) asks for; None when unreadable."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            # asctime dates ("Sun Nov  6 08:49:37 1994") and "-0000" carry no
+            # zone; HTTP dates are always GMT, never the machine's local time
+            when = when.replace(tzinfo=_dt.timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN / inf
+        return None
+    return max(seconds, 0.0)
+
+
+@dataclass
+class Failure:
+    """One failed attempt: its reason, and what the retry loop makes of it."""
+
+    reason: str
+    transient: bool = True
+    transport: bool = False
+    retry_after: float | None = None
+    #: the sample cannot be judged from it (a redirect loop, an invalid URL): an error, not a score
+    unjudged: bool = False
+
+
+def answer_failure(response: requests.Response, status: int, body: bytes) -> Failure:
+    """A non-2xx answer: ``HTTP 503 Service Unavailable: <the server's message>``."""
+    ctype = (response.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    reason = f"HTTP {status} {response.reason or ''}".rstrip()
+    reason += f": {server_message(body, ctype)}"
+    return Failure(reason, transient=is_transient_status(status),
+                   retry_after=parse_retry_after(response.headers.get("Retry-After")))
+
+
+def exception_failure(failure: BaseException, *, fired: str | None, status: int | None, allowed: float,
+                      timeout: float, sample_budget: float, max_bytes: int) -> Failure | None:
+    """What ``failure`` (raised while sending or reading) means; None for what is not ours to explain
+    (a :class:`~.origins.UrlRefused` redirect, a bug), which the caller raises.
+
+    ``fired``: what ended the attempt (``"deadline"``), ``status``: the
+    answer's status when the failure came while reading its body,
+    ``allowed``: the seconds this attempt had (less than ``timeout`` when
+    the sample's budget ran short).
+    """
+    if fired == "deadline" or isinstance(failure, requests.Timeout) or _is_read_timeout(failure):
+        if allowed >= timeout:
+            reason = f"timed out after {timeout:g} s"
+        else:
+            reason = (f"timed out after {allowed:.2f} s, the rest of the sample's budget of "
+                      f"{sample_budget:g} s")
+        if status is not None:
+            reason += " reading the response"
+        return Failure(reason, transport=True)
+    if isinstance(failure, _BodyTooLarge):
+        size, announced = failure.args
+        return Failure(
+            f"answer over the limit of {max_bytes} bytes "
+            f"({'Content-Length ' if announced else 'more than '}{size if announced else max_bytes} bytes; "
+            "raise --violin-max-answer-mb if the image really is that large)",
+            transient=False,
+        )
+    if isinstance(failure, _BadEncoding):
+        reason, transient = failure.args
+        return Failure(reason, transient=transient)
+    if isinstance(failure, UrlRefused):  # a redirect to a refused URL (the session's send)
+        return None
+    if isinstance(failure, requests.exceptions.ContentDecodingError):
+        return Failure(f"answer could not be decompressed ({_describe_exception(failure)})")
+    if isinstance(failure, (requests.ConnectionError, requests.exceptions.ChunkedEncodingError)):
+        return Failure(_describe_exception(failure), transport=status is None)
+    if isinstance(failure, requests.RequestException):  # invalid URL, too many redirects, ...
+        return Failure(_describe_exception(failure), transient=False, unjudged=True)
+    if isinstance(failure, (urllib3.exceptions.HTTPError, OSError)):  # while streaming the body
+        return Failure(_describe_exception(failure), transport=status is None)
+    return None
+
+
+def _describe_exception(exc: BaseException) -> str:
+    text = str(exc)
+    checks = (
+        ("Connection refused", "connection refused"),
+        ("RemoteDisconnected", "server closed the connection without a response"),
+        ("without response", "server closed the connection without a response"),
+        ("Connection reset", "connection reset by the server"),
+        ("IncompleteRead", "connection broken in the middle of the response"),
+        ("Connection broken", "connection broken in the middle of the response"),
+        ("Name or service not known", "host name could not be resolved"),
+        ("getaddrinfo", "host name could not be resolved"),
+        ("CERTIFICATE_VERIFY_FAILED", "TLS certificate verification failed"),
+    )
+    for needle, message in checks:
+        if needle in text:
+            return message
+    return truncate(redact(f"{type(exc).__name__}: {text}"), MESSAGE_LIMIT)
+
+
+def _is_read_timeout(exc: BaseException) -> bool:
+    # requests wraps a read timeout met while streaming the body in a
+    # ConnectionError around urllib3's ReadTimeoutError.
+    from urllib3.exceptions import ReadTimeoutError
+
+    return isinstance(exc, ReadTimeoutError) or any(
+        isinstance(a, ReadTimeoutError) for a in getattr(exc, "args", ())
+    )
+
 
 log = logging.getLogger("pytest_violin.http")
 
@@ -63,22 +208,9 @@ SAMPLE_BUDGET_FACTOR = 2
 class RetryPolicy:
     """How often and how long to wait between attempts.
 
-    Parameters
-    ----------
-    retries : int
-        Retries after the first attempt (so ``retries + 1`` attempts at most).
-    backoff_base : float
-        Seconds; the n-th retry waits a uniform random time in
-        ``[0, min(backoff_cap, backoff_base * 2**n)]`` ("full jitter").
-    backoff_cap : float
-        Longest backoff in seconds.
-    retry_after_cap : float
-        Longest wait a server's ``Retry-After`` can impose, in seconds.
-    sleep : callable, optional
-        ``sleep(seconds)``, injectable for tests; by default the client
-        waits on the run's cancel event, so an interrupt ends the wait.
-    rng : callable
-        ``rng() -> float in [0, 1)``; injectable for tests.
+    The n-th retry waits a uniform random time in ``[0, min(backoff_cap, backoff_base * 2**n)]`` (full
+    jitter); a server's ``Retry-After`` wins up to ``retry_after_cap``. ``sleep`` and ``rng`` are for tests
+    (by default the client waits on the run's cancel event).
     """
 
     retries: int = 3
@@ -94,11 +226,7 @@ class RetryPolicy:
         self.retries = int(self.retries)
 
     def delay(self, retry_index: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``retry_index`` (0-based).
-
-        A server's ``Retry-After`` wins (capped at ``retry_after_cap``);
-        otherwise exponential backoff with full jitter.
-        """
+        """Seconds before retry number ``retry_index`` (0-based): ``Retry-After`` (capped), else full jitter."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.retry_after_cap)
         ceiling = min(self.backoff_cap, self.backoff_base * (2.0**retry_index))
@@ -145,12 +273,8 @@ def _transient(retry_state: tenacity.RetryCallState) -> _Transient:
 class Request:
     """One :meth:`.client.HttpClient.request`: its attempts, waits and failures on :class:`tenacity.Retrying`.
 
-    ``client``: the :class:`~.client.HttpClient` (its session, policy,
-    cancel event, limits and counters; not imported here, so that the
-    client imports this module and never the reverse);
-    ``limited``: the URL's origin is the provider's (``--violin-rate``
-    counts it); ``in_sample``: inside :meth:`.client.HttpClient.sample`,
-    whose budget (and large-answer slot) it shares.
+    ``client`` is not imported here (the client imports this module); ``limited``: the origin is the
+    provider's (``--violin-rate`` counts it); ``in_sample``: it shares the sample's budget.
     """
 
     def __init__(self, client, method: str, url: str, what: str, kwargs: dict, *,

@@ -1,15 +1,16 @@
-"""Finding and decoding the image in an HTTP answer, and explaining answers that hold none.
+"""Reading what an answer says: bounded JSON, one-line messages, :class:`HttpResult`, the image.
 
-* :func:`image_from_response`: raw image bytes (by ``Content-Type`` or
-  signature), or JSON with base64, a ``data:`` URI or an
-  http(s) URL at a known place (:data:`DEFAULT_IMAGE_PATHS`) or at a
-  response path (:func:`parse_response_path`).
-* :func:`server_message` and :func:`truncate` (from :mod:`.text`) and
-  :func:`load_json` (from :mod:`.jsonload`, nesting bounded) are importable
-  from here too.
-
-Every failure is a :class:`~pytest_violin.errors.GenerationError` with a
-one-line, redacted reason.
+* :func:`load_json`: a few kilobytes of ``[[[[...`` make Python's parser
+  raise :class:`RecursionError`, so the nesting is measured first, linearly
+  (:func:`json_depth_over`); long answers are parsed in the process's one
+  large-work thread (:func:`pytest_violin.imaging.bounds.run_large`).
+* :func:`truncate`, :func:`server_message`: text from outside on one short,
+  redacted line.
+* :func:`image_from_response`: raw image bytes, or JSON with base64, a
+  ``data:`` URI or an http(s) URL at a known place
+  (:data:`DEFAULT_IMAGE_PATHS`) or a response path
+  (:func:`parse_response_path`); every failure a
+  :class:`~pytest_violin.errors.GenerationError` with a redacted reason.
 """
 
 from __future__ import annotations
@@ -17,32 +18,174 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import json
 import re
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 from urllib.parse import unquote_to_bytes
 
 import numpy as np
 
-from ...errors import GenerationError, InvalidImageError, ModelSpecError
+from ...errors import GenerationError, InvalidImageError, ModelSpecError, ViolinError
 from ...imaging import MAX_PIXELS, decode_image
+from ...imaging.bounds import LARGE_WORK_BYTES, run_large
 from ...redaction import redact, redact_url
-from .jsonload import MAX_JSON_DEPTH, JsonTooDeep, json_depth_over, load_json
 from .origins import UrlRefused, resolve
-from .result import HttpResult
-from .text import MESSAGE_LIMIT, json_message, looks_html, server_message, truncate
 
-__all__ = [
-    "DEFAULT_IMAGE_PATHS",
-    "MAX_JSON_DEPTH",
-    "MESSAGE_LIMIT",
-    "JsonTooDeep",
-    "json_depth_over",
-    "load_json",
-    "image_from_response",
-    "parse_response_path",
-    "server_message",
-    "truncate",
-]  # MAX_JSON_DEPTH ... load_json: from .jsonload; MESSAGE_LIMIT, server_message, truncate: from .text
+
+#: Deepest nesting of arrays and objects read from an answer; real image APIs
+#: nest a handful of levels, and Python's parser raises RecursionError (not a
+#: ValueError) somewhere past a thousand.
+MAX_JSON_DEPTH = 64
+
+#: Answers longer than this are parsed in the process's one large-work thread: a
+#: few megabytes of JSON can make hundreds of megabytes of objects, and what one
+#: thread frees stays in its own allocator arena (:func:`pytest_violin.imaging.bounds.run_large`).
+LARGE_JSON_BYTES = 4 * 2**20
+
+
+class JsonTooDeep(ViolinError, ValueError):
+    """An answer's JSON nests deeper than :data:`MAX_JSON_DEPTH` (a ``ValueError``, like bad JSON)."""
+
+
+# a JSON string, escapes included: brackets inside strings do not nest
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_DEPTH_CHUNK = 1 << 20
+
+
+def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``data`` (JSON text) nests arrays and objects deeper than ``limit``.
+
+    Linear and bounded in memory: answers whose brackets cannot reach the
+    limit (base64 images have none) are let through after a count; others
+    are scanned, strings blanked, a chunk at a time.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    if b'"' in data:
+        data = _JSON_STRING.sub(b'""', data)
+    view = np.frombuffer(data, dtype=np.uint8)
+    depth = 0
+    for start in range(0, len(view), _DEPTH_CHUNK):
+        chunk = view[start:start + _DEPTH_CHUNK]
+        step = ((chunk == 0x5B) | (chunk == 0x7B)).astype(np.int32) - ((chunk == 0x5D) | (chunk == 0x7D))
+        running = np.cumsum(step) + depth
+        if running.size and int(running.max()) > limit:
+            return True
+        depth = int(running[-1]) if running.size else depth
+    return False
+
+
+def load_json(data, *, limit: int = MAX_JSON_DEPTH):
+    """``json.loads`` for answers, nesting bounded: :class:`JsonTooDeep` (a ``ValueError``, like bad JSON)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+    if len(data) > LARGE_JSON_BYTES:  # in the one large-work thread: see imaging.bounds._LargeWork
+        return run_large(LARGE_WORK_BYTES, _load, data, limit)
+    return _load(data, limit)
+
+
+def _load(data, limit: int):
+    if json_depth_over(data, limit):
+        raise JsonTooDeep(f"JSON nested deeper than {limit} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:  # a limit set above what this interpreter's parser can take
+        raise JsonTooDeep("JSON nested deeper than this interpreter's parser can read") from None
+
+
+#: Server messages in failure reasons are cut to this many characters.
+MESSAGE_LIMIT = 200
+
+
+def truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Collapse whitespace to single spaces and cut ``text`` to ``limit`` chars."""
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[: max(limit - 3, 0)].rstrip() + "..."
+    return text
+
+
+def looks_html(body: bytes, content_type: str) -> bool:
+    """Whether an answer is an HTML page (by its type or its first bytes)."""
+    if content_type in ("text/html", "application/xhtml+xml"):
+        return True
+    head = body[:512].lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body"))
+
+
+def _html_title(text: str) -> str:
+    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    if match and match.group(1).strip():
+        return match.group(1).strip()
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", text, re.IGNORECASE | re.DOTALL)
+    if match:
+        return re.sub(r"<[^>]+>", "", match.group(1)).strip()
+    return ""
+
+
+def json_message(obj: Any, depth: int = 0) -> str | None:
+    """The message in a JSON error answer (``error``, ``message``, ``detail``, ...), or None."""
+    if depth > 4:
+        return None
+    if isinstance(obj, str):
+        return obj or None
+    if isinstance(obj, list):
+        for item in obj[:3]:
+            found = json_message(item, depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(obj, dict):
+        for key in ("error", "message", "detail", "errors", "msg", "reason", "title", "description"):
+            if key in obj:
+                found = json_message(obj[key], depth + 1)
+                if found:
+                    code = obj.get("code") if key == "message" else None
+                    return f"{found} [{code}]" if isinstance(code, str) and code else found
+    return None
+
+
+def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_LIMIT) -> str:
+    """The server's error message on one redacted line: a JSON message, an HTML page's title, or the text."""
+    if not content:
+        return "empty body"
+    text = content[:65536].decode("utf-8", "replace")
+    if looks_html(content, content_type):
+        title = _html_title(text)
+        return truncate(redact(f"HTML page{': ' + title if title else ''}"), limit)
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            obj = load_json(stripped)
+        except JsonTooDeep as exc:
+            return truncate(f"{exc} (not shown)", limit)
+        except ValueError:
+            obj = None
+        if obj is not None:
+            found = json_message(obj)
+            if found:
+                return truncate(redact(found), limit)
+    return truncate(redact(stripped), limit)
+
+
+@dataclass
+class HttpResult:
+    """A successful (2xx) exchange: case-insensitive headers, the decompressed body, the final URL, the attempts."""
+
+    status: int
+    headers: Mapping[str, str]
+    content: bytes
+    url: str
+    attempts: int = 1
+    elapsed: float = field(default=0.0)
+
+    @property
+    def content_type(self) -> str:
+        return (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+
 
 #: Where a JSON answer is searched for an image when no response path is set.
 DEFAULT_IMAGE_PATHS = (
@@ -71,18 +214,7 @@ _IMAGE_MAGIC = (
 
 
 def parse_response_path(path: str) -> tuple:
-    """Split a response path such as ``data.0.b64_json`` or ``data[0].url``.
-
-    Returns
-    -------
-    tuple
-        Keys (str) and list indices (int).
-
-    Raises
-    ------
-    ModelSpecError
-        For an empty path or an empty segment.
-    """
+    """Keys and list indices of ``data.0.b64_json`` or ``data[0].url``; :class:`ModelSpecError` when empty."""
     if not isinstance(path, str) or not path.strip():
         raise ModelSpecError(f"empty response path {path!r}; example: data.0.b64_json")
     normal = re.sub(r"\[(\d+)\]", r".\1", path.strip())
@@ -163,7 +295,7 @@ def _image_from_value(value, where, fetch, base_url, max_pixels) -> np.ndarray:
     if text.startswith(("http://", "https://")) or relative:
         if fetch is None:
             raise _ValueFail(f"{where} is a URL but URLs cannot be fetched here")
-        try:  # judged as the server wrote it (transport/origins.py), surrounding whitespace included
+        try:  # judged as the server wrote it (_transport/origins.py), surrounding whitespace included
             url = resolve(value, base_url or None, what="image URL")
         except UrlRefused as exc:
             raise _ValueFail(f"{where}: {exc.reason}") from None
@@ -234,31 +366,10 @@ def image_from_response(
     fetch: Callable[[str], bytes] | None = None,
     max_pixels: int = MAX_PIXELS,
 ) -> np.ndarray:
-    """Find and decode the image in a successful HTTP response.
+    """The image (RGB uint8) in a successful answer: raw bytes, or JSON at ``response_path`` (else
+    :data:`DEFAULT_IMAGE_PATHS`) holding base64, a data URI or a URL (``fetch``-ed).
 
-    Parameters
-    ----------
-    result : HttpResult
-        The response.
-    response_path : str or tuple, optional
-        Where the image is in a JSON body (``data.0.b64_json``,
-        ``output.0``). Without it, raw image bodies are decoded and JSON is
-        searched at :data:`DEFAULT_IMAGE_PATHS`.
-    fetch : callable, optional
-        ``fetch(url) -> bytes`` for answers that hold a URL.
-    max_pixels : int
-        Pixel limit.
-
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8 (any size: the scorer resizes).
-
-    Raises
-    ------
-    GenerationError
-        One line: what the body was instead of an image, with the status and
-        attempts of ``result``.
+    Raises :class:`GenerationError`: one line saying what the body was instead, with its status and attempts.
     """
     try:
         return _image_from_response(result, response_path, fetch, max_pixels)
