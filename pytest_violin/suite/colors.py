@@ -153,38 +153,7 @@ def parse_color(value) -> tuple:
     (62, 80, 31)
     """
     if isinstance(value, str):
-        text = value.strip()
-        m = _HEX.match(text)
-        if m:
-            digits = m.group(1)
-            if len(digits) == 3:
-                digits = "".join(ch * 2 for ch in digits)
-            return tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
-        m = _RGB.match(text)
-        if m:
-            out = []
-            for num, pct in ((m.group(1), m.group(2)), (m.group(3), m.group(4)),
-                             (m.group(5), m.group(6))):
-                v = float(num)
-                if pct:
-                    if not 0.0 <= v <= 100.0:
-                        raise _fail(value, f"has a percentage {num}% outside 0..100")
-                    out.append(_round8(v / 100.0))
-                else:
-                    if not (0.0 <= v <= 255.0 and v == int(v)):
-                        raise _fail(value, f"has a component {num} that is not an integer in 0..255")
-                    out.append(int(v))
-            return tuple(out)
-        m = _HSL.match(text)
-        if m:
-            h, s, lum = float(m.group(1)), float(m.group(2)), float(m.group(3))
-            if not (0.0 <= s <= 100.0 and 0.0 <= lum <= 100.0):
-                raise _fail(value, "has saturation or lightness outside 0..100%")
-            return _hsl_to_rgb(h, s, lum)
-        try:
-            return color_by_name(text).rgb
-        except InvalidColorError:
-            raise _fail(value) from None
+        return _parse_text(value)
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__len__"):
         raise _fail(value)
     try:
@@ -205,6 +174,40 @@ def parse_color(value) -> tuple:
             raise _fail(value, f"has a component {v} outside 0..255")
         out.append(v)
     return tuple(out)
+
+
+def _parse_text(value: str) -> tuple:
+    text = value.strip()
+    m = _HEX.match(text)
+    if m:
+        digits = m.group(1)
+        if len(digits) == 3:
+            digits = "".join(ch * 2 for ch in digits)
+        return tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
+    m = _RGB.match(text)
+    if m:
+        return tuple(_rgb_component(value, m.group(i), m.group(i + 1)) for i in (1, 3, 5))
+    m = _HSL.match(text)
+    if m:
+        h, s, lum = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        if not (0.0 <= s <= 100.0 and 0.0 <= lum <= 100.0):
+            raise _fail(value, "has saturation or lightness outside 0..100%")
+        return _hsl_to_rgb(h, s, lum)
+    try:
+        return color_by_name(text).rgb
+    except InvalidColorError:
+        raise _fail(value) from None
+
+
+def _rgb_component(value: str, num: str, pct: str) -> int:
+    v = float(num)
+    if pct:
+        if not 0.0 <= v <= 100.0:
+            raise _fail(value, f"has a percentage {num}% outside 0..100")
+        return _round8(v / 100.0)
+    if not (0.0 <= v <= 255.0 and v == int(v)):
+        raise _fail(value, f"has a component {num} that is not an integer in 0..255")
+    return int(v)
 
 
 def _fmt(x: float, decimals: int) -> str:

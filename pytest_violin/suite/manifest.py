@@ -230,8 +230,19 @@ def _sample_from_record(record, base: str, where, default_suite: str) -> Sample:
         if metric_names != ():
             raise ManifestError(f"metric_names must be a list of strings, got {metric_names!r}",
                                 field="metric_names", **where)
+    files = _files(record, base, where, (values["width"], values["height"]), values["task"], spec)
+    try:
+        return Sample(values["id"], values["suite"] or default_suite, values["task"],
+                      values["variation"] or "default", values["prompt"], values["width"],
+                      values["height"], layout=layout, spec=spec, control=control,
+                      metric_names=tuple(metric_names), files=files or None)
+    except SuiteError as exc:
+        raise ManifestError(str(exc), **where) from None
+
+
+def _files(record, base: str, where, size, task: str, spec: dict) -> dict:
+    """The expected and input files of a record, each checked; a sample needs one or a renderable spec."""
     files = {}
-    size = (values["width"], values["height"])
     if record.get("expected") is not None:
         files["expected"] = _resolve(base, record["expected"], "expected", where, size)
     inputs = record.get("inputs") or []
@@ -246,16 +257,10 @@ def _sample_from_record(record, base: str, where, default_suite: str) -> Sample:
             raise ManifestError(f"no 'expected' file and spec kind {kind!r} cannot be rendered; "
                                 f"give an expected PNG or a spec of kind "
                                 f"{', '.join(RENDERABLE_KINDS)}", field="expected", **where)
-    if values["task"] == "mask" and "inputs" not in files and "photo" not in spec:
+    if task == "mask" and "inputs" not in files and "photo" not in spec:
         raise ManifestError("a mask sample needs 'inputs' (image and mask PNGs) or a "
                             "renderable spec", field="inputs", **where)
-    try:
-        return Sample(values["id"], values["suite"] or default_suite, values["task"],
-                      values["variation"] or "default", values["prompt"], values["width"],
-                      values["height"], layout=layout, spec=spec, control=control,
-                      metric_names=tuple(metric_names), files=files or None)
-    except SuiteError as exc:
-        raise ManifestError(str(exc), **where) from None
+    return files
 
 
 def load_manifest(path) -> list:
