@@ -133,12 +133,13 @@ def test_samples_are_frozen_hashable_and_equal_by_value():
 
 
 def test_loading_does_no_image_work(monkeypatch):
-    from pytest_violin.suite import photos, render
+    from pytest_violin import tasks
+    from pytest_violin.suite import photos
 
     def boom(*args, **kwargs):
         raise AssertionError("image work during load")
 
-    monkeypatch.setattr(render, "render_spec", boom)
+    monkeypatch.setattr(tasks, "render", boom)
     monkeypatch.setattr(photos, "load_photo", boom)
     from pytest_violin.suite import _built
 

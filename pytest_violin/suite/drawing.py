@@ -3,8 +3,7 @@
 Every function returns a new ``(height, width, 3)`` uint8 RGB array (or
 fills one in place) and depends on nothing but its arguments (and, for
 masks, the cached base photographs). The task families
-(:mod:`pytest_violin.tasks`) draw their ground truths with these;
-:mod:`pytest_violin.suite.render` re-exports them.
+(:mod:`pytest_violin.tasks`) draw their ground truths with these.
 """
 
 from __future__ import annotations

@@ -29,11 +29,11 @@ import os
 import stat
 from pathlib import Path
 
+from .. import tasks
 from .._fs import atomic_write
 from ..errors import InvalidImageError, ManifestError, SampleIdError, SuiteError
 from ..imaging import MAX_PIXELS, encode_png, file_kind, probe_image_file
 from .progress import ProgressBar
-from .render import RENDERABLE_KINDS
 from .sample import LAYOUTS, TASKS, Sample
 
 __all__ = ["MANIFEST_NAME", "MAX_SIDE", "MAX_LINE_BYTES", "export_samples", "load_manifest",
@@ -46,6 +46,9 @@ MANIFEST_NAME = "manifest.jsonl"
 MAX_SIDE = math.isqrt(MAX_PIXELS)
 #: Longest manifest line, in bytes (1 MiB; an exported line is < 2 KiB).
 MAX_LINE_BYTES = 1024 * 1024
+
+#: Spec kinds whose ground truth a manifest may leave out (rendered instead).
+RENDERABLE_KINDS = tasks.renderable_kinds()
 _INPUT_NAMES = {"mask": ("image", "mask")}
 
 

@@ -14,18 +14,12 @@ from .. import tasks
 from ..tasks import color as _color_family
 from .frozen import FrozenMap, freeze, thaw
 from .ids import validate_sample_id
-from .render import apply_mask, render_inputs, render_spec
+from .drawing import apply_mask
 
 __all__ = [
     "Sample",
     "TASKS",
     "LAYOUTS",
-    "COLOR_METRICS",
-    "SHAPE_METRICS",
-    "MASK_METRICS",
-    "RATIO_METRICS",
-    "BORDER_METRICS",
-    "COUNT_METRICS",
     "default_metric_names",
     "RenderCache",
     "RENDER_CACHE",
@@ -37,12 +31,6 @@ TASKS = tasks.task_names()
 #: Layouts of color samples.
 LAYOUTS = _color_family.LAYOUTS
 
-COLOR_METRICS = tasks.metric_names("color")
-SHAPE_METRICS = tasks.metric_names("shape")
-MASK_METRICS = tasks.metric_names("mask")
-RATIO_METRICS = tasks.metric_names("ratio")
-BORDER_METRICS = tasks.metric_names("border")
-COUNT_METRICS = tasks.metric_names("count")
 
 
 class RenderCache:
@@ -212,7 +200,7 @@ class Sample:
 
             source, keep = self.payload
             return (source.copy(), mask_to_rgb(keep))
-        return render_inputs(self.spec, self.width, self.height)
+        return tasks.render_inputs(self.spec, self.width, self.height)
 
     def expected(self) -> np.ndarray:
         """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand.
@@ -239,7 +227,7 @@ class Sample:
         if self.payload is not None:
             source, keep = self.payload
             return apply_mask(source, keep)
-        return render_spec(self.spec, self.width, self.height)
+        return tasks.render(self.spec, self.width, self.height)
 
     def _read_file(self, path, what: str) -> np.ndarray:
         """Decode a manifest file: one line naming the sample and file on failure."""
@@ -268,7 +256,6 @@ class Sample:
             Values named by :attr:`metric_names`; ``info`` holds
             ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
         """
-        from .scoring import score_image
 
         # profile "violin" reads an answer as the reference scripts do (cv2.imread)
         img = as_rgb8(image, reader="opencv" if profile == "violin" else None)
@@ -276,7 +263,7 @@ class Sample:
         resized = (w, h) != (self.width, self.height)
         if resized:
             img = resize_rgb8(img, self.width, self.height)
-        metrics = score_image(self, img, profile)
+        metrics = tasks.score(self, img, profile)
         return metrics.with_info(original_size=(int(w), int(h)), resized=resized,
                                  sample_id=self.id)
 

@@ -53,9 +53,9 @@ BUILTIN_FAMILIES: Mapping[str, str] = {
     "color": "pytest_violin.tasks.color:FAMILY",
     "shape": "pytest_violin.tasks.shape:FAMILY",
     "mask": "pytest_violin.tasks.mask:FAMILY",
-    "ratio": "pytest_violin.tasks.ratio:FAMILY",
-    "border": "pytest_violin.tasks.border:FAMILY",
-    "count": "pytest_violin.tasks.count:FAMILY",
+    "ratio": "pytest_violin.tasks.geometric:RATIO",
+    "border": "pytest_violin.tasks.geometric:BORDER",
+    "count": "pytest_violin.tasks.geometric:COUNT",
 }
 
 _LOCK = threading.Lock()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from ...tasks import color as _color_family
-from ...tasks import ratio as _ratio_family
+from ...tasks.geometric import ORIENTATIONS as _ORIENTATIONS
 from ._checks import check, check_canvas, check_choice, check_strategy_or_none, is_int
 from ._colors import NOTATIONS, named_colors, notations_for, rgb_colors
 from ._geometry import ANCHORS, SHAPES, shape_placements, split_ratios
@@ -22,7 +22,6 @@ from ._masks import kind_and_mask, masks, source_images
 #: Multi-block layouts of the color family and their number of blocks.
 _BLOCKS = {name: n for name, n in _color_family.BLOCK_COUNTS.items() if n > 1}
 _LAYOUTS = tuple(_BLOCKS)
-_ORIENTATIONS = _ratio_family.ORIENTATIONS
 
 
 def _builders():
