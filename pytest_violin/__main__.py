@@ -219,7 +219,7 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote {len(samples)} samples to {path}\n")
         elif args.command == "sheet":
             from .imaging import encode_png
-            from .suite.contact import contact_sheet
+            from .suite.drawing import contact_sheet
 
             sheet = contact_sheet(samples, columns=args.columns)
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))

@@ -27,7 +27,7 @@ LAYERS = [
     ("pytest_violin.metrics",),
     # 2: drawing primitives and color tables the task families render with
     ("pytest_violin.suite.colors", "pytest_violin.suite.geometry", "pytest_violin.suite.drawing",
-     "pytest_violin.suite.masks", "pytest_violin.suite.photos", "pytest_violin.suite.frozen",
+     "pytest_violin.suite.masks", "pytest_violin.suite.photos",
      "pytest_violin.suite.ids", "pytest_violin.suite.progress"),
     # 3: task families (metric names, limits, render, score, describe)
     ("pytest_violin.tasks",),

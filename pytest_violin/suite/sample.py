@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidImageError, SuiteError
-from ..imaging import as_rgb8, resize_rgb8
 from .. import tasks
+from ..errors import InvalidArgumentError, InvalidImageError, SuiteError
+from ..imaging import as_rgb8, resize_rgb8
 from ..tasks import color as _color_family
-from .frozen import FrozenMap, freeze, thaw
-from .ids import validate_sample_id
 from .drawing import apply_mask
+from .ids import validate_sample_id
 
 __all__ = [
     "Sample",
@@ -23,6 +23,10 @@ __all__ = [
     "default_metric_names",
     "RenderCache",
     "RENDER_CACHE",
+    "FrozenMap",
+    "freeze",
+    "thaw",
+    "canonical_json",
 ]
 
 #: Tasks a sample can have (the built-in task families; families registered
@@ -31,6 +35,74 @@ TASKS = tasks.task_names()
 #: Layouts of color samples.
 LAYOUTS = _color_family.LAYOUTS
 
+
+# read-only, JSON-able containers for sample specs
+
+
+class FrozenMap(dict):
+    """A ``dict`` that refuses every mutation (so ``json.dumps`` still works).
+
+    Values are frozen recursively by :func:`freeze`: nested dicts become
+    ``FrozenMap`` and lists become tuples.
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *args, **kwargs):
+        raise InvalidArgumentError("sample specs are read-only; build a new sample instead")
+
+    __setitem__ = __delitem__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
+
+    def __ior__(self, other):
+        self._readonly()
+
+    def __hash__(self):
+        return hash(canonical_json(self))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (FrozenMap, (dict(self),))
+
+    def __repr__(self):
+        return f"FrozenMap({dict.__repr__(self)})"
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def freeze(value):
+    """Deep-freeze JSON-like data: dict -> FrozenMap, list/tuple -> tuple."""
+    kind = type(value)
+    if kind in _SCALARS or kind is FrozenMap:
+        return value
+    if isinstance(value, dict):
+        return FrozenMap({str(k): (v if type(v) in _SCALARS else freeze(v))
+                          for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        if all(type(v) in _SCALARS for v in value):
+            return tuple(value)
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value):
+    """Inverse of :func:`freeze`: plain dicts and lists (JSON round-trip form)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def canonical_json(value) -> str:
+    """Compact JSON with sorted keys: a stable text form of spec data."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class RenderCache:
