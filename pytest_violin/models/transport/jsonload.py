@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from ...errors import ViolinError
-from ...imaging.bounds import LARGE_WORK_BYTES, run_large
+from ...imaging._bounds import LARGE_WORK_BYTES, run_large
 
 __all__ = ["MAX_JSON_DEPTH", "JsonTooDeep", "json_depth_over", "load_json"]
 
@@ -28,7 +28,7 @@ MAX_JSON_DEPTH = 64
 
 #: Answers longer than this are parsed in the process's one large-work thread: a
 #: few megabytes of JSON can make hundreds of megabytes of objects, and what one
-#: thread frees stays in its own allocator arena (:func:`pytest_violin.imaging.bounds.run_large`).
+#: thread frees stays in its own allocator arena (:func:`pytest_violin.imaging._bounds.run_large`).
 LARGE_JSON_BYTES = 4 * 2**20
 
 
@@ -79,7 +79,7 @@ def load_json(data, *, limit: int = MAX_JSON_DEPTH):
     """
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
-    if len(data) > LARGE_JSON_BYTES:  # in the one large-work thread: see imaging.bounds._LargeWork
+    if len(data) > LARGE_JSON_BYTES:  # in the one large-work thread: see imaging._bounds._LargeWork
         return run_large(LARGE_WORK_BYTES, _load, data, limit)
     return _load(data, limit)
 

@@ -1,24 +1,26 @@
-"""The front door: :func:`as_rgb8`, :func:`decode_image`, and which reader they use.
+"""Images in and out: :func:`as_rgb8`, :func:`decode_image` and which reader they use; PNG out; resizing.
 
 :func:`as_rgb8` checks the reader (``reader=`` or the process-wide choice of
 :func:`set_reader`) and hands the object to
-:mod:`~pytest_violin.imaging.pillow_reader` or
-:mod:`~pytest_violin.imaging.opencv_reader`. The pytest plugin sets
-``"opencv"`` for a run of profile ``violin``
-(:meth:`pytest_violin.pytest_plugin.state.ViolinState.use_profile_reader`) and
-restores the previous reader when the run ends.
+:func:`~._readers.read_pillow` or :func:`~._readers.read_opencv`. The pytest
+plugin sets ``"opencv"`` for a run of profile ``violin`` and restores the
+previous reader when the run ends. What adapters send to image APIs
+(:func:`encode_png`, base64 PNG text and ``data:`` URIs) is read first with
+the current reader, then written by OpenCV.
 """
 
 from __future__ import annotations
 
+import base64
 import threading
 
+import cv2
 import numpy as np
 
-from ..errors import InvalidImageError
-from .bounds import MAX_DECODED_BYTES, MAX_PIXELS
-from .opencv_reader import read as _read_opencv
-from .pillow_reader import read as _read_pillow
+from ..errors import ImageSizeMismatchError, InvalidImageError
+from ._bounds import MAX_DECODED_BYTES, MAX_PIXELS
+from ._readers import read_opencv as _read_opencv
+from ._readers import read_pillow as _read_pillow
 
 #: How :func:`as_rgb8` reads pixels: ``"pillow"`` (this package's own
 #: choices) or ``"opencv"`` (``cv2.imread``, as the Violin reference scripts
@@ -152,3 +154,74 @@ def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS,
         over ``max_pixels`` or ``max_bytes``.
     """
     return as_rgb8(bytes(data), max_pixels=max_pixels, max_bytes=max_bytes)
+
+
+def encode_png(image, *, compression: int = 1) -> bytes:
+    """Encode an image (anything :func:`as_rgb8` accepts) as PNG bytes.
+
+    Parameters
+    ----------
+    image : image-like
+        The image.
+    compression : int, optional
+        zlib level 0-9; the default 1 favours speed.
+
+    Returns
+    -------
+    bytes
+        The PNG file content.
+    """
+    rgb = as_rgb8(image)
+    ok, buf = cv2.imencode(".png", rgb[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, int(compression)])
+    if not ok:  # pragma: no cover - OpenCV only fails on invalid input
+        raise InvalidImageError("PNG encoding failed")
+    return buf.tobytes()
+
+
+def png_base64(image) -> str:
+    """An image (anything :func:`as_rgb8` accepts) as base64 PNG text, as image APIs take inputs."""
+    return base64.b64encode(encode_png(image)).decode("ascii")
+
+
+def png_data_uri(image) -> str:
+    """An image as a ``data:image/png;base64,...`` URI."""
+    return "data:image/png;base64," + png_base64(image)
+
+
+def resize_rgb8(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Resize an RGB uint8 image to ``width`` x ``height``.
+
+    Area averaging when shrinking (no aliasing), bilinear when enlarging.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W, 3)`` uint8.
+    width, height : int
+        Target size in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(height, width, 3)`` uint8; ``image`` itself when no resize is needed.
+    """
+    h, w = image.shape[:2]
+    if (w, h) == (width, height):
+        return image
+    interp = cv2.INTER_AREA if (width < w and height < h) else cv2.INTER_LINEAR
+    return cv2.resize(image, (int(width), int(height)), interpolation=interp)
+
+
+def check_same_size(image: np.ndarray, expected: np.ndarray) -> None:
+    """Raise :class:`ImageSizeMismatchError` unless both images have one size.
+
+    Parameters
+    ----------
+    image, expected : numpy.ndarray
+        Arrays whose first two dimensions are compared.
+    """
+    if image.shape[:2] != expected.shape[:2]:
+        raise ImageSizeMismatchError(
+            f"image shape {tuple(image.shape)} does not match expected shape "
+            f"{tuple(expected.shape)}; both images must have the same height and width"
+        )

@@ -29,7 +29,6 @@ from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
 from ..errors import InvalidImageError
 
-
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels).
 #: A guard against decompression bombs in model answers.
 MAX_PIXELS = 8192 * 8192
