@@ -36,11 +36,11 @@ _LAZY = {
     "diagnose": "pytest_violin.diagnosis",
     "Diagnosis": "pytest_violin.diagnosis",
     # assertions
-    "assert_obeys": "pytest_violin.testing.assertions",
-    "assert_pure_color": "pytest_violin.testing.assertions",
-    "assert_blocks": "pytest_violin.testing.assertions",
-    "assert_shape": "pytest_violin.testing.assertions",
-    "assert_masked": "pytest_violin.testing.assertions",
+    "assert_obeys": "pytest_violin.assertions",
+    "assert_pure_color": "pytest_violin.assertions",
+    "assert_blocks": "pytest_violin.assertions",
+    "assert_shape": "pytest_violin.assertions",
+    "assert_masked": "pytest_violin.assertions",
     # errors
     "ViolinError": "pytest_violin.errors",
     "InvalidImageError": "pytest_violin.errors",

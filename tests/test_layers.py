@@ -48,7 +48,7 @@ LAYERS = [
     # 11: the pytest plugin
     ("pytest_violin.pytest_plugin", "pytest_violin.hypothesis_profiles"),
     # 12: writing your own tests, the command line, the public facade
-    ("pytest_violin.testing", "pytest_violin.assertions", "pytest_violin.strategies",
+    ("pytest_violin.assertions", "pytest_violin.strategies",
      "pytest_violin.__main__", "pytest_violin"),
 ]
 

@@ -22,7 +22,7 @@ A property test against your model is one decorator and two lines::
 
     from hypothesis import given
     from pytest_violin import assert_obeys
-    from pytest_violin.testing.strategies import shape_samples
+    from pytest_violin.strategies import shape_samples
 
     @given(sample=shape_samples())
     def test_shapes(sample, violin_generate):
@@ -40,7 +40,7 @@ only those above it):
 * ``_masks``: keep-masks and source photos of the mask task;
 * ``_samples``: whole samples of every task.
 
-Import the strategies from here (or ``pytest_violin.strategies``); the
+Import the strategies from here; the
 pieces are private.
 """
 

@@ -16,7 +16,7 @@ NOTATIONS = ("hex", "rgb", "hsl", "name")
 
 
 def _iscc():
-    from ...suite.colors import ISCC_NBS_COLORS
+    from ..suite.colors import ISCC_NBS_COLORS
 
     return ISCC_NBS_COLORS
 
@@ -73,7 +73,7 @@ def rgb_colors(*, named: bool = True) -> st.SearchStrategy:
 
 
 def _format(rgb, notation: str) -> str:
-    from ...suite.colors import format_color
+    from ..suite.colors import format_color
 
     return format_color(rgb, notation)
 

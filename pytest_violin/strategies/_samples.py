@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from ...tasks import color as _color_family
-from ...tasks.geometric import ORIENTATIONS as _ORIENTATIONS
+from ..tasks import color as _color_family
+from ..tasks.geometric import ORIENTATIONS as _ORIENTATIONS
 from ._checks import check, check_canvas, check_choice, check_strategy_or_none, is_int
 from ._colors import NOTATIONS, named_colors, notations_for, rgb_colors
 from ._geometry import ANCHORS, SHAPES, shape_placements, split_ratios
@@ -25,14 +25,14 @@ _LAYOUTS = tuple(_BLOCKS)
 
 
 def _builders():
-    from ...suite import builders
+    from ..suite import builders
 
     return builders
 
 
 def _template_count(task: str, variant=None) -> int:
     """Number of prompt templates the builder of ``task`` accepts for ``variant``."""
-    from ...suite import prompts
+    from ..suite import prompts
 
     if task == "color":
         return len(prompts.COLOR_TEMPLATES if variant == "name" else prompts.CODE_TEMPLATES)
