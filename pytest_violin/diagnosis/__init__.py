@@ -3,7 +3,7 @@
 :func:`diagnose` returns a :class:`Diagnosis`: a list of :class:`Finding`
 (``kind``, one-line ``text``, the ``numbers`` behind it), the one that
 explains most of the failure first. One module per task family
-(:mod:`.color` also serves the area-ratio task, :mod:`.geometric` the
+(:mod:`.blocks` also serves the area-ratio task, :mod:`.shape` the
 border and count tasks); every threshold is a module constant with its
 reason. A perfect answer gets no finding. docs/diagnoses.md lists the kinds
 with real examples.
@@ -45,7 +45,7 @@ class _Lazy:
 #: Task name -> ``diagnoser(sample, image, expected) -> list of Finding``.
 DIAGNOSERS = {"color": _Lazy("blocks", "diagnose_color"), "ratio": _Lazy("blocks", "diagnose_ratio"),
               "shape": _Lazy("shape", "diagnose_shape"), "mask": _Lazy("mask", "diagnose_mask"),
-              "border": _Lazy("geometric", "diagnose_border"), "count": _Lazy("geometric", "diagnose_count")}
+              "border": _Lazy("shape", "diagnose_border"), "count": _Lazy("shape", "diagnose_count")}
 
 #: Spec kinds whose numbers a diagnoser needs; a sample of the task without
 #: them (e.g. an exported suite read from PNG files) is diagnosed as
