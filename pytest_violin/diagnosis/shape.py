@@ -27,7 +27,7 @@ import math
 import cv2
 import numpy as np
 
-from ..metrics._regions import largest_filled, region_iou_distance
+from ..metrics._common import largest_filled, region_iou_distance
 from ..metrics.geometric import border_metrics, count_metrics
 from .color import color_change, delta_e
 from .model import Finding

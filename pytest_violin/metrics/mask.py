@@ -5,9 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import clip01, gray, prepare_pair
-from ._regions import (KERNEL3, centroid, centroid_distance, largest_filled,
-                       region_iou_distance)
+from ._common import (KERNEL3, centroid, centroid_distance, clip01, gray, largest_filled, prepare_pair,
+                      region_iou_distance)
 from ._types import Metrics, check_profile
 
 __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
