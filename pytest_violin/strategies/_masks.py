@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
 from hypothesis import strategies as st
 
@@ -34,29 +33,14 @@ def _draw_inpaint(draw, black: np.ndarray, w: int, h: int) -> None:
         # common point (cx, cy) inside every ellipse: the union is star-shaped.
         r = draw(st.integers(0, 50)) / 100.0 * min(a, b)
         t = math.radians(draw(st.integers(0, 359)))
-        centre = (int(round(cx + r * math.cos(t))), int(round(cy + r * math.sin(t))))
-        cv2.ellipse(black, centre, (max(1, int(round(a))), max(1, int(round(b)))), angle,
-                    0, 360, 1, thickness=cv2.FILLED)
+        _masks.paint_ellipse(black, cx + r * math.cos(t), cy + r * math.sin(t), a, b, angle)
 
 
 def _draw_outpaint(draw, black: np.ndarray, w: int, h: int) -> None:
-    sides = ("left", "top", "right", "bottom")
     n = draw(st.integers(1, 3))
     start = draw(st.integers(0, 3))
-    for side in (sides[(start + i) % 4] for i in range(n)):  # adjacent sides: never a frame
-        frac = draw(st.integers(10, 35)) / 100.0
-        if side in ("left", "right"):
-            d = max(1, int(round(frac * w)))
-            if side == "left":
-                black[:, :d] = 1
-            else:
-                black[:, w - d:] = 1
-        else:
-            d = max(1, int(round(frac * h)))
-            if side == "top":
-                black[:d, :] = 1
-            else:
-                black[h - d:, :] = 1
+    for side in (_masks.SIDES[(start + i) % 4] for i in range(n)):  # adjacent sides: never a frame
+        _masks.paint_band(black, side, draw(st.integers(10, 35)) / 100.0)
 
 
 def _draw_random(draw, black: np.ndarray, w: int, h: int) -> None:
@@ -69,12 +53,9 @@ def _draw_random(draw, black: np.ndarray, w: int, h: int) -> None:
         for _ in range(draw(st.integers(1, 5))):
             heading += math.radians(draw(st.integers(-57, 57)))  # bounded turning
             step = draw(st.integers(8, 22)) / 100.0 * s
-            x = min(max(x + step * math.cos(heading), 0.0), w - 1.0)
-            y = min(max(y + step * math.sin(heading), 0.0), h - 1.0)
+            x, y = _masks.walk(x, y, heading, step, w, h)
             pts.append((x, y))
-        thickness = max(1, int(round(draw(st.integers(25, 70)) / 1000.0 * s)))
-        poly = np.round(np.array(pts)).astype(np.int32).reshape(-1, 1, 2)
-        cv2.polylines(black, [poly], False, 1, thickness=thickness, lineType=cv2.LINE_8)
+        _masks.paint_stroke(black, pts, draw(st.integers(25, 70)) / 1000.0 * s)
 
 
 _MASK_DRAWERS = {"inpaint": _draw_inpaint, "outpaint": _draw_outpaint, "random": _draw_random}
