@@ -213,30 +213,13 @@ def _parse_colors(colors, count: int, layout: str) -> list:
 
 def assert_pure_color(image, color, *, profile: str = "violin",
                       thresholds: Mapping | None = None, **limits):
-    """Assert that ``image`` is one uniform ``color``.
+    """Assert that ``image`` is one uniform ``color``; returns the color metrics.
 
-    Parameters
-    ----------
-    image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts.
-    color : str or sequence of int
-        Any notation :func:`pytest_violin.parse_color` reads: ``"#D9B451"``,
-        ``"rgb(217, 180, 81)"``, ``"hsl(43, 64%, 58%)"``, ``"yellow"``,
-        ``(217, 180, 81)``.
-    profile, thresholds
-        As for :func:`assert_obeys`.
-    **limits : float or None
-        Color limits: ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``.
-
-    Returns
-    -------
-    Metrics
-        The color metrics.
-
-    Raises
-    ------
-    AssertionError
-        With the metric table and the expected color in words.
+    ``color`` is in any notation :func:`pytest_violin.parse_color` reads
+    (``"#D9B451"``, ``"rgb(217, 180, 81)"``, ``"hsl(43, 64%, 58%)"``,
+    ``"yellow"``, ``(217, 180, 81)``); ``profile``, ``thresholds`` and the
+    limits (``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``) are as
+    for :func:`assert_obeys`.
     """
     __tracebackhide__ = True
     return assert_blocks(image, "single", [color], profile=profile, thresholds=thresholds,
@@ -245,34 +228,13 @@ def assert_pure_color(image, color, *, profile: str = "violin",
 
 def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
                   thresholds: Mapping | None = None, **limits):
-    """Assert that ``image`` is made of uniform color blocks.
+    """Assert that ``image`` is made of uniform color blocks; returns the color metrics.
 
-    Parameters
-    ----------
-    image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts.
-    layout : {"single", "vertical", "horizontal", "quad"}
-        ``vertical`` = left | right halves, ``horizontal`` = top / bottom,
-        ``quad`` = 2 x 2 in reading order (top-left, top-right,
-        bottom-left, bottom-right).
-    colors : sequence
-        One color per block, in any notation.
-    profile, thresholds
-        As for :func:`assert_obeys`.
-    **limits : float or None
-        Color limits: ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``.
-
-    Returns
-    -------
-    Metrics
-        The color metrics (per block, averaged as the task defines).
-
-    Raises
-    ------
-    AssertionError
-        With the metric table and the expected blocks in words.
-    ValueError
-        For an unknown layout or the wrong number of colors.
+    ``layout`` is ``single``, ``vertical`` (left | right halves),
+    ``horizontal`` (top / bottom) or ``quad`` (2 x 2 in reading order);
+    ``colors`` holds one color per block in any notation (a ``ValueError``
+    for an unknown layout or the wrong number). The metrics are per block,
+    averaged as the task defines; the rest is as for :func:`assert_pure_color`.
     """
     __tracebackhide__ = True
     from .suite.builders import block_sample, color_sample
@@ -306,33 +268,13 @@ def assert_shape(image, shape: str, size: float, position, *, profile: str = "vi
                  thresholds: Mapping | None = None, **limits):
     """Assert that ``image`` is one solid white shape on black, where it should be.
 
-    Parameters
-    ----------
-    image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts.
-    shape : {"circle", "square", "triangle"}
-        Circle (size = diameter), axis-aligned square or upright
-        equilateral triangle (size = side length).
-    size : float
-        Size as a fraction of the image width, in ``(0, 1]``.
-    position : str or tuple of float
-        A named alignment of the bounding box (``"center"``,
-        ``"left-center"``, ``"top-right"``, ...) or the centre ``(fx, fy)``
-        as fractions of the width and height.
-    profile, thresholds
-        As for :func:`assert_obeys`.
-    **limits : float or None
-        Shape limits: ``iou``, ``dist``, ``size``, ``shape``, ``purity``, ``mean``.
-
-    Returns
-    -------
-    Metrics
-        The shape metrics.
-
-    Raises
-    ------
-    AssertionError
-        With the metric table and the expected shape and box in words.
+    Returns the shape metrics. ``shape`` is ``circle`` (``size`` = diameter), ``square`` (axis-aligned)
+    or ``triangle`` (upright equilateral; ``size`` = side length), ``size`` a
+    fraction of the image width in ``(0, 1]``; ``position`` a named alignment
+    of the bounding box (``"center"``, ``"left-center"``, ``"top-right"``, ...)
+    or the centre ``(fx, fy)`` as fractions of the width and height.
+    ``profile``, ``thresholds`` and the limits (``iou``, ``dist``, ``size``,
+    ``shape``, ``purity``, ``mean``) are as for :func:`assert_obeys`.
     """
     __tracebackhide__ = True
     from .suite.builders import shape_sample
@@ -349,34 +291,12 @@ def assert_masked(output, image, mask, *, profile: str = "violin",
                   thresholds: Mapping | None = None, **limits):
     """Assert that ``output`` is ``image`` with every pixel where ``mask`` is 0 made black.
 
-    Parameters
-    ----------
-    output : image-like
-        The model's answer; anything :func:`pytest_violin.as_rgb8` accepts.
-    image : image-like
-        The source image.
-    mask : array_like or image-like
-        The keep-mask: a ``bool`` array (True = keep), a 0/1 integer array,
-        or a black/white image (white = keep, gray >= 128).
-    profile, thresholds
-        As for :func:`assert_obeys`.
-    **limits : float or None
-        Mask limits: ``iou``, ``dist``, ``biou``, ``leak``, ``edge``, ``mean``.
+    ``mask`` is the keep-mask: a ``bool`` array (True = keep), a 0/1 integer
+    array, or a black/white image (white = keep, gray >= 128), of the size of
+    ``image`` (else a ``ValueError``). Returns the mask metrics; ``profile``,
+    ``thresholds`` and the limits (``iou``, ``dist``, ``biou``, ``leak``,
+    ``edge``, ``mean``) are as for :func:`assert_obeys`.
 
-    Returns
-    -------
-    Metrics
-        The mask metrics.
-
-    Raises
-    ------
-    AssertionError
-        With the metric table and the expected result in words.
-    ValueError
-        If ``image`` and ``mask`` differ in size.
-
-    Notes
-    -----
     The ground truth is the exact rule (``image`` where the mask keeps,
     ``(0, 0, 0)`` elsewhere), with no lift. The mask metrics find black by
     thresholding (gray 30 or darker), so a source whose *kept* pixels are that dark,
