@@ -1,4 +1,4 @@
-"""Compare runs side by side, and with the paper's published tables (issue 16).
+"""Compare runs side by side, and with the paper's published tables.
 
 ``model`` holds the shared data types (a loaded run, a published row, the
 comparison). ``runs`` loads a RUN (a report folder or ``results.json``, a
