@@ -44,17 +44,12 @@ def _canvas(width: int, height: int, color) -> np.ndarray:
     out = np.empty((int(height), int(width), 3), np.uint8)
     _fill(out, 0, 0, int(width), int(height), color)
     return out
-def render_blocks(layout: str, colors, width: int, height: int) -> np.ndarray:
-    """Uniform color blocks: ``single``, ``vertical``, ``horizontal`` or ``quad``.
 
-    Parameters
-    ----------
-    layout : str
-        See :func:`pytest_violin.suite.geometry.block_boxes`.
-    colors : sequence of (r, g, b)
-        One color per block, in reading order.
-    width, height : int
-        Image size.
+
+def render_blocks(layout: str, colors, width: int, height: int) -> np.ndarray:
+    """Uniform color blocks in ``layout``, one color per block in reading order.
+
+    The layouts are those of :func:`~pytest_violin.suite.geometry.block_boxes`.
     """
     boxes = block_boxes(layout, width, height)
     if len(colors) != len(boxes):
@@ -145,23 +140,10 @@ def apply_mask(source: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 
 def contact_sheet(samples, *, columns: int = 10, tile: int = 160, label_height: int = 44) -> np.ndarray:
-    """Render a grid of the samples' expected images, each captioned with its id.
+    """A grid (``columns`` wide) of the samples' expected images as RGB uint8, each captioned with its id.
 
-    Parameters
-    ----------
-    samples : sequence of Sample
-        Samples to show (their ``expected()`` is rendered one at a time).
-    columns : int
-        Tiles per row.
-    tile : int
-        Side of each thumbnail in pixels.
-    label_height : int
-        Height of the caption band under each thumbnail.
-
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8 image.
+    Each image is rendered one at a time and shrunk into a ``tile``-pixel square
+    above a caption band ``label_height`` pixels high.
     """
     samples = list(samples)
     rows = max(1, -(-len(samples) // columns))

@@ -31,23 +31,11 @@ ANCHORS = {
 
 
 def shape_extent(shape: str, size: float, width: int) -> tuple:
-    """Bounding-box size ``(bw, bh)`` in pixels of a shape.
+    """Bounding-box size ``(bw, bh)`` in pixels of a shape of ``size`` (a fraction of ``width``).
 
-    Parameters
-    ----------
-    shape : {"circle", "square", "triangle"}
-        Circle: ``size`` is the diameter; square and upright equilateral
-        triangle: ``size`` is the side length.
-    size : float
-        Fraction of the image width, in ``(0, 1]``.
-    width : int
-        Image width in pixels.
-
-    Returns
-    -------
-    tuple of int
-        ``bw = max(1, round(size * width))``; ``bh = bw`` except for the
-        triangle, whose height is ``max(1, round(bw * sqrt(3) / 2))``.
+    ``size`` is a circle's diameter, a square's or upright equilateral
+    triangle's side: ``bw = max(1, round(size * width))``; ``bh = bw`` except for
+    the triangle, whose height is ``max(1, round(bw * sqrt(3) / 2))``.
     """
     if shape not in SHAPES:
         raise SuiteError(f"unknown shape {shape!r}; accepted: {', '.join(SHAPES)}")

@@ -37,17 +37,8 @@ SIDES = ("left", "top", "right", "bottom")
 
 
 def fill_enclosed(black: np.ndarray) -> np.ndarray:
-    """Fill every hole of every black region (uint8 0/1 in, uint8 0/1 out).
-
-    Parameters
-    ----------
-    black : numpy.ndarray
-        ``(H, W)`` uint8, 1 where the pixel is blacked out.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``black`` with each region replaced by its filled outer contour.
+    """Fill every hole of every black region: ``(H, W)`` uint8, 1 = blacked out, each region
+    replaced by its filled outer contour.
     """
     contours, _ = cv2.findContours(black, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     out = black.copy()
@@ -130,22 +121,9 @@ _KINDS = {"inpaint": _inpaint, "outpaint": _outpaint, "random": _random}
 
 
 def generate_mask(kind: str, seed: int, width: int, height: int) -> np.ndarray:
-    """Generate one mask deterministically.
+    """One mask of ``kind`` (see the module docstring), ``(height, width)`` bool, True = keep.
 
-    Parameters
-    ----------
-    kind : {"inpaint", "outpaint", "random"}
-        See the module docstring.
-    seed : int
-        Seed of the numpy ``Generator`` (PCG64), so the mask is the same in
-        every process.
-    width, height : int
-        Mask size.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height, width)`` bool, True = keep.
+    ``seed`` seeds a numpy ``Generator`` (PCG64), so the mask is the same in every process.
     """
     fn = _KINDS.get(kind)
     if fn is None:

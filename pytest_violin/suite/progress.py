@@ -9,21 +9,11 @@ __all__ = ["ProgressBar"]
 
 
 class ProgressBar:
-    """``[#######.......] 123/7745  1.6%  12.3/s`` on one line of a terminal.
+    """``label [#######.......] 123/7745  1.6%  12.3/s`` on one line of ``stream`` (default stderr).
 
     On a terminal the line is redrawn at most 10 times a second; when the
-    stream is not a terminal (CI logs) one line is written per 10 %.
-
-    Parameters
-    ----------
-    total : int
-        Number of steps.
-    stream : file, optional
-        Default ``sys.stderr``.
-    label : str, optional
-        Text before the bar.
-    width : int, optional
-        Bar width in characters.
+    stream is not a terminal (CI logs) one line is written per 10 %. ``width``
+    is the bar's width in characters.
     """
 
     def __init__(self, total: int, stream=None, label: str = "", width: int = 30):
