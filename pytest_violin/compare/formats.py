@@ -25,18 +25,8 @@ FORMATS = ("terminal", "md", "latex", "csv")
 
 
 def render(comparison, fmt_name: str) -> str:
-    """The comparison as text in ``fmt_name``.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`pytest_violin.compare.table.build`.
-    fmt_name : {"terminal", "md", "latex", "csv"}
-        The format (``html`` is :func:`pytest_violin.compare.html.write_html`).
-
-    Returns
-    -------
-    str
+    """The comparison (:func:`pytest_violin.compare.table.build`) as text in ``fmt_name``, one of
+    :data:`FORMATS` (``html`` is :func:`pytest_violin.compare.html.write_html`).
     """
     try:
         renderer = _RENDERERS[fmt_name]

@@ -86,20 +86,11 @@ class TaskModes:
 
 
 def build_modes(runs, selected=None) -> list:
-    """The failure-mode table of ``runs``.
+    """The failure-mode table of ``runs``: one :class:`TaskModes` per task with a failing sample
+    in some run (first-seen order), empty when no run has one.
 
-    Parameters
-    ----------
-    runs : sequence of Run
-    selected : dict, optional
-        Run label -> the records compared (the shared samples); default
-        every record of each run.
-
-    Returns
-    -------
-    list of TaskModes
-        One per task with a failing sample in some run (first-seen order);
-        empty when no run has a failing sample.
+    ``selected`` maps a run's label to the records compared (the shared
+    samples); default every record of each run.
     """
     per_run = []
     for run in runs:

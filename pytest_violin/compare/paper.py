@@ -61,19 +61,11 @@ def _on_official_data(run) -> bool:
 
 
 def dataset_differences(data: dict) -> list:
-    """How a run's official data differs from :data:`PAPER_DATASET` (empty: it matches).
+    """How a run's official data (its ``metadata["dataset"]``) differs from :data:`PAPER_DATASET`.
 
-    Parameters
-    ----------
-    data : dict
-        The run's ``metadata["dataset"]`` (``per_task``, ``sha256``, ``files``).
-
-    Returns
-    -------
-    list of str
-        ``"color/v1 2 of 435"`` for each task whose count differs, and
-        ``"sha256 ... (published ...)"`` when a published hash is known and
-        no file of the run's data has it.
+    ``"color/v1 2 of 435"`` for each task whose count differs, and
+    ``"sha256 ... (published ...)"`` when a published hash is known and no file
+    of the run's data has it; empty when it matches.
     """
     per = data.get("per_task") if isinstance(data.get("per_task"), dict) else {}
     out = []
@@ -212,24 +204,13 @@ def _row(index: int, record) -> PublishedRow:
 
 
 def rows_from_data(data) -> list[PublishedRow]:
-    """Validate the parsed data file and return its rows.
+    """The rows of the parsed data file, in file order, validated.
 
-    Parameters
-    ----------
-    data : dict
-        The parsed JSON: an object whose ``rows`` is a list of records with
-        ``table``, ``task``, ``variation``, ``model``, ``metrics``, ``source``.
-
-    Returns
-    -------
-    list of PublishedRow
-        In file order.
-
-    Raises
-    ------
-    InvalidArgumentError
-        A record that is malformed (the message names the row, the value and
-        what is accepted), or two records for one table x model x variation.
+    ``data`` is an object whose ``rows`` is a list of records with ``table``,
+    ``task``, ``variation``, ``model``, ``metrics``, ``source``. A malformed
+    record (the message names the row, the value and what is accepted) or two
+    records for one table x model x variation raise
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         _fail("paper tables", "data", type(data).__name__, "an object with a list 'rows'")

@@ -31,18 +31,7 @@ _RAD2DEG = 180.0 / np.pi
 
 
 def lightness_term_sq(L1, L2) -> np.ndarray:
-    """Return ``(dL' / S_L)**2`` for lightness values ``L1`` and ``L2``.
-
-    Parameters
-    ----------
-    L1, L2 : array_like
-        CIE ``L*`` values (broadcast together).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 squared lightness term of CIEDE2000.
-    """
+    """The float64 squared lightness term ``(dL' / S_L)**2`` of CIE ``L*`` values ``L1``, ``L2`` (broadcast)."""
     L1 = np.asarray(L1, dtype=np.float64)
     L2 = np.asarray(L2, dtype=np.float64)
     lbar = 0.5 * (L1 + L2)
@@ -73,22 +62,12 @@ CHUNK = 16384
 
 
 def chroma_hue_terms(a1, b1, a2, b2) -> np.ndarray:
-    """Return the chroma, hue and rotation part of CIEDE2000 squared.
+    """The chroma, hue and rotation part of CIEDE2000 squared, float64 of the broadcast shape.
 
-    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``,
-    which depends on the ``a*``/``b*`` coordinates only. Large inputs are
+    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``, which
+    depends on the ``a*``/``b*`` coordinates only;
+    ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``. Large inputs are
     processed in chunks of :data:`CHUNK` elements for cache locality.
-
-    Parameters
-    ----------
-    a1, b1, a2, b2 : array_like
-        The ``a*`` and ``b*`` coordinates of both colours (broadcast).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array of the broadcast shape;
-        ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``.
     """
     args = [np.asarray(v, dtype=np.float64) for v in (a1, b1, a2, b2)]
     shape = np.broadcast_shapes(*(a.shape for a in args))
