@@ -30,20 +30,11 @@ A property test against your model is one decorator and two lines::
 
 Layout
 ------
-One module per kind of thing drawn, composed in that order (each imports
-only those above it):
-
-* ``_checks``: the argument checks every strategy raises
-  ``InvalidArgument`` through;
-* ``_colors``: named, RGB and written colors;
-* ``_geometry``: split ratios and shape placements;
-* ``_masks``: keep-masks and source photos of the mask task;
-* ``_samples``: whole samples of every task.
-
-Import the strategies from here; the
-pieces are private.
+The pieces are private, one module per kind of thing drawn, each importing
+only those before it: ``_checks`` (the argument checks), ``_colors``,
+``_geometry`` (split ratios, shape placements), ``_masks`` (keep-masks and
+source photos), ``_samples`` (whole samples). Import the strategies from here.
 """
-
 
 from __future__ import annotations
 
