@@ -5,6 +5,12 @@ obedience. Two profiles: ``violin`` (default) reproduces the published
 reference numbers case for case (to 1e-6, including the reference's float32
 CIEDE2000), ``strict`` fixes their documented weaknesses. See
 ``docs/metrics.md`` for every formula and parameter.
+
+Every metric function reads its images with :func:`pytest_violin.as_rgb8`
+(the generated image first, the ground truth of the same size second) and
+raises a ``ValueError`` for an unknown profile or layout, images of
+different sizes (:class:`~pytest_violin.errors.ImageSizeMismatchError`) or
+an input ``as_rgb8`` refuses.
 """
 
 from ._common import LAYOUTS

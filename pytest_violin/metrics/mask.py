@@ -66,11 +66,9 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth: the source image with the masked region pure
-        black; same size.
+    image, expected : image-like
+        The generated image and the ground truth (the source image with the
+        masked region pure black).
     profile : {"violin", "strict"}
         ``violin`` reproduces the reference numbers: each image's black
         region (gray <= 30) is reduced to its largest external contour,
@@ -81,12 +79,6 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     -------
     Metrics
         ``iou, dist, biou, leak, edge`` in ``[0, 1]``, task ``"mask"``.
-
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
 
     Notes
     -----

@@ -41,10 +41,8 @@ def shape_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth, same size.
+    image, expected : image-like
+        The generated image and the ground truth.
     profile : {"violin", "strict"}
         ``violin`` reproduces the reference numbers: the generated region is
         the largest external contour of ``gray > 127``, filled, and Hu
@@ -56,12 +54,6 @@ def shape_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     -------
     Metrics
         ``iou, dist, size, shape, purity`` in ``[0, 1]``, task ``"shape"``.
-
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
 
     Notes
     -----
