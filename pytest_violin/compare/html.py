@@ -118,23 +118,12 @@ def _charts(comparison) -> Markup:
 
 
 def comparison_section(comparison, *, heading: str = "Comparison with other runs") -> str:
-    """The comparison's tables, pairwise statements and charts as an HTML fragment.
+    """The comparison's tables, pairwise statements and charts as an escaped HTML fragment.
 
-    Used by :func:`render_html` and embedded in ``report.html`` for
-    ``--violin-compare``. It holds no script, so it fits any page whose
-    CSP allows inline styles and ``data:`` images.
-
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        What to show.
-    heading : str, optional
-        The section's ``<h2>`` text.
-
-    Returns
-    -------
-    str
-        Escaped HTML (``<section id="violin-compare">``).
+    A ``<section id="violin-compare">`` under an ``<h2>`` ``heading``, used by
+    :func:`render_html` and embedded in ``report.html`` for
+    ``--violin-compare``. It holds no script, so it fits any page whose CSP
+    allows inline styles and ``data:`` images.
     """
     from .paper import comparability_notes
 
@@ -305,29 +294,15 @@ def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int)
 
 def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET,
                 max_samples: int = DEFAULT_MAX_SAMPLES, render_limit: int = DEFAULT_RENDER_LIMIT) -> str:
-    """Render the comparison page.
+    """The complete HTML document of the comparison page.
 
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        Tables, pairwise statements, dropped counts and mismatches.
-    runs : sequence of pytest_violin.compare.model.Run, optional
-        The runs whose records fill the gallery (default ``comparison.runs``).
-        Only samples every run holds are listed unless ``comparison.all_samples``.
-    thumbnail_budget : int, optional
-        Most bytes of thumbnail data URIs to embed (disagreements and failures
-        get theirs first); the rest show placeholders.
-    max_samples : int, optional
-        Most gallery rows.
-    render_limit : int, optional
-        For the first ``render_limit`` gallery rows, pictures the records
-        lack are made here: the expected image from the built-in suite the
-        run names, a ``dir:`` run's image from its folder (0: never).
-
-    Returns
-    -------
-    str
-        The complete HTML document.
+    ``runs`` (default ``comparison.runs``) fill the gallery: only samples every
+    run holds unless ``comparison.all_samples``, at most ``max_samples`` rows.
+    At most ``thumbnail_budget`` bytes of thumbnail data URIs are embedded
+    (disagreements and failures get theirs first; the rest show placeholders).
+    For the first ``render_limit`` rows, pictures the records lack are made
+    here: the expected image from the built-in suite the run names, a ``dir:``
+    run's image from its folder (0: never).
     """
     runs = list(comparison.runs if runs is None else runs)
     title = " vs ".join(run.label for run in runs) or "comparison"

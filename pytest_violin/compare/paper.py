@@ -253,25 +253,13 @@ def _table_name(value) -> str:
 
 
 def published_rows(tables=None) -> list[PublishedRow]:
-    """The paper's published rows, from the package data.
+    """The paper's published rows from the package data, in the paper's order (table, then row).
 
-    Parameters
-    ----------
-    tables : iterable of (int or str), int, str or None
-        Tables to keep: ``"Table 1"``, ``"Table 2"``, ``"Table 3"``,
-        ``"Table 7"`` or their numbers; None (default) for all of them.
-
-    Returns
-    -------
-    list of PublishedRow
-        In the paper's order (table, then the printed row order).
-
-    Raises
-    ------
-    InvalidArgumentError
-        ``tables`` names a table that is not transcribed.
-    InternalError
-        The package data is missing or does not validate.
+    ``tables`` keeps ``"Table 1"``, ``"Table 2"``, ``"Table 3"``, ``"Table 7"``
+    (or their numbers; one or several; None: all). A table that is not
+    transcribed is an :class:`~pytest_violin.errors.InvalidArgumentError`;
+    package data that is missing or does not validate an
+    :class:`~pytest_violin.errors.InternalError`.
 
     Examples
     --------

@@ -35,33 +35,18 @@ _LABEL_MAX = 80
 def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) -> Run:
     """Load one run to compare.
 
-    Parameters
-    ----------
-    spec : str
-        A report folder (holding ``results.json``), a ``results.json``, a
-        baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of
-        images saved by ``--violin-save-outputs`` (needs ``suite``).
-    label : str, optional
-        Shown in the tables; default the adapter recorded in the run (for
-        ``dir:`` the folder name).
-    suite : str or list of Sample, optional
-        For ``dir:``: a suite name or manifest path (``load_suite``) or the
-        loaded samples. Each sample is scored with ``Sample.score``.
-    progress : bool or file, optional
-        For ``dir:``: a progress bar on stderr (True), on this stream, or
-        none (False / None).
+    ``spec`` is a report folder (holding ``results.json``), a ``results.json``,
+    a baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of images
+    saved by ``--violin-save-outputs``, scored here with ``Sample.score``: that
+    needs ``suite``, a suite name or manifest path (``load_suite``) or the
+    loaded samples, and shows ``progress`` on stderr (True) or on a stream.
+    ``label`` is shown in the tables (default the adapter recorded in the run;
+    for ``dir:`` the folder name).
 
-    Returns
-    -------
-    Run
-
-    Raises
-    ------
-    InvalidArgumentError
-        Unknown or unreadable spec, a file too large, a document of another
-        format; the message names the file.
-    BaselineError
-        A baseline file that does not validate.
+    An unknown or unreadable spec, a file too large or a document of another
+    format is an :class:`~pytest_violin.errors.InvalidArgumentError` naming the
+    file; a baseline that does not validate a
+    :class:`~pytest_violin.errors.BaselineError`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InvalidArgumentError(f"RUN must be a non-empty path or 'dir:FOLDER', got {spec!r}")
