@@ -50,33 +50,14 @@ from .tasks.color import BLOCK_COUNTS as _LAYOUT_COUNTS  # noqa: E402  layout ->
 # ---------------------------------------------------------------- limits
 def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, object],
                    thresholds: Mapping[str, float] | None = None) -> dict:
-    """The limits that apply: the task's defaults updated by keyword overrides.
+    """Metric name -> limit, for the metrics of ``metric_names`` that have one.
 
-    Parameters
-    ----------
-    task : str
-        The sample's task (``color``, ``shape``, ``mask``, ``ratio``, ...).
-    metric_names : sequence of str
-        The metrics the sample's score returns.
-    limits : Mapping[str, float or None]
-        Overrides by bare metric name or ``mean``; ``None`` removes a limit.
-    thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"`` (e.g. the plugin's
-        ``violin_thresholds`` fixture, which carries the ini and
-        ``--violin-threshold`` overrides); default
-        :data:`pytest_violin.thresholds.DEFAULT_LIMITS`.
-
-    Returns
-    -------
-    dict
-        Metric name -> limit, for the metrics that have one.
-
-    Raises
-    ------
-    TypeError
-        For a name that is neither one of ``metric_names`` nor ``mean``.
-    ValueError
-        For a limit that is not a number in ``[0, 1]`` (or None).
+    The task's base limits (``thresholds``, keyed ``"task.metric"``, e.g. the
+    plugin's ``violin_thresholds`` fixture; default
+    :data:`pytest_violin.thresholds.DEFAULT_LIMITS`) updated by ``limits``,
+    overrides by bare metric name or ``mean`` (``None`` removes a limit). A
+    name that is neither a metric nor ``mean`` is a ``TypeError``; a limit that
+    is not a number in ``[0, 1]`` (or None) a ``ValueError``.
     """
     from .thresholds import DEFAULT_LIMITS, limits_for_task
 
@@ -106,18 +87,8 @@ def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, 
 
 # ---------------------------------------------------------------- words
 def describe_sample(sample) -> str:
-    """What a sample's ground truth is, in one line of words.
-
-    Parameters
-    ----------
-    sample : Sample
-        Any sample; its task family describes it when it can (see
-        :func:`pytest_violin.tasks.describe`), else the prompt is returned.
-
-    Returns
-    -------
-    str
-        E.g. ``"left half #E68697 (pink), right half #3B74C0 (blue)"``.
+    """A sample's ground truth in one line of words (``"left half #E68697 (pink), right half
+    #3B74C0 (blue)"``): its task family's description (:func:`pytest_violin.tasks.describe`), else the prompt.
     """
     from .tasks import describe
 

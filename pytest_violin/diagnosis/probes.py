@@ -128,20 +128,11 @@ def _split_found(rec, findings, spec, side: int):
 
 
 def probe_readings(records, samples=None) -> ProbeReadings | None:
-    """The readings of the ``violin-probes`` records among ``records``.
+    """The readings of the ``violin-probes`` records among ``records`` (None when there is none).
 
-    Parameters
-    ----------
-    records : iterable of dict
-        Result records (``sample_id``, ``suite``, ``outcome``, ``failed``,
-        ``extra.diagnosis``).
-    samples : mapping, optional
-        Sample id -> Sample; default the built-in ``violin-probes`` suite.
-
-    Returns
-    -------
-    ProbeReadings or None
-        None when no record is a sample of the probes suite.
+    ``records`` are result records (``sample_id``, ``suite``, ``outcome``,
+    ``failed``, ``extra.diagnosis``); ``samples`` maps their ids to samples
+    (default the built-in ``violin-probes`` suite).
     """
     probes = [r for r in records if isinstance(r, dict) and r.get("suite") == PROBES_SUITE]
     if not probes:

@@ -128,48 +128,19 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
 
 def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS,
                  max_bytes: int = MAX_DECODED_BYTES) -> np.ndarray:
-    """Decode PNG, JPEG, WebP (or any format Pillow reads) bytes to RGB uint8.
+    """Decode PNG, JPEG, WebP (or any format Pillow reads) bytes to ``(H, W, 3)`` uint8 RGB.
 
     The header is read first and the pixel count and decoded size checked
-    before any pixel is decoded, so a decompression bomb is refused cheaply.
-
-    Parameters
-    ----------
-    data : bytes
-        The encoded image.
-    max_pixels : int, optional
-        Largest accepted width * height.
-    max_bytes : int, optional
-        Largest accepted decoded size (:data:`MAX_DECODED_BYTES`).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(H, W, 3)`` uint8 RGB.
-
-    Raises
-    ------
-    InvalidImageError
-        Zero bytes, bytes that are not an image, truncated data, or an image
-        over ``max_pixels`` or ``max_bytes``.
+    against ``max_pixels`` and ``max_bytes`` before any pixel is decoded, so a
+    decompression bomb is refused cheaply; zero bytes, bytes that are not an
+    image and truncated data are an :class:`~pytest_violin.errors.InvalidImageError` too.
     """
     return as_rgb8(bytes(data), max_pixels=max_pixels, max_bytes=max_bytes)
 
 
 def encode_png(image, *, compression: int = 1) -> bytes:
-    """Encode an image (anything :func:`as_rgb8` accepts) as PNG bytes.
-
-    Parameters
-    ----------
-    image : image-like
-        The image.
-    compression : int, optional
-        zlib level 0-9; the default 1 favours speed.
-
-    Returns
-    -------
-    bytes
-        The PNG file content.
+    """The PNG file content of an image (anything :func:`as_rgb8` accepts); ``compression`` is
+    the zlib level 0-9 (the default 1 favours speed).
     """
     rgb = as_rgb8(image)
     ok, buf = cv2.imencode(".png", rgb[:, :, ::-1], [cv2.IMWRITE_PNG_COMPRESSION, int(compression)])
@@ -189,21 +160,9 @@ def png_data_uri(image) -> str:
 
 
 def resize_rgb8(image: np.ndarray, width: int, height: int) -> np.ndarray:
-    """Resize an RGB uint8 image to ``width`` x ``height``.
+    """An ``(H, W, 3)`` uint8 image resized to ``width`` x ``height`` (``image`` itself when it has that size).
 
     Area averaging when shrinking (no aliasing), bilinear when enlarging.
-
-    Parameters
-    ----------
-    image : numpy.ndarray
-        ``(H, W, 3)`` uint8.
-    width, height : int
-        Target size in pixels.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height, width, 3)`` uint8; ``image`` itself when no resize is needed.
     """
     h, w = image.shape[:2]
     if (w, h) == (width, height):

@@ -229,27 +229,13 @@ def _format_hsl(rgb: tuple) -> str:
 
 
 def format_color(rgb, notation: str = "hex") -> str:
-    """Write a color in one notation.
+    """Write a color (anything :func:`parse_color` accepts) in one notation.
 
-    Parameters
-    ----------
-    rgb : str or sequence of int
-        Anything :func:`parse_color` accepts.
-    notation : {"hex", "rgb", "hsl", "name"}
-        ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``;
-        ``hsl`` -> the shortest ``hsl(...)`` (0 to 3 decimals) that parses
-        back to exactly ``rgb``; ``name`` -> the ISCC-NBS name in lower case
-        (only for the 29 table colors).
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    InvalidColorError
-        For an unparseable color, an unknown notation, or ``name`` of a
-        color that is not in the ISCC-NBS table.
+    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the
+    shortest ``hsl(...)`` (0 to 3 decimals) that parses back to exactly the
+    color; ``name`` -> the ISCC-NBS name in lower case (only for the 29 table
+    colors). An unparseable color, an unknown notation or ``name`` of a color
+    not in the table is an :class:`~pytest_violin.errors.InvalidColorError`.
     """
     rgb = parse_color(rgb)
     if notation == "hex":

@@ -20,24 +20,11 @@ _MAX_ID = 200
 
 
 def validate_sample_id(sample_id) -> str:
-    """Return ``sample_id`` if it is a safe relative path, else raise.
+    """``sample_id`` (e.g. ``"color/v1/yellowish-pink/t07"``) if it is a safe relative path.
 
-    Parameters
-    ----------
-    sample_id : str
-        Candidate id such as ``"color/v1/yellowish-pink/t07"``.
-
-    Returns
-    -------
-    str
-        The id, unchanged.
-
-    Raises
-    ------
-    SampleIdError
-        If the id is not a string, is empty, longer than 200 characters,
-        absolute, has an empty, ``.`` or ``..`` segment, or a character
-        outside ``[a-z0-9._-]`` in a segment.
+    Else a :class:`~pytest_violin.errors.SampleIdError`: not a string, empty,
+    longer than 200 characters, absolute, an empty, ``.`` or ``..`` segment, or
+    a character outside ``[a-z0-9._-]`` in a segment.
     """
     accepted = ("accepted: relative '/'-separated segments of [a-z0-9._-], "
                 "no empty, '.' or '..' segment, at most 200 characters")

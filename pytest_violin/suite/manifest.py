@@ -67,28 +67,13 @@ def _write(path: Path, data: bytes) -> None:
 
 def export_samples(samples, out_dir, *, progress: bool = True, stream=None,
                    compression: int = 1) -> Path:
-    """Write a manifest and the PNGs of ``samples`` into ``out_dir``.
+    """Write a manifest and the PNGs of ``samples`` into ``out_dir``; return the manifest file.
 
-    Streams: one sample is rendered, written and dropped at a time, so
-    memory stays flat whatever the suite size.
-
-    Parameters
-    ----------
-    samples : iterable of Sample
-        What to export (a list gives the progress bar its total).
-    out_dir : path
-        Created if missing; an existing manifest there is overwritten.
-    progress : bool
-        Show a text progress bar on ``stream`` (default stderr).
-    stream : file, optional
-        Where the progress bar goes.
-    compression : int
-        PNG zlib level 0-9.
-
-    Returns
-    -------
-    pathlib.Path
-        The manifest file.
+    Streams: one sample is rendered, written and dropped at a time, so memory
+    stays flat whatever the suite size. ``out_dir`` is created if missing (an
+    existing manifest there is overwritten); ``progress`` shows a text progress
+    bar on ``stream`` (default stderr; a list of samples gives it its total);
+    ``compression`` is the PNG zlib level 0-9.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
