@@ -36,27 +36,13 @@ def _kind(mode: int) -> str:
 
 
 def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them, or ``error``.
+    """The bytes of the regular file ``path`` an option names, at most ``limit`` of them.
 
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file an option names.
-    what : str
-        The option, e.g. ``"--violin-workflow"``: every message starts with it.
-    limit : int
-        Largest size accepted, in bytes.
-    error : type, optional
-        The :class:`~pytest_violin.errors.ViolinError` subclass raised (callers
-        turn it into their usage error), default :class:`InvalidArgumentError`.
-
-    Raises
-    ------
-    error
-        A missing or unreadable path, something that is not a regular file
-        (never opened for reading in a way that blocks), a file over ``limit``
-        bytes (refused by its size, not read); the message names ``what``,
-        the path and the limit.
+    Else ``error`` (a :class:`~pytest_violin.errors.ViolinError` subclass its
+    caller turns into a usage error), naming ``what`` (the option, e.g.
+    ``"--violin-workflow"``), the path and the limit: a missing or unreadable
+    path, something that is not a regular file (never opened for reading in a
+    way that blocks), a file over ``limit`` bytes (refused by its size, not read).
     """
     shown = f"{what}: {str(path)!r}"
     accepted = f"accepted: a regular file of at most {int(limit):,} bytes"

@@ -63,34 +63,18 @@ _MASK_DRAWERS = {"inpaint": _draw_inpaint, "outpaint": _draw_outpaint, "random":
 
 def masks(*, width: int = 64, height: int = 64, kind: str | None = None,
           dtype=bool) -> st.SearchStrategy:
-    """Binary keep-masks of the mask task (True / 1 = keep, False / 0 = black).
+    """Binary keep-masks of the mask task, ``(height, width)`` arrays (True / 1 = keep, False / 0 = black).
 
-    Parameters
-    ----------
-    width, height : int, optional
-        Mask size in pixels, at least 16 (default 64 x 64; masks scale, so
-        tests rarely need the suite's 512).
-    kind : {"inpaint", "outpaint", "random"} or None, optional
-        ``inpaint``: one interior star-shaped blob of 1-3 ellipses;
-        ``outpaint``: bands along one to three adjacent sides (never a
-        closed frame); ``random``: one to three thick strokes with bounded
-        turning. None (default): any kind, shrinking toward the simplest
-        mask, one band of 10% on the left side.
-    dtype : {bool, numpy.uint8}, optional
-        ``bool`` or ``uint8`` with values 0 and 1.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        ``(height, width)`` arrays. Every mask is well formed as in the
-        suite: at least one kept and one black pixel, and no black region
-        encloses kept pixels (enclosed kept pixels are blacked out), so its
-        ground truth scores 0.0 in both metric profiles.
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        For sizes outside ``16..4096``, an unknown kind or dtype.
+    The size is 16..4096 pixels a side (default 64 x 64; masks scale, so tests
+    rarely need the suite's 512); ``dtype`` is ``bool`` or ``uint8`` (0 and 1).
+    ``kind`` ``inpaint`` is one interior star-shaped blob of 1-3 ellipses;
+    ``outpaint`` bands along one to three adjacent sides (never a closed
+    frame); ``random`` one to three thick strokes with bounded turning; None
+    (default): any kind, shrinking toward the simplest mask, one band of 10% on
+    the left side. Every mask is well formed as in the suite: at least one kept
+    and one black pixel, and no black region encloses kept pixels (enclosed
+    kept pixels are blacked out), so its ground truth scores 0.0 in both metric
+    profiles.
     """
     width, height = check_canvas(width, height, 16)
     check_choice("kind", kind, MASK_KINDS, allow_none=True)
@@ -118,23 +102,12 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 
 
 def source_images(*, width: int = 64, height: int = 64) -> st.SearchStrategy:
-    """Natural source images for the mask task: crops of scikit-image photos.
+    """Natural ``(height, width, 3)`` uint8 source images for the mask task (default 64 x 64).
 
-    Each image is a crop (zoom 1-2x, position, optional mirror) of one of
-    the photographs bundled with scikit-image, lifted so every channel is
-    at least 40 (above the mask metrics' black threshold), exactly as the
-    suite's base images.
-
-    Parameters
-    ----------
-    width, height : int, optional
-        Image size (default 64 x 64).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        ``(height, width, 3)`` uint8 RGB arrays; shrinks toward the first
-        photo, uncropped, centred, not mirrored.
+    Each image is a crop (zoom 1-2x, position, optional mirror) of one of the
+    photographs bundled with scikit-image, lifted so every channel is at least
+    40 (above the mask metrics' black threshold), exactly as the suite's base
+    images; shrinks toward the first photo, uncropped, centred, not mirrored.
     """
     width, height = check_canvas(width, height, 8)
     from ..suite.photos import SKIMAGE_PHOTOS, base_image
