@@ -312,21 +312,11 @@ class Sample:
                                     f"image ({reason})") from None
 
     def score(self, image, *, profile: str = "violin"):
-        """Score a generated image against this sample's ground truth.
+        """Score a generated image (resized to ``(width, height)`` first when it has another size).
 
-        Parameters
-        ----------
-        image : image-like
-            Anything :func:`pytest_violin.as_rgb8` accepts. An image of
-            another size is resized to ``(width, height)`` first.
-        profile : {"violin", "strict"}
-            Metric profile.
-
-        Returns
-        -------
-        Metrics
-            Values named by :attr:`metric_names`; ``info`` holds
-            ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
+        Returns the :class:`~pytest_violin.metrics.Metrics` named by
+        :attr:`metric_names`; their ``info`` holds ``original_size`` ``(w, h)``,
+        ``resized`` and ``sample_id``.
         """
 
         # profile "violin" reads an answer as the reference scripts do (cv2.imread)

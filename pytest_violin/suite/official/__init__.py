@@ -283,28 +283,17 @@ def _samples(doc, identity: dict) -> OfficialSamples:
 def load_official(source, *, metadata=None) -> OfficialSamples:
     """Load the official Violin data from a parquet, a converted folder or ``hf:REPO[@REV]``.
 
-    Parameters
-    ----------
-    source : str or path
-        ``violin-test.parquet``, a folder holding it (a clone of the hub
-        repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``.
-    metadata : path, optional
-        The folder of metadata CSVs (default: ``metadata/`` beside the data).
+    ``source`` is ``violin-test.parquet``, a folder holding it (a clone of the
+    hub repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``;
+    ``metadata`` the folder of metadata CSVs (default: ``metadata/`` beside the
+    data). The samples carry ``.dataset``: ``form``, ``source``, ``sha256`` or
+    ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped`` (reason ->
+    rows), ``notes`` (reading -> rows), ``metadata``.
 
-    Returns
-    -------
-    OfficialSamples
-        The samples, with ``.dataset``: ``form``, ``source``, ``sha256`` or
-        ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped``
-        (reason -> rows), ``notes`` (reading -> rows), ``metadata``.
-
-    Raises
-    ------
-    SuiteError
-        A missing extra (naming ``pip install 'pytest-violin[hub]'``), a hub
-        dataset offline and not cached.
-    ManifestError
-        One line naming the file, the row or id and what was expected.
+    A missing extra (naming ``pip install 'pytest-violin[hub]'``) or a hub
+    dataset offline and not cached is a :class:`~pytest_violin.errors.SuiteError`;
+    bad data a :class:`~pytest_violin.errors.ManifestError` naming the file, the
+    row or id and what was expected.
     """
     try:
         return _load(str(source), metadata)

@@ -50,20 +50,11 @@ def regular_inside(path, folder) -> str | None:
 
 
 def shown(value, limit: int = MAX_SHOWN) -> str:
-    """``value`` as one printable, redacted line of at most ``limit`` characters, quoted.
+    """``value`` (``str()`` of a cell, a file name, a path or a header from a dataset) as one quoted line.
 
-    Parameters
-    ----------
-    value : object
-        A cell, a file name, a path or a header from a dataset (``str`` of it).
-    limit : int, optional
-        Characters kept; a longer value ends ``...`` with its length.
-
-    Returns
-    -------
-    str
-        ``'text'`` with control characters as ``\\xNN`` escapes (newlines and
-        tabs too: one line), a registered secret masked.
+    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too)
+    and redacted (a registered secret masked); past ``limit`` characters it
+    ends ``...`` with its length.
 
     Examples
     --------
