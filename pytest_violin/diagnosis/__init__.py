@@ -86,23 +86,12 @@ def diagnose(sample, image) -> Diagnosis:
 
 
 def diagnose_failure(sample, images, per_repeat) -> tuple:
-    """Diagnose a failing sample's worst repeat; never raise.
+    """``(Diagnosis, None)`` of a failing sample's worst repeat, or ``(None, "Type: first line")``.
 
-    Parameters
-    ----------
-    sample : Sample
-        The failing sample.
-    images : sequence
-        Its answers, one per repeat.
-    per_repeat : sequence of dict
-        Each repeat's metrics (with ``mean``); the worst mean is diagnosed.
-
-    Returns
-    -------
-    tuple
-        ``(Diagnosis, None)``, or ``(None, "Type: first line")`` (redacted,
-        cut to :data:`ERROR_LINE_CHARS`) when diagnosing raised: a diagnosis
-        must never turn a failure into an error.
+    The worst is the largest ``mean`` among ``per_repeat`` (each repeat's
+    metrics, one per image of ``images``). Diagnosing never raises: a
+    diagnosis must never turn a failure into an error, so an exception becomes
+    its first line (redacted, cut to :data:`ERROR_LINE_CHARS`).
     """
     try:
         worst = max(range(len(images)),
