@@ -58,60 +58,45 @@ def set_reader(reader: str) -> str:
 
 def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES,
             reader: str | None = None) -> np.ndarray:
-    """Turn an image-like object into an ``(H, W, 3)`` uint8 RGB array.
+    """Turn an image-like object into a C-contiguous ``(H, W, 3)`` uint8 RGB array.
 
     Parameters
     ----------
     obj : array_like, PIL.Image.Image, bytes, str or os.PathLike
         * numpy array: gray ``(H, W)`` or ``(H, W, 1)``, RGB ``(H, W, 3)``
           or RGBA ``(H, W, 4)``; dtype ``uint8``, ``uint16`` (rescaled),
-          ``bool`` (0/255) or floating point in ``[0, 1]``.
+          ``bool`` (0/255) or floating point in ``[0, 1]``; a uint8 RGB array
+          is returned without a copy;
         * a PIL image of any mode;
         * encoded image bytes (PNG, JPEG, WebP, ...);
         * a path to an image file (a regular, non-empty file: directories,
           FIFOs, devices and ``/proc`` files are refused).
-
-        RGBA inputs are composited over black: a transparent pixel is a
-        black pixel (``reader="pillow"``; see ``reader``).
     max_pixels : int, optional
-        Largest accepted ``width * height`` (default :data:`MAX_PIXELS`).
+        Largest accepted ``width * height``.
     max_bytes : int, optional
         Largest accepted decoded size of encoded and PIL images, from the
-        header (default :data:`MAX_DECODED_BYTES`; see
-        :func:`decoded_size`). Arrays are already in memory and are bounded
-        by ``max_pixels`` only.
+        header (:func:`decoded_size`); arrays are bounded by ``max_pixels`` only.
     reader : {"pillow", "opencv"}, optional
-        How pixels are read (default: :func:`current_reader`, ``"pillow"``
-        unless a run of profile ``violin`` set ``"opencv"``). ``"pillow"``:
-        alpha composited over black, 16-bit values rounded
-        (``v * 255 / 65535``), EXIF orientation applied. ``"opencv"``: as
-        the Violin reference scripts read files, ``cv2.imread(path)``:
-        encoded data is decoded by ``cv2.imdecode(..., IMREAD_COLOR)`` (alpha
+        Default :func:`current_reader`: ``"pillow"`` unless a run of profile
+        ``violin`` set ``"opencv"``. ``"pillow"`` composites alpha over black (a
+        transparent pixel is a black pixel), rounds 16-bit values
+        (``v * 255 / 65535``) and applies the EXIF orientation. ``"opencv"``
+        reads as the Violin reference scripts do, ``cv2.imread(path)``: alpha
         dropped, 16 bits truncated to the high byte, CMYK and palettes
-        converted by OpenCV's codecs, EXIF orientation applied); an array
-        has its alpha dropped and 16-bit values truncated (what saving it
-        as PNG and reading it back with ``cv2.imread`` gives); a PIL image
-        of a mode PNG can hold is read as that PNG. The same header checks
-        (``max_pixels``, ``max_bytes``) come first in both.
+        converted by OpenCV's codecs, EXIF orientation applied (an array or
+        PIL image as it reads back from a PNG). The same header checks come
+        first in both.
 
-    Returns
-    -------
-    numpy.ndarray
-        C-contiguous ``uint8`` array of shape ``(H, W, 3)``. A uint8 RGB
-        input is returned without a copy. The conversion works in blocks
-        of rows: besides the result, it allocates only a few megabytes,
-        whatever the input's dtype and mode. Decodes of encoded images
-        share a process-wide budget (:data:`DECODE_BUDGET_BYTES`): when
-        threads decode large images at once, the later ones wait.
+    The conversion works in blocks of rows: besides the result it allocates
+    only a few megabytes, whatever the input's dtype and mode. Decodes of
+    encoded images share a process-wide budget (:data:`DECODE_BUDGET_BYTES`):
+    when threads decode large images at once, the later ones wait.
 
-    Raises
-    ------
-    InvalidImageError
-        (a ``ValueError``) for anything else, empty images, NaN or
-        out-of-range floats, undecodable bytes, missing or special files,
-        and images over ``max_pixels`` or ``max_bytes``; the message names
-        what was received and what is accepted, never the bytes of a
-        file, and chains no other exception.
+    Anything else, empty images, NaN or out-of-range floats, undecodable bytes,
+    missing or special files and images over ``max_pixels`` or ``max_bytes``
+    are an :class:`~pytest_violin.errors.InvalidImageError` (a ``ValueError``)
+    that names what was received and what is accepted, never the bytes of a
+    file, and chains no other exception.
 
     Examples
     --------

@@ -255,36 +255,19 @@ def _horner(coeffs, x):
 
 
 def ciede2000_to_color(lab, ref) -> np.ndarray:
-    """CIEDE2000 between each colour of ``lab`` and one colour ``ref``.
+    """CIEDE2000 between each colour of ``lab`` (``(..., 3)`` CIE Lab) and one colour ``ref`` (``(3,)``).
 
-    The same values as ``ciede2000(ref, lab)`` (to ~1e-12), about twice as
-    fast: trigonometry only where the formula needs an angle. The hue
-    difference term comes from the dot and cross products of the primed
-    ``(a', b)`` vectors (``dH'**2 = 2 (C1' C2' - dot)``, written
-    ``2 cross**2 / (C1' C2' + dot)`` when that cancels; its sign is the
-    cross product's), and the mean hue's direction is the bisector of the
-    two unit vectors, so ``T`` is a polynomial in its cosine and sine;
-    one ``arctan2`` of the bisector gives the angle the rotation term
-    needs. Pairs whose mean hue is (nearly) a branch decision of the
-    formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad
-    of 0) go through :func:`chroma_hue_terms`.
-
-    Parameters
-    ----------
-    lab : array_like
-        ``(..., 3)`` CIE Lab colours.
-    ref : array_like
-        One CIE Lab colour, shape ``(3,)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 of ``lab``'s shape without the last axis.
-
-    Raises
-    ------
-    ValueError
-        If ``lab`` is not ``(..., 3)`` or ``ref`` not ``(3,)``.
+    float64 of ``lab``'s shape without the last axis: the same values as
+    ``ciede2000(ref, lab)`` (to ~1e-12), about twice as fast: trigonometry only
+    where the formula needs an angle. The hue difference term comes from the
+    dot and cross products of the primed ``(a', b)`` vectors
+    (``dH'**2 = 2 (C1' C2' - dot)``, written ``2 cross**2 / (C1' C2' + dot)``
+    when that cancels; its sign is the cross product's), and the mean hue's
+    direction is the bisector of the two unit vectors, so ``T`` is a polynomial
+    in its cosine and sine; one ``arctan2`` of the bisector gives the angle the
+    rotation term needs. Pairs whose mean hue is (nearly) a branch decision of
+    the formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad
+    of 0) go through :func:`chroma_hue_terms`. Other shapes are a ``ValueError``.
     """
     lab = np.asarray(lab, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
