@@ -57,21 +57,11 @@ _NEEDS = {"ratio": ("orientation", "split", "colors"), "border": ("thickness", "
 def diagnose(sample, image) -> Diagnosis:
     """Measure how ``image`` departs from ``sample``'s exact answer.
 
-    Parameters
-    ----------
-    sample : Sample
-        The sample (its spec and ground truth say what was asked).
-    image : image-like
-        The answer: anything :func:`pytest_violin.as_rgb8` accepts, read as
-        :meth:`Sample.score` reads it under profile ``violin``; another size
-        is resized to the sample's first.
-
-    Returns
-    -------
-    Diagnosis
-        The findings, the one that explains most first; empty for a
-        perfect answer, and ``supported=False`` for a task without a
-        diagnoser.
+    ``image`` is read as :meth:`Sample.score` reads it under profile
+    ``violin`` (another size resized to the sample's first). The
+    :class:`Diagnosis` lists the findings, the one that explains most first:
+    empty for a perfect answer, ``supported=False`` for a task without a
+    diagnoser.
     """
     from ..imaging import as_rgb8, resize_rgb8
 

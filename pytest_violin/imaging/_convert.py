@@ -157,13 +157,7 @@ def resize_rgb8(image: np.ndarray, width: int, height: int) -> np.ndarray:
 
 
 def check_same_size(image: np.ndarray, expected: np.ndarray) -> None:
-    """Raise :class:`ImageSizeMismatchError` unless both images have one size.
-
-    Parameters
-    ----------
-    image, expected : numpy.ndarray
-        Arrays whose first two dimensions are compared.
-    """
+    """Raise :class:`ImageSizeMismatchError` unless both arrays have the same first two dimensions."""
     if image.shape[:2] != expected.shape[:2]:
         raise ImageSizeMismatchError(
             f"image shape {tuple(image.shape)} does not match expected shape "

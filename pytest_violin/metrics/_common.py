@@ -85,15 +85,10 @@ def clip01(value: float) -> float:
 
 
 def split_blocks(height: int, width: int, layout: str) -> list[tuple[slice, slice]]:
-    """Return the ``(rows, cols)`` slices of each block of ``layout``.
+    """The ``(rows, cols)`` slices of each block of ``layout``, split at ``height // 2`` and ``width // 2``.
 
-    Blocks split at ``height // 2`` and ``width // 2``; the second half
-    gets the odd row or column.
-
-    Raises
-    ------
-    ValueError
-        If the image is too small to give every block a pixel.
+    The second half gets the odd row or column; an image too small to give
+    every block a pixel is a ``ValueError``.
     """
     check_layout(layout)
     min_h, min_w = _MIN_SIZE[layout]

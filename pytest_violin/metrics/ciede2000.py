@@ -111,10 +111,8 @@ def _chroma_hue_kernel(a1, b1, a2, b2) -> np.ndarray:
 def chroma_hue_from_primes(a2, b2, scale, c1, h1) -> np.ndarray:
     """The chroma/hue part of CIEDE2000 given :func:`ref_primes` of colour 1.
 
-    Notes
-    -----
-    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers
-    by multiplication, and ``cos(k h) / sin(k h)`` for k = 2, 3, 4 by the
+    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers by
+    multiplication, and ``cos(k h) / sin(k h)`` for k = 2, 3, 4 by the
     multiple-angle identities, so the only transcendental calls are the
     ``arctan2`` of each hue, one ``cos``/``sin`` pair of the mean hue, one
     ``sin`` of the half hue difference, one ``exp`` and one ``sin`` of the

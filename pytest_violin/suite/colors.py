@@ -91,12 +91,8 @@ _BY_RGB = {c.rgb: c for c in ISCC_NBS_COLORS}
 
 
 def color_by_name(name: str) -> IsccColor:
-    """Return the ISCC-NBS color called ``name`` (case/space/dash insensitive).
-
-    Raises
-    ------
-    InvalidColorError
-        If ``name`` is not one of the 29 names.
+    """The ISCC-NBS color called ``name`` (case, space and dash insensitive), else an
+    :class:`~pytest_violin.errors.InvalidColorError`.
     """
     key = " ".join(str(name).lower().replace("-", " ").replace("_", " ").split())
     color = _BY_KEY.get(key)
@@ -128,22 +124,10 @@ def _fail(value, problem: str = "is in no accepted notation") -> InvalidColorErr
 
 
 def parse_color(value) -> tuple:
-    """Parse a color in any accepted notation to an ``(r, g, b)`` tuple of ints.
+    """Parse a color in any notation of the module docstring to an ``(r, g, b)`` tuple of ints in ``0..255``.
 
-    Parameters
-    ----------
-    value : str or sequence of int
-        See the module docstring for the notations.
-
-    Returns
-    -------
-    tuple of int
-        ``(r, g, b)`` with components in ``0..255``.
-
-    Raises
-    ------
-    InvalidColorError
-        Naming ``value`` and the accepted forms.
+    Anything else is an :class:`~pytest_violin.errors.InvalidColorError` naming
+    ``value`` and the accepted forms.
 
     Examples
     --------

@@ -252,29 +252,17 @@ def _files(record, base: str, where, size, task: str, spec: dict) -> dict:
 
 
 def load_manifest(path) -> list:
-    """Load the samples of a manifest file or export folder.
+    """The samples of ``manifest.jsonl`` (or the folder holding it), in file order.
 
-    Parameters
-    ----------
-    path : path
-        ``manifest.jsonl`` or the folder holding it.
-
-    Returns
-    -------
-    list of Sample
-        In file order; ground truth and inputs are read from the PNG files.
-
-    Raises
-    ------
-    ManifestError
-        With the file, 1-based line and field at fault: invalid JSON, a
-        missing or mistyped field, a width or height outside
-        ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing PNG, a
-        path that leaves the manifest folder (through ``..`` or a symlink),
-        a directory, FIFO, device or empty file, an image file that is not
-        an image of the sample's size (header only; the message never
-        quotes a file's content), an over-long line, or a control that
-        names no sample of the manifest.
+    Ground truth and inputs are read from the PNG files. A
+    :class:`~pytest_violin.errors.ManifestError` names the file, 1-based line and
+    field at fault: invalid JSON, a missing or mistyped field, a width or
+    height outside ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing
+    PNG, a path that leaves the manifest folder (through ``..`` or a symlink),
+    a directory, FIFO, device or empty file, an image file that is not an
+    image of the sample's size (header only; the message never quotes a file's
+    content), an over-long line, or a control that names no sample of the
+    manifest.
     """
     mpath = manifest_path(path)
     if not mpath.is_file():

@@ -57,12 +57,8 @@ def photos_dir_from_env():
 
 
 def list_photo_dir(folder) -> tuple:
-    """Sorted image file names in ``folder`` (no image is opened).
-
-    Raises
-    ------
-    SuiteError
-        If the folder does not exist or holds no image file.
+    """Sorted image file names in ``folder`` (none opened); a :class:`~pytest_violin.errors.SuiteError`
+    when it does not exist or holds no image file.
     """
     folder = Path(folder)
     if not folder.is_dir():
