@@ -34,15 +34,8 @@ from .imaging import as_rgb8
 from .metrics import check_profile
 from .errors import InvalidArgumentError
 
-__all__ = [
-    "assert_obeys",
-    "assert_pure_color",
-    "assert_blocks",
-    "assert_shape",
-    "assert_masked",
-    "describe_sample",
-    "resolve_limits",
-]
+__all__ = ["assert_obeys", "assert_pure_color", "assert_blocks", "assert_shape", "assert_masked",
+           "describe_sample", "resolve_limits"]
 
 from .tasks.color import BLOCK_COUNTS as _LAYOUT_COUNTS  # noqa: E402  layout -> blocks
 

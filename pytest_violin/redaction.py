@@ -29,19 +29,9 @@ import threading
 from urllib.parse import (quote, quote_plus, unquote, unquote_plus, unquote_to_bytes, urlsplit,
                           urlunsplit)
 
-__all__ = [
-    "MASK",
-    "MIN_SECRET_LENGTH",
-    "PREFIX_MIN_LENGTH",
-    "RedactingFilter",
-    "install_log_redaction",
-    "register_secret",
-    "redact",
-    "redact_url",
-    "redact_userinfo",
-    "is_registered",
-    "contains_secret",
-]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "PREFIX_MIN_LENGTH", "RedactingFilter",
+           "install_log_redaction", "register_secret", "redact", "redact_url", "redact_userinfo",
+           "is_registered", "contains_secret"]
 
 #: What a secret is replaced with.
 MASK = "***"

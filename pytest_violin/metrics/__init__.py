@@ -21,18 +21,6 @@ from .color import COLOR_METRICS, color_metrics
 from .mask import MASK_METRICS, mask_metrics
 from .shape import SHAPE_METRICS, shape_metrics
 
-__all__ = [
-    "Metrics",
-    "PROFILES",
-    "LAYOUTS",
-    "COLOR_METRICS",
-    "SHAPE_METRICS",
-    "MASK_METRICS",
-    "color_metrics",
-    "shape_metrics",
-    "mask_metrics",
-    "ciede2000",
-    "ciede2000_to_color",
-    "rgb_to_lab",
-    "check_profile",
-]
+__all__ = ["Metrics", "PROFILES", "LAYOUTS", "COLOR_METRICS", "SHAPE_METRICS", "MASK_METRICS",
+           "color_metrics", "shape_metrics", "mask_metrics", "ciede2000", "ciede2000_to_color",
+           "rgb_to_lab", "check_profile"]

@@ -43,23 +43,7 @@ from ._geometry import ANCHORS, SHAPES, ShapePlacement, shape_placements, split_
 from ._masks import MASK_KINDS, masks, source_images
 from ._samples import block_samples, color_samples, mask_samples, ratio_samples, shape_samples
 
-__all__ = [
-    "NOTATIONS",
-    "MASK_KINDS",
-    "SHAPES",
-    "ANCHORS",
-    "ShapePlacement",
-    "named_colors",
-    "rgb_colors",
-    "hex_colors",
-    "colors",
-    "split_ratios",
-    "shape_placements",
-    "masks",
-    "source_images",
-    "color_samples",
-    "block_samples",
-    "ratio_samples",
-    "shape_samples",
-    "mask_samples",
-]
+__all__ = ["NOTATIONS", "MASK_KINDS", "SHAPES", "ANCHORS", "ShapePlacement", "named_colors",
+           "rgb_colors", "hex_colors", "colors", "split_ratios", "shape_placements", "masks",
+           "source_images", "color_samples", "block_samples", "ratio_samples", "shape_samples",
+           "mask_samples"]

@@ -30,20 +30,9 @@ from .prompts import (ANCHOR_PHRASES, BLOCK_TEMPLATES, CODE_TEMPLATES, COLOR_TEM
                       SHAPE_PHRASES, SHAPE_TEMPLATES, percent, pick)
 from .sample import Sample
 
-__all__ = [
-    "CUSTOM_SUITE",
-    "color_sample",
-    "block_sample",
-    "ratio_sample",
-    "shape_sample",
-    "mask_sample",
-    "make_blocks",
-    "make_fuzzy",
-    "make_ratio",
-    "make_shape",
-    "make_photo_mask",
-    "shape_prompt",
-]
+__all__ = ["CUSTOM_SUITE", "color_sample", "block_sample", "ratio_sample", "shape_sample",
+           "mask_sample", "make_blocks", "make_fuzzy", "make_ratio", "make_shape",
+           "make_photo_mask", "shape_prompt"]
 
 #: Suite name of samples made by the public builders.
 CUSTOM_SUITE = "custom"

@@ -22,14 +22,8 @@ from importlib import resources
 from ..errors import InternalError, InvalidColorError
 from .ids import slugify
 
-__all__ = [
-    "IsccColor",
-    "ISCC_NBS_COLORS",
-    "NOTATIONS",
-    "parse_color",
-    "format_color",
-    "color_by_name",
-]
+__all__ = ["IsccColor", "ISCC_NBS_COLORS", "NOTATIONS", "parse_color", "format_color",
+           "color_by_name"]
 
 #: Notations accepted by :func:`format_color`.
 NOTATIONS = ("name", "hex", "rgb", "hsl")

@@ -16,17 +16,8 @@ from .geometry import block_boxes
 from .masks import generate_mask
 from .photos import base_image
 
-__all__ = [
-    "contact_sheet",
-    "render_blocks",
-    "render_ratio",
-    "render_shape",
-    "shape_pixels",
-    "render_border",
-    "render_dots",
-    "render_mask_inputs",
-    "apply_mask",
-]
+__all__ = ["contact_sheet", "render_blocks", "render_ratio", "render_shape", "shape_pixels",
+           "render_border", "render_dots", "render_mask_inputs", "apply_mask"]
 
 
 def _color(color) -> tuple:

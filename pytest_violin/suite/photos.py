@@ -24,17 +24,8 @@ import numpy as np
 from ..errors import SuiteError
 from ..imaging import as_rgb8
 
-__all__ = [
-    "SKIMAGE_PHOTOS",
-    "LIFT",
-    "WORKING_SIDE",
-    "PHOTO_EXTENSIONS",
-    "photos_dir_from_env",
-    "list_photo_dir",
-    "load_photo",
-    "lift_dark",
-    "base_image",
-]
+__all__ = ["SKIMAGE_PHOTOS", "LIFT", "WORKING_SIDE", "PHOTO_EXTENSIONS", "photos_dir_from_env",
+           "list_photo_dir", "load_photo", "lift_dark", "base_image"]
 
 #: scikit-image photographs used by default (all bundled with the package).
 SKIMAGE_PHOTOS = (

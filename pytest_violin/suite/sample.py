@@ -16,18 +16,8 @@ from ..tasks import color as _color_family
 from .drawing import apply_mask
 from .ids import validate_sample_id
 
-__all__ = [
-    "Sample",
-    "TASKS",
-    "LAYOUTS",
-    "default_metric_names",
-    "RenderCache",
-    "RENDER_CACHE",
-    "FrozenMap",
-    "freeze",
-    "thaw",
-    "canonical_json",
-]
+__all__ = ["Sample", "TASKS", "LAYOUTS", "default_metric_names", "RenderCache", "RENDER_CACHE",
+           "FrozenMap", "freeze", "thaw", "canonical_json"]
 
 #: Tasks a sample can have (the built-in task families; families registered
 #: later are accepted too, see :func:`pytest_violin.tasks.task_names`).

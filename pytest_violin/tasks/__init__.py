@@ -24,28 +24,10 @@ from collections.abc import Mapping
 from ..errors import InvalidArgumentError, SuiteError
 from .base import DEFAULT_EXTRA_LIMIT, TaskFamily
 
-__all__ = [
-    "TaskFamily",
-    "DEFAULT_EXTRA_LIMIT",
-    "BUILTIN_FAMILIES",
-    "register",
-    "unregister",
-    "families",
-    "builtin_families",
-    "family",
-    "find_family",
-    "family_for_kind",
-    "task_names",
-    "renderable_kinds",
-    "known_metrics",
-    "default_limits",
-    "metric_names",
-    "render",
-    "render_inputs",
-    "score",
-    "describe",
-    "costly_render",
-]
+__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "BUILTIN_FAMILIES", "register", "unregister",
+           "families", "builtin_families", "family", "find_family", "family_for_kind", "task_names",
+           "renderable_kinds", "known_metrics", "default_limits", "metric_names", "render",
+           "render_inputs", "score", "describe", "costly_render"]
 
 #: task name -> "module:attribute" of the families shipped with the package,
 #: in display order. A new built-in family is one line here.
