@@ -28,7 +28,7 @@ LAYERS = [
     # 2: drawing primitives and color tables the task families render with
     ("pytest_violin.suite.colors", "pytest_violin.suite.geometry", "pytest_violin.suite.drawing",
      "pytest_violin.suite.masks", "pytest_violin.suite.photos",
-     "pytest_violin.suite.ids", "pytest_violin.suite.progress"),
+     "pytest_violin.suite.ids"),
     # 3: task families (metric names, limits, render, score, describe)
     ("pytest_violin.tasks",),
     # 4: suites and samples

@@ -347,7 +347,7 @@ def _score_dir(root: Path, samples, progress) -> dict:
     slim: dict = {}
     bar = None
     if progress:
-        from ..suite.progress import ProgressBar
+        from ..suite.manifest import ProgressBar
 
         bar = ProgressBar(len(samples), stream=None if progress is True else progress, label="score")
     records: dict = {}

@@ -188,7 +188,7 @@ def _drop_index(index: Path, why: str) -> None:
 
 
 def _progress(total):
-    from ..progress import ProgressBar
+    from ..manifest import ProgressBar
 
     return ProgressBar(total, label="official data")
 
