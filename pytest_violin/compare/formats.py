@@ -79,14 +79,14 @@ def _notes(comparison) -> list:
     from .paper import comparability_notes
 
     lines = [f"warning: {_line(m)}" for m in comparison.mismatches]
-    lines += [_line(n) for n in getattr(comparison, "notes", ())]
+    lines += [_line(n) for n in comparison.notes]
     lines += [printable(n) for n in comparability_notes(comparison)]
     if comparison.all_samples:
         lines.append("all samples of every run compared (--all-samples): runs may differ in "
                      "the samples behind each mean")
     elif len(comparison.runs) > 1:
         lines.append(f"{comparison.shared} samples held by every run compared")
-        reasons = getattr(comparison, "dropped_reasons", {}) or {}
+        reasons = comparison.dropped_reasons
         for label, n in comparison.dropped.items():
             if n:
                 why = reasons.get(label) or "not held by every other run"
@@ -147,7 +147,7 @@ def _terminal(comparison) -> str:
     out.extend(_notes(comparison))
     for task, table in _task_tables(comparison, lambda label: label + " (paper)"):
         out += ["", f"{_line(task)}:", *text_lines(table, esc=_line, indent="  ")]
-    modes = getattr(comparison, "modes", ())
+    modes = comparison.modes
     if modes and not _modes_recorded(modes):
         out += ["", _modes.NONE_RECORDED]
     elif modes:
@@ -178,7 +178,7 @@ def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
         out.append("")
     for task, table in _task_tables(comparison, lambda label: Raw(_md(label) + " *(paper)*")):
         out += [f"### {_md(task)}", "", *markdown_lines(table, esc=_md), ""]
-    modes = getattr(comparison, "modes", ())
+    modes = comparison.modes
     if modes and not _modes_recorded(modes):
         out += [_md(_modes.NONE_RECORDED[0].upper() + _modes.NONE_RECORDED[1:]) + ".", ""]
     elif modes:
@@ -261,7 +261,7 @@ def _latex(comparison) -> str:
         # the comparability notes are printed under the table, not only in a comment
         footer = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."] if said else []
         out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task], footer))
-    modes = getattr(comparison, "modes", ())
+    modes = comparison.modes
     if modes and not _modes_recorded(modes):
         out += ["", "% " + _tex(_modes.NONE_RECORDED)]
     elif modes:

@@ -128,18 +128,17 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     from .paper import comparability_notes
 
     banners = [("warn", m) for m in comparison.mismatches or ()]
-    banners += [("", m) for m in getattr(comparison, "notes", None) or ()]
+    banners += [("", m) for m in comparison.notes]
     # where the paper's rows and each run were measured
     banners += [("warn" if "did not use" in m else "", m) for m in comparability_notes(comparison)]
-    # (never ``getattr(r, "label", str(r))``: the default is built first, the repr of 1M records)
-    labels = [r.label if hasattr(r, "label") else str(r) for r in comparison.runs or ()]
+    labels = [r.label for r in comparison.runs]
     facts = [("runs", ", ".join(labels) or "-")]
     if comparison.all_samples:
         facts.append(("samples", "all samples of every run (--all-samples)"))
     else:
         facts.append(("samples compared", f"{int(comparison.shared)} (held by every run)"))
     dropped = {k: v for k, v in (comparison.dropped or {}).items() if v}
-    reasons = getattr(comparison, "dropped_reasons", None) or {}
+    reasons = comparison.dropped_reasons
     if dropped:
         facts.append(("dropped (another run lacks them)",
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
@@ -147,7 +146,7 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
               for task in _order(r.task for r in comparison.rows)]
     return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
-                              tables=tables, modes=_modes(getattr(comparison, "modes", ())),
+                              tables=tables, modes=_modes(comparison.modes),
                               pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
 
 

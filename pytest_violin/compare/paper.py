@@ -55,7 +55,7 @@ PAPER_DATASET = {
 
 
 def _on_official_data(run) -> bool:
-    data = (getattr(run, "metadata", None) or {}).get("dataset")
+    data = (run.metadata or {}).get("dataset")
     return isinstance(data, dict) and bool(data.get("revision") or data.get("sha256")
                                            or data.get("key"))
 
@@ -86,7 +86,7 @@ def dataset_differences(data: dict) -> list:
 
 
 def _run_note(run) -> list:
-    meta = getattr(run, "metadata", None) or {}
+    meta = run.metadata or {}
     lines = []
     if not _on_official_data(run):
         lines.append(f"run {run.label} did not use the paper's samples (suite "
@@ -97,7 +97,7 @@ def _run_note(run) -> list:
         ident = str(data.get("revision") or data.get("sha256") or data.get("key"))[:12]
         what = f"{data.get('repo') or data.get('source')}, {ident}"
         differs = dataset_differences(data)
-        scored = len(getattr(run, "records", None) or ())
+        scored = len(run.records or ())
         if differs:
             lines.append(f"run {run.label}: on data in the official format that is not the "
                          f"paper's dataset ({what}; samples per task: {', '.join(differs[:8])}; "
@@ -133,10 +133,10 @@ def comparability_notes(comparison) -> list:
     format), on a subset, or under a profile other than ``violin`` is said
     to be so, its numbers beside the paper's indicative only.
     """
-    if not any(getattr(r, "published", False) for r in getattr(comparison, "rows", ()) or ()):
+    if not any(r.published for r in comparison.rows):
         return []
     lines = [f"paper rows: published values, measured on {PAPER_SAMPLES}"]
-    for run in getattr(comparison, "runs", ()) or ():
+    for run in comparison.runs:
         lines += _run_note(run)
     return lines
 
