@@ -32,7 +32,7 @@ from ..._fs import atomic_write, load_json_text, read_option_file
 from ...errors import ManifestError, SuiteError
 from ...report.text import printable
 from ..sample import Sample
-from ._paths import regular_inside, shown, shown_path
+from ._paths import require_inside, shown, shown_path
 from .loader import INDEX_VERSION, build_index, cache_root, write_json
 from .metadata import read_metadata
 from .schema import sample_id
@@ -59,11 +59,7 @@ def _parquets(folder: Path, root: Path | None = None) -> list:
     root = folder if root is None else root
     found = sorted(p for p in folder.rglob("*.parquet") if ".cache" not in p.parts)
     for p in found:
-        why = regular_inside(p, root)
-        if why is not None:
-            raise ManifestError(f"parquet {why}; expected a regular file inside "
-                                f"{shown_path(root)} (a symlink out of the dataset is not "
-                                f"followed)", path=shown_path(p))
+        require_inside(p, root, "parquet")
     preferred = [p for p in found if p.name == "violin-test.parquet"]
     return preferred or found
 

@@ -14,10 +14,11 @@ import os
 import stat
 from pathlib import Path
 
+from ...errors import ManifestError
 from ...redaction import redact
 from ...report.text import printable
 
-__all__ = ["inside", "regular_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
+__all__ = ["inside", "regular_inside", "require_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
            "MAX_PATH_SHOWN"]
 
 #: Characters of a value from a dataset (a cell, a file name, a header) shown in a message.
@@ -47,6 +48,14 @@ def regular_inside(path, folder) -> str | None:
     except OSError as exc:
         return f"cannot be read ({exc.strerror or type(exc).__name__})"
     return None if stat.S_ISREG(mode) else "is not a regular file"
+
+
+def require_inside(path, root, what: str) -> None:
+    """Raise a :class:`ManifestError` naming ``what`` unless :func:`regular_inside` accepts ``path``."""
+    why = regular_inside(path, root)
+    if why is not None:
+        raise ManifestError(f"{what} {why}; expected a regular file inside {shown_path(root)} (a symlink "
+                            f"out of the dataset is not followed)", path=shown_path(path))
 
 
 def shown(value, limit: int = MAX_SHOWN) -> str:
