@@ -60,6 +60,11 @@ def _suffix(notation, template, width, height, default_notation="hex") -> str:
     return "".join("/" + p for p in parts)
 
 
+def _decimal(value) -> str:
+    """A number in an id: at most 6 decimals, no trailing zeros (``0.315``, ``0.5``, ``1``)."""
+    return f"{float(value):.6f}".rstrip("0").rstrip(".")
+
+
 def _hex6(rgb) -> str:
     return format_color(rgb, "hex")[1:].lower()
 
@@ -225,8 +230,7 @@ def ratio_sample(ratio: float, colors, *, orientation: str = "vertical", notatio
         raise SuiteError(f"ratio {ratio!r} must lie strictly between 0 and 1")
     prompt = pick(RATIO_TEMPLATES[orientation], template, "ratio").format(
         pct=percent(ratio), rest=percent(round(1.0 - ratio, 6)), first=texts[0], second=texts[1])
-    rtext = f"{ratio:.6f}".rstrip("0").rstrip(".")
-    sid = (f"custom/ratio/{orientation}/{rtext}/" + "-".join(_hex6(c) for c in rgbs)
+    sid = (f"custom/ratio/{orientation}/{_decimal(ratio)}/" + "-".join(_hex6(c) for c in rgbs)
            + _suffix(notation, template, width, height))
     return make_ratio(sid, CUSTOM_SUITE, orientation, ratio, orientation, rgbs, prompt, width,
                       height)
@@ -251,13 +255,11 @@ def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: in
         raise SuiteError(f"unknown anchor {anchor!r}; accepted: {', '.join(ANCHOR_PHRASES)}")
     if shape not in SHAPE_PHRASES:
         raise SuiteError(f"unknown shape {shape!r}; accepted: {', '.join(SHAPE_PHRASES)}")
-    stext = f"{float(size):.6f}".rstrip("0").rstrip(".")
     if anchor is not None:
         where = anchor
     else:
-        fx, fy = (f"{float(v):.6f}".rstrip("0").rstrip(".") for v in center)
-        where = f"c{fx}-{fy}"
-    sid = f"custom/shape/{shape}/s{stext}/{where}" + _suffix("hex", template, width, height)
+        where = f"c{_decimal(center[0])}-{_decimal(center[1])}"
+    sid = f"custom/shape/{shape}/s{_decimal(size)}/{where}" + _suffix("hex", template, width, height)
     return make_shape(sid, CUSTOM_SUITE, shape, shape, size, template, width, height,
                       anchor=anchor, center=center)
 
