@@ -33,28 +33,18 @@ NO_FAILING = "none failing"
 
 @dataclass(frozen=True)
 class RunModes:
-    """One run's failure modes of one task.
-
-    Attributes
-    ----------
-    label : str
-    failing : int
-        Failing samples of the task.
-    recorded : int
-        Of them, those whose record holds a diagnosis (with or without findings).
-    diagnosed : int
-        Of them, those with at least one finding: the shares' denominator.
-    shares : dict
-        Kind -> share of ``diagnosed`` whose first finding has that kind.
-    ways : dict
-        Kind -> the more common direction (``lighter``, ``smaller``...) where it has one.
-    """
+    """One run's failure modes of one task."""
 
     label: str
+    #: Failing samples of the task.
     failing: int
+    #: Of them, those whose record holds a diagnosis (with or without findings).
     recorded: int
+    #: Of them, those with at least one finding: the shares' denominator.
     diagnosed: int
+    #: Kind -> share of ``diagnosed`` whose first finding has that kind.
     shares: dict = field(default_factory=dict)
+    #: Kind -> the more common direction (``lighter``, ``smaller``...) where it has one.
     ways: dict = field(default_factory=dict)
 
     @property
