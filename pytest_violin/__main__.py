@@ -1,15 +1,9 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare`` (``--help`` on each).
 
-* ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
-  writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
-  stderr;
-* ``list [--suite NAME|PATH] [--tasks T ...]`` prints the sample counts per
-  task and variation;
-* ``sheet SOURCE OUT_PNG [--limit N]`` draws a contact sheet of a suite or
-  an export;
-* ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
-  [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
-  (and with the paper's published rows) in the paper's layout.
+``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its
+sample counts per task and variation, ``sheet`` draws a contact sheet, and
+``compare`` compares runs side by side (and with the paper's published
+rows) in the paper's layout.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
@@ -219,7 +213,7 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote {len(samples)} samples to {path}\n")
         elif args.command == "sheet":
             from .imaging import encode_png
-            from .suite.contact import contact_sheet
+            from .suite.drawing import contact_sheet
 
             sheet = contact_sheet(samples, columns=args.columns)
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))

@@ -36,27 +36,13 @@ def _kind(mode: int) -> str:
 
 
 def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them, or ``error``.
+    """The bytes of the regular file ``path`` an option names, at most ``limit`` of them.
 
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file an option names.
-    what : str
-        The option, e.g. ``"--violin-workflow"``: every message starts with it.
-    limit : int
-        Largest size accepted, in bytes.
-    error : type, optional
-        The :class:`~pytest_violin.errors.ViolinError` subclass raised (callers
-        turn it into their usage error), default :class:`InvalidArgumentError`.
-
-    Raises
-    ------
-    error
-        A missing or unreadable path, something that is not a regular file
-        (never opened for reading in a way that blocks), a file over ``limit``
-        bytes (refused by its size, not read); the message names ``what``,
-        the path and the limit.
+    Else ``error`` (a :class:`~pytest_violin.errors.ViolinError` subclass its
+    caller turns into a usage error), naming ``what`` (the option, e.g.
+    ``"--violin-workflow"``), the path and the limit: a missing or unreadable
+    path, something that is not a regular file (never opened for reading in a
+    way that blocks), a file over ``limit`` bytes (refused by its size, not read).
     """
     shown = f"{what}: {str(path)!r}"
     accepted = f"accepted: a regular file of at most {int(limit):,} bytes"
@@ -159,31 +145,12 @@ _NEW_FILE_MODE = 0o666
 
 
 def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
-    """Create and open a new, empty temporary file next to ``name``.
+    """A new, empty temporary file in ``directory`` (the destination's: the rename stays on
+    one file system): an open write-only descriptor and its path.
 
     Unlike :func:`tempfile.mkstemp` (always ``0600``), the file is created
     with mode ``0666`` less the umask, so the final file has the permissions
     any other file the user writes gets; ``O_EXCL`` keeps it our own file.
-
-    Parameters
-    ----------
-    directory : pathlib.Path
-        Where the file is created (the destination's directory, so that the
-        rename stays on one file system).
-    name : str
-        The destination's file name, part of the temporary name.
-
-    Returns
-    -------
-    tuple of (int, pathlib.Path)
-        An open write-only descriptor and the temporary file's path.
-
-    Raises
-    ------
-    FileExistsError
-        When :data:`_TEMP_NAME_ATTEMPTS` random names were all taken.
-    OSError
-        When the directory cannot be written.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -206,26 +173,9 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
     a partial one. The temporary file is removed on any failure. The file
     gets the permissions the process umask gives a new file (``0644``
     under the usual umask ``022``), as with any file the user writes.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Destination; parent directories are created.
-    data : str or bytes
-        Content; text is written as UTF-8 with ``\\n`` line ends.
-    fsync : bool, optional
-        Flush the file to disk before the rename (for files that must
-        survive a crash, such as baselines).
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Raises
-    ------
-    OSError
-        When the directory or the file cannot be written.
+    Parent directories are created; text is written as UTF-8 with ``\\n``
+    line ends; ``fsync`` flushes the file to disk before the rename (for
+    files that must survive a crash, such as baselines). Returns ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,29 +8,11 @@ without importing anything from this package.
 
 from __future__ import annotations
 
-__all__ = [
-    "ViolinError",
-    "InvalidArgumentError",
-    "InternalError",
-    "InvalidImageError",
-    "ImageSizeMismatchError",
-    "InvalidColorError",
-    "SuiteError",
-    "ManifestError",
-    "SampleIdError",
-    "ModelSpecError",
-    "ThresholdError",
-    "GenerationError",
-    "GenerationCancelled",
-    "GenerationRefused",
-    "GenerationUnjudged",
-    "GenerationCrashed",
-    "ServerCrashed",
-    "SetupError",
-    "BaselineError",
-    "ViolinFailure",
-    "ViolinWarning",
-]
+__all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError",
+           "ImageSizeMismatchError", "InvalidColorError", "SuiteError", "ManifestError",
+           "SampleIdError", "ModelSpecError", "ThresholdError", "GenerationError",
+           "GenerationCancelled", "GenerationRefused", "GenerationUnjudged", "GenerationCrashed",
+           "ServerCrashed", "SetupError", "BaselineError", "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):
@@ -67,18 +49,8 @@ class SuiteError(ViolinError, ValueError):
 
 
 class ManifestError(SuiteError):
-    """A manifest file is malformed.
-
-    Parameters
-    ----------
-    message : str
-        What is wrong.
-    path : str, optional
-        The manifest file.
-    line : int, optional
-        1-based line number in the manifest.
-    field : str, optional
-        The JSON field at fault.
+    """A manifest file is malformed: ``message`` says what is wrong, after the manifest's ``path``,
+    1-based ``line`` and JSON ``field`` where given.
     """
 
     def __init__(self, message: str, *, path=None, line=None, field=None):
@@ -109,17 +81,11 @@ class ThresholdError(ViolinError, ValueError):
 class GenerationError(ViolinError, RuntimeError):
     """A model failed to produce an image for a sample.
 
-    Parameters
-    ----------
-    reason : str
-        One line that says why (status, server message, ...).
-    attempts : int, optional
-        How many attempts were made.
-    status : int, optional
-        The HTTP status of the last attempt, where there was one.
-    transport : bool, optional
-        True when no answer came at all (connection refused, DNS, TLS,
-        time-out): the runner counts these to stop calling a dead endpoint.
+    ``reason`` is one line that says why (status, server message, ...);
+    ``attempts`` how many attempts were made, ``status`` the HTTP status of the
+    last one where there was one. ``transport`` is True when no answer came at
+    all (connection refused, DNS, TLS, time-out): the runner counts these to
+    stop calling a dead endpoint.
     """
 
     def __init__(self, reason: str, *, attempts: int | None = None, status: int | None = None,
@@ -219,16 +185,10 @@ class BaselineError(ViolinError, ValueError):
 
 
 class ViolinFailure(ViolinError, AssertionError):
-    """A sample failed its limits; ``str()`` is the table pytest shows.
+    """A sample failed its limits; ``str()`` is the table pytest shows (with prompt and sample id).
 
-    An ``AssertionError``, so pytest reports it as a test failure.
-
-    Parameters
-    ----------
-    message : str
-        The full failure text (table, prompt and sample id).
-    rows : list of Row, optional
-        The verdict rows.
+    An ``AssertionError``, so pytest reports it as a test failure; ``rows`` are
+    the verdict rows.
     """
 
     def __init__(self, message: str, rows=()):

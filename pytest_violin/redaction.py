@@ -29,19 +29,9 @@ import threading
 from urllib.parse import (quote, quote_plus, unquote, unquote_plus, unquote_to_bytes, urlsplit,
                           urlunsplit)
 
-__all__ = [
-    "MASK",
-    "MIN_SECRET_LENGTH",
-    "PREFIX_MIN_LENGTH",
-    "RedactingFilter",
-    "install_log_redaction",
-    "register_secret",
-    "redact",
-    "redact_url",
-    "redact_userinfo",
-    "is_registered",
-    "contains_secret",
-]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "PREFIX_MIN_LENGTH", "RedactingFilter",
+           "install_log_redaction", "register_secret", "redact", "redact_url", "redact_userinfo",
+           "is_registered", "contains_secret"]
 
 #: What a secret is replaced with.
 MASK = "***"
@@ -78,19 +68,14 @@ def _variants(value: str, public_prefix: int = 0) -> dict[str, tuple[int, int]]:
 
 
 def register_secret(value, *, public_prefix: int = 0) -> None:
-    """Remember ``value`` as a secret that :func:`redact` must hide.
+    """Remember ``value`` (a credential) as a secret that :func:`redact` must hide.
 
-    Parameters
-    ----------
-    value : str or None
-        The credential. ``None``, empty strings and values shorter than
-        :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored.
-        The value itself, its URL-encoded forms and its base64 forms are
-        registered.
-    public_prefix : int, optional
-        How many leading characters are not secret (``len("Bearer ")``,
-        ``len("user:")``): a cut copy of the value is masked only when it
-        reaches :data:`PREFIX_MIN_LENGTH` characters past them.
+    The value itself, its URL-encoded forms and its base64 forms are
+    registered; ``None``, empty strings and values shorter than
+    :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored.
+    ``public_prefix`` leading characters are not secret (``len("Bearer ")``,
+    ``len("user:")``): a cut copy of the value is masked only when it reaches
+    :data:`PREFIX_MIN_LENGTH` characters past them.
     """
     global _ordered, _ordered_prefixes
     if not isinstance(value, str):
@@ -152,18 +137,7 @@ def contains_secret(text) -> bool:
 
 
 def redact(text) -> str:
-    """Replace every registered secret in ``text`` with ``***``.
-
-    Parameters
-    ----------
-    text : str
-        Any text; other objects are converted with ``str()`` first.
-
-    Returns
-    -------
-    str
-        The text without secrets.
-    """
+    """``text`` (``str()`` of any object) with every registered secret replaced by ``***``."""
     if not isinstance(text, str):
         text = str(text)
     secrets = _ordered  # an immutable snapshot: no lock needed to read it
@@ -209,18 +183,8 @@ def _starts(text: str, secret: str, needed: int, keep: int):
 
 
 def redact_url(url: str) -> str:
-    """Drop ``user:password@`` from a URL and redact registered secrets.
-
-    Parameters
-    ----------
-    url : str
-        An absolute URL.
-
-    Returns
-    -------
-    str
-        The URL without credentials in its authority part and with every
-        registered secret (for example an API key in the query) masked.
+    """An absolute URL without ``user:password@`` and with every registered secret (an API key in
+    the query) masked.
     """
     url = str(url)
     try:
@@ -253,7 +217,7 @@ _LOOSE_USERINFO = re.compile(
 
 
 def redact_userinfo(text, *, loose: bool = False) -> str:
-    """Mask URL user-info passwords in ``text``, then redact registered secrets.
+    """Mask URL user-info passwords in ``text`` (``str()`` of any object), then redact registered secrets.
 
     Secrets are masked, identities never are: only the password of
     ``SCHEME://user:password@host`` is a password
@@ -261,21 +225,10 @@ def redact_userinfo(text, *, loose: bool = False) -> str:
     ``https://alice:***@example.com/gen``); model names, paths and hosts
     stay readable (``openai:gpt-image-1@https://api.openai.com/v1``,
     ``replicate:owner/name:abc123@https://api.replicate.com/v1``,
-    ``openai:org@team/gpt:image-1@https://...``).
-
-    Parameters
-    ----------
-    text : str
-        Any text; other objects are converted with ``str()`` first.
-    loose : bool, optional
-        For text that did not parse as a model spec: also mask
-        ``user:password@host`` after a mistyped scheme (``htp://``,
-        ``http//``) or none (``alice:pw@host/gen``), when a host follows the
-        ``@``.
-
-    Returns
-    -------
-    str
+    ``openai:org@team/gpt:image-1@https://...``). ``loose``, for text that did
+    not parse as a model spec, also masks ``user:password@host`` after a
+    mistyped scheme (``htp://``, ``http//``) or none (``alice:pw@host/gen``),
+    when a host follows the ``@``.
     """
     text = _URL_USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", str(text))
     if loose:

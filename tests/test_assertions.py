@@ -333,7 +333,7 @@ def test_aesthetic_inertia_shrinks_to_a_split_near_one_half():
     from hypothesis import Phase, find, settings
 
     from pytest_violin.strategies import ratio_samples
-    from pytest_violin.suite.render import render_ratio
+    from pytest_violin.suite.drawing import render_ratio
 
     def fifty_fifty(sample):
         spec = sample.spec

@@ -98,8 +98,8 @@ def _reference_pil(img: Image.Image) -> np.ndarray:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of ~7 pixels, so a 13x9 image spans many blocks of unequal content."""
-    monkeypatch.setattr(imaging.pillow_reader, "_BLOCK_PIXELS", 7)  # read there, at call time
-    assert imaging.pillow_reader._rows_per_block(9) == 1     # the patch takes effect
+    monkeypatch.setattr(imaging._readers, "_BLOCK_PIXELS", 7)  # read there, at call time
+    assert imaging._readers._rows_per_block(9) == 1     # the patch takes effect
 
 
 def _arrays():
@@ -287,9 +287,9 @@ def test_a_bad_image_file_never_carries_its_bytes(tmp_path, content):
 
 
 def test_decoder_messages_quoting_file_bytes_are_reduced_to_their_type():
-    assert imaging._reason(SyntaxError("broken PNG file (chunk b'TOKE')")) == "SyntaxError"
-    assert imaging._reason(OSError("bad\x00data")) == "OSError"
-    assert imaging._reason(OSError("image file is truncated")) == "image file is truncated"
+    assert imaging._bounds._reason(SyntaxError("broken PNG file (chunk b'TOKE')")) == "SyntaxError"
+    assert imaging._bounds._reason(OSError("bad\x00data")) == "OSError"
+    assert imaging._bounds._reason(OSError("image file is truncated")) == "image file is truncated"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -343,7 +343,7 @@ def test_an_empty_file_is_refused(tmp_path):
 # ------------------------------------------------------- concurrent decodes share a budget
 
 def test_budget_makes_a_second_reservation_wait_until_the_first_is_released():
-    budget = imaging._Budget(100)
+    budget = imaging._bounds._Budget(100)
     first_in, release, second_in = threading.Event(), threading.Event(), threading.Event()
 
     def first():
@@ -369,7 +369,7 @@ def test_budget_makes_a_second_reservation_wait_until_the_first_is_released():
 
 
 def test_a_reservation_over_the_whole_budget_runs_alone():
-    budget = imaging._Budget(100)
+    budget = imaging._bounds._Budget(100)
     with budget.hold(10**12):
         assert budget.used == 100
     with budget.hold(30), budget.hold(30):
@@ -380,8 +380,8 @@ def test_concurrent_decodes_stay_within_the_budget(monkeypatch):
     img = Image.fromarray(RNG.integers(0, 256, (64, 64, 4), dtype=np.uint8))
     data = _encode(img)
     need = 64 * 64 * 4 + 64 * 64 * 3
-    budget = imaging._Budget(2 * need + 1)           # room for two decodes at a time
-    monkeypatch.setattr(imaging.bounds, "_DECODE_BUDGET", budget)  # both readers take it there
+    budget = imaging._bounds._Budget(2 * need + 1)           # room for two decodes at a time
+    monkeypatch.setattr(imaging._bounds, "_DECODE_BUDGET", budget)  # both readers take it there
     expected = _reference_pil(img)
     errors = []
 
@@ -402,4 +402,4 @@ def test_concurrent_decodes_stay_within_the_budget(monkeypatch):
 def test_the_worst_accepted_image_reserves_less_than_the_budget():
     """64-megapixel 8-bit RGBA: Pillow's 256 MiB plus the 192 MiB result."""
     img = Image.open(io.BytesIO(_png_header(8192, 8192, 8, 6)))
-    assert imaging._working_bytes(img) == 8192 * 8192 * 7 < imaging.DECODE_BUDGET_BYTES
+    assert imaging._bounds._working_bytes(img) == 8192 * 8192 * 7 < imaging.DECODE_BUDGET_BYTES

@@ -27,8 +27,8 @@ LAYERS = [
     ("pytest_violin.metrics",),
     # 2: drawing primitives and color tables the task families render with
     ("pytest_violin.suite.colors", "pytest_violin.suite.geometry", "pytest_violin.suite.drawing",
-     "pytest_violin.suite.masks", "pytest_violin.suite.photos", "pytest_violin.suite.frozen",
-     "pytest_violin.suite.ids", "pytest_violin.suite.progress"),
+     "pytest_violin.suite.masks", "pytest_violin.suite.photos",
+     "pytest_violin.suite.ids"),
     # 3: task families (metric names, limits, render, score, describe)
     ("pytest_violin.tasks",),
     # 4: suites and samples
@@ -48,7 +48,7 @@ LAYERS = [
     # 11: the pytest plugin
     ("pytest_violin.pytest_plugin", "pytest_violin.hypothesis_profiles"),
     # 12: writing your own tests, the command line, the public facade
-    ("pytest_violin.testing", "pytest_violin.assertions", "pytest_violin.strategies",
+    ("pytest_violin.assertions", "pytest_violin.strategies",
      "pytest_violin.__main__", "pytest_violin"),
 ]
 

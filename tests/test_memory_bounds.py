@@ -206,11 +206,12 @@ def test_large_decodes_run_in_the_one_large_work_thread_and_small_ones_in_place(
     LARGE_WORK_BYTES run in one thread, whichever generation thread asked."""
     import numpy as np
 
-    from pytest_violin.imaging import as_rgb8, bounds, opencv_reader, pillow_reader
+    from pytest_violin.imaging import _bounds as bounds
+    from pytest_violin.imaging import _readers, as_rgb8
     from _servers import png_bytes
 
-    module, name = (pillow_reader, "_load_rgb8") if reader == "pillow" else (opencv_reader, "_cv_rgb8")
-    seen = _threads_running(monkeypatch, module, name)
+    name = "_load_rgb8" if reader == "pillow" else "_cv_rgb8"
+    seen = _threads_running(monkeypatch, _readers, name)
     big = np.random.default_rng(0).integers(0, 256, (2048, 1536, 3), np.uint8)
     assert 2048 * 1536 * 7 > bounds.LARGE_WORK_BYTES
     data, small = png_bytes(big), png_bytes(big[:64, :64])
@@ -235,7 +236,8 @@ def test_large_json_answers_are_parsed_in_the_large_work_thread(monkeypatch):
 
 def test_an_error_in_large_work_reaches_its_caller(monkeypatch):
     from pytest_violin.errors import InvalidImageError
-    from pytest_violin.imaging import as_rgb8, bounds
+    from pytest_violin.imaging import _bounds as bounds
+    from pytest_violin.imaging import as_rgb8
     from _servers import png_bytes
 
     import numpy as np

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from pytest_violin.metrics.geometric import (border_metrics, count_metrics, nearer_first,
                                          ratio_metrics)
-from pytest_violin.suite.render import render_border, render_dots, render_ratio
+from pytest_violin.suite.drawing import render_border, render_dots, render_ratio
 
 BLUE, RED = (0, 0, 255), (255, 0, 0)
 

@@ -12,7 +12,7 @@ import pytest
 from pytest_violin.errors import SampleIdError, SuiteError
 from pytest_violin.suite import SUITES, Sample, load_suite, validate_sample_id
 from pytest_violin.suite.colors import ISCC_NBS_COLORS
-from pytest_violin.suite.frozen import canonical_json
+from pytest_violin.suite.sample import canonical_json
 
 
 def _digest(names):
@@ -97,7 +97,7 @@ def test_probes_name_controls_in_the_same_suite():
 def other_process():
     """One fresh process (another hash seed): its digest of every suite and its pixel hashes."""
     code = ("import hashlib; from pytest_violin.suite import load_suite, SUITES;"
-            "from pytest_violin.suite.frozen import canonical_json;"
+            "from pytest_violin.suite.sample import canonical_json;"
             "h = hashlib.sha256()\n"
             "for n in SUITES:\n"
             "    for s in load_suite(n): h.update(canonical_json(s.to_manifest()).encode())\n"
@@ -133,12 +133,13 @@ def test_samples_are_frozen_hashable_and_equal_by_value():
 
 
 def test_loading_does_no_image_work(monkeypatch):
-    from pytest_violin.suite import photos, render
+    from pytest_violin import tasks
+    from pytest_violin.suite import photos
 
     def boom(*args, **kwargs):
         raise AssertionError("image work during load")
 
-    monkeypatch.setattr(render, "render_spec", boom)
+    monkeypatch.setattr(tasks, "render", boom)
     monkeypatch.setattr(photos, "load_photo", boom)
     from pytest_violin.suite import _built
 

@@ -8,8 +8,6 @@ from pytest_violin.assertions import assert_obeys, describe_sample
 from pytest_violin.errors import InvalidArgumentError, SuiteError
 from pytest_violin.metrics import Metrics
 from pytest_violin.suite import SUITES, Sample, load_suite
-from pytest_violin.suite.render import render_inputs, render_spec
-from pytest_violin.suite.scoring import score_image
 from pytest_violin.tasks import TaskFamily
 
 BUILTIN = ("color", "shape", "mask", "ratio", "border", "count")
@@ -41,25 +39,23 @@ def test_every_spec_kind_of_every_suite_sample_has_its_tasks_family():
         assert names == tasks.family(task).metric_names
 
 
-def test_old_public_names_are_views_of_the_registry():
+def test_the_threshold_tables_and_suite_constants_are_views_of_the_registry():
     from pytest_violin import thresholds
-    from pytest_violin.suite import render, sample, scoring
-    from pytest_violin.tasks import color, ratio
+    from pytest_violin.suite import manifest, sample
+    from pytest_violin.tasks import color, geometric
 
     fams = tasks.builtin_families()
-    assert render.RENDERABLE_KINDS == tuple(k for f in fams for k in f.kinds)
+    assert manifest.RENDERABLE_KINDS == tuple(k for f in fams for k in f.kinds)
     assert sample.TASKS == BUILTIN
     assert sample.LAYOUTS == color.LAYOUTS == ("single", "vertical", "horizontal", "quad")
     for name in BUILTIN:
-        assert getattr(sample, f"{name.upper()}_METRICS") == tasks.family(name).metric_names
         assert sample.default_metric_names(name) == tasks.family(name).metric_names
     assert thresholds.KNOWN_METRICS == {f.name: f.metric_names for f in fams if f.strict_thresholds}
     assert list(thresholds.KNOWN_METRICS) == ["color", "shape", "mask"]
     assert thresholds.DEFAULT_LIMITS == {f"{f.name}.{k}": v for f in fams
                                          for k, v in f.default_limits.items()}
     assert thresholds.DEFAULT_EXTRA_LIMIT == tasks.DEFAULT_EXTRA_LIMIT
-    assert scoring.fuzzy_target is color.fuzzy_target
-    assert ratio.LIMITS == {"ratio": 0.02, **color.LIMITS}
+    assert geometric.RATIO_LIMITS == {"ratio": 0.02, **color.LIMITS}
 
 
 def test_builtin_metric_names_match_what_the_scorers_return():
@@ -108,9 +104,9 @@ def test_a_registered_family_renders_scores_and_describes_through_the_usual_name
     assert sample.metric_names == ("off",)
     expected = sample.expected()
     assert expected.shape == (6, 8, 3) and (expected == 128).all()
-    assert (render_spec(sample.spec, 8, 6) == expected).all()
-    assert render_inputs(sample.spec, 8, 6) == () and sample.inputs == ()
-    assert score_image(sample, expected, "violin")["off"] == 0.0
+    assert (tasks.render(sample.spec, 8, 6) == expected).all()
+    assert tasks.render_inputs(sample.spec, 8, 6) == () and sample.inputs == ()
+    assert tasks.score(sample, expected, "violin")["off"] == 0.0
     assert sample.score(np.zeros((12, 16, 3), np.uint8))["off"] == pytest.approx(128 / 255)
     assert describe_sample(sample) == "solid gray 128"
     assert_obeys(expected, sample)  # a non-strict family: every metric gets DEFAULT_EXTRA_LIMIT
@@ -122,7 +118,7 @@ def test_an_unregistered_family_is_refused_everywhere():
     with pytest.raises(SuiteError, match="'gray'"):
         _gray_sample()
     with pytest.raises(SuiteError, match="'gray'.*blocks"):
-        render_spec({"kind": "gray", "level": 1}, 4, 4)
+        tasks.render({"kind": "gray", "level": 1}, 4, 4)
 
 
 def test_register_refuses_a_taken_name_or_kind_and_builtins_stay(gray_family):

@@ -118,39 +118,27 @@ def _charts(comparison) -> Markup:
 
 
 def comparison_section(comparison, *, heading: str = "Comparison with other runs") -> str:
-    """The comparison's tables, pairwise statements and charts as an HTML fragment.
+    """The comparison's tables, pairwise statements and charts as an escaped HTML fragment.
 
-    Used by :func:`render_html` and embedded in ``report.html`` for
-    ``--violin-compare``. It holds no script, so it fits any page whose
-    CSP allows inline styles and ``data:`` images.
-
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        What to show.
-    heading : str, optional
-        The section's ``<h2>`` text.
-
-    Returns
-    -------
-    str
-        Escaped HTML (``<section id="violin-compare">``).
+    A ``<section id="violin-compare">`` under an ``<h2>`` ``heading``, used by
+    :func:`render_html` and embedded in ``report.html`` for
+    ``--violin-compare``. It holds no script, so it fits any page whose CSP
+    allows inline styles and ``data:`` images.
     """
     from .paper import comparability_notes
 
     banners = [("warn", m) for m in comparison.mismatches or ()]
-    banners += [("", m) for m in getattr(comparison, "notes", None) or ()]
+    banners += [("", m) for m in comparison.notes]
     # where the paper's rows and each run were measured
     banners += [("warn" if "did not use" in m else "", m) for m in comparability_notes(comparison)]
-    # (never ``getattr(r, "label", str(r))``: the default is built first, the repr of 1M records)
-    labels = [r.label if hasattr(r, "label") else str(r) for r in comparison.runs or ()]
+    labels = [r.label for r in comparison.runs]
     facts = [("runs", ", ".join(labels) or "-")]
     if comparison.all_samples:
         facts.append(("samples", "all samples of every run (--all-samples)"))
     else:
         facts.append(("samples compared", f"{int(comparison.shared)} (held by every run)"))
     dropped = {k: v for k, v in (comparison.dropped or {}).items() if v}
-    reasons = getattr(comparison, "dropped_reasons", None) or {}
+    reasons = comparison.dropped_reasons
     if dropped:
         facts.append(("dropped (another run lacks them)",
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
@@ -158,7 +146,7 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
     tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
               for task in _order(r.task for r in comparison.rows)]
     return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
-                              tables=tables, modes=_modes(getattr(comparison, "modes", ())),
+                              tables=tables, modes=_modes(comparison.modes),
                               pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
 
 
@@ -305,29 +293,15 @@ def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int)
 
 def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET,
                 max_samples: int = DEFAULT_MAX_SAMPLES, render_limit: int = DEFAULT_RENDER_LIMIT) -> str:
-    """Render the comparison page.
+    """The complete HTML document of the comparison page.
 
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        Tables, pairwise statements, dropped counts and mismatches.
-    runs : sequence of pytest_violin.compare.model.Run, optional
-        The runs whose records fill the gallery (default ``comparison.runs``).
-        Only samples every run holds are listed unless ``comparison.all_samples``.
-    thumbnail_budget : int, optional
-        Most bytes of thumbnail data URIs to embed (disagreements and failures
-        get theirs first); the rest show placeholders.
-    max_samples : int, optional
-        Most gallery rows.
-    render_limit : int, optional
-        For the first ``render_limit`` gallery rows, pictures the records
-        lack are made here: the expected image from the built-in suite the
-        run names, a ``dir:`` run's image from its folder (0: never).
-
-    Returns
-    -------
-    str
-        The complete HTML document.
+    ``runs`` (default ``comparison.runs``) fill the gallery: only samples every
+    run holds unless ``comparison.all_samples``, at most ``max_samples`` rows.
+    At most ``thumbnail_budget`` bytes of thumbnail data URIs are embedded
+    (disagreements and failures get theirs first; the rest show placeholders).
+    For the first ``render_limit`` rows, pictures the records lack are made
+    here: the expected image from the built-in suite the run names, a ``dir:``
+    run's image from its folder (0: never).
     """
     runs = list(comparison.runs if runs is None else runs)
     title = " vs ".join(run.label for run in runs) or "comparison"

@@ -55,25 +55,17 @@ PAPER_DATASET = {
 
 
 def _on_official_data(run) -> bool:
-    data = (getattr(run, "metadata", None) or {}).get("dataset")
+    data = (run.metadata or {}).get("dataset")
     return isinstance(data, dict) and bool(data.get("revision") or data.get("sha256")
                                            or data.get("key"))
 
 
 def dataset_differences(data: dict) -> list:
-    """How a run's official data differs from :data:`PAPER_DATASET` (empty: it matches).
+    """How a run's official data (its ``metadata["dataset"]``) differs from :data:`PAPER_DATASET`.
 
-    Parameters
-    ----------
-    data : dict
-        The run's ``metadata["dataset"]`` (``per_task``, ``sha256``, ``files``).
-
-    Returns
-    -------
-    list of str
-        ``"color/v1 2 of 435"`` for each task whose count differs, and
-        ``"sha256 ... (published ...)"`` when a published hash is known and
-        no file of the run's data has it.
+    ``"color/v1 2 of 435"`` for each task whose count differs, and
+    ``"sha256 ... (published ...)"`` when a published hash is known and no file
+    of the run's data has it; empty when it matches.
     """
     per = data.get("per_task") if isinstance(data.get("per_task"), dict) else {}
     out = []
@@ -94,7 +86,7 @@ def dataset_differences(data: dict) -> list:
 
 
 def _run_note(run) -> list:
-    meta = getattr(run, "metadata", None) or {}
+    meta = run.metadata or {}
     lines = []
     if not _on_official_data(run):
         lines.append(f"run {run.label} did not use the paper's samples (suite "
@@ -105,7 +97,7 @@ def _run_note(run) -> list:
         ident = str(data.get("revision") or data.get("sha256") or data.get("key"))[:12]
         what = f"{data.get('repo') or data.get('source')}, {ident}"
         differs = dataset_differences(data)
-        scored = len(getattr(run, "records", None) or ())
+        scored = len(run.records or ())
         if differs:
             lines.append(f"run {run.label}: on data in the official format that is not the "
                          f"paper's dataset ({what}; samples per task: {', '.join(differs[:8])}; "
@@ -141,10 +133,10 @@ def comparability_notes(comparison) -> list:
     format), on a subset, or under a profile other than ``violin`` is said
     to be so, its numbers beside the paper's indicative only.
     """
-    if not any(getattr(r, "published", False) for r in getattr(comparison, "rows", ()) or ()):
+    if not any(r.published for r in comparison.rows):
         return []
     lines = [f"paper rows: published values, measured on {PAPER_SAMPLES}"]
-    for run in getattr(comparison, "runs", ()) or ():
+    for run in comparison.runs:
         lines += _run_note(run)
     return lines
 
@@ -212,24 +204,13 @@ def _row(index: int, record) -> PublishedRow:
 
 
 def rows_from_data(data) -> list[PublishedRow]:
-    """Validate the parsed data file and return its rows.
+    """The rows of the parsed data file, in file order, validated.
 
-    Parameters
-    ----------
-    data : dict
-        The parsed JSON: an object whose ``rows`` is a list of records with
-        ``table``, ``task``, ``variation``, ``model``, ``metrics``, ``source``.
-
-    Returns
-    -------
-    list of PublishedRow
-        In file order.
-
-    Raises
-    ------
-    InvalidArgumentError
-        A record that is malformed (the message names the row, the value and
-        what is accepted), or two records for one table x model x variation.
+    ``data`` is an object whose ``rows`` is a list of records with ``table``,
+    ``task``, ``variation``, ``model``, ``metrics``, ``source``. A malformed
+    record (the message names the row, the value and what is accepted) or two
+    records for one table x model x variation raise
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         _fail("paper tables", "data", type(data).__name__, "an object with a list 'rows'")
@@ -272,25 +253,13 @@ def _table_name(value) -> str:
 
 
 def published_rows(tables=None) -> list[PublishedRow]:
-    """The paper's published rows, from the package data.
+    """The paper's published rows from the package data, in the paper's order (table, then row).
 
-    Parameters
-    ----------
-    tables : iterable of (int or str), int, str or None
-        Tables to keep: ``"Table 1"``, ``"Table 2"``, ``"Table 3"``,
-        ``"Table 7"`` or their numbers; None (default) for all of them.
-
-    Returns
-    -------
-    list of PublishedRow
-        In the paper's order (table, then the printed row order).
-
-    Raises
-    ------
-    InvalidArgumentError
-        ``tables`` names a table that is not transcribed.
-    InternalError
-        The package data is missing or does not validate.
+    ``tables`` keeps ``"Table 1"``, ``"Table 2"``, ``"Table 3"``, ``"Table 7"``
+    (or their numbers; one or several; None: all). A table that is not
+    transcribed is an :class:`~pytest_violin.errors.InvalidArgumentError`;
+    package data that is missing or does not validate an
+    :class:`~pytest_violin.errors.InternalError`.
 
     Examples
     --------

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..diagnosis.summary import slim_diagnosis
-from ..errors import BaselineError, InvalidArgumentError, ViolinError
+from ..errors import InvalidArgumentError, ViolinError
 from ..report.json_report import THUMBNAILS_FILE
 from ..report.text import is_image_data_uri
 from .model import Run
@@ -35,33 +35,18 @@ _LABEL_MAX = 80
 def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) -> Run:
     """Load one run to compare.
 
-    Parameters
-    ----------
-    spec : str
-        A report folder (holding ``results.json``), a ``results.json``, a
-        baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of
-        images saved by ``--violin-save-outputs`` (needs ``suite``).
-    label : str, optional
-        Shown in the tables; default the adapter recorded in the run (for
-        ``dir:`` the folder name).
-    suite : str or list of Sample, optional
-        For ``dir:``: a suite name or manifest path (``load_suite``) or the
-        loaded samples. Each sample is scored with ``Sample.score``.
-    progress : bool or file, optional
-        For ``dir:``: a progress bar on stderr (True), on this stream, or
-        none (False / None).
+    ``spec`` is a report folder (holding ``results.json``), a ``results.json``,
+    a baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of images
+    saved by ``--violin-save-outputs``, scored here with ``Sample.score``: that
+    needs ``suite``, a suite name or manifest path (``load_suite``) or the
+    loaded samples, and shows ``progress`` on stderr (True) or on a stream.
+    ``label`` is shown in the tables (default the adapter recorded in the run;
+    for ``dir:`` the folder name).
 
-    Returns
-    -------
-    Run
-
-    Raises
-    ------
-    InvalidArgumentError
-        Unknown or unreadable spec, a file too large, a document of another
-        format; the message names the file.
-    BaselineError
-        A baseline file that does not validate.
+    An unknown or unreadable spec, a file too large or a document of another
+    format is an :class:`~pytest_violin.errors.InvalidArgumentError` naming the
+    file; a baseline that does not validate a
+    :class:`~pytest_violin.errors.BaselineError`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InvalidArgumentError(f"RUN must be a non-empty path or 'dir:FOLDER', got {spec!r}")
@@ -81,12 +66,12 @@ def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) 
     doc = _read_json(path)
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt == _RESULTS_FORMAT:
-        return _from_results(path, doc, label)
+        return _from_file(path, doc, label, "results")
     if fmt == _BASELINE_FORMAT:
         from ..gating.baseline import validate_baseline
 
         validate_baseline(doc, source=str(path))
-        return _from_baseline(path, doc, label)
+        return _from_file(path, doc, label, "baseline")
     raise InvalidArgumentError(f"{path}: format {str(fmt)[:60]!r} is neither {_RESULTS_FORMAT!r} "
                                f"(results.json of --violin-report) nor {_BASELINE_FORMAT!r} "
                                f"(--violin-save-baseline)")
@@ -162,12 +147,15 @@ def _failed(raw, interned: dict) -> tuple:
     return interned.setdefault(key, interned.setdefault(names, names))
 
 
-def _thumbnails(extra) -> dict | None:
-    thumbs = extra.get("thumbnails") if isinstance(extra, Mapping) else None
+def _clean_thumbnails(thumbs) -> dict:
+    """The ``expected``, ``generated`` and ``diff`` thumbnails of ``thumbs`` that are image data URIs."""
     if not isinstance(thumbs, Mapping):
-        return None
-    clean = {k: v for k, v in thumbs.items()
-             if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
+        return {}
+    return {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
+
+
+def _thumbnails(extra) -> dict | None:
+    clean = _clean_thumbnails(extra.get("thumbnails") if isinstance(extra, Mapping) else None)
     return {"thumbnails": clean} if clean else None
 
 
@@ -282,13 +270,17 @@ def _meta(path, doc) -> dict:
     return {str(k)[:60]: v for k, v in list(meta.items())[:200]}
 
 
-def _from_results(path: Path, doc, label) -> Run:
+def _from_file(path: Path, doc, label, kind: str) -> Run:
+    """A results.json (``kind="results"``, with its thumbnails file) or a baseline as a Run."""
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
-    records, digests = _records(path, doc.get("samples"), "sample_id", suite)
-    _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
-    return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
-               kind="results", metadata=meta, records=records, digests=digests)
+    results = kind == "results"
+    records, digests = _records(path, doc.get("samples"), "sample_id" if results else "id", suite)
+    if results:
+        _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
+    fallback = (path.parent.name or path.name) if results else path.stem
+    return Run(label=_label(label, meta, fallback), source=str(path), kind=kind, metadata=meta,
+               records=records, digests=digests)
 
 
 def _attach_thumbnails(path: Path, records: dict) -> None:
@@ -308,21 +300,10 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
         return
     for sid, uris in thumbs.items():
         rec = records.get(sid)
-        if rec is None or not isinstance(uris, dict):
-            continue
-        clean = {k: v for k, v in uris.items() if k in ("expected", "generated", "diff")
-                 and is_image_data_uri(v)}
+        clean = _clean_thumbnails(uris) if rec is not None and isinstance(uris, dict) else None
         if clean:  # a new dict: a record's extra may be shared with others (_record)
             extra = rec.get("extra")
             rec["extra"] = {**(extra if isinstance(extra, dict) else {}), "thumbnails": clean}
-
-
-def _from_baseline(path: Path, doc, label) -> Run:
-    meta = _meta(path, doc)
-    suite = _text(meta.get("suite")) or ""
-    records, digests = _records(path, doc.get("samples"), "id", suite)
-    return Run(label=_label(label, meta, path.stem), source=str(path), kind="baseline",
-               metadata=meta, records=records, digests=digests)
 
 
 # --------------------------------------------------------------------------- dir:
@@ -357,17 +338,16 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
+    from ..diagnosis import diagnose_failure
     from ..models.directory import saved_image
     from ..thresholds import build_limits, evaluate, limits_for_task
-
-    from ..diagnosis import diagnose_failure
 
     limits = build_limits()
     resolved = root.resolve()
     slim: dict = {}
     bar = None
     if progress:
-        from ..suite.progress import ProgressBar
+        from ..suite.manifest import ProgressBar
 
         bar = ProgressBar(len(samples), stream=None if progress is True else progress, label="score")
     records: dict = {}
@@ -401,6 +381,3 @@ def _score_dir(root: Path, samples, progress) -> dict:
             bar.close()
     return records
 
-
-# re-exported for callers that catch both kinds of bad file
-LoadErrors = (InvalidArgumentError, BaselineError)

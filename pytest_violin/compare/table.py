@@ -22,35 +22,17 @@ MISMATCH_KEYS = ("fingerprint", "profile", "package_version")
 
 def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = False,
           resamples: int = 2000, seed: int = 0) -> Comparison:
-    """Compare ``runs`` in the paper's layout.
+    """Compare ``runs`` (at least one; labels made unique here: ``A``, ``A #2``) in the paper's layout.
 
-    Parameters
-    ----------
-    runs : list of Run
-        At least one run (labels made unique here: ``A``, ``A #2``).
-    paper : iterable of PublishedRow, optional
-        Published rows shown as reference (only tasks some run holds; all of
-        them when no run is given a task they cover).
-    all_samples : bool, optional
-        Compare every run on all its samples instead of only the samples
-        every run holds.
-    allow_mismatch : bool, optional
-        Compare runs whose suite fingerprint, profile or package version
-        differ (the differences are listed in ``mismatches``).
-    resamples : int, optional
-        Bootstrap resamples of each pairwise interval.
-    seed : int, optional
-        Seed of the bootstrap.
+    ``paper`` rows are shown as reference (only tasks some run holds; all of
+    them when no run is given). ``all_samples`` compares every run on all its
+    samples instead of only the samples every run holds; ``allow_mismatch``
+    compares runs whose suite fingerprint, profile or package version differ
+    (the differences are listed in ``mismatches``). ``resamples`` and ``seed``
+    are those of the pairwise bootstrap intervals.
 
-    Returns
-    -------
-    Comparison
-
-    Raises
-    ------
-    InvalidArgumentError
-        No run, or runs that differ (without ``allow_mismatch``), or runs
-        that share no sample.
+    No run, runs that differ (without ``allow_mismatch``) or runs that share no
+    sample are an :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     runs = list(runs)
     if not runs:

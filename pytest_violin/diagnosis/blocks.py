@@ -105,24 +105,13 @@ def _shares(findings, total: float) -> list:
 
 
 def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, target=None) -> list:
-    """Findings of an image made of rectangular single-colour regions.
+    """Findings of an RGB uint8 answer made of rectangular single-colour regions.
 
-    Parameters
-    ----------
-    image : ndarray
-        The answer, RGB uint8, of the sample's size.
-    boxes : sequence of (x0, y0, w, h)
-        The regions.
-    colors : sequence of (r, g, b)
-        The expected colour of each region.
-    names : sequence of str
-        The regions' names in the texts.
-    split : (orientation, position), optional
-        For two regions split at ``position`` px: check ``wrong_split``.
-    swap : bool
-        Check ``swapped_blocks`` first.
-    target : callable, optional
-        ``target(found) -> colour`` replaces the expected colour (ranges).
+    ``boxes`` (``(x0, y0, w, h)``), ``colors`` and ``names`` give each region,
+    its expected colour and its name in the texts. ``split``
+    (``(orientation, position)``, two regions split at ``position`` px) checks
+    ``wrong_split``; ``swap`` checks ``swapped_blocks`` first; ``target(found)``
+    replaces the expected colour (ranges).
     """
     findings, total = [], 0.0
     colors = [tuple(int(v) for v in c) for c in colors]

@@ -153,29 +153,15 @@ def _objects(far: np.ndarray):
 
 def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
                    explained=None) -> tuple:
-    """Findings of one block against its expected colour.
+    """``(findings, energy)`` of one block, ``(h, w, 3)`` uint8, against its expected ``color``.
 
-    Parameters
-    ----------
-    block : ndarray
-        The answer's pixels of the block, ``(h, w, 3)`` uint8.
-    color : (r, g, b)
-        The expected colour; a callable ``color(found) -> (r, g, b)`` gives
-        it from the found colour instead (a colour range: the nearest
-        in-range colour).
-    where : str
-        The block's name in the texts (``"image"``, ``"left half"``).
-    origin : (x, y)
-        The block's top-left corner in the image (bounding boxes are in
-        image pixels).
-    explained : ndarray of bool, optional
-        Pixels another finding already explains; left out here.
-
-    Returns
-    -------
-    tuple
-        ``(findings, energies)``: the findings with their squared-error
-        energy as ``weight`` (not yet shares), and the block's total energy.
+    ``color`` is an ``(r, g, b)`` or a callable ``color(found) -> (r, g, b)``
+    that gives it from the found colour (a colour range: the nearest in-range
+    colour). ``where`` names the block in the texts (``"image"``, ``"left
+    half"``), ``origin`` is its top-left corner (bounding boxes are in image
+    pixels), ``explained`` the pixels another finding already explains (left
+    out here). Each finding's ``weight`` is its squared-error energy (not yet
+    a share); ``energy`` is the block's total.
     """
     hh, ww = block.shape[:2]
     block = np.ascontiguousarray(block)

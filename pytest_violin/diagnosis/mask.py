@@ -33,8 +33,7 @@ import math
 import cv2
 import numpy as np
 
-from ..metrics._common import gray
-from ..metrics._regions import region_iou_distance
+from ..metrics._common import gray, region_iou_distance
 from ..metrics.mask import BLACK_THRESHOLD
 from ..tasks.mask import LIMITS
 from .model import Finding

@@ -33,24 +33,15 @@ def _plain(value):
 
 @dataclass(frozen=True)
 class Finding:
-    """One measured departure from the ground truth.
+    """One measured departure from the ground truth."""
 
-    Parameters
-    ----------
-    kind : str
-        E.g. ``"gradient"``, ``"offset"``, ``"leak"`` (docs/diagnoses.md lists them).
-    text : str
-        One line in words, with the numbers.
-    numbers : dict
-        The measurements behind ``text`` (JSON-able).
-    weight : float
-        How much of the failure this explains (larger first); 0..1 for
-        most kinds.
-    """
-
+    #: E.g. ``"gradient"``, ``"offset"``, ``"leak"`` (docs/diagnoses.md lists them).
     kind: str
+    #: One line in words, with the numbers.
     text: str
+    #: The measurements behind ``text`` (JSON-able).
     numbers: dict = field(default_factory=dict)
+    #: How much of the failure this explains (larger first); 0..1 for most kinds.
     weight: float = 0.0
 
     def to_json(self) -> dict:

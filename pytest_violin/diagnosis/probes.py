@@ -37,34 +37,24 @@ PROBES_SUITE = "violin-probes"
 
 @dataclass
 class ProbeReadings:
-    """The measured numbers; a group a run did not hold is empty.
+    """The measured numbers; a group a run did not hold is empty."""
 
-    Attributes
-    ----------
-    negation : list of (probe, clause, hits, n)
-        Per prompt variant (``control`` has clause ``""``): answers with a
-        ``gradient`` finding, of ``n`` judged.
-    gravity_drift : dict
-        ``probe -> list`` of per-answer drifts toward the conflicting
-        context's colour (``conflict``, and ``control`` for the same colours).
-    gravity_error : dict
-        ``probe -> list`` of CIEDE2000 from the requested colour.
-    inertia : list of (requested_pct, [found_pct, ...])
-        Per requested share (as the prompt says it: 13.0), in suite order;
-        an answer without a ``wrong_split`` finding counts at the exact
-        split (whole pixels: 13.09%).
-    wrong_orientation : int
-        Inertia answers split the other way (left out of the means).
-    left_out : int
-        Probe samples not counted (error, refused, failed without a
-        diagnosis, or an inertia answer with no measurable split).
-    """
-
+    #: ``(probe, clause, hits, n)`` per prompt variant (``control`` has clause ``""``):
+    #: answers with a ``gradient`` finding, of ``n`` judged.
     negation: list = field(default_factory=list)
+    #: ``probe -> list`` of per-answer drifts toward the conflicting context's colour
+    #: (``conflict``, and ``control`` for the same colours).
     gravity_drift: dict = field(default_factory=dict)
+    #: ``probe -> list`` of CIEDE2000 from the requested colour.
     gravity_error: dict = field(default_factory=dict)
+    #: ``(requested_pct, [found_pct, ...])`` per requested share (as the prompt says it:
+    #: 13.0), in suite order; an answer without a ``wrong_split`` finding counts at the
+    #: exact split (whole pixels: 13.09%).
     inertia: list = field(default_factory=list)
+    #: Inertia answers split the other way (left out of the means).
     wrong_orientation: int = 0
+    #: Probe samples not counted (error, refused, failed without a diagnosis, or an
+    #: inertia answer with no measurable split).
     left_out: int = 0
 
 
@@ -128,20 +118,11 @@ def _split_found(rec, findings, spec, side: int):
 
 
 def probe_readings(records, samples=None) -> ProbeReadings | None:
-    """The readings of the ``violin-probes`` records among ``records``.
+    """The readings of the ``violin-probes`` records among ``records`` (None when there is none).
 
-    Parameters
-    ----------
-    records : iterable of dict
-        Result records (``sample_id``, ``suite``, ``outcome``, ``failed``,
-        ``extra.diagnosis``).
-    samples : mapping, optional
-        Sample id -> Sample; default the built-in ``violin-probes`` suite.
-
-    Returns
-    -------
-    ProbeReadings or None
-        None when no record is a sample of the probes suite.
+    ``records`` are result records (``sample_id``, ``suite``, ``outcome``,
+    ``failed``, ``extra.diagnosis``); ``samples`` maps their ids to samples
+    (default the built-in ``violin-probes`` suite).
     """
     probes = [r for r in records if isinstance(r, dict) and r.get("suite") == PROBES_SUITE]
     if not probes:

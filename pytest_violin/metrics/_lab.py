@@ -100,28 +100,12 @@ def float_lab_planes(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def rgb_to_lab(image, *, profile: str = "violin") -> np.ndarray:
-    """Convert an image to CIE Lab (D65) as the given metric profile does.
+    """An image as ``(H, W, 3)`` float64 CIE Lab (D65, ``L*`` in [0, 100]) as the metric profile converts it.
 
-    Parameters
-    ----------
-    image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts.
-    profile : {"violin", "strict"}
-        ``violin``: OpenCV's 8-bit ``COLOR_RGB2LAB`` rescaled to CIE
-        ranges (``L*100/255``, ``a-128``, ``b-128``), as the reference
-        metrics do; quantized to 256 levels per channel.
-        ``strict``: the formula of ``skimage.color.rgb2lab`` on float
-        RGB, unquantized (:func:`float_lab`).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(H, W, 3)`` float64 with ``L*`` in [0, 100].
-
-    Raises
-    ------
-    ValueError
-        For an unknown profile or an input :func:`as_rgb8` refuses.
+    ``violin``: OpenCV's 8-bit ``COLOR_RGB2LAB`` rescaled to CIE ranges
+    (``L*100/255``, ``a-128``, ``b-128``), as the reference metrics do;
+    quantized to 256 levels per channel. ``strict``: the formula of
+    ``skimage.color.rgb2lab`` on float RGB, unquantized (:func:`float_lab`).
     """
     check_profile(profile)
     rgb = as_rgb8(image)

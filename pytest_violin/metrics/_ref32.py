@@ -118,24 +118,15 @@ def _atanf_nonneg(x: np.ndarray) -> np.ndarray:
 
 
 def atan2f(y, x) -> np.ndarray:
-    """float32 ``atan2(y, x)`` rounded exactly as glibc's ``atan2f`` (fdlibm).
+    """float32 ``atan2(y, x)`` (finite values, broadcast) rounded exactly as glibc's ``atan2f`` (fdlibm).
 
     fdlibm's ``atan2f``: ``atanf(|y / x|)`` placed in the quadrant of
     ``(x, y)`` as ``z``, ``-z``, ``pi - (z - pi_lo)`` or ``(z - pi_lo) - pi``;
     ``+-pi`` for ``y == 0, x < 0`` and ``+-pi/2`` for ``x == 0``. (Its
     shortcuts for ``x == 1`` and for ``|y / x|`` beyond ``2**+-60`` give the
-    same floats as the general path, so they are not repeated here.)
-
-    Parameters
-    ----------
-    y, x : array_like
-        Finite values, converted to float32 and broadcast.
-
-    Returns
-    -------
-    numpy.ndarray
-        float32 angles in ``[-pi, pi]``, bit-identical to the C library
-        function of the platform the Violin reference values come from.
+    same floats as the general path, so they are not repeated here.) The
+    angles, in ``[-pi, pi]``, are bit-identical to the C library function of
+    the platform the Violin reference values come from.
     """
     y, x = np.broadcast_arrays(np.asarray(y, dtype=np.float32), np.asarray(x, dtype=np.float32))
     x_neg, y_neg = np.signbit(x), np.signbit(y)
@@ -168,18 +159,10 @@ _DEG30, _DEG6, _DEG63 = np.deg2rad(30.0), np.deg2rad(6.0), np.deg2rad(63.0)
 
 
 def lightness_sq32(L_gen, L_ref) -> np.ndarray:
-    """The reference's squared lightness term ``(dL / S_L)**2``.
+    """The reference's squared lightness term ``(dL / S_L)**2``, its float32 value as float64.
 
-    Parameters
-    ----------
-    L_gen, L_ref : array_like
-        ``L*`` of the generated and the expected colour (float32 values,
-        e.g. ``code * 100 / 255`` in float32); broadcast together.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 holding the float32 value the reference computes.
+    ``L_gen``, ``L_ref``: ``L*`` of the generated and the expected colour (float32
+    values, e.g. ``code * 100 / 255`` in float32), broadcast together.
     """
     L1, L2 = (np.asarray(v, dtype=np.float32) for v in (L_gen, L_ref))
     lbar = _F(0.5) * (L1 + L2)
@@ -190,22 +173,13 @@ def lightness_sq32(L_gen, L_ref) -> np.ndarray:
 
 
 def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
-    """The reference's chroma, hue and rotation part of CIEDE2000 squared.
+    """The reference's chroma, hue and rotation part of CIEDE2000 squared (float64, broadcast).
 
     That is ``C_term**2 + H_term**2 + R_term`` of
     ``skimage.color.deltaE_ciede2000(lab_gen, lab_ref)`` on float32 input,
-    with the reference's hue decisions; see the module notes.
-
-    Parameters
-    ----------
-    a_gen, b_gen, a_ref, b_ref : array_like
-        ``a*``, ``b*`` of the generated and the expected colour (float32
-        values, e.g. 8-bit code minus 128); broadcast together.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array of the broadcast shape.
+    with the reference's hue decisions (see the module notes), from ``a*``,
+    ``b*`` of the generated and the expected colour (float32 values, e.g. 8-bit
+    code minus 128).
     """
     # (Not broadcast up front: a single expected colour stays a scalar.)
     a1, b1, a2, b2 = (np.asarray(v, dtype=np.float32) for v in (a_gen, b_gen, a_ref, b_ref))
@@ -267,19 +241,11 @@ def chroma_hue32(a_gen, b_gen, a_ref, b_ref) -> np.ndarray:
 
 
 def ciede2000_32(lab_gen, lab_ref) -> np.ndarray:
-    """CIEDE2000 as the reference computes it, per pixel.
+    """CIEDE2000 as the reference computes it, per pixel (float64, the last axis dropped).
 
-    Parameters
-    ----------
-    lab_gen, lab_ref : array_like
-        ``(..., 3)`` float32-exact CIE Lab values (from 8-bit OpenCV codes:
-        ``L*100/255``, ``a-128``, ``b-128`` in float32), broadcast together;
-        the generated colour first, as the reference passes them.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 dE00 of the broadcast shape without the last axis.
+    ``lab_gen``, ``lab_ref``: ``(..., 3)`` float32-exact CIE Lab values (from 8-bit
+    OpenCV codes: ``L*100/255``, ``a-128``, ``b-128`` in float32), broadcast
+    together; the generated colour first, as the reference passes them.
     """
     g = np.asarray(lab_gen, dtype=np.float32)
     r = np.asarray(lab_ref, dtype=np.float32)

@@ -31,18 +31,7 @@ _RAD2DEG = 180.0 / np.pi
 
 
 def lightness_term_sq(L1, L2) -> np.ndarray:
-    """Return ``(dL' / S_L)**2`` for lightness values ``L1`` and ``L2``.
-
-    Parameters
-    ----------
-    L1, L2 : array_like
-        CIE ``L*`` values (broadcast together).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 squared lightness term of CIEDE2000.
-    """
+    """The float64 squared lightness term ``(dL' / S_L)**2`` of CIE ``L*`` values ``L1``, ``L2`` (broadcast)."""
     L1 = np.asarray(L1, dtype=np.float64)
     L2 = np.asarray(L2, dtype=np.float64)
     lbar = 0.5 * (L1 + L2)
@@ -73,22 +62,12 @@ CHUNK = 16384
 
 
 def chroma_hue_terms(a1, b1, a2, b2) -> np.ndarray:
-    """Return the chroma, hue and rotation part of CIEDE2000 squared.
+    """The chroma, hue and rotation part of CIEDE2000 squared, float64 of the broadcast shape.
 
-    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``,
-    which depends on the ``a*``/``b*`` coordinates only. Large inputs are
+    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``, which
+    depends on the ``a*``/``b*`` coordinates only;
+    ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``. Large inputs are
     processed in chunks of :data:`CHUNK` elements for cache locality.
-
-    Parameters
-    ----------
-    a1, b1, a2, b2 : array_like
-        The ``a*`` and ``b*`` coordinates of both colours (broadcast).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array of the broadcast shape;
-        ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``.
     """
     args = [np.asarray(v, dtype=np.float64) for v in (a1, b1, a2, b2)]
     shape = np.broadcast_shapes(*(a.shape for a in args))
@@ -132,10 +111,8 @@ def _chroma_hue_kernel(a1, b1, a2, b2) -> np.ndarray:
 def chroma_hue_from_primes(a2, b2, scale, c1, h1) -> np.ndarray:
     """The chroma/hue part of CIEDE2000 given :func:`ref_primes` of colour 1.
 
-    Notes
-    -----
-    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers
-    by multiplication, and ``cos(k h) / sin(k h)`` for k = 2, 3, 4 by the
+    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers by
+    multiplication, and ``cos(k h) / sin(k h)`` for k = 2, 3, 4 by the
     multiple-angle identities, so the only transcendental calls are the
     ``arctan2`` of each hue, one ``cos``/``sin`` pair of the mean hue, one
     ``sin`` of the half hue difference, one ``exp`` and one ``sin`` of the
@@ -276,36 +253,19 @@ def _horner(coeffs, x):
 
 
 def ciede2000_to_color(lab, ref) -> np.ndarray:
-    """CIEDE2000 between each colour of ``lab`` and one colour ``ref``.
+    """CIEDE2000 between each colour of ``lab`` (``(..., 3)`` CIE Lab) and one colour ``ref`` (``(3,)``).
 
-    The same values as ``ciede2000(ref, lab)`` (to ~1e-12), about twice as
-    fast: trigonometry only where the formula needs an angle. The hue
-    difference term comes from the dot and cross products of the primed
-    ``(a', b)`` vectors (``dH'**2 = 2 (C1' C2' - dot)``, written
-    ``2 cross**2 / (C1' C2' + dot)`` when that cancels; its sign is the
-    cross product's), and the mean hue's direction is the bisector of the
-    two unit vectors, so ``T`` is a polynomial in its cosine and sine;
-    one ``arctan2`` of the bisector gives the angle the rotation term
-    needs. Pairs whose mean hue is (nearly) a branch decision of the
-    formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad
-    of 0) go through :func:`chroma_hue_terms`.
-
-    Parameters
-    ----------
-    lab : array_like
-        ``(..., 3)`` CIE Lab colours.
-    ref : array_like
-        One CIE Lab colour, shape ``(3,)``.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 of ``lab``'s shape without the last axis.
-
-    Raises
-    ------
-    ValueError
-        If ``lab`` is not ``(..., 3)`` or ``ref`` not ``(3,)``.
+    float64 of ``lab``'s shape without the last axis: the same values as
+    ``ciede2000(ref, lab)`` (to ~1e-12), about twice as fast: trigonometry only
+    where the formula needs an angle. The hue difference term comes from the
+    dot and cross products of the primed ``(a', b)`` vectors
+    (``dH'**2 = 2 (C1' C2' - dot)``, written ``2 cross**2 / (C1' C2' + dot)``
+    when that cancels; its sign is the cross product's), and the mean hue's
+    direction is the bisector of the two unit vectors, so ``T`` is a polynomial
+    in its cosine and sine; one ``arctan2`` of the bisector gives the angle the
+    rotation term needs. Pairs whose mean hue is (nearly) a branch decision of
+    the formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad
+    of 0) go through :func:`chroma_hue_terms`. Other shapes are a ``ValueError``.
     """
     lab = np.asarray(lab, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)

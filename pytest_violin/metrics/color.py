@@ -298,11 +298,9 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth, same size; each block of ``layout`` is normally
-        one colour.
+    image, expected : image-like
+        The generated image and the ground truth (each block of ``layout``
+        normally one colour).
     layout : {"single", "vertical", "horizontal", "quad"}
         ``vertical`` = left|right halves, ``horizontal`` = top/bottom
         halves, ``quad`` = 2x2 quadrants; split at ``h // 2`` / ``w // 2``.
@@ -319,12 +317,7 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
         ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf`` in ``[0, 1]``
         (0 = perfect), task ``"color"``.
 
-    Raises
-    ------
-    ValueError
-        Unknown layout or profile, an image too small for the layout,
-        images of different sizes (:class:`ImageSizeMismatchError`) or
-        input :func:`as_rgb8` refuses.
+    An image too small for the layout is a ``ValueError`` too.
 
     Notes
     -----

@@ -17,6 +17,10 @@ uses, so the metrics work for any color pair, not only white on black.
 * :func:`count_metrics`: 8-connected components of dot-color pixels.
   ``count`` = ``min(|n_gen - n| / n, 1)``; ``size`` = mean over components
   of ``min(|area / dot^2 - 1|, 1)`` (1.0 if no component is found).
+
+``fg`` and ``bg`` are the shape and background colors (white on black by
+default); border and counting accept ``profile`` for a uniform interface,
+both profiles computing the same.
 """
 
 from __future__ import annotations
@@ -55,26 +59,12 @@ def _rgb_ed(image, expected) -> float:
 
 def ratio_metrics(image, expected, *, orientation: str, split: int, colors,
                   profile: str = "violin") -> Metrics:
-    """Metrics of an area-ratio split image.
+    """``ratio, rgb_ed, lab_00, sd, ced, hf`` (task ``ratio``) of an area-ratio split image.
 
-    Parameters
-    ----------
-    image, expected : image-like
-        Generated image and ground truth, same size.
-    orientation : {"vertical", "horizontal"}
-        ``vertical``: first color on the left ``split`` columns;
-        ``horizontal``: on the top ``split`` rows.
-    split : int
-        Size of the first region in pixels (``1 .. W-1`` or ``1 .. H-1``).
-    colors : pair of (r, g, b)
-        First and second color.
-    profile : {"violin", "strict"}
-        Passed to :func:`pytest_violin.metrics.color_metrics`.
-
-    Returns
-    -------
-    Metrics
-        ``ratio, rgb_ed, lab_00, sd, ced, hf`` (task ``ratio``).
+    ``orientation`` ``vertical`` puts the first of the two ``colors`` on the left
+    ``split`` columns, ``horizontal`` on the top ``split`` rows (``1 .. W-1`` or
+    ``1 .. H-1`` pixels); ``profile`` is passed to
+    :func:`pytest_violin.metrics.color_metrics`.
     """
     from . import color as _color  # metrics engineer's module
 
@@ -111,23 +101,9 @@ def _runs(fg: np.ndarray) -> np.ndarray:
 
 def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0, 0, 0),
                    profile: str = "violin") -> Metrics:
-    """Metrics of a ``thickness``-pixel border of color ``fg`` on ``bg``.
+    """``thickness, spread, rgb_ed`` (task ``border``) of a border of ``fg`` on ``bg``.
 
-    Parameters
-    ----------
-    image, expected : image-like
-        Generated image and ground truth, same size.
-    thickness : int
-        Requested border width in pixels (>= 1).
-    fg, bg : (r, g, b)
-        Border and interior colors.
-    profile : {"violin", "strict"}
-        Accepted for a uniform interface; both profiles compute the same.
-
-    Returns
-    -------
-    Metrics
-        ``thickness, spread, rgb_ed`` (task ``border``).
+    ``thickness`` is the requested width in pixels (at least 1).
     """
     check_profile(profile)
     img, exp = as_rgb8(image), as_rgb8(expected)
@@ -163,26 +139,10 @@ def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0
 
 def count_metrics(image, *, count: int, dot: int, fg=(255, 255, 255), bg=(0, 0, 0),
                   profile: str = "violin") -> Metrics:
-    """Metrics of "exactly ``count`` dots of ``dot`` x ``dot`` pixels".
+    """``count, size`` (task ``count``) of "exactly ``count`` dots of ``dot`` x ``dot`` pixels".
 
-    Parameters
-    ----------
-    image : image-like
-        Generated image.
-    count : int
-        Requested number of dots (>= 1).
-    dot : int
-        Requested dot side in pixels.
-    fg, bg : (r, g, b)
-        Dot and background colors.
-    profile : {"violin", "strict"}
-        Accepted for a uniform interface; both profiles compute the same.
-
-    Returns
-    -------
-    Metrics
-        ``count, size`` (task ``count``); ``info["found"]`` is the number
-        of dots found.
+    ``count`` and ``dot`` are at least 1; ``info["found"]`` is the number of
+    dots found.
     """
     check_profile(profile)
     if int(count) < 1 or int(dot) < 1:

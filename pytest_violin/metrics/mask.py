@@ -5,9 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import clip01, gray, prepare_pair
-from ._regions import (KERNEL3, centroid, centroid_distance, largest_filled,
-                       region_iou_distance)
+from ._common import (KERNEL3, centroid, centroid_distance, clip01, gray, largest_filled, prepare_pair,
+                      region_iou_distance)
 from ._types import Metrics, check_profile
 
 __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
@@ -67,11 +66,9 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth: the source image with the masked region pure
-        black; same size.
+    image, expected : image-like
+        The generated image and the ground truth (the source image with the
+        masked region pure black).
     profile : {"violin", "strict"}
         ``violin`` reproduces the reference numbers: each image's black
         region (gray <= 30) is reduced to its largest external contour,
@@ -82,12 +79,6 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     -------
     Metrics
         ``iou, dist, biou, leak, edge`` in ``[0, 1]``, task ``"mask"``.
-
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
 
     Notes
     -----

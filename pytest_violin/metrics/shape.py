@@ -5,8 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import clip01, gray, mean_channel_std, prepare_pair
-from ._regions import centroid, centroid_distance, largest_filled, region_iou_distance
+from ._common import (centroid, centroid_distance, clip01, gray, largest_filled, mean_channel_std,
+                      prepare_pair, region_iou_distance)
 from ._types import Metrics, check_profile
 
 __all__ = ["SHAPE_METRICS", "shape_metrics", "SHAPE_THRESHOLD", "PURITY_NORM"]
@@ -41,10 +41,8 @@ def shape_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth, same size.
+    image, expected : image-like
+        The generated image and the ground truth.
     profile : {"violin", "strict"}
         ``violin`` reproduces the reference numbers: the generated region is
         the largest external contour of ``gray > 127``, filled, and Hu
@@ -56,12 +54,6 @@ def shape_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     -------
     Metrics
         ``iou, dist, size, shape, purity`` in ``[0, 1]``, task ``"shape"``.
-
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
 
     Notes
     -----

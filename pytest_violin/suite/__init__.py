@@ -33,22 +33,9 @@ from .photos import photos_dir_from_env
 from .sample import Sample
 from .select import filter_tasks, select_stratified
 
-__all__ = [
-    "SUITES",
-    "Sample",
-    "load_suite",
-    "export_samples",
-    "load_manifest",
-    "parse_color",
-    "format_color",
-    "ISCC_NBS_COLORS",
-    "validate_sample_id",
-    "color_sample",
-    "block_sample",
-    "ratio_sample",
-    "shape_sample",
-    "mask_sample",
-]
+__all__ = ["SUITES", "Sample", "load_suite", "export_samples", "load_manifest", "parse_color",
+           "format_color", "ISCC_NBS_COLORS", "validate_sample_id", "color_sample", "block_sample",
+           "ratio_sample", "shape_sample", "mask_sample"]
 
 _BUILDERS = {
     violin.NAME: violin.build,

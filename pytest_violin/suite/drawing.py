@@ -3,8 +3,7 @@
 Every function returns a new ``(height, width, 3)`` uint8 RGB array (or
 fills one in place) and depends on nothing but its arguments (and, for
 masks, the cached base photographs). The task families
-(:mod:`pytest_violin.tasks`) draw their ground truths with these;
-:mod:`pytest_violin.suite.render` re-exports them.
+(:mod:`pytest_violin.tasks`) draw their ground truths with these.
 """
 
 from __future__ import annotations
@@ -17,16 +16,8 @@ from .geometry import block_boxes
 from .masks import generate_mask
 from .photos import base_image
 
-__all__ = [
-    "render_blocks",
-    "render_ratio",
-    "render_shape",
-    "shape_pixels",
-    "render_border",
-    "render_dots",
-    "render_mask_inputs",
-    "apply_mask",
-]
+__all__ = ["contact_sheet", "render_blocks", "render_ratio", "render_shape", "shape_pixels",
+           "render_border", "render_dots", "render_mask_inputs", "apply_mask"]
 
 
 def _color(color) -> tuple:
@@ -44,17 +35,12 @@ def _canvas(width: int, height: int, color) -> np.ndarray:
     out = np.empty((int(height), int(width), 3), np.uint8)
     _fill(out, 0, 0, int(width), int(height), color)
     return out
-def render_blocks(layout: str, colors, width: int, height: int) -> np.ndarray:
-    """Uniform color blocks: ``single``, ``vertical``, ``horizontal`` or ``quad``.
 
-    Parameters
-    ----------
-    layout : str
-        See :func:`pytest_violin.suite.geometry.block_boxes`.
-    colors : sequence of (r, g, b)
-        One color per block, in reading order.
-    width, height : int
-        Image size.
+
+def render_blocks(layout: str, colors, width: int, height: int) -> np.ndarray:
+    """Uniform color blocks in ``layout``, one color per block in reading order.
+
+    The layouts are those of :func:`~pytest_violin.suite.geometry.block_boxes`.
     """
     boxes = block_boxes(layout, width, height)
     if len(colors) != len(boxes):
@@ -142,3 +128,33 @@ def render_mask_inputs(spec, width: int, height: int) -> tuple:
 def apply_mask(source: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """The mask rule: keep pixels where ``keep`` is True, pure black elsewhere."""
     return cv2.bitwise_and(source, source, mask=keep.view(np.uint8))
+
+
+def contact_sheet(samples, *, columns: int = 10, tile: int = 160, label_height: int = 44) -> np.ndarray:
+    """A grid (``columns`` wide) of the samples' expected images as RGB uint8, each captioned with its id.
+
+    Each image is rendered one at a time and shrunk into a ``tile``-pixel square
+    above a caption band ``label_height`` pixels high.
+    """
+    samples = list(samples)
+    rows = max(1, -(-len(samples) // columns))
+    cell_h = tile + label_height
+    sheet = np.full((rows * cell_h, columns * tile, 3), 255, np.uint8)
+    for k, s in enumerate(samples):
+        r, c = divmod(k, columns)
+        img = s.expected()
+        h, w = img.shape[:2]
+        scale = tile / max(h, w)
+        thumb = cv2.resize(img, (max(1, int(w * scale)), max(1, int(h * scale))),
+                           interpolation=cv2.INTER_AREA)
+        th, tw = thumb.shape[:2]
+        y0, x0 = r * cell_h, c * tile
+        sheet[y0:y0 + th, x0:x0 + tw] = thumb
+        cv2.rectangle(sheet, (x0, y0), (x0 + tile - 1, y0 + tile - 1), (128, 128, 128), 1)
+        text = s.id
+        per_line = max(8, tile // 8)
+        lines = [text[i:i + per_line] for i in range(0, len(text), per_line)][:3]
+        for j, line in enumerate(lines):
+            cv2.putText(sheet, line, (x0 + 2, y0 + tile + 11 + 12 * j), cv2.FONT_HERSHEY_PLAIN,
+                        0.75, (0, 0, 0), 1, cv2.LINE_AA)
+    return sheet

@@ -31,23 +31,11 @@ ANCHORS = {
 
 
 def shape_extent(shape: str, size: float, width: int) -> tuple:
-    """Bounding-box size ``(bw, bh)`` in pixels of a shape.
+    """Bounding-box size ``(bw, bh)`` in pixels of a shape of ``size`` (a fraction of ``width``).
 
-    Parameters
-    ----------
-    shape : {"circle", "square", "triangle"}
-        Circle: ``size`` is the diameter; square and upright equilateral
-        triangle: ``size`` is the side length.
-    size : float
-        Fraction of the image width, in ``(0, 1]``.
-    width : int
-        Image width in pixels.
-
-    Returns
-    -------
-    tuple of int
-        ``bw = max(1, round(size * width))``; ``bh = bw`` except for the
-        triangle, whose height is ``max(1, round(bw * sqrt(3) / 2))``.
+    ``size`` is a circle's diameter, a square's or upright equilateral
+    triangle's side: ``bw = max(1, round(size * width))``; ``bh = bw`` except for
+    the triangle, whose height is ``max(1, round(bw * sqrt(3) / 2))``.
     """
     if shape not in SHAPES:
         raise SuiteError(f"unknown shape {shape!r}; accepted: {', '.join(SHAPES)}")
@@ -60,31 +48,14 @@ def shape_extent(shape: str, size: float, width: int) -> tuple:
 
 
 def place_bbox(bw: int, bh: int, width: int, height: int, *, anchor=None, center=None) -> tuple:
-    """Place a ``bw`` x ``bh`` box in the image by a named anchor or a center.
+    """``(x0, y0, bw, bh)``: a ``bw`` x ``bh`` box placed in the image by a named anchor or a center.
 
-    Parameters
-    ----------
-    bw, bh : int
-        Box size.
-    width, height : int
-        Image size.
-    anchor : str, optional
-        One of :data:`ANCHORS`; ``left`` puts the box on the left edge
-        (x0 = 0), ``right`` on the right edge, ``center`` at
-        ``(width - bw) // 2`` (likewise vertically).
-    center : tuple of float, optional
-        ``(fx, fy)``: the box centre at fractions of the width and height.
-
-    Returns
-    -------
-    tuple of int
-        ``(x0, y0, bw, bh)``.
-
-    Raises
-    ------
-    SuiteError
-        If both or neither of ``anchor`` and ``center`` are given, the anchor
-        is unknown, or the box does not fit inside the image.
+    ``anchor`` is one of :data:`ANCHORS`: ``left`` puts the box on the left
+    edge (x0 = 0), ``right`` on the right edge, ``center`` at
+    ``(width - bw) // 2`` (likewise vertically); ``center`` ``(fx, fy)`` puts the
+    box centre at fractions of the width and height. Both or neither given, an
+    unknown anchor or a box that does not fit is a
+    :class:`~pytest_violin.errors.SuiteError`.
     """
     if (anchor is None) == (center is None):
         raise SuiteError("give exactly one of anchor (e.g. 'left-center') or center=(fx, fy)")

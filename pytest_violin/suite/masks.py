@@ -27,30 +27,59 @@ import numpy as np
 
 from ..errors import SuiteError
 
-__all__ = ["MASK_KINDS", "generate_mask", "fill_enclosed", "mask_to_rgb"]
+__all__ = ["MASK_KINDS", "SIDES", "generate_mask", "fill_enclosed", "mask_to_rgb", "paint_ellipse", "paint_band",
+           "paint_stroke", "walk"]
 
 #: Mask kinds, in suite order.
 MASK_KINDS = ("inpaint", "outpaint", "random")
+#: The sides of an ``outpaint`` band, in order: consecutive sides are adjacent.
+SIDES = ("left", "top", "right", "bottom")
 
 
 def fill_enclosed(black: np.ndarray) -> np.ndarray:
-    """Fill every hole of every black region (uint8 0/1 in, uint8 0/1 out).
-
-    Parameters
-    ----------
-    black : numpy.ndarray
-        ``(H, W)`` uint8, 1 where the pixel is blacked out.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``black`` with each region replaced by its filled outer contour.
+    """Fill every hole of every black region: ``(H, W)`` uint8, 1 = blacked out, each region
+    replaced by its filled outer contour.
     """
     contours, _ = cv2.findContours(black, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     out = black.copy()
     if contours:
         cv2.drawContours(out, contours, -1, 1, thickness=cv2.FILLED)
     return out
+
+
+# the strokes every mask is drawn with (the suite's seeded masks and the hypothesis strategies')
+
+
+def paint_ellipse(black: np.ndarray, x: float, y: float, a: float, b: float, angle: float) -> None:
+    """Mark the filled ellipse at ``(x, y)`` with half axes ``a``, ``b`` (each at least 1 px)."""
+    cv2.ellipse(black, (int(round(x)), int(round(y))), (max(1, int(round(a))), max(1, int(round(b)))),
+                angle, 0, 360, 1, thickness=cv2.FILLED)
+
+
+def paint_band(black: np.ndarray, side: str, frac: float) -> None:
+    """Mark the band along ``side`` that is ``frac`` of the width (left, right) or height deep."""
+    h, w = black.shape[:2]
+    d = max(1, int(round(frac * (w if side in ("left", "right") else h))))
+    if side == "left":
+        black[:, :d] = 1
+    elif side == "right":
+        black[:, w - d:] = 1
+    elif side == "top":
+        black[:d, :] = 1
+    else:
+        black[h - d:, :] = 1
+
+
+def walk(x: float, y: float, heading: float, step: float, w: int, h: int) -> tuple:
+    """One step of a stroke's random walk, kept inside the image."""
+    return (min(max(x + step * math.cos(heading), 0.0), w - 1.0),
+            min(max(y + step * math.sin(heading), 0.0), h - 1.0))
+
+
+def paint_stroke(black: np.ndarray, pts, thickness: float) -> None:
+    """Mark the polyline through ``pts``, ``thickness`` pixels wide (at least 1)."""
+    poly = np.round(np.array(pts)).astype(np.int32).reshape(-1, 1, 2)
+    cv2.polylines(black, [poly], False, 1, thickness=max(1, int(round(thickness))), lineType=cv2.LINE_8)
 
 
 def _inpaint(rng, black, w, h):
@@ -64,29 +93,14 @@ def _inpaint(rng, black, w, h):
         t = rng.uniform(0.0, 2 * math.pi)
         ex, ey = cx + r * math.cos(t), cy + r * math.sin(t)
         angle = rng.uniform(0.0, 180.0)
-        cv2.ellipse(black, (int(round(ex)), int(round(ey))),
-                    (max(1, int(round(a))), max(1, int(round(b)))), angle, 0, 360, 1,
-                    thickness=cv2.FILLED)
+        paint_ellipse(black, ex, ey, a, b, angle)
 
 
 def _outpaint(rng, black, w, h):
     n = int(rng.integers(1, 4))
-    sides = ("left", "top", "right", "bottom")
     start = int(rng.integers(0, 4))
-    chosen = [sides[(start + i) % 4] for i in range(n)]  # consecutive = adjacent sides
-    for side in chosen:
-        if side in ("left", "right"):
-            d = max(1, int(round(rng.uniform(0.1, 0.35) * w)))
-            if side == "left":
-                black[:, :d] = 1
-            else:
-                black[:, w - d:] = 1
-        else:
-            d = max(1, int(round(rng.uniform(0.1, 0.35) * h)))
-            if side == "top":
-                black[:d, :] = 1
-            else:
-                black[h - d:, :] = 1
+    for side in [SIDES[(start + i) % 4] for i in range(n)]:  # consecutive = adjacent sides
+        paint_band(black, side, rng.uniform(0.1, 0.35))
 
 
 def _random(rng, black, w, h):
@@ -98,34 +112,18 @@ def _random(rng, black, w, h):
         for _ in range(int(rng.integers(3, 7))):
             heading += rng.uniform(-1.0, 1.0)
             step = rng.uniform(0.08, 0.22) * s
-            x = min(max(x + step * math.cos(heading), 0.0), w - 1.0)
-            y = min(max(y + step * math.sin(heading), 0.0), h - 1.0)
+            x, y = walk(x, y, heading, step, w, h)
             pts.append((x, y))
-        thickness = max(1, int(round(rng.uniform(0.025, 0.07) * s)))
-        poly = np.round(np.array(pts)).astype(np.int32).reshape(-1, 1, 2)
-        cv2.polylines(black, [poly], False, 1, thickness=thickness, lineType=cv2.LINE_8)
+        paint_stroke(black, pts, rng.uniform(0.025, 0.07) * s)
 
 
 _KINDS = {"inpaint": _inpaint, "outpaint": _outpaint, "random": _random}
 
 
 def generate_mask(kind: str, seed: int, width: int, height: int) -> np.ndarray:
-    """Generate one mask deterministically.
+    """One mask of ``kind`` (see the module docstring), ``(height, width)`` bool, True = keep.
 
-    Parameters
-    ----------
-    kind : {"inpaint", "outpaint", "random"}
-        See the module docstring.
-    seed : int
-        Seed of the numpy ``Generator`` (PCG64), so the mask is the same in
-        every process.
-    width, height : int
-        Mask size.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height, width)`` bool, True = keep.
+    ``seed`` seeds a numpy ``Generator`` (PCG64), so the mask is the same in every process.
     """
     fn = _KINDS.get(kind)
     if fn is None:

@@ -24,17 +24,8 @@ import numpy as np
 from ..errors import SuiteError
 from ..imaging import as_rgb8
 
-__all__ = [
-    "SKIMAGE_PHOTOS",
-    "LIFT",
-    "WORKING_SIDE",
-    "PHOTO_EXTENSIONS",
-    "photos_dir_from_env",
-    "list_photo_dir",
-    "load_photo",
-    "lift_dark",
-    "base_image",
-]
+__all__ = ["SKIMAGE_PHOTOS", "LIFT", "WORKING_SIDE", "PHOTO_EXTENSIONS", "photos_dir_from_env",
+           "list_photo_dir", "load_photo", "lift_dark", "base_image"]
 
 #: scikit-image photographs used by default (all bundled with the package).
 SKIMAGE_PHOTOS = (
@@ -57,12 +48,8 @@ def photos_dir_from_env():
 
 
 def list_photo_dir(folder) -> tuple:
-    """Sorted image file names in ``folder`` (no image is opened).
-
-    Raises
-    ------
-    SuiteError
-        If the folder does not exist or holds no image file.
+    """Sorted image file names in ``folder`` (none opened); a :class:`~pytest_violin.errors.SuiteError`
+    when it does not exist or holds no image file.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -121,16 +108,9 @@ def _lifted(source: str, name: str, folder, lift: int) -> np.ndarray:
 def load_photo(source: str, name: str, folder=None) -> np.ndarray:
     """Load (and cache per process) one photograph as read-only RGB uint8.
 
-    The cached copy has its short side reduced to :data:`WORKING_SIDE`.
-
-    Parameters
-    ----------
-    source : {"skimage", "dir"}
-        Where the photo comes from.
-    name : str
-        scikit-image data name, or file name inside ``folder``.
-    folder : str, optional
-        The photo folder for ``source="dir"``.
+    ``source`` is ``"skimage"`` (``name`` is a scikit-image data name) or ``"dir"``
+    (``name`` is a file name inside ``folder``). The cached copy has its short
+    side reduced to :data:`WORKING_SIDE`.
     """
     if source == "skimage":
         return _skimage_photo(name)
@@ -142,20 +122,7 @@ def load_photo(source: str, name: str, folder=None) -> np.ndarray:
 
 
 def lift_dark(image: np.ndarray, lift: int = LIFT) -> np.ndarray:
-    """Map channel values ``0..255`` linearly onto ``lift..255``.
-
-    Parameters
-    ----------
-    image : numpy.ndarray
-        RGB uint8.
-    lift : int
-        The new darkest value.
-
-    Returns
-    -------
-    numpy.ndarray
-        New RGB uint8 array, every channel ``>= lift``.
-    """
+    """Map the channel values ``0..255`` of RGB uint8 ``image`` linearly onto ``lift..255`` (a new array)."""
     lift = int(lift)
     if lift <= 0:
         return np.array(image, dtype=np.uint8, copy=True)
@@ -164,24 +131,12 @@ def lift_dark(image: np.ndarray, lift: int = LIFT) -> np.ndarray:
 
 
 def base_image(photo: dict, width: int, height: int, lift: int = LIFT) -> np.ndarray:
-    """Render one base image from its spec.
+    """Render one ``(height, width, 3)`` uint8 base image from its ``photo`` spec.
 
-    Parameters
-    ----------
-    photo : mapping
-        ``source``, ``name``, optional ``folder``; ``zoom`` (>= 1: the crop
-        is the largest ``width:height`` window divided by ``zoom``), ``fx``,
-        ``fy`` in ``[0, 1]`` (where the window sits within the slack) and
-        ``flip`` (mirror left-right).
-    width, height : int
-        Output size.
-    lift : int
-        See :func:`lift_dark`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(height, width, 3)`` uint8.
+    The spec holds ``source``, ``name``, optional ``folder``; ``zoom`` (>= 1: the
+    crop is the largest ``width:height`` window divided by ``zoom``), ``fx``,
+    ``fy`` in ``[0, 1]`` (where the window sits within the slack) and ``flip``
+    (mirror left-right); dark tones are lifted by :func:`lift_dark`.
     """
     # Lifting the cached photo once equals lifting every crop: resizing only
     # takes convex combinations of pixels, which stay >= lift.

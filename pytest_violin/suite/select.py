@@ -65,23 +65,12 @@ def filter_tasks(samples, tasks, suite_name="suite") -> list:
 
 
 def select_stratified(samples, limit, seed: int = 0) -> list:
-    """Return a stratified, deterministic subset of at most ``limit`` samples.
+    """A stratified, deterministic subset of at most ``limit`` samples, in suite order.
 
-    Parameters
-    ----------
-    samples : list of Sample
-        The suite (in suite order).
-    limit : int or None
-        Maximum number of samples; None or ``>= len(samples)`` returns all.
-    seed : int
-        Changes which subset is drawn.
-
-    Returns
-    -------
-    list of Sample
-        In suite order; exactly ``limit`` samples (fewer only when the suite
-        has fewer). Where no whole unit (a control with all its probes) fits
-        the room left, a control comes with as many of its probes as fit.
+    Exactly ``limit`` samples (fewer only when the suite has fewer; None or
+    ``>= len(samples)``: all of them); ``seed`` changes which subset is drawn.
+    Where no whole unit (a control with all its probes) fits the room left, a
+    control comes with as many of its probes as fit.
     """
     samples = list(samples)
     if limit is None:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "no_inputs"]
+__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "no_inputs", "color_words", "plain_color", "pct"]
 
 #: Limit of a metric (and of the mean) of a family that declares no limit
 #: for it, when that family's thresholds are not strict (see
@@ -127,3 +127,34 @@ class TaskFamily:
         """Default limits keyed ``"task.metric"``, in metric order, mean last."""
         return {f"{self.name}.{k}": float(self.default_limits[k])
                 for k in (*self.metric_names, "mean") if k in self.default_limits}
+
+
+# colors and fractions in words, for the families' descriptions
+
+
+def color_words(rgb) -> str:
+    """``#RRGGBB`` followed by its ISCC-NBS name (or pure black / white) when it has one."""
+    from ..suite.colors import ISCC_NBS_COLORS, format_color
+
+    rgb = tuple(int(c) for c in rgb)
+    text = format_color(rgb, "hex")
+    for color in ISCC_NBS_COLORS:
+        if color.rgb == rgb:
+            return f"{text} ({color.phrase})"
+    if rgb == (0, 0, 0):
+        return f"{text} (pure black)"
+    if rgb == (255, 255, 255):
+        return f"{text} (pure white)"
+    return text
+
+
+def plain_color(rgb) -> str:
+    """``white`` or ``black``, else :func:`color_words`."""
+    rgb = tuple(int(c) for c in rgb)
+    return {(255, 255, 255): "white", (0, 0, 0): "black"}.get(rgb) or color_words(rgb)
+
+
+def pct(fraction: float) -> str:
+    """A fraction as a percentage with at most two decimals (``0.315`` -> ``31.5%``)."""
+    text = f"{100.0 * fraction:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"

@@ -7,8 +7,7 @@ centre, drawn as the ground truth).
 
 from __future__ import annotations
 
-from .base import TaskFamily
-from ._words import color_words
+from .base import TaskFamily, color_words
 
 __all__ = ["FAMILY", "LAYOUTS", "BLOCK_COUNTS", "METRICS", "LIMITS", "fuzzy_target"]
 

@@ -7,8 +7,7 @@ are rendered from the spec (``photo``, ``lift``, ``mask_kind``,
 
 from __future__ import annotations
 
-from .base import TaskFamily
-from ._words import pct
+from .base import TaskFamily, pct
 
 __all__ = ["FAMILY", "METRICS", "LIMITS"]
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .base import TaskFamily
-from ._words import pct, plain_color
+from .base import TaskFamily, pct, plain_color
 
 __all__ = ["FAMILY", "METRICS", "LIMITS"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..builders import make_blocks, make_photo_mask, make_shape
 from ..colors import ISCC_NBS_COLORS
 from ..geometry import ANCHORS, SHAPES
-from ..frozen import freeze
+from ..sample import freeze
 from ..ids import slugify, stable_seed
 from ..masks import MASK_KINDS
 from ..photos import SKIMAGE_PHOTOS, list_photo_dir

@@ -32,7 +32,7 @@ from ..._fs import atomic_write, load_json_text, read_option_file
 from ...errors import ManifestError, SuiteError
 from ...report.text import printable
 from ..sample import Sample
-from ._paths import regular_inside, shown, shown_path
+from ._paths import require_inside, shown, shown_path
 from .loader import INDEX_VERSION, build_index, cache_root, write_json
 from .metadata import read_metadata
 from .schema import sample_id
@@ -59,11 +59,7 @@ def _parquets(folder: Path, root: Path | None = None) -> list:
     root = folder if root is None else root
     found = sorted(p for p in folder.rglob("*.parquet") if ".cache" not in p.parts)
     for p in found:
-        why = regular_inside(p, root)
-        if why is not None:
-            raise ManifestError(f"parquet {why}; expected a regular file inside "
-                                f"{shown_path(root)} (a symlink out of the dataset is not "
-                                f"followed)", path=shown_path(p))
+        require_inside(p, root, "parquet")
     preferred = [p for p in found if p.name == "violin-test.parquet"]
     return preferred or found
 
@@ -188,7 +184,7 @@ def _drop_index(index: Path, why: str) -> None:
 
 
 def _progress(total):
-    from ..progress import ProgressBar
+    from ..manifest import ProgressBar
 
     return ProgressBar(total, label="official data")
 
@@ -283,28 +279,17 @@ def _samples(doc, identity: dict) -> OfficialSamples:
 def load_official(source, *, metadata=None) -> OfficialSamples:
     """Load the official Violin data from a parquet, a converted folder or ``hf:REPO[@REV]``.
 
-    Parameters
-    ----------
-    source : str or path
-        ``violin-test.parquet``, a folder holding it (a clone of the hub
-        repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``.
-    metadata : path, optional
-        The folder of metadata CSVs (default: ``metadata/`` beside the data).
+    ``source`` is ``violin-test.parquet``, a folder holding it (a clone of the
+    hub repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``;
+    ``metadata`` the folder of metadata CSVs (default: ``metadata/`` beside the
+    data). The samples carry ``.dataset``: ``form``, ``source``, ``sha256`` or
+    ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped`` (reason ->
+    rows), ``notes`` (reading -> rows), ``metadata``.
 
-    Returns
-    -------
-    OfficialSamples
-        The samples, with ``.dataset``: ``form``, ``source``, ``sha256`` or
-        ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped``
-        (reason -> rows), ``notes`` (reading -> rows), ``metadata``.
-
-    Raises
-    ------
-    SuiteError
-        A missing extra (naming ``pip install 'pytest-violin[hub]'``), a hub
-        dataset offline and not cached.
-    ManifestError
-        One line naming the file, the row or id and what was expected.
+    A missing extra (naming ``pip install 'pytest-violin[hub]'``) or a hub
+    dataset offline and not cached is a :class:`~pytest_violin.errors.SuiteError`;
+    bad data a :class:`~pytest_violin.errors.ManifestError` naming the file, the
+    row or id and what was expected.
     """
     try:
         return _load(str(source), metadata)

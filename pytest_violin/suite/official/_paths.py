@@ -14,10 +14,11 @@ import os
 import stat
 from pathlib import Path
 
+from ...errors import ManifestError
 from ...redaction import redact
 from ...report.text import printable
 
-__all__ = ["inside", "regular_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
+__all__ = ["inside", "regular_inside", "require_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
            "MAX_PATH_SHOWN"]
 
 #: Characters of a value from a dataset (a cell, a file name, a header) shown in a message.
@@ -49,21 +50,20 @@ def regular_inside(path, folder) -> str | None:
     return None if stat.S_ISREG(mode) else "is not a regular file"
 
 
+def require_inside(path, root, what: str) -> None:
+    """Raise a :class:`ManifestError` naming ``what`` unless :func:`regular_inside` accepts ``path``."""
+    why = regular_inside(path, root)
+    if why is not None:
+        raise ManifestError(f"{what} {why}; expected a regular file inside {shown_path(root)} (a symlink "
+                            f"out of the dataset is not followed)", path=shown_path(path))
+
+
 def shown(value, limit: int = MAX_SHOWN) -> str:
-    """``value`` as one printable, redacted line of at most ``limit`` characters, quoted.
+    """``value`` (``str()`` of a cell, a file name, a path or a header from a dataset) as one quoted line.
 
-    Parameters
-    ----------
-    value : object
-        A cell, a file name, a path or a header from a dataset (``str`` of it).
-    limit : int, optional
-        Characters kept; a longer value ends ``...`` with its length.
-
-    Returns
-    -------
-    str
-        ``'text'`` with control characters as ``\\xNN`` escapes (newlines and
-        tabs too: one line), a registered secret masked.
+    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too)
+    and redacted (a registered secret masked); past ``limit`` characters it
+    ends ``...`` with its length.
 
     Examples
     --------

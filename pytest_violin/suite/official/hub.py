@@ -174,13 +174,10 @@ def _one_snapshot(spec: str, cache: Path, repo_id: str, revision, folder: Path) 
 def download(spec: str) -> tuple[Path, str, str]:
     """The local snapshot folder of a hub dataset: ``(folder, repo_id, commit)``.
 
-    Raises
-    ------
-    SuiteError
-        huggingface_hub is missing (naming the extra), offline and not
-        cached, the repository or revision does not exist, or the network
-        fails, the files sum over :data:`MAX_HUB_BYTES` or one states no
-        size: one line each.
+    A :class:`~pytest_violin.errors.SuiteError` in one line when huggingface_hub
+    is missing (naming the extra), offline and not cached, the repository or
+    revision does not exist, or the network fails, the files sum over
+    :data:`MAX_HUB_BYTES` or one states no size.
     """
     repo_id, revision = parse_hub_spec(spec)
     try:

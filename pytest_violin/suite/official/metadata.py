@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..._fs import read_option_bytes
 from ...errors import ManifestError
-from ._paths import regular_inside, shown, shown_path
+from ._paths import require_inside, shown, shown_path
 from .schema import MASK_TYPES, MAX_PROMPT_CHARS, metadata_name, parse_number
 
 __all__ = ["Metadata", "classify", "read_metadata", "MAX_CSV_BYTES"]
@@ -173,11 +173,7 @@ def read_metadata(folder, root=None) -> Metadata:
         if group is None:
             meta.ignored.append(path.name)
             continue
-        why = regular_inside(path, root)
-        if why is not None:
-            raise ManifestError(f"metadata CSV {why}; expected a regular file inside "
-                                f"{shown_path(root)} (a symlink out of the dataset is not "
-                                f"followed)", path=shown_path(path))
+        require_inside(path, root, "metadata CSV")
         if group in meta.files:
             raise ManifestError(f"a second metadata file for {group} (the first is "
                                 f"{shown(meta.files[group].name)}); expected one file per task",

@@ -84,11 +84,8 @@ def check_row_groups(pf, path, columns) -> None:
     column chunk read, summed, and never less than the row group's own
     ``total_byte_size`` where every column is read. It is the size of the
     pages, not of the cells they decode to (:class:`_Budget` counts those).
-
-    Raises
-    ------
-    ManifestError
-        One line naming the file, the row group, its size and the cap.
+    The :class:`~pytest_violin.errors.ManifestError` names the file, the row
+    group, its size and the cap.
     """
     wanted = set(columns)
     footer = pf.metadata
@@ -221,17 +218,13 @@ def iter_rows(path):
     """Yield ``(row_number, record)`` for every row (0-based), streaming.
 
     ``record`` holds the scalar columns and, for each image column, the
-    encoded bytes (or a resolved path) or None.
-
-    Raises
-    ------
-    SuiteError
-        pyarrow is missing.
-    ManifestError
-        Not a regular file or not a parquet file, no ``task``/``variation``
-        or ``id`` or ``ground_truth`` column, a row group over
-        :data:`MAX_ROW_GROUP_BYTES` encoded (refused before any row is read),
-        a cell, row group, column or file over its decoded cap.
+    encoded bytes (or a resolved path) or None. pyarrow missing is a
+    :class:`~pytest_violin.errors.SuiteError`; a
+    :class:`~pytest_violin.errors.ManifestError` refuses what is not a regular
+    file or not a parquet file, one without a ``task``/``variation``, ``id`` or
+    ``ground_truth`` column, a row group over :data:`MAX_ROW_GROUP_BYTES`
+    encoded (before any row is read), a cell, row group, column or file over
+    its decoded cap.
     """
     pq = require_pyarrow()
     path = Path(path)

@@ -29,7 +29,6 @@ from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
 from ..errors import InvalidImageError
 
-
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels).
 #: A guard against decompression bombs in model answers.
 MAX_PIXELS = 8192 * 8192
@@ -260,22 +259,12 @@ def _raw_bits(img: Image.Image) -> int:
 
 
 def decoded_size(img: Image.Image) -> int:
-    """Bytes a PIL image holds decoded, from its header: ``w * h * channels * bytes/channel``.
+    """Bytes an opened (not necessarily loaded) PIL image holds decoded, from its header.
 
-    The bytes per channel are the larger of the image mode's sample size
-    (``I;16``: 2, ``I``/``F``: 4, else 1) and the sample size the file
-    declares (a 16-bit RGBA PNG opens in mode ``RGBA`` but declares 16
-    bits). Nothing is decoded.
-
-    Parameters
-    ----------
-    img : PIL.Image.Image
-        An opened (not necessarily loaded) image.
-
-    Returns
-    -------
-    int
-        The size in bytes.
+    That is ``w * h * channels * bytes/channel``, the bytes per channel the
+    larger of the image mode's sample size (``I;16``: 2, ``I``/``F``: 4, else
+    1) and the sample size the file declares (a 16-bit RGBA PNG opens in mode
+    ``RGBA`` but declares 16 bits). Nothing is decoded.
     """
     width, height = img.size
     try:
@@ -383,28 +372,12 @@ def _open_regular(path: Path, original) -> io.BufferedReader:
 
 def probe_image_file(path, *, max_pixels: int = MAX_PIXELS,
                      max_bytes: int = MAX_DECODED_BYTES) -> tuple:
-    """Read only the header of the image file at ``path``: its ``(width, height)``.
+    """Read only the header of the image file at ``path``: its ``(width, height)``, EXIF orientation applied.
 
-    The same checks as :func:`as_rgb8` before decoding (a regular,
-    non-empty file; a recognised format; ``max_pixels``; ``max_bytes``),
-    without decoding a pixel. Used to validate manifests when they load.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file.
-    max_pixels, max_bytes : int, optional
-        As for :func:`as_rgb8`.
-
-    Returns
-    -------
-    tuple of int
-        ``(width, height)`` after the EXIF orientation is applied.
-
-    Raises
-    ------
-    InvalidImageError
-        One line naming the file, never its content.
+    The same checks as :func:`as_rgb8` before decoding (a regular, non-empty
+    file; a recognised format; ``max_pixels``; ``max_bytes``), without decoding
+    a pixel; an :class:`~pytest_violin.errors.InvalidImageError` names the file,
+    never its content. Used to validate manifests when they load.
     """
     with _open_regular(Path(path), path) as fh:
         try:

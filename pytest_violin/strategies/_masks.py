@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
 from hypothesis import strategies as st
 
-from ...suite import masks as _masks
+from ..suite import masks as _masks
 from ._checks import check, check_canvas, check_choice
 from ._geometry import grid_around_half
 
@@ -34,29 +33,14 @@ def _draw_inpaint(draw, black: np.ndarray, w: int, h: int) -> None:
         # common point (cx, cy) inside every ellipse: the union is star-shaped.
         r = draw(st.integers(0, 50)) / 100.0 * min(a, b)
         t = math.radians(draw(st.integers(0, 359)))
-        centre = (int(round(cx + r * math.cos(t))), int(round(cy + r * math.sin(t))))
-        cv2.ellipse(black, centre, (max(1, int(round(a))), max(1, int(round(b)))), angle,
-                    0, 360, 1, thickness=cv2.FILLED)
+        _masks.paint_ellipse(black, cx + r * math.cos(t), cy + r * math.sin(t), a, b, angle)
 
 
 def _draw_outpaint(draw, black: np.ndarray, w: int, h: int) -> None:
-    sides = ("left", "top", "right", "bottom")
     n = draw(st.integers(1, 3))
     start = draw(st.integers(0, 3))
-    for side in (sides[(start + i) % 4] for i in range(n)):  # adjacent sides: never a frame
-        frac = draw(st.integers(10, 35)) / 100.0
-        if side in ("left", "right"):
-            d = max(1, int(round(frac * w)))
-            if side == "left":
-                black[:, :d] = 1
-            else:
-                black[:, w - d:] = 1
-        else:
-            d = max(1, int(round(frac * h)))
-            if side == "top":
-                black[:d, :] = 1
-            else:
-                black[h - d:, :] = 1
+    for side in (_masks.SIDES[(start + i) % 4] for i in range(n)):  # adjacent sides: never a frame
+        _masks.paint_band(black, side, draw(st.integers(10, 35)) / 100.0)
 
 
 def _draw_random(draw, black: np.ndarray, w: int, h: int) -> None:
@@ -69,12 +53,9 @@ def _draw_random(draw, black: np.ndarray, w: int, h: int) -> None:
         for _ in range(draw(st.integers(1, 5))):
             heading += math.radians(draw(st.integers(-57, 57)))  # bounded turning
             step = draw(st.integers(8, 22)) / 100.0 * s
-            x = min(max(x + step * math.cos(heading), 0.0), w - 1.0)
-            y = min(max(y + step * math.sin(heading), 0.0), h - 1.0)
+            x, y = _masks.walk(x, y, heading, step, w, h)
             pts.append((x, y))
-        thickness = max(1, int(round(draw(st.integers(25, 70)) / 1000.0 * s)))
-        poly = np.round(np.array(pts)).astype(np.int32).reshape(-1, 1, 2)
-        cv2.polylines(black, [poly], False, 1, thickness=thickness, lineType=cv2.LINE_8)
+        _masks.paint_stroke(black, pts, draw(st.integers(25, 70)) / 1000.0 * s)
 
 
 _MASK_DRAWERS = {"inpaint": _draw_inpaint, "outpaint": _draw_outpaint, "random": _draw_random}
@@ -82,34 +63,18 @@ _MASK_DRAWERS = {"inpaint": _draw_inpaint, "outpaint": _draw_outpaint, "random":
 
 def masks(*, width: int = 64, height: int = 64, kind: str | None = None,
           dtype=bool) -> st.SearchStrategy:
-    """Binary keep-masks of the mask task (True / 1 = keep, False / 0 = black).
+    """Binary keep-masks of the mask task, ``(height, width)`` arrays (True / 1 = keep, False / 0 = black).
 
-    Parameters
-    ----------
-    width, height : int, optional
-        Mask size in pixels, at least 16 (default 64 x 64; masks scale, so
-        tests rarely need the suite's 512).
-    kind : {"inpaint", "outpaint", "random"} or None, optional
-        ``inpaint``: one interior star-shaped blob of 1-3 ellipses;
-        ``outpaint``: bands along one to three adjacent sides (never a
-        closed frame); ``random``: one to three thick strokes with bounded
-        turning. None (default): any kind, shrinking toward the simplest
-        mask, one band of 10% on the left side.
-    dtype : {bool, numpy.uint8}, optional
-        ``bool`` or ``uint8`` with values 0 and 1.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        ``(height, width)`` arrays. Every mask is well formed as in the
-        suite: at least one kept and one black pixel, and no black region
-        encloses kept pixels (enclosed kept pixels are blacked out), so its
-        ground truth scores 0.0 in both metric profiles.
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        For sizes outside ``16..4096``, an unknown kind or dtype.
+    The size is 16..4096 pixels a side (default 64 x 64; masks scale, so tests
+    rarely need the suite's 512); ``dtype`` is ``bool`` or ``uint8`` (0 and 1).
+    ``kind`` ``inpaint`` is one interior star-shaped blob of 1-3 ellipses;
+    ``outpaint`` bands along one to three adjacent sides (never a closed
+    frame); ``random`` one to three thick strokes with bounded turning; None
+    (default): any kind, shrinking toward the simplest mask, one band of 10% on
+    the left side. Every mask is well formed as in the suite: at least one kept
+    and one black pixel, and no black region encloses kept pixels (enclosed
+    kept pixels are blacked out), so its ground truth scores 0.0 in both metric
+    profiles.
     """
     width, height = check_canvas(width, height, 16)
     check_choice("kind", kind, MASK_KINDS, allow_none=True)
@@ -125,7 +90,7 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 
     @st.composite
     def pair(draw):
-        from ...suite.masks import fill_enclosed
+        from ..suite.masks import fill_enclosed
 
         chosen = draw(st.sampled_from(kinds))
         black = np.zeros((height, width), np.uint8)
@@ -137,26 +102,15 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 
 
 def source_images(*, width: int = 64, height: int = 64) -> st.SearchStrategy:
-    """Natural source images for the mask task: crops of scikit-image photos.
+    """Natural ``(height, width, 3)`` uint8 source images for the mask task (default 64 x 64).
 
-    Each image is a crop (zoom 1-2x, position, optional mirror) of one of
-    the photographs bundled with scikit-image, lifted so every channel is
-    at least 40 (above the mask metrics' black threshold), exactly as the
-    suite's base images.
-
-    Parameters
-    ----------
-    width, height : int, optional
-        Image size (default 64 x 64).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        ``(height, width, 3)`` uint8 RGB arrays; shrinks toward the first
-        photo, uncropped, centred, not mirrored.
+    Each image is a crop (zoom 1-2x, position, optional mirror) of one of the
+    photographs bundled with scikit-image, lifted so every channel is at least
+    40 (above the mask metrics' black threshold), exactly as the suite's base
+    images; shrinks toward the first photo, uncropped, centred, not mirrored.
     """
     width, height = check_canvas(width, height, 8)
-    from ...suite.photos import SKIMAGE_PHOTOS, base_image
+    from ..suite.photos import SKIMAGE_PHOTOS, base_image
 
     spec = st.fixed_dictionaries({
         "source": st.just("skimage"),

@@ -16,7 +16,7 @@ NOTATIONS = ("hex", "rgb", "hsl", "name")
 
 
 def _iscc():
-    from ...suite.colors import ISCC_NBS_COLORS
+    from ..suite.colors import ISCC_NBS_COLORS
 
     return ISCC_NBS_COLORS
 
@@ -28,16 +28,11 @@ def _named_rgbs() -> tuple:
 
 
 def named_colors() -> st.SearchStrategy:
-    """One of the 29 ISCC-NBS Level-2 colors, as an ``(r, g, b)`` tuple.
+    """One of the 29 ISCC-NBS Level-2 colors, as an ``(r, g, b)`` tuple of ints.
 
     Shrinks toward the darkest (ISCC-NBS "Black", ``(43, 41, 43)``); the
     order is by luma, so a failure shrinks to the darkest named color that
     still fails.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        Tuples of three ints in ``0..255``.
     """
     return st.sampled_from(_named_rgbs())
 
@@ -45,24 +40,11 @@ def named_colors() -> st.SearchStrategy:
 def rgb_colors(*, named: bool = True) -> st.SearchStrategy:
     """Any 8-bit color as an ``(r, g, b)`` tuple of ints.
 
-    Parameters
-    ----------
-    named : bool, optional
-        If True (the default), draw from the 29 ISCC-NBS colors part of the
-        time; a trivially failing example shrinks to the darkest of them, and
-        an arbitrary color shrinks channel by channel toward ``(0, 0, 0)``
-        (the shrinker stays in the branch where it found the failure). If False, only the uniform
-        channel strategy (shrinks to pure black).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        Tuples of three ints in ``0..255``.
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        If ``named`` is not a bool.
+    With ``named`` (the default) part of the draws are the 29 ISCC-NBS colors:
+    a trivially failing example shrinks to the darkest of them, and an
+    arbitrary color shrinks channel by channel toward ``(0, 0, 0)`` (the
+    shrinker stays in the branch where it found the failure). Without, only the
+    uniform channel strategy (shrinks to pure black).
     """
     check_bool("named", named)
     channel = st.integers(min_value=0, max_value=255)
@@ -73,50 +55,24 @@ def rgb_colors(*, named: bool = True) -> st.SearchStrategy:
 
 
 def _format(rgb, notation: str) -> str:
-    from ...suite.colors import format_color
+    from ..suite.colors import format_color
 
     return format_color(rgb, notation)
 
 
 def hex_colors(*, named: bool = True) -> st.SearchStrategy:
-    """Colors written ``#RRGGBB`` (upper case), shrinking as :func:`rgb_colors`.
-
-    Parameters
-    ----------
-    named : bool, optional
-        See :func:`rgb_colors`.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        Strings such as ``"#D9B451"``.
-    """
+    """Colors written ``#RRGGBB`` (upper case, ``"#D9B451"``), shrinking as :func:`rgb_colors`."""
     return rgb_colors(named=named).map(lambda rgb: _format(rgb, "hex"))
 
 
 def colors(*, notation: str | None = None, named: bool = True) -> st.SearchStrategy:
-    """Color strings in one notation, or in any of them.
+    """Color strings in one notation, or in any of them, that :func:`pytest_violin.parse_color` reads back exactly.
 
-    Parameters
-    ----------
-    notation : {"hex", "rgb", "hsl", "name"} or None, optional
-        ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` ->
-        the shortest ``hsl(...)`` that parses back to the exact 8-bit color;
-        ``name`` -> an ISCC-NBS Level-2 name such as ``"yellowish pink"``
-        (only the 29 named colors). None (the default): any notation,
-        shrinking toward ``hex``.
-    named : bool, optional
-        See :func:`rgb_colors` (ignored for ``notation="name"``).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        Strings that :func:`pytest_violin.parse_color` reads back exactly.
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        For an unknown notation or a non-bool ``named``.
+    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the
+    shortest ``hsl(...)`` that parses back to the exact 8-bit color; ``name``
+    -> an ISCC-NBS Level-2 name such as ``"yellowish pink"`` (only the 29 named
+    colors). None (the default): any notation, shrinking toward ``hex``.
+    ``named`` is as for :func:`rgb_colors` (ignored for ``notation="name"``).
     """
     check_choice("notation", notation, NOTATIONS, allow_none=True)
     check_bool("named", named)

@@ -4,6 +4,13 @@ Each composes the strategies of its parts (colors, ratios, placements,
 masks) with a prompt template and builds the sample with
 :mod:`pytest_violin.suite.builders`, so a failing sample shrinks through its
 parts and toward prompt template 0.
+
+Each returns a strategy of :class:`pytest_violin.Sample` objects of its task
+and takes, where they apply: ``notation`` (``"hex"``, ``"rgb"``, ``"hsl"``,
+``"name"``: how the colors are written in the prompt; None draws one,
+shrinking toward hex), ``width`` and ``height`` (the image size, default
+the suite's 512 x 512) and ``template`` (a fixed prompt template, or None
+to draw one).
 """
 
 from __future__ import annotations
@@ -12,8 +19,8 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from ...tasks import color as _color_family
-from ...tasks import ratio as _ratio_family
+from ..tasks import color as _color_family
+from ..tasks.geometric import ORIENTATIONS as _ORIENTATIONS
 from ._checks import check, check_canvas, check_choice, check_strategy_or_none, is_int
 from ._colors import NOTATIONS, named_colors, notations_for, rgb_colors
 from ._geometry import ANCHORS, SHAPES, shape_placements, split_ratios
@@ -22,18 +29,17 @@ from ._masks import kind_and_mask, masks, source_images
 #: Multi-block layouts of the color family and their number of blocks.
 _BLOCKS = {name: n for name, n in _color_family.BLOCK_COUNTS.items() if n > 1}
 _LAYOUTS = tuple(_BLOCKS)
-_ORIENTATIONS = _ratio_family.ORIENTATIONS
 
 
 def _builders():
-    from ...suite import builders
+    from ..suite import builders
 
     return builders
 
 
 def _template_count(task: str, variant=None) -> int:
     """Number of prompt templates the builder of ``task`` accepts for ``variant``."""
-    from ...suite import prompts
+    from ..suite import prompts
 
     if task == "color":
         return len(prompts.COLOR_TEMPLATES if variant == "name" else prompts.CODE_TEMPLATES)
@@ -93,23 +99,7 @@ def _distinct_colors(draw, notation, count: int) -> tuple:
 
 def color_samples(*, notation: str | None = None, width: int = 512, height: int = 512,
                   template: int | None = None) -> st.SearchStrategy:
-    """Single-color samples: "a pure #D9B451 image", built by ``color_sample``.
-
-    Parameters
-    ----------
-    notation : {"hex", "rgb", "hsl", "name"} or None, optional
-        How the color is written in the prompt; None draws the notation too
-        (shrinking toward hex).
-    width, height : int, optional
-        Image size (default 512 x 512, the suite's size).
-    template : int or None, optional
-        A fixed prompt template, or None to draw one (shrinking toward 0).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`pytest_violin.Sample` objects with task ``color``.
-    """
+    """Single-color samples: "a pure #D9B451 image", built by ``color_sample``."""
     width, height = _check_colored(notation, width, height, 1)
     _check_template(template, "color", _variants(notation, NOTATIONS))
 
@@ -127,26 +117,11 @@ def color_samples(*, notation: str | None = None, width: int = 512, height: int 
 def block_samples(*, layout: str | None = None, notation: str | None = None,
                   width: int = 512, height: int = 512,
                   template: int | None = None) -> st.SearchStrategy:
-    """Multi-block color samples: halves or quadrants, each a named color.
+    """Multi-block color samples: halves or quadrants, each block a distinct color.
 
-    Parameters
-    ----------
-    layout : {"vertical", "horizontal", "quad"} or None, optional
-        ``vertical`` = left | right halves, ``horizontal`` = top / bottom,
-        ``quad`` = 2 x 2 in reading order; None draws one (shrinking toward
-        ``vertical``).
-    notation : {"hex", "rgb", "hsl", "name"} or None, optional
-        How the colors are written; None draws one.
-    width, height : int, optional
-        Image size (at least 2 x 2).
-    template : int or None, optional
-        A fixed prompt template, or None to draw one.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`pytest_violin.Sample` objects with task ``color`` whose
-        blocks have pairwise distinct colors.
+    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top /
+    bottom) or ``quad`` (2 x 2 in reading order); None draws one (shrinking
+    toward ``vertical``). The image is at least 2 x 2.
     """
     check_choice("layout", layout, _LAYOUTS, allow_none=True)
     width, height = _check_colored(notation, width, height, 2)
@@ -168,25 +143,9 @@ def ratio_samples(*, orientation: str | None = None, min_value: float = 0.05,
                   height: int = 512, template: int | None = None) -> st.SearchStrategy:
     """Area-ratio samples: "the left 31.5% pure blue, the rest pure red".
 
-    Parameters
-    ----------
-    orientation : {"vertical", "horizontal"} or None, optional
-        ``vertical`` splits left | right, ``horizontal`` top / bottom; None
-        draws one.
-    min_value, max_value : float, optional
-        Bounds of the first region's share (see :func:`split_ratios`);
-        the ratio shrinks toward 0.5.
-    notation : {"hex", "rgb", "hsl", "name"} or None, optional
-        How the colors are written; None draws one.
-    width, height : int, optional
-        Image size.
-    template : int or None, optional
-        A fixed prompt template, or None to draw one.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`pytest_violin.Sample` objects with task ``ratio``.
+    ``orientation`` is ``vertical`` (left | right) or ``horizontal`` (top /
+    bottom); None draws one. ``min_value`` and ``max_value`` bound the first
+    region's share (see :func:`split_ratios`); the ratio shrinks toward 0.5.
     """
     check_choice("orientation", orientation, _ORIENTATIONS, allow_none=True)
     ratios = split_ratios(min_value=min_value, max_value=max_value)
@@ -209,19 +168,8 @@ def shape_samples(*, width: int = 512, height: int = 512, shapes: Sequence[str] 
                   min_size: float = 0.05, max_size: float = 0.5,
                   anchors: Sequence[str] | None = ANCHORS, centers: bool = True,
                   template: int | None = None) -> st.SearchStrategy:
-    """Shape samples: a solid white shape on black, placed as drawn by :func:`shape_placements`.
-
-    Parameters
-    ----------
-    width, height, shapes, min_size, max_size, anchors, centers
-        See :func:`shape_placements`.
-    template : int or None, optional
-        A fixed prompt template, or None to draw one.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`pytest_violin.Sample` objects with task ``shape``.
+    """Shape samples: a solid white shape on black, placed as drawn by :func:`shape_placements`
+    (whose arguments the others are).
     """
     placements = shape_placements(width=width, height=height, shapes=shapes, min_size=min_size,
                                   max_size=max_size, anchors=anchors, centers=centers)
@@ -242,23 +190,10 @@ def mask_samples(*, width: int = 64, height: int = 64, kind: str | None = None,
                  template: int | None = None) -> st.SearchStrategy:
     """Mask samples: an image, a keep-mask and "black out every pixel where the mask is 0".
 
-    Parameters
-    ----------
-    width, height : int, optional
-        Image size (default 64 x 64).
-    kind : {"inpaint", "outpaint", "random"} or None, optional
-        See :func:`masks`.
-    images : hypothesis strategy or None, optional
-        Source images of ``(height, width)``; default :func:`source_images`.
-        Keep their darkest pixels above the mask metrics' black threshold
-        (gray 30 or darker), or the ground truth cannot score 0.
-    template : int or None, optional
-        A fixed prompt template, or None to draw one.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`pytest_violin.Sample` objects with task ``mask``.
+    The image is 64 x 64 by default; ``kind`` is as for :func:`masks`.
+    ``images`` draws the source images of ``(height, width)`` (default
+    :func:`source_images`): keep their darkest pixels above the mask metrics'
+    black threshold (gray 30 or darker), or the ground truth cannot score 0.
     """
     masks(width=width, height=height, kind=kind)  # validates the arguments
     pairs = kind_and_mask(int(width), int(height), kind)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ...suite import geometry as _geometry
+from ..suite import geometry as _geometry
 from ._checks import check, check_bool, check_canvas, check_subset, is_real
 
 #: Shape kinds of the geometric task.
@@ -68,25 +68,11 @@ def split_ratios(*, min_value: float = 0.05, max_value: float = 0.95,
                  step: float = 0.005) -> st.SearchStrategy:
     """Area ratios for two-region layouts (the first region's share).
 
-    Parameters
-    ----------
-    min_value, max_value : float, optional
-        Bounds, ``0 < min_value <= max_value < 1``.
-    step : float, optional
-        Resolution of the drawn ratios (default 0.005, i.e. half a percent,
-        so ``0.315`` can be drawn; prompts state ratios as percentages).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        Floats in ``[min_value, max_value]`` on the ``step`` grid, shrinking
-        toward 0.5 (or the grid point nearest 0.5 inside the bounds).
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        For bounds outside ``(0, 1)``, ``min_value > max_value``, a step
-        outside ``(0, 0.5]``, or bounds with no grid point between them.
+    Floats in ``[min_value, max_value]`` (``0 < min_value <= max_value < 1``)
+    on the ``step`` grid (default 0.005, half a percent, so ``0.315`` can be
+    drawn; prompts state ratios as percentages, ``step`` in ``(0, 0.5]``),
+    shrinking toward 0.5 (or the grid point nearest 0.5 inside the bounds);
+    bounds with no grid point between them are refused.
     """
     check(is_real(min_value) and 0.0 < min_value < 1.0, "min_value", min_value,
           "a number strictly between 0 and 1")
@@ -103,14 +89,14 @@ def split_ratios(*, min_value: float = 0.05, max_value: float = 0.95,
 
 # ---------------------------------------------------------------- shapes
 def _bbox_px(shape: str, size: float, width: int) -> tuple:
-    from ...suite.geometry import shape_extent
+    from ..suite.geometry import shape_extent
 
     return shape_extent(shape, size, width)
 
 
 def _centers(shape: str, size: float, width: int, height: int, step: float) -> st.SearchStrategy:
     """Center fractions on the ``step`` grid whose box fits, shrinking to the middle."""
-    from ...suite.geometry import place_bbox
+    from ..suite.geometry import place_bbox
 
     bw, bh = _bbox_px(shape, size, width)
 
@@ -137,40 +123,18 @@ def shape_placements(*, width: int = 512, height: int = 512, shapes: Sequence[st
                      min_size: float = 0.05, max_size: float = 0.5,
                      anchors: Sequence[str] | None = ANCHORS,
                      centers: bool = True, step: float = 0.01) -> st.SearchStrategy:
-    """A shape kind, a size and a position that always fit in the canvas.
+    """:class:`ShapePlacement` tuples ``(shape, size, anchor, center)`` that always fit the canvas.
 
-    Parameters
-    ----------
-    width, height : int, optional
-        The canvas the placement must fit (default 512 x 512).
-    shapes : sequence of str, optional
-        Allowed kinds among ``circle``, ``square``, ``triangle``; shrinks
-        toward the first.
-    min_size, max_size : float, optional
-        Size bounds as fractions of the width (whole percents are drawn,
-        shrinking toward ``min_size``). The shape must fit vertically too,
-        so ``max_size * width`` may not exceed the height.
-    anchors : sequence of str or None, optional
-        Allowed named alignments (see :data:`ANCHORS`; shrinks toward the
-        first); None or empty for centers only.
-    centers : bool, optional
-        Also draw free positions: the bounding-box centre as fractions of
-        the width and height on the ``step`` grid, always far enough from
-        the edges that the whole shape is inside the canvas.
-    step : float, optional
-        Grid of the center fractions (default 0.01, one percent).
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        :class:`ShapePlacement` tuples ``(shape, size, anchor, center)``.
-
-    Raises
-    ------
-    hypothesis.errors.InvalidArgument
-        For unknown shapes or anchors, sizes outside ``(0, 1]`` or in the
-        wrong order, a size that cannot fit the canvas height, or neither
-        anchors nor centers allowed.
+    ``shapes`` are the allowed kinds among ``circle``, ``square``,
+    ``triangle`` (shrinks toward the first). ``min_size`` and ``max_size`` bound
+    the size as a fraction of the width (whole percents are drawn, shrinking
+    toward ``min_size``); the shape must fit vertically too, so
+    ``max_size * width`` may not exceed the height. ``anchors`` are the allowed
+    named alignments (see :data:`ANCHORS`; shrinks toward the first; None or
+    empty for centers only); ``centers`` also draws free positions: the
+    bounding-box centre as fractions of the width and height on the ``step``
+    grid (default one percent), always far enough from the edges that the
+    whole shape is inside the canvas. At least one of the two must be allowed.
     """
     width, height = check_canvas(width, height, 8)
     shapes = check_subset("shapes", shapes, SHAPES)

@@ -22,7 +22,7 @@ A property test against your model is one decorator and two lines::
 
     from hypothesis import given
     from pytest_violin import assert_obeys
-    from pytest_violin.testing.strategies import shape_samples
+    from pytest_violin.strategies import shape_samples
 
     @given(sample=shape_samples())
     def test_shapes(sample, violin_generate):
@@ -30,20 +30,11 @@ A property test against your model is one decorator and two lines::
 
 Layout
 ------
-One module per kind of thing drawn, composed in that order (each imports
-only those above it):
-
-* ``_checks``: the argument checks every strategy raises
-  ``InvalidArgument`` through;
-* ``_colors``: named, RGB and written colors;
-* ``_geometry``: split ratios and shape placements;
-* ``_masks``: keep-masks and source photos of the mask task;
-* ``_samples``: whole samples of every task.
-
-Import the strategies from here (or ``pytest_violin.strategies``); the
-pieces are private.
+The pieces are private, one module per kind of thing drawn, each importing
+only those before it: ``_checks`` (the argument checks), ``_colors``,
+``_geometry`` (split ratios, shape placements), ``_masks`` (keep-masks and
+source photos), ``_samples`` (whole samples). Import the strategies from here.
 """
-
 
 from __future__ import annotations
 
@@ -52,23 +43,7 @@ from ._geometry import ANCHORS, SHAPES, ShapePlacement, shape_placements, split_
 from ._masks import MASK_KINDS, masks, source_images
 from ._samples import block_samples, color_samples, mask_samples, ratio_samples, shape_samples
 
-__all__ = [
-    "NOTATIONS",
-    "MASK_KINDS",
-    "SHAPES",
-    "ANCHORS",
-    "ShapePlacement",
-    "named_colors",
-    "rgb_colors",
-    "hex_colors",
-    "colors",
-    "split_ratios",
-    "shape_placements",
-    "masks",
-    "source_images",
-    "color_samples",
-    "block_samples",
-    "ratio_samples",
-    "shape_samples",
-    "mask_samples",
-]
+__all__ = ["NOTATIONS", "MASK_KINDS", "SHAPES", "ANCHORS", "ShapePlacement", "named_colors",
+           "rgb_colors", "hex_colors", "colors", "split_ratios", "shape_placements", "masks",
+           "source_images", "color_samples", "block_samples", "ratio_samples", "shape_samples",
+           "mask_samples"]
