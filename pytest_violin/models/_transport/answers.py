@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import GenerationError, InvalidImageError, ModelSpecError, ViolinError
 from ...imaging import MAX_PIXELS, decode_image
-from ...imaging.bounds import LARGE_WORK_BYTES, run_large
+from ...imaging._bounds import LARGE_WORK_BYTES, run_large
 from ...redaction import redact, redact_url
 from .origins import UrlRefused, resolve
 
