@@ -132,8 +132,10 @@ def test_every_module_has_a_layer():
 #: (transport/client.py <-> transport/decode.py is gone: issue 23's transport split.)
 KNOWN_CIRCLES = []
 
-#: The longest a module of the package may be.
-MAX_LINES = 500
+#: The longest a module of the package may be: modules are sized by their idea (one options
+#: table with its converters and settings, one session object), the complexity of each function
+#: is what stays small.
+MAX_LINES = 800
 
 #: Modules over MAX_LINES being split now. The check fails when one of
 #: them is back under the limit, so the list never outlives them.

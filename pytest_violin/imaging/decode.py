@@ -5,7 +5,7 @@
 :mod:`~pytest_violin.imaging.pillow_reader` or
 :mod:`~pytest_violin.imaging.opencv_reader`. The pytest plugin sets
 ``"opencv"`` for a run of profile ``violin``
-(:meth:`pytest_violin.pytest_plugin.state.ViolinState.use_profile_reader`) and
+(:meth:`pytest_violin.pytest_plugin._session.ViolinSession.use_profile_reader`) and
 restores the previous reader when the run ends.
 """
 
