@@ -21,11 +21,11 @@ from ..report.text import printable
 from ._options import GateSettings
 
 if TYPE_CHECKING:
+    from ..compare.model import Comparison as RunsComparison
+    from ..compare.model import Run
     from ..gating.decide import GateVerdict
-    from ..compare.model import Comparison as RunsComparison, Run
 
-__all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState",
-           "failure_context"]
+__all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
 
 #: Passing samples per (task, variation) and process whose generated image is
 #: shown in the HTML report. Every failing sample gets its thumbnails; a
@@ -159,7 +159,18 @@ class GateState:
         ``known failure``: over its limits in the baseline too; ``new failure``: within them
         there. Either is a pytest xfail: the run fails only when the gate shows the model got worse.
         """
-        return failure_context(self.baseline_index, sample_id, definition, mean)
+        entry = None if not self.baseline_index else self.baseline_index.get(str(sample_id))
+        if entry is None:
+            return None
+        outcome, old_definition, old_mean = entry
+        if outcome == "error" or (definition and old_definition and definition != old_definition):
+            return None
+        now = "" if mean is None else f"mean {float(mean):.4f} now, "
+        if outcome in ("failed", "refused"):
+            return (f"known failure: over its limits in the baseline too ({now}{old_mean:.4f} in the "
+                    f"baseline); the gate judges whether the model got worse")
+        return (f"new failure: within its limits in the baseline ({now}{old_mean:.4f} in the baseline); "
+                f"the gate judges whether the model got worse")
 
     # ----------------------------------------------------------------------- session end (controller)
     def decide(self, vs) -> tuple:
@@ -176,7 +187,7 @@ class GateState:
         from ..report.json_report import records_of
 
         results = records_of(vs.store.results)  # plain dicts, converted once for every writer
-        meta = self.run_metadata(vs)
+        meta = vs.run_metadata()
         extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
         if "dataset" in meta:  # the official data's identity, kept in the baseline too
             extra["dataset"] = meta.pop("dataset")
@@ -198,29 +209,6 @@ class GateState:
                 interrupted=self.interrupted)
             self.messages.extend(self.verdict.messages)
         return results, current
-
-    @staticmethod
-    def run_metadata(vs) -> dict:
-        """What the baseline and the reports say of the run of ``vs`` (suite, profile, adapter, ...)."""
-        settings = vs.settings
-        identity = vs.identity or None
-        if identity is None:
-            identity = next(((r.extra or {}).get("adapter") for r in vs.store.results
-                             if (r.extra or {}).get("adapter")), None)
-        if identity is None and settings.model:
-            from ..redaction import redact
-
-            identity = redact(settings.model)
-        from .. import __version__
-        from ._items import official_dataset
-
-        dataset = official_dataset(vs)
-        return {
-            **({"dataset": dataset} if dataset else {}),
-            "suite": str(settings.suite), "profile": str(settings.profile), "seed": int(settings.seed),
-            "repeats": int(settings.repeats), "pass_rule": str(settings.pass_rule),
-            "adapter": str(identity or "unknown"), "package_version": __version__,
-        }
 
     def _label(self) -> str:
         return self.settings.baseline_label or str(self.settings.baseline)
@@ -316,7 +304,12 @@ class GateState:
 
     def _write_reports(self, vs, session, results, current) -> None:
         from ..report.html import write_html
-        from ..report.json_report import THUMBNAILS_FILE, run_usage, write_results_json, write_thumbnails_json
+        from ..report.json_report import (
+            THUMBNAILS_FILE,
+            run_usage,
+            write_results_json,
+            write_thumbnails_json,
+        )
         from ..report.markdown import write_summary
         from ._signals import stop_reason
 
@@ -376,22 +369,6 @@ class GateState:
         lines += [(m, "info") for m in self.messages]
         for text, level in lines:
             terminalreporter.write_line(printable(text), **_STYLES.get(level, {}))
-
-
-def failure_context(index, sample_id: str, definition, mean) -> str | None:
-    """:meth:`GateState.known_failure` over a baseline index (None: no baseline)."""
-    entry = None if not index else index.get(str(sample_id))
-    if entry is None:
-        return None
-    outcome, old_definition, old_mean = entry
-    if outcome == "error" or (definition and old_definition and definition != old_definition):
-        return None
-    now = "" if mean is None else f"mean {float(mean):.4f} now, "
-    if outcome in ("failed", "refused"):
-        return (f"known failure: over its limits in the baseline too ({now}{old_mean:.4f} in the "
-                f"baseline); the gate judges whether the model got worse")
-    return (f"new failure: within its limits in the baseline ({now}{old_mean:.4f} in the baseline); "
-            f"the gate judges whether the model got worse")
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:

@@ -24,7 +24,7 @@ from ..results import error_result, score_generation
 from ._options import resolve_path
 
 __all__ = ["RESULT_KEY", "BuiltinScope", "ViolinItem", "ViolinSuite", "builtin_scope", "dataset_lines", "load_suite",
-           "make_items", "official_dataset"]
+           "is_violin", "make_items", "official_dataset"]
 
 
 class ViolinSuite(pytest.Collector):
@@ -153,6 +153,11 @@ class ViolinItem(pytest.Item):
         return self.path, 0, f"violin::{printable(self.violin_sample.id)}"
 
 
+def is_violin(item) -> bool:
+    """A built-in ``violin::`` item (the fixtures' tests are not ordered by the sequential gate)."""
+    return getattr(item, "violin_sample", None) is not None and item.nodeid.startswith("violin::")
+
+
 def make_items(session, vs) -> list[ViolinItem]:
     """Build the collector and one item per sample of ``vs`` (the run's session; in suite order)."""
     samples = vs.samples
@@ -229,7 +234,8 @@ def builtin_scope(config) -> BuiltinScope:
 def load_suite(settings, tasks, limit, config):
     """Load a selection of the configured suite; a bad suite, task or file is a usage error."""
     from ..errors import SuiteError
-    from ..suite import SUITES, load_suite as load
+    from ..suite import SUITES
+    from ..suite import load_suite as load
 
     name = settings.suite
     target = name
@@ -277,6 +283,9 @@ def official_dataset(state) -> dict | None:
 
 def dataset_lines(state) -> list:
     """``violin: official data ...`` lines: what the official data loaded (none for other suites)."""
+    dataset = official_dataset(state)
+    if not dataset:
+        return []
     from ..suite.official import describe_dataset
 
-    return [f"violin: {text}" for text in describe_dataset(official_dataset(state) or {})]
+    return [f"violin: {text}" for text in describe_dataset(dataset)]

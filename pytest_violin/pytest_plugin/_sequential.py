@@ -26,7 +26,6 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import pytest
@@ -34,7 +33,7 @@ import pytest
 if TYPE_CHECKING:
     from ..gating.sequential import SequentialGate
 
-__all__ = ["INPUT_KEY", "SequentialRun", "is_violin"]
+__all__ = ["INPUT_KEY", "SequentialRun"]
 
 #: ``workerinput`` key: the order, the ids outside the population, the decisions' folder.
 INPUT_KEY = "violin_sequential"
@@ -86,8 +85,8 @@ class SequentialRun:
     def ensure_order(self) -> list:
         if self.order is not None:
             return self.order
-        from ..gating.sequential import population, sequential_order
         from ..gating.records import sample_definition
+        from ..gating.sequential import population, sequential_order
         from ._planning import cached_repeats
 
         samples = list(self.state.samples or ())
@@ -217,6 +216,8 @@ class SequentialRun:
     def sort(self, items) -> None:
         """Put the built-in items in the gate's order (after every other plugin's order)."""
         rank = {sid: i for i, sid in enumerate(self.ensure_order())}
+        from ._items import is_violin
+
         slots = [i for i, item in enumerate(items) if is_violin(item)]
         violin = sorted((items[i] for i in slots), key=lambda item: rank.get(item.violin_sample.id, len(rank)))
         for i, item in zip(slots, violin):
@@ -409,8 +410,3 @@ def _done_words(task, variation) -> str:
     if variation is None:
         return f"task {task} is shown not to have regressed"
     return f"task {task} and its variation {variation} are shown not to have regressed"
-
-
-def is_violin(item) -> bool:
-    """A built-in ``violin::`` item (_items.ViolinItem; the fixtures' tests are not ordered)."""
-    return getattr(item, "violin_sample", None) is not None and item.nodeid.startswith("violin::")

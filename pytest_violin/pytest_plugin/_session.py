@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,11 +23,16 @@ from ..execution.usage import CallCounter
 from ..report.text import printable
 from ..results import ResultsStore, SampleResult
 from ._gate import GateState
-from ._items import RESULT_KEY, BuiltinScope, builtin_scope, dataset_lines, load_suite, make_items
-from ._planning import announce_plan
-from ._sequential import SequentialRun, is_violin
-from ._signals import SessionSignals
+from ._items import (RESULT_KEY, BuiltinScope, builtin_scope, dataset_lines, is_violin, load_suite, make_items,
+                     official_dataset)
 from ._options import GateSettings, ViolinSettings, resolve_path
+from ._planning import announce_plan
+from ._signals import SessionSignals
+
+if TYPE_CHECKING:
+    from ..execution.runner import Runner
+    from ..execution.usage import CountingAdapter
+    from ._sequential import SequentialRun
 
 __all__ = ["SESSION_KEY", "ViolinSession", "redact", "session_of"]
 
@@ -48,8 +54,8 @@ class ViolinSession:
         self.is_xdist_controller = _is_xdist_controller(config)
         self.samples: list | None = None
         self.limits: dict = {}
-        self.adapter = None
-        self.runner = None
+        self.adapter: CountingAdapter | None = None
+        self.runner: Runner | None = None
         self.store = ResultsStore()
         self.suite_cache: dict = {}
         self.index: dict = {}  # sample id -> its place in self.samples
@@ -77,6 +83,8 @@ class ViolinSession:
             if not settings.model:
                 raise pytest.UsageError("--violin-sequential decides on generated images; accepted: "
                                         "--violin-model=SPEC beside it, or no --violin-sequential")
+            from ._sequential import SequentialRun
+
             self.sequential = SequentialRun(config, self)
 
     @property
@@ -211,9 +219,10 @@ class ViolinSession:
         """Resolve the model, select the samples and their limits (``pytest_configure``)."""
         config = self.config
         self.signals.start()
-        from ._attachments import register as register_attachments
+        if config.getoption("htmlpath", None) or config.getoption("allure_report_dir", None):
+            from ._attachments import register as register_attachments
 
-        register_attachments(config)  # failing items' images in pytest-html / Allure, when active
+            register_attachments(config)  # failing items' images in pytest-html / Allure, when they write
         self.use_profile_reader()  # profile violin reads every image file as cv2.imread does
         adapter = self.resolve_adapter(self.settings.model)
         self.identity = redact(str(getattr(adapter, "identity", self.settings.model)))
@@ -275,6 +284,27 @@ class ViolinSession:
             except ThresholdError as exc:
                 raise pytest.UsageError(f"--violin-threshold: {exc}") from None
         return build_limits(overrides)
+
+    def run_metadata(self) -> dict:
+        """What the baseline and the reports say of this run (suite, profile, adapter, ...)."""
+        settings = self.settings
+        identity = self.identity or None
+        if identity is None:
+            identity = next(((r.extra or {}).get("adapter") for r in self.store.results
+                             if (r.extra or {}).get("adapter")), None)
+        if identity is None and settings.model:
+            from ..redaction import redact as redact_secrets
+
+            identity = redact_secrets(settings.model)
+        from .. import __version__
+
+        dataset = official_dataset(self)
+        return {
+            **({"dataset": dataset} if dataset else {}),
+            "suite": str(settings.suite), "profile": str(settings.profile), "seed": int(settings.seed),
+            "repeats": int(settings.repeats), "pass_rule": str(settings.pass_rule),
+            "adapter": str(identity or "unknown"), "package_version": __version__,
+        }
 
     # ----------------------------------------------------------------------- hooks
     def pytest_sessionstart(self, session):

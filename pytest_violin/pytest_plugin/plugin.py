@@ -38,8 +38,8 @@ import sys
 import pytest
 
 from ..report.text import printable
-from ._session import SESSION_KEY, ViolinSession, session_of
 from ._options import parse_gate_settings, parse_settings
+from ._session import SESSION_KEY, ViolinSession, session_of
 
 __all__ = ["violin_check", "violin_generate", "violin_limits", "violin_model", "violin_sample",
            "violin_thresholds"]
@@ -52,7 +52,9 @@ def pytest_addoption(parser):
 
 
 def pytest_addhooks(pluginmanager):
-    from . import hookspecs  # for other plugins: the package's own code calls its parts directly
+    from . import (
+        hookspecs,  # for other plugins: the package's own code calls its parts directly
+    )
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -71,7 +73,11 @@ def pytest_configure(config):
     if settings.model or "hypothesis" in sys.modules or config.getoption("hypothesis_profile", None) == "violin":
         # the "violin" settings profile for model-backed property tests; hypothesis
         # is not imported for runs that use neither it nor a model
-        from ..hypothesis_profiles import load_for_model_run, register_profiles, restore_profile
+        from ..hypothesis_profiles import (
+            load_for_model_run,
+            register_profiles,
+            restore_profile,
+        )
 
         register_profiles()
         if settings.model and load_for_model_run(config.getoption("hypothesis_profile", None)):
