@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "stop_reason"]
+__all__ = ["WATCH_INTERVAL", "SessionSignals", "drop_lineless_frames", "stop_reason"]
 
 #: Seconds between two looks of a worker at its controller.
 WATCH_INTERVAL = 0.1
