@@ -326,7 +326,7 @@ def test_the_cache_is_looked_up_once_before_the_run_and_again_once_the_runner_ex
 
     from pytest_violin.execution.cache import ImageCache
     from pytest_violin.models.request import GenerationRequest
-    from pytest_violin.pytest_plugin.planning import cached_repeats
+    from pytest_violin.pytest_plugin._planning import cached_repeats
     from pytest_violin.suite import load_suite
 
     samples = load_suite("violin", tasks=["color"])[:4]

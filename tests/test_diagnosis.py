@@ -302,7 +302,7 @@ def test_one_level_rounding_noise_is_no_finding():
 # wiring: the failure message and the result --------------------------------
 def _scored(sample, image):
     from pytest_violin.execution.runner import Generation
-    from pytest_violin.pytest_plugin.settings import ViolinSettings
+    from pytest_violin.pytest_plugin._options import ViolinSettings
     from pytest_violin.results import score_generation
     from pytest_violin.thresholds import default_limits
 

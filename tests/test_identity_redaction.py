@@ -21,7 +21,7 @@ import pytest
 
 from _servers import FaultServer, Reply, secret_forms
 from pytest_violin.models.registry import BUILTIN_SCHEMES, AdapterOptions, resolve_model
-from pytest_violin.pytest_plugin.state import redact
+from pytest_violin.pytest_plugin._session import redact
 from pytest_violin.redaction import MASK, redact_userinfo, register_secret
 
 # the HTTP stack and the adapters, imported once outside pytester's in-process runs

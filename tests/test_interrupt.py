@@ -339,7 +339,7 @@ def test_handlers_are_installed_for_a_model_run_and_restored_after(pytester):
     ours = {"SIGINT": before[0] is signal.default_int_handler, "SIGTERM": before[1] == signal.SIG_DFL}
     pytester.makepyfile(test_handlers=f"""
         import signal
-        from pytest_violin.pytest_plugin.signals import SessionSignals
+        from pytest_violin.pytest_plugin._signals import SessionSignals
 
         def test_ours():
             for name, expected in {ours!r}.items():
@@ -393,7 +393,7 @@ def test_traceback_entries_without_a_line_are_left_out():
     # what CPython 3.11+ can give a KeyboardInterrupt raised at an instruction without a line
     from types import SimpleNamespace
 
-    from pytest_violin.pytest_plugin.signals import drop_lineless_frames
+    from pytest_violin.pytest_plugin._signals import drop_lineless_frames
 
     last = SimpleNamespace(tb_next=None, tb_lineno=7)
     lineless = SimpleNamespace(tb_next=last, tb_lineno=None)

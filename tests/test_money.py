@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_violin.pytest_plugin.planning import Plan, cost_limit_message, format_usd
+from pytest_violin.pytest_plugin._planning import Plan, cost_limit_message, format_usd
 
 # imported once, outside pytester's in-process runs (see tests/conftest.py)
 import pytest_violin.models.http  # noqa: F401

@@ -73,7 +73,7 @@ def _records(strength, variations=("negation", "gravity", "inertia")) -> list:
 @lru_cache(maxsize=None)
 def _scored(strength, variations) -> tuple:
     from pytest_violin.execution.runner import Generation
-    from pytest_violin.pytest_plugin.settings import ViolinSettings
+    from pytest_violin.pytest_plugin._options import ViolinSettings
     from pytest_violin.results import score_generation
     from pytest_violin.thresholds import default_limits
 

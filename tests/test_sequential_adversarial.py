@@ -174,10 +174,10 @@ def test_an_interrupted_run_says_why_the_gate_is_undecided(project):
 
 
 def test_a_worker_sees_a_decision_written_within_the_same_timestamp(tmp_path):
-    from pytest_violin.pytest_plugin.sequential import INPUT_KEY, STATE_FILE, SequentialRun
+    from pytest_violin.pytest_plugin._sequential import INPUT_KEY, STATE_FILE, SequentialRun
 
     config = SimpleNamespace(workerinput={INPUT_KEY: {"order": [], "outside": [], "dir": str(tmp_path)}})
-    run = SequentialRun(config, state=None, gate_state=None)
+    run = SequentialRun(config, state=SimpleNamespace(gate=None))
     path = tmp_path / STATE_FILE
     path.write_text(json.dumps({"finished": None, "done": [], "used": 7, "total": 60}))
     first = path.stat().st_mtime_ns
@@ -475,16 +475,16 @@ def test_a_variation_decided_on_its_own_is_reported_not_regressed_while_the_rest
 
 
 def _worker(folder):
-    from pytest_violin.pytest_plugin.sequential import INPUT_KEY, SequentialRun
+    from pytest_violin.pytest_plugin._sequential import INPUT_KEY, SequentialRun
 
     config = SimpleNamespace(workerinput={INPUT_KEY: {"order": [], "outside": [], "dir": str(folder)}})
-    return SequentialRun(config, state=None, gate_state=None)
+    return SequentialRun(config, state=SimpleNamespace(gate=None))
 
 
 def _controller(folder):
-    from pytest_violin.pytest_plugin.sequential import SequentialRun
+    from pytest_violin.pytest_plugin._sequential import SequentialRun
 
-    run = SequentialRun(SimpleNamespace(), state=SimpleNamespace(runner=None), gate_state=None)
+    run = SequentialRun(SimpleNamespace(), state=SimpleNamespace(runner=None, gate=None))
     members = {f"c/{i}": Member(f"c/{i}", "c", None, 0.0) for i in range(30)}
     run.gate = SequentialGate(members, sorted(members), margin=0.01)
     run.total, run.folder = 30, folder
@@ -495,7 +495,7 @@ def _controller(folder):
 def test_a_fifo_in_place_of_the_decisions_file_does_not_block_a_worker(tmp_path):
     import threading
 
-    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+    from pytest_violin.pytest_plugin._sequential import STATE_FILE
 
     os.mkfifo(tmp_path / STATE_FILE)
     run = _worker(tmp_path)
@@ -513,7 +513,7 @@ def test_a_fifo_in_place_of_the_decisions_file_does_not_block_a_worker(tmp_path)
 
 
 def test_a_decisions_file_that_is_a_directory_or_too_large_is_not_read(tmp_path):
-    from pytest_violin.pytest_plugin.sequential import STATE_FILE, STATE_MAX_BYTES
+    from pytest_violin.pytest_plugin._sequential import STATE_FILE, STATE_MAX_BYTES
 
     (tmp_path / STATE_FILE).mkdir()
     assert _worker(tmp_path).worker_view() == {}
@@ -524,7 +524,7 @@ def test_a_decisions_file_that_is_a_directory_or_too_large_is_not_read(tmp_path)
 
 
 def test_a_decisions_file_replaced_by_a_directory_ends_the_gate_undecided_with_a_line(tmp_path):
-    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+    from pytest_violin.pytest_plugin._sequential import STATE_FILE
 
     run = _controller(tmp_path)
     (tmp_path / STATE_FILE).mkdir()
@@ -534,7 +534,7 @@ def test_a_decisions_file_replaced_by_a_directory_ends_the_gate_undecided_with_a
 
 
 def test_a_decisions_folder_removed_by_a_tmp_cleaner_is_made_again(tmp_path):
-    from pytest_violin.pytest_plugin.sequential import STATE_FILE
+    from pytest_violin.pytest_plugin._sequential import STATE_FILE
 
     folder = tmp_path / "gate"
     run = _controller(folder)  # not there: as after a cleaner removed it

@@ -28,7 +28,7 @@ from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_mode
 from pytest_violin.models._transport.client import HttpClient
 from pytest_violin.models._transport.jobs import VANISHED_POLLS, JobStates, poll_job
 from pytest_violin.models._transport.retries import is_loopback
-from pytest_violin.pytest_plugin.planning import adapter_bills
+from pytest_violin.pytest_plugin._planning import adapter_bills
 from pytest_violin.suite import load_suite
 
 KEY = "sk-setup-test-3f9a1c"

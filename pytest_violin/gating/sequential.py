@@ -1,6 +1,6 @@
 """The sequential gate: decide a release from the first samples of a random order.
 
-Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin.sequential`).
+Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin._sequential`).
 
 The groups and their statistics
 -------------------------------

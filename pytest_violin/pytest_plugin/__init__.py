@@ -1,6 +1,7 @@
-"""The pytest plugin: options, settings, run state, items, fixtures, the gate.
+"""The pytest plugin: the top layer of the package, wiring everything below it to pytest.
 
-The top layer of the package: it wires everything below it to pytest
-(``pytest11`` entry point ``violin = pytest_violin.pytest_plugin.plugin``).
-Nothing below imports it.
+Public: :mod:`.plugin` (the ``pytest11`` entry point ``violin =
+pytest_violin.pytest_plugin.plugin``: options, marker, fixtures) and :mod:`.hookspecs` (the
+hooks other plugins implement). The modules whose names start with ``_`` are internal: the
+run's :class:`~._session.ViolinSession` and its parts. Nothing below imports this package.
 """

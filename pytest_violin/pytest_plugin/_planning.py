@@ -20,9 +20,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import pytest
+
 from ..report.text import format_usd
 
-__all__ = ["Plan", "adapter_bills", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
+__all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
            "format_usd", "plan_generations", "reruns_note"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
@@ -108,7 +110,7 @@ def call_cap(state) -> tuple[int | None, str]:
     limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
     bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
     if not s.max_calls_given and (bills or s.price is not None):
-        from .options import DEFAULT_NETWORK_MAX_CALLS
+        from ._options import DEFAULT_NETWORK_MAX_CALLS
 
         limit = DEFAULT_NETWORK_MAX_CALLS
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
@@ -274,3 +276,66 @@ def cached_repeats(state, samples) -> dict:
         return found
     memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)
     return {sample.id: memo[sample.id] for sample in samples if memo[sample.id]}
+
+
+def announce_plan(vs, samples, *, note: str = "") -> None:
+    """Print the plan of ``vs`` (the :class:`~._session.ViolinSession`) before the first generation; refuse a run over ``--violin-max-calls``
+    or ``--violin-max-cost``.
+
+    Raises
+    ------
+    pytest.UsageError
+        When the uncached generations exceed the limit, or their estimated
+        cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
+    """
+    from dataclasses import replace
+
+
+    config, s = vs.config, vs.settings
+    price, max_cost = s.price, s.max_cost
+    plan = plan_generations(vs, samples, price=price)
+    limit = s.max_calls
+    bills = vs.bills or price is not None
+    if not s.max_calls_given and bills:
+        from ._options import DEFAULT_NETWORK_MAX_CALLS
+
+        limit = DEFAULT_NETWORK_MAX_CALLS
+    plan = replace(plan, reruns=reruns_note(config, cached=vs.make_cache() is not None),
+                   calls=calls_note(limit, given=s.max_calls_given, bills=bills, network=vs.network))
+    if vs.sequential is not None:  # --violin-sequential: the caps end the gate, they refuse no run
+        note, limit, max_cost = note + plan_note(limit, max_cost, config), None, None
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"violin plan: {plan.describe()}{note}")
+    if limit is not None and plan.uncached > limit:
+        raise pytest.UsageError(
+            f"--violin-max-calls={limit}: this run plans {plan.uncached} uncached generations with "
+            f"{plan.adapter} ({plan.samples} samples x {plan.repeats} repeats, {plan.cached} cached), "
+            f"more than the limit; narrow it (--violin-limit=N, --violin-tasks=..., -k, a path) or "
+            f"raise the limit (--violin-max-calls=N, 'none' for no limit)")
+    too_dear = None if max_cost is None else cost_limit_message(plan, max_cost)
+    if too_dear is not None:
+        raise pytest.UsageError(too_dear)
+
+
+#: Why a sequential run hands the samples out one at a time under ``-n`` (for the plan line).
+ONE_BY_ONE = ("under -n the samples are handed to the workers one at a time (--maxschedchunk=1), "
+              "so they run in the gate's order")
+
+
+def plan_note(limit, max_cost, config=None) -> str:
+    """The plan line's words for a sequential run: what ends it early, what caps it."""
+    caps = []
+    if limit is not None:
+        caps.append(f"{limit} calls")
+    if max_cost is not None:
+        caps.append(f"${max_cost:g}")
+    budget = (f"; the budget ({' / '.join(caps)}) ends it undecided" if caps else "")
+    dist = getattr(getattr(config, "option", None), "dist", "no")
+    if dist == "load" and getattr(config.option, "maxschedchunk", None) == 1:
+        budget += "; " + ONE_BY_ONE
+    elif dist not in ("no", "load", None):
+        budget += (f"; --dist {dist} hands the samples out in blocks: workers may answer samples the "
+                   f"gate cannot use yet (--dist load is the one that keeps its order)")
+    return (f"; sequential: samples in a seeded random order, no more generated once the gate "
+            f"decides{budget}")

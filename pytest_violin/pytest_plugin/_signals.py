@@ -1,11 +1,10 @@
 """Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers.
 
-Each config gets a :class:`SessionSignals` (registered as a plugin of that
-config only, so pytest's ``config.hook.pytest_keyboard_interrupt`` reaches the
-session that was interrupted and no other: an in-process ``pytester`` session
-that is interrupted cancels itself, never the run around it).
-
-With a model configured, in the main thread:
+A part of the session (:class:`~._session.ViolinSession`, registered as a plugin of one
+config only, whose hooks call :class:`SessionSignals`: pytest's
+``config.hook.pytest_keyboard_interrupt`` reaches the session that was interrupted and no
+other, so an in-process ``pytester`` session that is interrupted cancels itself, never the run
+around it). It exists only with a model configured; then, in the main thread:
 
 * the first SIGINT or SIGTERM sets the session's cancel event at once (no new
   request, retry or poll starts; see :class:`~pytest_violin.models.AdapterOptions`),
@@ -48,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["SessionSignals", "WATCH_INTERVAL", "drop_lineless_frames", "register", "stop_reason"]
+__all__ = ["WATCH_INTERVAL", "SessionSignals", "drop_lineless_frames", "stop_reason"]
 
 #: Seconds between two looks of a worker at its controller.
 WATCH_INTERVAL = 0.1
@@ -60,7 +59,7 @@ _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 def stop_reason(session) -> str:
     """What stopped an interrupted session: ``-x`` / ``--maxfail`` ("stopping after N failures",
-    under -n too: see :meth:`SessionSignals.pytest_keyboard_interrupt`), a signal ("interrupted
+    under -n too: see :meth:`SessionSignals.keyboard_interrupt`), a signal ("interrupted
     (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
     reason = (session.shouldstop or session.shouldfail) if session is not None else None
     return str(reason or "interrupted (Ctrl-C)")
@@ -87,12 +86,8 @@ class SessionSignals:
         self._signalled = False              # the first interrupt was a signal to this process
         self._finished = False               # unconfigure ran
 
-    # -- hooks of this config only ----------------------------------------
-    def pytest_sessionstart(self, session):
-        self.session = session
-
-    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter formats the traceback
-    def pytest_keyboard_interrupt(self, excinfo):
+    # -- called by the session's hooks (this config's only) -----------------
+    def keyboard_interrupt(self, excinfo) -> None:
         # pytest calls this on the config whose session was interrupted: a
         # KeyboardInterrupt that did not come through our handler (raised by a
         # test, an inner pytester session, a handler of someone else) counts as
@@ -107,17 +102,14 @@ class SessionSignals:
 
             session.shouldstop = printable(str(excinfo.value))[:300]
         self._interrupted(signal.SIGINT if self.count == 0 else None)
-        if self.state.settings.model:
-            drop_lineless_frames(getattr(excinfo, "tb", None))
+        drop_lineless_frames(getattr(excinfo, "tb", None))
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node):  # xdist controller, per worker
-        if self.control is not None:
-            node.workerinput[CONTROL_KEY] = str(self.control)
-            node.workerinput[CONTROLLER_PID_KEY] = os.getpid()
+    def worker_input(self) -> dict:  # xdist controller, per worker
+        if self.control is None:
+            return {}
+        return {CONTROL_KEY: str(self.control), CONTROLLER_PID_KEY: os.getpid()}
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error):  # xdist controller, per worker that ended
+    def node_down(self, node, error) -> None:  # xdist controller, per worker that ended
         # a worker interrupted alone (``kill -INT`` of its pid): xdist waits for the other
         # workers' tests, whose requests in flight could run to their time-out, and starts a
         # replacement worker; the run is interrupted as by a Ctrl-C of the controller instead
@@ -129,8 +121,7 @@ class SessionSignals:
             name = getattr(getattr(node, "gateway", None), "id", None) or "?"
             raise KeyboardInterrupt(f"xdist worker {name} was interrupted")
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_unconfigure(self, config):
+    def unconfigure(self) -> None:
         self.close()
         if self.worker and self.count and self._watcher is not None:
             # an interrupted worker has sent what it had (workerfinished, in its
@@ -349,12 +340,3 @@ def _say(line: str, *, flush_only: bool = False) -> None:
             sys.__stderr__.flush()
         except Exception:
             pass
-
-
-def register(config, state) -> SessionSignals:
-    """Register the interrupt handling of ``config``; handlers only when a model is configured."""
-    signals = SessionSignals(config, state)
-    config.pluginmanager.register(signals, "violin-signals")
-    if state.settings.model:
-        signals.start()
-    return signals

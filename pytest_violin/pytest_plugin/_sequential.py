@@ -26,12 +26,14 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .state import STATE_KEY
+if TYPE_CHECKING:
+    from ..gating.sequential import SequentialGate
 
-__all__ = ["INPUT_KEY", "SEQUENTIAL_KEY", "SequentialRun", "register", "skip_reason", "spend"]
+__all__ = ["INPUT_KEY", "SequentialRun"]
 
 #: ``workerinput`` key: the order, the ids outside the population, the decisions' folder.
 INPUT_KEY = "violin_sequential"
@@ -51,18 +53,18 @@ BUDGET_PROPERTY = "violin.sequential_budget"
 
 
 class SequentialRun:
-    """The sequential gate of one process (``config.stash[SEQUENTIAL_KEY]``)."""
+    """The sequential gate of one process: a part of its :class:`~._session.ViolinSession`."""
 
-    def __init__(self, config, state, gate_state):
+    def __init__(self, config, state):
         self.config = config
         self.state = state
-        self.gate_state = gate_state
+        self.gate_state = state.gate
         self.worker = hasattr(config, "workerinput")
         self.order: list | None = None
         self.outside: set = set()      # suite ids outside the population (they run last, ungated)
         self.members: dict = {}        # the population over the suite (controller)
         self.cached: set = set()
-        self.gate = None               # gating.sequential.SequentialGate (controller / one process)
+        self.gate: SequentialGate | None = None  # controller / one process
         self.total = 0                 # Violin samples in the run
         self.received = 0              # their results (each a generation made, or a cached image)
         self.errors = 0                # of which ended in an error (population samples)
@@ -83,9 +85,9 @@ class SequentialRun:
     def ensure_order(self) -> list:
         if self.order is not None:
             return self.order
-        from ..gating.sequential import population, sequential_order
         from ..gating.records import sample_definition
-        from .planning import cached_repeats
+        from ..gating.sequential import population, sequential_order
+        from ._planning import cached_repeats
 
         samples = list(self.state.samples or ())
         baseline = self.gate_state.baseline_doc or {}
@@ -179,11 +181,11 @@ class SequentialRun:
 
     def summary(self, *, price=None) -> dict:
         """The gate's summary for the reports and the baseline (``to_dict``)."""
-        if self.gate.finished is None and getattr(self.gate_state, "interrupted", False):
+        if self.gate.finished is None and self.gate_state.interrupted:
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
-            from .signals import stop_reason
+            from ._signals import stop_reason
 
-            why = stop_reason(getattr(self.gate_state, "session", None))
+            why = stop_reason(self.state.signals.session)
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
         if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
             self.gate.stop(f"the run ended before the gate decided {', '.join(self.gate.undecided) or 'every group'} "
@@ -191,8 +193,8 @@ class SequentialRun:
         repeats = int(self.state.settings.repeats)
         out = self.gate.to_dict(total=self.total, generated=self.received, price=price, repeats=repeats)
         out["not_in_baseline"] = self.total - len(self.gate.members)  # run as ordinary tests
-        usage = getattr(self.state, "usage", None)
-        if usage is not None and "generations_saved" in out:
+        usage = self.state.usage
+        if "generations_saved" in out:
             # a sample skipped after some of its images were paid for (the cap refused its next
             # repeat) has no result, but its calls were made: never count them as saved
             counted = usage.snapshot()
@@ -209,6 +211,103 @@ class SequentialRun:
         if self.gate is not None:
             self.gate.stop(f"budget spent: {reason}")
             self._publish()
+
+    # -- called by the session's hooks --------------------------------------
+    def sort(self, items) -> None:
+        """Put the built-in items in the gate's order (after every other plugin's order)."""
+        rank = {sid: i for i, sid in enumerate(self.ensure_order())}
+        from ._items import is_violin
+
+        slots = [i for i, item in enumerate(items) if is_violin(item)]
+        violin = sorted((items[i] for i in slots), key=lambda item: rank.get(item.violin_sample.id, len(rank)))
+        for i, item in zip(slots, violin):
+            items[i] = item
+
+    def worker_input(self) -> dict:
+        """xdist controller, per worker: the order, the ids outside the population, the decisions' folder."""
+        if self.folder is None:
+            self.folder = folder = Path(tempfile.mkdtemp(prefix="violin-gate-"))
+            self.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        return {INPUT_KEY: {"order": self.ensure_order(), "outside": sorted(self.outside),
+                            "dir": str(self.folder)}}
+
+    def logreport(self, report) -> None:
+        """Feed a report to the gate (the process that receives every report)."""
+        nodeid = str(getattr(report, "nodeid", ""))
+        ours = nodeid.startswith("violin::")
+        sample_id = nodeid[len("violin::"):]
+        phase = report.when in ("setup", "call", "teardown")
+        crashed = (not self.worker and not phase and ours and not getattr(report, "violin_result", None)
+                   and self.crashed(sample_id, report))  # before the store reads it
+        text = getattr(report, "violin_result", None)
+        if text and ours:
+            self.judged.add(sample_id)
+        if self.worker:
+            return
+        if text and report.when in ("setup", "call"):
+            try:
+                record = json.loads(text)
+            except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
+                record = None
+            self.add(record)
+            self.crashes += bool(crashed)
+            if self.crashes:
+                self.defer()
+        if report.when == "setup" and self.state.is_xdist_controller:
+            for name, value in getattr(report, "user_properties", ()) or ():
+                if name == BUDGET_PROPERTY:
+                    self.spent(str(value))
+        if not text and ours and ((report.when == "setup" and not report.passed) or not phase):
+            self.lost(sample_id)  # skipped or failed outside the gate, a crashed worker
+
+    def finish(self, session) -> None:
+        """A gate that compared nothing is a usage error (exit 4), as in the ordinary gate, not a
+        green run of skips: a baseline that shares no sample with the run, or a budget spent
+        before one sample's images were made (the ordinary plan refuses such a run up front)."""
+        gate = self.gate
+        if self.worker or gate is None or not self.total or (gate.groups and self.received):
+            return
+        if self.gate_state.interrupted or session.exitstatus != 0 or session.config.option.collectonly:
+            return
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if not gate.groups:
+            why = (f"none of the {self.total} samples of this run is in the baseline (same id and "
+                   f"definition, no error there)")
+        else:
+            why = f"no sample of this run was generated ({gate.finished or 'none ran'})"
+        self.gate_state.messages.append(f"sequential gate: {why}: nothing was compared; the session "
+                                        f"fails as a usage error")
+
+    def skip_reason(self, sample) -> str | None:
+        """For :class:`~._items.ViolinItem`: why the gate does not need ``sample`` (then skip it), or None."""
+        if str(sample.id) in self.judged:
+            return None  # a rerun (pytest-rerunfailures) of a sample scored here: judged again, not hidden as a skip
+        return skip_text(self, str(sample.id))
+
+    def spend(self, item, reason) -> None:
+        """The call cap refused ``item``'s generation: end the gate undecided.
+
+        Under xdist the controller learns it from the item's skip report (a user property).
+        """
+        text = str(reason or "the call limit is reached")
+        item.user_properties.append((BUDGET_PROPERTY, text))
+        if not self.worker:
+            self.spent(text)
+
+    def one_by_one(self) -> None:
+        """Under ``--dist load``, hand the samples to the workers one at a time, in the gate's order.
+
+        xdist's load scheduler first gives each worker a contiguous quarter of its share (968
+        samples each of the full suite with two workers): the second worker would answer samples
+        the gate can only use once the first has reached them, and under the default a run that
+        decides after 1,238 samples made 1,852 generations; one at a time it made 1,223. The
+        option is xdist's own (``--maxschedchunk``); a value the user gave is kept, and other
+        ``--dist`` modes get a note in the plan line instead.
+        """
+        option = self.config.option
+        if getattr(option, "dist", "load") == "load" and getattr(option, "maxschedchunk", 0) is None:
+            option.maxschedchunk = 1
+
 
     def _publish(self) -> None:
         gate = self.gate
@@ -311,190 +410,3 @@ def _done_words(task, variation) -> str:
     if variation is None:
         return f"task {task} is shown not to have regressed"
     return f"task {task} and its variation {variation} are shown not to have regressed"
-
-
-SEQUENTIAL_KEY = pytest.StashKey[SequentialRun]()
-
-
-def get_run(config) -> SequentialRun | None:
-    return config.stash.get(SEQUENTIAL_KEY, None)
-
-
-def skip_reason(config, sample) -> str | None:
-    """For :class:`~.items.ViolinItem`: why the gate does not need ``sample`` (then skip it), or None."""
-    run = get_run(config)
-    if run is None:
-        return None
-    if str(sample.id) in run.judged:
-        return None  # a rerun (pytest-rerunfailures) of a sample scored here: judged again, not hidden as a skip
-    return skip_text(run, str(sample.id))
-
-
-def plan_note(limit, max_cost, config=None) -> str:
-    """The plan line's words for a sequential run: what ends it early, what caps it."""
-    caps = []
-    if limit is not None:
-        caps.append(f"{limit} calls")
-    if max_cost is not None:
-        caps.append(f"${max_cost:g}")
-    budget = (f"; the budget ({' / '.join(caps)}) ends it undecided" if caps else "")
-    dist = getattr(getattr(config, "option", None), "dist", "no")
-    if dist == "load" and getattr(config.option, "maxschedchunk", None) == 1:
-        budget += "; " + ONE_BY_ONE
-    elif dist not in ("no", "load", None):
-        budget += (f"; --dist {dist} hands the samples out in blocks: workers may answer samples the "
-                   f"gate cannot use yet (--dist load is the one that keeps its order)")
-    return (f"; sequential: samples in a seeded random order, no more generated once the gate "
-            f"decides{budget}")
-
-
-def spend(item, reason) -> bool:
-    """The call cap refused ``item``'s generation: end the gate undecided; False without one.
-
-    Under xdist the controller learns it from the item's skip report (a user property).
-    """
-    run = get_run(item.config)
-    if run is None:
-        return False
-    text = str(reason or "the call limit is reached")
-    item.user_properties.append((BUDGET_PROPERTY, text))
-    if not run.worker:
-        run.spent(text)
-    return True
-
-
-def _is_violin(item) -> bool:
-    """A built-in ``violin::`` item (items.ViolinItem; the fixtures' tests are not ordered)."""
-    return getattr(item, "violin_sample", None) is not None and item.nodeid.startswith("violin::")
-
-
-class _Hooks:
-    """The sequential gate's hooks (registered only with ``--violin-sequential``)."""
-
-    def __init__(self, run: SequentialRun):
-        self.run = run
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, session, config, items):
-        order = self.run.ensure_order()
-        rank = {sid: i for i, sid in enumerate(order)}
-        slots = [i for i, item in enumerate(items) if _is_violin(item)]
-        violin = sorted((items[i] for i in slots),
-                        key=lambda item: rank.get(item.violin_sample.id, len(rank)))
-        for i, item in zip(slots, violin):
-            items[i] = item
-
-    def pytest_collection_finish(self, session):
-        if self.run.worker or self.run.state.is_xdist_controller:
-            return
-        self.run.start(item.violin_sample.id for item in session.items if _is_violin(item))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logreport(self, report):
-        nodeid = str(getattr(report, "nodeid", ""))
-        if (not self.run.worker and report.when not in ("setup", "call", "teardown")
-                and nodeid.startswith("violin::") and not getattr(report, "violin_result", None)):
-            crashed = self.run.crashed(nodeid[len("violin::"):], report)  # before the store reads it
-        else:
-            crashed = False
-        text = getattr(report, "violin_result", None)
-        if text and nodeid.startswith("violin::"):
-            self.run.judged.add(nodeid[len("violin::"):])
-        if self.run.worker:
-            return
-        if text and report.when in ("setup", "call"):
-            try:
-                record = json.loads(text)
-            except ValueError:  # only the JSON: an error of the gate itself is no reason to go on silently
-                record = None
-            self.run.add(record)
-            self.run.crashes += bool(crashed)
-            if self.run.crashes:
-                self.run.defer()
-        if self.run.worker is False and report.when == "setup" and self.run.state.is_xdist_controller:
-            for name, value in getattr(report, "user_properties", ()) or ():
-                if name == BUDGET_PROPERTY:
-                    self.run.spent(str(value))
-        if not text and nodeid.startswith("violin::") and (
-                (report.when == "setup" and not report.passed) or report.when not in ("setup", "call", "teardown")):
-            self.run.lost(nodeid[len("violin::"):])  # skipped or failed outside the gate, a crashed worker
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        """A gate that compared nothing is a usage error (exit 4), as in the ordinary gate, not a
-        green run of skips: a baseline that shares no sample with the run, or a budget spent
-        before one sample's images were made (the ordinary plan refuses such a run up front)."""
-        run = self.run
-        gate = run.gate
-        if run.worker or gate is None or not run.total or (gate.groups and run.received):
-            return
-        if (getattr(run.gate_state, "interrupted", False) or session.exitstatus != 0
-                or getattr(session.config.option, "collectonly", False)):
-            return
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if not gate.groups:
-            why = (f"none of the {run.total} samples of this run is in the baseline (same id and "
-                   f"definition, no error there)")
-        else:
-            why = f"no sample of this run was generated ({gate.finished or 'none ran'})"
-        messages = getattr(run.gate_state, "messages", None)
-        if isinstance(messages, list):
-            messages.append(f"sequential gate: {why}: nothing was compared; the session fails as a "
-                            f"usage error")
-
-
-class _ControllerHooks:
-    """pytest-xdist controller: hand the order to the workers, start the gate on their collection."""
-
-    def __init__(self, run: SequentialRun):
-        self.run = run
-        self.started = False
-
-    def pytest_configure_node(self, node):
-        run = self.run
-        if run.folder is None:
-            run.folder = Path(tempfile.mkdtemp(prefix="violin-gate-"))
-            folder = run.folder
-            run.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-        node.workerinput[INPUT_KEY] = {"order": run.ensure_order(), "outside": sorted(run.outside),
-                                       "dir": str(run.folder)}
-
-    def pytest_xdist_node_collection_finished(self, node, ids):
-        if self.started:
-            return
-        self.started = True
-        self.run.start(i[len("violin::"):] for i in ids if i.startswith("violin::"))
-
-
-def register(config, gate_state) -> None:
-    """Set up the sequential gate of this process (``--violin-sequential`` given)."""
-    state = config.stash.get(STATE_KEY, None)
-    if state is None or not state.settings.model:
-        raise pytest.UsageError("--violin-sequential decides on generated images; accepted: "
-                                "--violin-model=SPEC beside it, or no --violin-sequential")
-    run = SequentialRun(config, state, gate_state)
-    config.stash[SEQUENTIAL_KEY] = run
-    state.admit = run.admit
-    config.pluginmanager.register(_Hooks(run), "violin-sequential")
-    if state.is_xdist_controller:
-        config.pluginmanager.register(_ControllerHooks(run), "violin-sequential-controller")
-        _one_by_one(config)
-
-
-#: Why a sequential run hands the samples out one at a time under ``-n`` (for the plan line).
-ONE_BY_ONE = ("under -n the samples are handed to the workers one at a time (--maxschedchunk=1), "
-              "so they run in the gate's order")
-
-
-def _one_by_one(config) -> None:
-    """Under ``--dist load``, hand the samples to the workers one at a time, in the gate's order.
-
-    xdist's load scheduler first gives each worker a contiguous quarter of its share (968
-    samples each of the full suite with two workers): the second worker would answer samples
-    the gate can only use once the first has reached them, and under the default a run that
-    decides after 1,238 samples made 1,852 generations; one at a time it made 1,223. The
-    option is xdist's own (``--maxschedchunk``); a value the user gave is kept, and other
-    ``--dist`` modes get a note in the plan line instead.
-    """
-    if getattr(config.option, "dist", "load") == "load" and getattr(config.option, "maxschedchunk", 0) is None:
-        config.option.maxschedchunk = 1
