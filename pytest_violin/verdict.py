@@ -27,10 +27,32 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 
 from .errors import ViolinFailure
 
-__all__ = ["Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
+__all__ = ["Outcome", "Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
+
+
+class Outcome(str, Enum):
+    """How a sample ended; the value is what results.json and baselines hold."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    REFUSED = "refused"  # the provider declined: fails and scores like FAILED
+    ERROR = "error"  # the tool or the environment failed, not the model: never judged
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def judged(self) -> bool:
+        return self is not Outcome.ERROR
+
+    @property
+    def failing(self) -> bool:
+        """Judged and not passed (a refusal fails)."""
+        return self in (Outcome.FAILED, Outcome.REFUSED)
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ def test_every_module_has_a_layer():
 KNOWN_CIRCLES = []
 
 #: The longest a module of the package may be.
-MAX_LINES = 500
+MAX_LINES = 800
 
 #: Modules over MAX_LINES being split now. The check fails when one of
 #: them is back under the limit, so the list never outlives them.

@@ -331,7 +331,7 @@ def test_every_report_counts_a_missing_image_as_the_gate_does():
                           seed=0, adapter="a")
     now = build_baseline(recs, suite="violin", profile="violin", seed=0, adapter="b")
     (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
-    assert group.new == pytest.approx(expected_mean)
+    assert group.mean.new == pytest.approx(expected_mean)
 
 
 def test_a_k_selection_is_described_as_a_selection_not_as_a_changed_suite():

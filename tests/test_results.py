@@ -121,7 +121,7 @@ def test_a_missing_image_counts_one_in_every_mean_as_in_the_gate():
         suite="violin", profile="violin", seed=0, adapter="oracle")
     now = build_baseline(store.results, suite="violin", profile="violin", seed=0, adapter="m")
     (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
-    assert group.new == pytest.approx(row.means["mean"]) and group.n == 5
+    assert group.mean.new == pytest.approx(row.means["mean"]) and group.n == 5
     # the metric deltas are those of the samples with an image on both sides; the samples
     # without one are counted apart, with their causes (causes before numbers)
     assert group.metric_deltas["a"][1] == 0.0 and group.imaged_n == 1

@@ -28,6 +28,7 @@ from ..report.json_report import fmt, fmt_pct, metric_names
 from ..report.pages import BADGES, Markup, render_page
 from ..report.svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
+from ..results import Outcome
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
@@ -231,7 +232,7 @@ def _sample_state(sid, runs) -> tuple[bool, bool]:
     for run in runs:
         rec = run.records.get(sid)
         if rec is not None:
-            if rec.get("outcome", "failed") == "passed":
+            if rec.get("outcome") == Outcome.PASSED:
                 passed = True
             else:
                 failing = True

@@ -409,87 +409,92 @@ class Runner:
             return self._cache_identity[0]
 
     def _generate(self, sample) -> Generation:
-        from ..imaging import as_rgb8, resize_rgb8
         from ..models.request import GenerationRequest, derive_seed
 
         start = time.perf_counter()
-        images = []
-        original = None
-        attempts = 0
-        cached = True
+        gen = Generation(cached=True)
         # the model's own class names an adapter without an identity, not the counting wrapper's
         identity = getattr(self.adapter, "identity", type(getattr(self.adapter, "wrapped", self.adapter)).__name__)
-
-        def failed(error: GenerationError) -> Generation:
-            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
-                              transport=error.transport)  # a refusal stays a refusal
-            return Generation([], err, None, time.perf_counter() - start, attempts, False)
-
         try:
             first = None
             for repeat in range(self.repeats):
                 if first is None:
-                    request = first = GenerationRequest.from_sample(
-                        sample, base_seed=self.base_seed, repeat=repeat)
+                    request = first = GenerationRequest.from_sample(sample, base_seed=self.base_seed, repeat=repeat)
                 else:  # same (lazily rendered) input images, another seed
-                    request = replace(first, seed=derive_seed(self.base_seed, sample.id, repeat),
-                                      repeat=repeat)
-                key = None
-                image = None
-                if self.cache is not None:
-                    try:
-                        keyed = self._key_identity(identity)
-                        if keyed is not None:
-                            key = self.cache.key(keyed, request)
-                            image = self.cache.get(key)
-                    except Exception:  # a broken cache never fails a sample
-                        key, image = None, None
-                    if image is not None and self.usage is not None:
-                        self.usage.hit()
-                if image is None:
-                    if self.cancel.is_set():
-                        raise GenerationCancelled("cancelled: the run was interrupted")
-                    if self._dead is not None:
-                        raise GenerationError(self._dead, transport=True)
-                    if self._setup_stop is not None:
-                        raise SetupError(self._setup_stop)
-                    cached = False
-                    attempts += 1
-                    sent = sent_marker(self.adapter)
-                    try:
-                        output = self.adapter.generate(request)
-                    except GenerationError as exc:
-                        if not sent(exc):  # refused before a request left: no generation made
-                            attempts -= 1
-                        self._note_transport(exc)
-                        self._note_setup(exc)
-                        raise
-                    self._note_answer()
-                    try:
-                        image = as_rgb8(output)
-                    except InvalidImageError as exc:
-                        raise GenerationError(
-                            f"model returned something that is not an image: {exception_line(exc)}") from None
-                    del output
-                    if image.shape[:2] != (sample.height, sample.width):
-                        original = original or (int(image.shape[1]), int(image.shape[0]))
-                        image = resize_rgb8(image, sample.width, sample.height)
-                    if key is not None:
-                        try:
-                            self.cache.put(key, image)
-                        except Exception:  # a full or read-only cache never fails a sample
-                            pass
+                    request = replace(first, seed=derive_seed(self.base_seed, sample.id, repeat), repeat=repeat)
+                image = self._image(sample, request, identity, gen)
                 if self.save_outputs is not None:
                     from ..imaging import encode_png
 
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
-                images.append(image)
-        except GenerationError as exc:
-            return failed(exc)
+                gen.images.append(image)
+        except GenerationError as error:
+            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
+                              transport=error.transport)  # a refusal stays a refusal
+            return Generation([], err, None, time.perf_counter() - start, gen.attempts, False)
         except CallLimitReached as exc:  # nothing was sent: the cap refused the call
-            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts - 1,
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts - 1,
                               False, capped=True)
         except Exception as exc:  # a bug or an environment fault, not the model's failure
-            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts, False)
-        return Generation(images, None, None, time.perf_counter() - start, attempts,
-                          cached and bool(images), original)
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts, False)
+        gen.seconds = time.perf_counter() - start
+        gen.cached = gen.cached and bool(gen.images)
+        return gen
+
+    def _image(self, sample, request, identity: str, gen: Generation):
+        """One image of ``sample``: from the cache, else from the adapter (counted in ``gen``)."""
+        key = image = None
+        if self.cache is not None:
+            try:
+                keyed = self._key_identity(identity)
+                if keyed is not None:
+                    key = self.cache.key(keyed, request)
+                    image = self.cache.get(key)
+            except Exception:  # a broken cache never fails a sample
+                key, image = None, None
+            if image is not None:
+                from ..imaging import RGB8
+
+                if self.usage is not None:
+                    self.usage.hit()
+                return RGB8.trusted(image)
+        gen.cached = False
+        image = self._call(sample, request, gen)
+        if key is not None:
+            try:
+                self.cache.put(key, image)
+            except Exception:  # a full or read-only cache never fails a sample
+                pass
+        return image
+
+    def _call(self, sample, request, gen: Generation):
+        """Ask the adapter; the answer is validated here, once (:class:`~pytest_violin.imaging.RGB8`)."""
+        from ..imaging import RGB8, as_rgb8, resize_rgb8
+
+        if self.cancel.is_set():
+            raise GenerationCancelled("cancelled: the run was interrupted")
+        if self._dead is not None:
+            raise GenerationError(self._dead, transport=True)
+        if self._setup_stop is not None:
+            raise SetupError(self._setup_stop)
+        gen.attempts += 1
+        sent = sent_marker(self.adapter)
+        try:
+            output = self.adapter.generate(request)
+        except GenerationError as exc:
+            if not sent(exc):  # refused before a request left: no generation made
+                gen.attempts -= 1
+            self._note_transport(exc)
+            self._note_setup(exc)
+            raise
+        self._note_answer()
+        try:
+            image = as_rgb8(output)
+        except InvalidImageError as exc:
+            raise GenerationError(
+                f"model returned something that is not an image: {exception_line(exc)}") from None
+        del output
+        if image.shape[:2] != (sample.height, sample.width):
+            gen.original_size = gen.original_size or (int(image.shape[1]), int(image.shape[0]))
+            image = resize_rgb8(image, sample.width, sample.height)
+        return RGB8.trusted(image)

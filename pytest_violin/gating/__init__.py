@@ -1,8 +1,7 @@
 """Baselines and regression gating (pure functions, no pytest).
 
-``records`` (sample records, digests, the suite fingerprint, the aggregation
-in the baseline's layout), ``baseline`` (the file), ``statistics`` (the
-paired bootstrap) and ``comparison`` (the verdict); the terminal lines of a
+``records`` (digests, the suite fingerprint), ``baseline`` (the file) and
+``comparison`` (the paired bootstrap and the verdict); the terminal lines of a
 comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
 Names load on first use, so importing the constants costs nothing.
 
@@ -20,8 +19,7 @@ margin, the family of every group and statistic held at ``alpha``. Samples
 present on one side only, and samples whose definition changed, are listed
 and left out of the arithmetic, never silently compared.
 
-The functions take *sample records*: plain mappings as produced by
-``SampleResult.to_json()`` (or any object with a ``to_json`` method).
+The functions take :class:`~pytest_violin.results.SampleResult` objects or their records.
 """
 
 from __future__ import annotations
@@ -31,13 +29,12 @@ import importlib
 _HOMES = {
     "DEFAULT_MAX_REGRESSION": "policy", "DEFAULT_RESAMPLES": "policy", "ERROR_VALUE": "policy",
     "OUTCOMES": "policy", "DEFAULT_ALPHA": "policy", "DEFAULT_MAX_PASS_DROP": "policy", "MIN_SHARED": "policy",
-    "as_record": "records", "sample_digest": "records", "suite_fingerprint": "records",
-    "aggregate_records": "records",
+    "sample_digest": "records", "suite_fingerprint": "records", "aggregate_records": "pytest_violin.results",
     "BASELINE_FORMAT": "baseline", "SCHEMA_VERSION": "baseline", "build_baseline": "baseline",
     "dumps_baseline": "baseline", "write_baseline": "baseline", "read_baseline": "baseline",
     "validate_baseline": "baseline",
-    "paired_bootstrap": "statistics",
-    "GroupDelta": "comparison", "Comparison": "comparison", "compare": "comparison",
+    "paired_bootstrap": "comparison", "GroupDelta": "comparison", "Stat": "comparison",
+    "Comparison": "comparison", "compare": "comparison",
 }
 
 __all__ = sorted(_HOMES)
@@ -47,7 +44,7 @@ def __getattr__(name):
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    value = getattr(importlib.import_module(home if "." in home else f"{__name__}.{home}"), name)
     globals()[name] = value
     return value
 

@@ -67,6 +67,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
+from ..results import Outcome, sample_value
 from .confseq import MeanSequence
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP
 
@@ -84,15 +85,15 @@ class Member:
     task: str
     variation: str | None
     old: float
-    old_outcome: str = "passed"
+    old_outcome: Outcome = Outcome.PASSED
 
     @property
     def old_failed(self) -> bool:
-        return self.old_outcome != "passed"
+        return Outcome(self.old_outcome) is not Outcome.PASSED
 
     @property
     def old_refused(self) -> bool:
-        return self.old_outcome == "refused"
+        return Outcome(self.old_outcome) is Outcome.REFUSED
 
 
 def population(baseline: Mapping, samples) -> dict:
@@ -113,19 +114,18 @@ def population(baseline: Mapping, samples) -> dict:
         baseline with the same definition and not ended in an error there
         (its outcome kept: anything but ``passed`` failed there).
     """
-    from .records import _value
-
     old = {str(s["id"]): s for s in baseline.get("samples") or () if isinstance(s, Mapping)}
     out = {}
     for sid, task, variation, definition in samples:
         rec = old.get(str(sid))
-        if rec is None or rec.get("outcome") == "error":
+        if rec is None or rec.get("outcome") == Outcome.ERROR:
             continue
         if definition and rec.get("definition") and rec.get("definition") != definition:
             continue
         # clipped to [0, 1] as the new values are (the reader checks only that metrics are finite)
         out[str(sid)] = Member(str(sid), str(task), None if variation is None else str(variation),
-                               min(1.0, max(0.0, float(_value(rec)))), str(rec.get("outcome") or "failed"))
+                               min(1.0, max(0.0, float(sample_value(rec.get("metrics") or {})))),
+                               Outcome(rec.get("outcome") or Outcome.FAILED))
     return out
 
 
@@ -290,7 +290,7 @@ class SequentialGate:
             self.finished = "no sample of this run is in the baseline"
 
     # -- input -------------------------------------------------------------
-    def add(self, sample_id: str, value: float | None, outcome: str = "passed") -> None:
+    def add(self, sample_id: str, value: float | None, outcome: Outcome = Outcome.PASSED) -> None:
         """Take one sample's result: its mean metric and outcome, or None (or outcome ``error``)
         for an error (left out of the population).
 
@@ -300,13 +300,14 @@ class SequentialGate:
         if self.finished is not None or sid not in self.members or sid in self._values:
             return
         bisect.insort(self._arrived, self._position[sid])
-        if value is None or outcome == "error":
+        outcome = Outcome(outcome)
+        if value is None or outcome is Outcome.ERROR:
             self._values[sid] = None
         else:
             m = self.members[sid]
             new = min(1.0, max(0.0, float(value)))
-            self._values[sid] = (new - m.old, float(outcome != "passed") - float(m.old_failed),
-                                 float(outcome == "refused") - float(m.old_refused))
+            self._values[sid] = (new - m.old, float(outcome is not Outcome.PASSED) - float(m.old_failed),
+                                 float(outcome is Outcome.REFUSED) - float(m.old_refused))
         for g in self._of.get(sid, ()):
             self._advance(g)
         self._decide()

@@ -27,11 +27,12 @@ from __future__ import annotations
 # _Budget, _reason and _working_bytes: private, re-exported for the tests that check them
 from .bounds import (ACCEPTED_INPUTS, DECODE_BUDGET_BYTES, MAX_DECODED_BYTES, MAX_PIXELS, _Budget,
                      _reason, _working_bytes, decoded_size, file_kind, probe_image_file)
-from .decode import READERS, as_rgb8, current_reader, decode_image, set_reader
+from .decode import READERS, RGB8, as_rgb8, current_reader, decode_image, set_reader
 from .encode import encode_png, png_base64, png_data_uri
 from .resize import check_same_size, resize_rgb8
 
 __all__ = [
+    "RGB8",
     "MAX_PIXELS",
     "png_base64",
     "png_data_uri",

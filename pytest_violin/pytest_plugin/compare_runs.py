@@ -31,7 +31,7 @@ def build_runs_comparison(s, results, current) -> None:
 
     meta = dict(current["metadata"])
     this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
-               metadata=meta, records={str(r["id"]): r for r in results})
+               metadata=meta, records={str(r["sample_id"]): r for r in results})
     paper = ()
     if s.compare_paper:
         from ..compare.paper import published_rows

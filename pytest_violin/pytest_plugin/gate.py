@@ -117,15 +117,15 @@ def pytest_violin_sample_scored(config, sample, images, result):
         return
     from ..gating.records import sample_definition
 
-    result.extra["definition"] = sample_definition(sample)
+    result.definition = sample_definition(sample)
     if hasattr(config, "workerinput"):
         identity = _adapter_identity(config)
         if identity:
-            result.extra["adapter"] = identity
+            result.adapter = identity
     if s.report is not None:
         from ..report.thumbnails import make_thumbnails
 
-        if result.outcome == "passed":
+        if result.passed:
             group = (sample.task, getattr(sample, "variation", None))
             shown = s.passing_thumbnails.get(group, 0)
             if shown >= PASSING_THUMBNAILS_PER_VARIATION:
@@ -135,7 +135,7 @@ def pytest_violin_sample_scored(config, sample, images, result):
             # The ground truth is rendered again only for failures: a passing
             # sample's difference is near black, and rendering costs more
             # than everything else the report does (see docs/reports.md).
-            expected = sample.expected() if result.outcome != "passed" else None
+            expected = sample.expected() if not result.passed else None
             # the mask task's source image and mask beside expected and generated
             inputs = getattr(sample, "inputs", ()) if expected is not None else ()
             result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
@@ -172,7 +172,7 @@ def _run_metadata(config, store, s: GateState) -> dict:
     identity = _adapter_identity(config)
     if identity is None:
         for r in store.results:
-            identity = (r.extra or {}).get("adapter")
+            identity = r.adapter
             if identity:
                 break
     if identity is None and settings.model:
@@ -255,7 +255,7 @@ def _population(run, results, baseline):
     members = run.gate.members
     shared = Counter(m.task for m in members.values())
     in_run = Counter(shared)
-    in_run.update(str(r.get("task")) for r in results if str(r.get("id")) not in members)
+    in_run.update(str(r.get("task")) for r in results if str(r.get("sample_id")) not in members)
     known = {str(r.get("task")) for r in baseline.get("samples") or ()}
     return {task: (shared.get(task, 0), n) for task, n in in_run.items() if task in known}
 

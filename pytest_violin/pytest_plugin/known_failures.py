@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from ..results import Outcome
+
 __all__ = ["INDEX_INPUT", "SendIndex", "baseline_index", "failure_context"]
 
 #: ``workerinput`` key: the baseline's outcomes (:func:`baseline_index`).
@@ -19,9 +21,9 @@ INDEX_INPUT = "violin_baseline_outcomes"
 
 def baseline_index(doc) -> dict:
     """Sample id -> ``(outcome, definition, mean)`` of a baseline document."""
-    from ..gating.records import _value
+    from ..results import sample_value
 
-    return {str(r["id"]): (str(r.get("outcome")), r.get("definition"), float(_value(r)))
+    return {str(r["id"]): (str(r.get("outcome")), r.get("definition"), float(sample_value(r.get("metrics") or {})))
             for r in doc.get("samples") or ()}
 
 
@@ -47,10 +49,11 @@ def failure_context(index, sample_id: str, definition, mean) -> str | None:
     if entry is None:
         return None
     outcome, old_definition, old_mean = entry
-    if outcome == "error" or (definition and old_definition and definition != old_definition):
+    outcome = Outcome(outcome)
+    if not outcome.judged or (definition and old_definition and definition != old_definition):
         return None
     now = "" if mean is None else f"mean {float(mean):.4f} now, "
-    if outcome in ("failed", "refused"):
+    if outcome.failing:
         return (f"known failure: over its limits in the baseline too ({now}{old_mean:.4f} in the "
                 f"baseline); the gate judges whether the model got worse")
     return (f"new failure: within its limits in the baseline ({now}{old_mean:.4f} in the baseline); "

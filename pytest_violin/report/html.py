@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..gating import aggregate_records
+from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, fmt, records_of, usage_text
-from .pages import BADGES, Markup, capital, render_page
+from .pages import Markup, badge, capital, render_page
 from .svg import bar_chart, color_scale
 from .text import is_image_data_uri
 from .view import task_tables
@@ -35,9 +35,8 @@ DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 
 def _run_facts(meta, records) -> list:
-    passed = sum(1 for r in records if r.get("outcome") == "passed")
-    errors = sum(1 for r in records if r.get("outcome") == "error")
-    refused = sum(1 for r in records if r.get("outcome") == "refused")
+    passed, errors, refused = (sum(1 for r in records if r.get("outcome") == o)
+                               for o in (Outcome.PASSED, Outcome.ERROR, Outcome.REFUSED))
     failed = len(records) - passed - errors - refused
     rows = [("samples", f"{len(records)} ({passed} passed, {failed} failed, {refused} refused, "
                         f"{errors} errors)")]
@@ -154,7 +153,7 @@ def _sample(rec, thumbs, newly_failing) -> SimpleNamespace:
     findings = [f for f in (rec.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)]
     return SimpleNamespace(
         id=sid, task=rec.get("task", ""), outcome=outcome,
-        badge=(BADGES.get(outcome, "fail"), outcome if outcome in BADGES else "failed"),
+        badge=badge(outcome),
         newly_failing=sid in newly_failing, variation=rec.get("variation") or "",
         prompt=rec.get("prompt", ""), error=rec.get("error"), thumbs=thumbs,
         resized=size if isinstance(size, (list, tuple)) and len(size) == 2 else None,

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from .._fs import atomic_write
-from ..gating import aggregate_records, as_record
+from ..results import Outcome, aggregate_records, as_result
 
 __all__ = [
     "THUMBNAILS_FILE",
@@ -43,25 +43,13 @@ _PLUMBING = ("thumbnails",)
 
 
 def records_of(results, *, keep_thumbnails: bool = True) -> list[dict]:
-    """Plain dict records for ``results`` (``SampleResult`` objects or mappings), in order.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results.
-    keep_thumbnails : bool, optional
-        Keep ``extra["thumbnails"]`` (the HTML needs them, results.json not).
-
-    Returns
-    -------
-    list of dict
-    """
+    """The results.json records of ``results`` (results or records), in order; without
+    ``extra["thumbnails"]`` unless ``keep_thumbnails`` (the HTML needs them, results.json not)."""
     out = []
     for r in results:
-        rec = as_record(r)
-        extra = rec.get("extra")
-        if not keep_thumbnails and isinstance(extra, dict) and any(k in extra for k in _PLUMBING):
-            rec["extra"] = {k: v for k, v in extra.items() if k not in _PLUMBING}
+        rec = as_result(r).to_dict()
+        if not keep_thumbnails and any(k in rec["extra"] for k in _PLUMBING):
+            rec["extra"] = {k: v for k, v in rec["extra"].items() if k not in _PLUMBING}
         out.append(rec)
     return out
 
@@ -107,7 +95,7 @@ def failures_first(records) -> list[dict]:
         i, rec = item
         if rec.get("error"):
             return (0, i)
-        return (1 if rec.get("outcome") != "passed" else 2, i)
+        return (1 if rec.get("outcome") != Outcome.PASSED else 2, i)
     return [rec for _, rec in sorted(enumerate(records), key=key)]
 
 
@@ -217,22 +205,19 @@ def build_results(results, *, metadata=None, comparison=None, aggregates=None) -
     meta = dict(metadata or {})
     meta.setdefault("created", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat())
     meta["samples"] = len(records)
-    meta["passed"] = sum(1 for r in records if r.get("outcome") == "passed")
+    meta["passed"] = sum(1 for r in records if r.get("outcome") == Outcome.PASSED)
     meta["failed"] = len(records) - meta["passed"]
     meta["errors"] = sum(1 for r in records if r.get("error"))
-    meta["refused"] = sum(1 for r in records if r.get("outcome") == "refused")
+    meta["refused"] = sum(1 for r in records if r.get("outcome") == Outcome.REFUSED)
     for key, value in run_usage(records, price=meta.get("price")).items():
         meta.setdefault(key, value)
     if comparison is not None and hasattr(comparison, "to_dict"):
         comparison = comparison.to_dict()
-    for rec in records:
-        rec.pop("id", None)  # as_record adds it; the schema uses sample_id
     return _clean({
         "format": RESULTS_FORMAT,
         "schema_version": RESULTS_SCHEMA_VERSION,
         "metadata": meta,
-        "aggregates": aggregates if aggregates is not None else aggregate_records(
-            [as_record(r) for r in records]),
+        "aggregates": aggregates if aggregates is not None else aggregate_records(records),
         "comparison": comparison,
         "samples": records,
     })
@@ -261,7 +246,7 @@ def write_thumbnails_json(path, results, *, budget: int = THUMBNAILS_BUDGET) -> 
     bytes of data URIs are left out.
     """
     records = records_of(results, keep_thumbnails=True)
-    records.sort(key=lambda r: r.get("outcome") == "passed")
+    records.sort(key=lambda r: r.get("outcome") == Outcome.PASSED)
     out, used = {}, 0
     for rec in records:
         thumbs = (rec.get("extra") or {}).get("thumbnails")

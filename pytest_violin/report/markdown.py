@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..gating import aggregate_records
+from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import fmt, fmt_signed, records_of, usage_text
 from .tables import Raw, Table, markdown_lines
@@ -65,9 +65,8 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     records = records_of(results, keep_thumbnails=False)
     agg = aggregates if aggregates is not None else aggregate_records(records)
     meta = dict(metadata or {})
-    passed = sum(1 for r in records if r.get("outcome") == "passed")
-    refused = sum(1 for r in records if r.get("outcome") == "refused")
-    errors = sum(1 for r in records if r.get("outcome") == "error")
+    passed, refused, errors = (sum(1 for r in records if r.get("outcome") == o)
+                               for o in (Outcome.PASSED, Outcome.REFUSED, Outcome.ERROR))
     lines = ["## pytest-violin results", ""]
     # an error (a time-out, a setup error, a crash) was never judged: not a failure
     facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors} failed"]
@@ -131,7 +130,7 @@ def _delta(row) -> str:
     """The Δ-mean cell: the difference, marked where the gate found the group worse or better."""
     if not row.compared:
         return "not compared"
-    return fmt_signed(row.group.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
+    return fmt_signed(row.group.mean.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
 
 
 def _gate_section(comparison) -> list[str]:

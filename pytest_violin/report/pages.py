@@ -20,12 +20,19 @@ from html import escape
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ..verdict import Outcome
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["BADGES", "Markup", "capital", "csp", "render_page"]
+__all__ = ["BADGES", "Markup", "badge", "capital", "csp", "render_page"]
 
 #: The class of an outcome's badge (its colours in ``violin.css``); any other outcome is a failure (``fail``).
-BADGES = {"passed": "pass", "error": "err", "refused": "ref"}
+BADGES = {Outcome.PASSED: "pass", Outcome.ERROR: "err", Outcome.REFUSED: "ref"}
+
+
+def badge(outcome) -> tuple[str, str]:
+    """``(class, label)`` of an outcome's badge; anything unknown reads as a failure."""
+    cls = BADGES.get(outcome)
+    return (cls, str(outcome)) if cls else ("fail", "failed")
 
 
 def csp(script: str) -> str:

@@ -39,7 +39,7 @@ class SummaryRow:
 
     @property
     def compared(self) -> bool:
-        return self.group is not None and self.group.status != "not-compared"
+        return self.group is not None and self.group.mean.status != "not-compared"
 
     @property
     def status(self) -> str:
