@@ -304,7 +304,7 @@ def _scored(sample, image):
     from pytest_violin.execution.runner import Generation
     from pytest_violin.pytest_plugin.settings import ViolinSettings
     from pytest_violin.results import score_generation
-    from pytest_violin.thresholds import default_limits
+    from pytest_violin.tasks import default_limits
 
     result, _ = score_generation(sample, Generation(images=[image]), ViolinSettings(), default_limits())
     return result

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_violin.errors import GenerationError
 from pytest_violin.models.request import derive_seed
-from pytest_violin.execution.runner import Runner, output_path
+from pytest_violin.execution.runner import Runner
+from pytest_violin.models.directory import output_path
 from pytest_violin.redaction import register_secret
 
 from conftest import FakeSample

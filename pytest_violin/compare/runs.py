@@ -358,7 +358,8 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
     from ..models.directory import saved_image
-    from ..thresholds import build_limits, evaluate, limits_for_task
+    from ..thresholds import build_limits, limits_for_task
+    from ..verdict import evaluate
 
     from ..diagnosis import diagnose_failure
 

@@ -1,49 +1,26 @@
 """Generate images ahead of the tests that need them.
 
-pytest runs items one after another, but model endpoints have latency.
-:class:`Runner` generates images for the samples of *this process* in a
-bounded thread pool, in the order declared with :meth:`Runner.plan`, while
-the tests score earlier images. A test waits only for its own sample
-(:meth:`Runner.get`). At most ``2 * concurrency`` generations are submitted
-and not yet consumed, so memory stays flat however large the suite is.
+:class:`Runner` generates the images of *this process's* samples in a bounded thread pool,
+in the order declared with :meth:`Runner.plan`, while the tests score earlier images; a
+test waits only for its own sample (:meth:`Runner.get`). At most ``2 * concurrency``
+generations are submitted and not yet consumed, so memory stays flat.
 
-What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`
-from an adapter, or an answer that is not an image) becomes
-``Generation.error`` with a redacted one-line reason: the model failed that
-sample. Anything else that goes wrong (a bug in an adapter or here, a full
-disk) becomes ``Generation.fault``: the test reports it as a pytest *error*,
-never as the model's failure, and it never enters a baseline as a score.
-A failed sample never stops the run.
+What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`, an answer that
+is not an image) is ``Generation.error`` with a redacted reason: the model failed that
+sample. Anything else (a bug, a full disk) is ``Generation.fault``: a pytest *error*,
+never the model's failure, never a score in a baseline. A failed sample never stops the run.
 
-Interrupts: the runner's ``cancel`` event (shared with the adapters through
-:class:`~pytest_violin.models.AdapterOptions`) stops new requests, retries
-and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in
-flight (the worker threads are daemon threads, so an adapter stuck in a
-socket read cannot hold the interpreter's exit).
-
-A dead endpoint: after ``dead_after`` consecutive samples whose generation
-failed in transport (no answer at all: connection refused, DNS, TLS,
-time-out) with no image in between, the runner stops calling the adapter and
-fails the remaining samples at once.
-
-A setup error: when the first ``setup_after`` samples of a run all end in the
-same :class:`~pytest_violin.errors.SetupError` (the request itself is invalid:
-a missing checkpoint, a 401) or the same
-:class:`~pytest_violin.errors.GenerationCrashed` (the code that makes the
-image raised: a ComfyUI node's exception on every prompt, a ``python:``
-model's ``KeyError``) before any image, the runner stops calling the adapter
-the same way (:attr:`Runner.setup_stop`). Setup errors, a server's crashes and
-time-outs (:attr:`~pytest_violin.errors.GenerationError.unjudged`) are
-*errors*, never the model's failure.
-
-A sample's ``attempts`` (its "generations made") count the adapter calls that
-reached the server: a call that raised before an HTTP adapter sent anything
-(a workflow refused before its upload) is not counted
-(:func:`~.usage.sent_marker`).
-
-The cache key uses the adapter's ``cache_identity()`` where it has one
-(:func:`cache_identity`): what a server reports of its models and version, so a
-swapped checkpoint is a cache miss.
+The ``cancel`` event (shared with the adapters through
+:class:`~pytest_violin.models.AdapterOptions`) stops new requests, retries and polls;
+:meth:`Runner.close` with ``wait=False`` abandons what is in flight (daemon threads). The
+runner stops calling the adapter, failing the remaining samples at once, after
+``dead_after`` consecutive transport failures over ``dead_window`` seconds with no image
+in between (a dead endpoint), or when the first ``setup_after`` samples all end in the
+same :class:`~pytest_violin.errors.SetupError` or
+:class:`~pytest_violin.errors.GenerationCrashed` before any image
+(:attr:`Runner.setup_stop`). A sample's ``attempts`` count the adapter calls that reached
+the server (:func:`~.usage.sent_marker`). The cache key uses the adapter's
+``cache_identity()`` where it has one, so a swapped checkpoint is a cache miss.
 """
 
 from __future__ import annotations
@@ -63,8 +40,7 @@ from ..errors import InvalidImageError, SetupError
 from ..models.directory import output_path
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "cache_identity",
-           "exception_line", "output_path"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "exception_line"]
 
 #: Consecutive transport failures (no answer at all) after which the runner
 #: stops calling the adapter for the rest of the run ...
@@ -88,32 +64,12 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
 
 @dataclass
 class Generation:
-    """The outcome of generating the images of one sample.
-
-    Attributes
-    ----------
-    images : list of numpy.ndarray
-        RGB uint8 images, one per repeat (empty on error).
-    error : GenerationError or None
-        Why the model gave no image (message already redacted).
-    fault : str or None
-        An unexpected exception (a bug, not a model failure) as one redacted
-        line ``Type: message``; the test reports it as an error.
-    original_size : tuple of (int, int) or None
-        ``(width, height)`` of the model's answer when it had another size
-        than the sample's; the images are already resized to the sample's
-        size (so at most ``2 * concurrency`` small images are held, whatever
-        the model answers).
-    seconds : float
-        Wall time of the generation (all repeats).
-    attempts : int
-        Adapter calls made (cache hits excluded).
-    cached : bool
-        Whether every image came from the cache.
-    capped : bool
-        The call was refused by the run's call cap (``--violin-max-calls``,
-        ``--violin-max-cost``): nothing was sent; ``fault`` says so.
-    """
+    """The images of one sample (one per repeat, :class:`~pytest_violin.imaging.RGB8`, already
+    resized to the sample's size; the answer's size in ``original_size`` when it differed), or
+    why there are none: ``error`` (the model's, redacted) or ``fault`` (a bug or the
+    environment, one redacted line; ``capped`` when the run's call cap refused the call).
+    ``attempts`` counts adapter calls (cache hits excluded); ``cached``: every image came from
+    the cache."""
 
     images: list = field(default_factory=list)
     error: GenerationError | None = None
@@ -128,32 +84,12 @@ class Generation:
 class Runner:
     """Prefetching image generation for one process.
 
-    Parameters
-    ----------
-    adapter : ModelAdapter
-        The model.
-    concurrency : int, optional
-        Threads generating at once (>= 1).
-    cache : ImageCache, optional
-        Disk cache (``key``, ``get``, ``put``); skipped for adapters whose
-        ``cacheable`` attribute is False.
-    base_seed : int, optional
-        The run seed; per-sample seeds are derived from it.
-    repeats : int, optional
-        Images per sample (>= 1).
-    save_outputs : path-like, optional
-        Directory where every image is written as ``<sample id>.png``.
-    cancel : threading.Event, optional
-        Set on interrupt; the same event the adapters watch
-        (``AdapterOptions.cancel``). A new one when omitted.
-    dead_after : int, optional
-        Consecutive transport failures after which the endpoint counts as
-        unreachable (default :data:`DEAD_AFTER`) ...
-    dead_window : float, optional
-        ... when they span at least this many seconds (default
-        :data:`DEAD_WINDOW`).
-    usage : CallCounter, optional
-        Counts the images served from the cache (:mod:`.usage`).
+    ``concurrency`` threads generate at once (fewer when the adapter declares
+    ``max_concurrency``); ``cache`` (skipped for adapters that are not ``cacheable``) keys
+    images by the adapter's identity and the request; per-sample seeds derive from
+    ``base_seed``; ``repeats`` images per sample; ``save_outputs`` writes every image as
+    ``<sample id>.png``; ``cancel`` is the event the adapters watch; ``usage`` (a
+    :class:`~.usage.CallCounter`) counts the images served from the cache.
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
