@@ -10,7 +10,7 @@ expected image and each run's image side by side with its metric values,
 filterable by task, variation, failures and "runs disagree", failures first.
 
 The page is rendered by ``report/templates/compare.html.j2`` and the section
-by ``comparison.html.j2`` (:mod:`pytest_violin.report.pages`: autoescape on,
+by ``comparison.html.j2`` (:mod:`pytest_violin.report._pages`: autoescape on,
 so every string read from runs, prompts, labels, sample ids, paths and
 metadata, is escaped where the template writes it); thumbnails are embedded
 only when they are ``data:image/png|jpeg;base64`` URIs and only up to a byte
@@ -25,8 +25,8 @@ from types import SimpleNamespace
 
 from .._fs import atomic_write
 from ..report.json_report import fmt, fmt_pct, metric_names
-from ..report.pages import BADGES, Markup, render_page
-from ..report.svg import PALETTE, bar_chart
+from ..report._pages import BADGES, Markup, render_page
+from ..report._svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
 from ..results import Outcome
 

@@ -12,7 +12,7 @@ existed, a baseline file) says ``no diagnoses`` instead of a share: an
 absent diagnosis is not a sample without defects. The failure-mode table
 is built by :func:`build_modes` (called by
 :func:`pytest_violin.compare.table.build`) and rendered by
-:func:`table_cells` as a :class:`~pytest_violin.report.tables.Table` that every format
+:func:`table_cells` as a :class:`~pytest_violin.report._tables.Table` that every format
 escapes its own way.
 """
 

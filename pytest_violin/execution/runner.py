@@ -33,7 +33,7 @@ from pathlib import Path
 
 from .._fs import atomic_write
 from .cache import cache_identity
-from .pool import DaemonPool, wait_for
+from ._pool import DaemonPool, wait_for
 from .usage import CallLimitReached, sent_marker
 from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
 from ..errors import InvalidImageError, SetupError

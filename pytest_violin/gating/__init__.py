@@ -5,19 +5,10 @@
 comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
 Names load on first use, so importing the constants costs nothing.
 
-A *baseline* is a JSON document that freezes one run: every sample's metric
-values (and all its repeats), aggregates per task and per (task, variation),
-and the facts needed to judge whether two runs are comparable (suite name
-and fingerprint, metric profile, seed, package version, adapter identity).
-
-:func:`compare` decides, per task and per (task, variation), whether the
-model got *credibly worse* than in the baseline, on three paired statistics of
-the samples both runs share: the mean metric (margin ``max_regression``), the
-pass rate (``max_pass_drop``) and the refusal rate (``max_regression``). A
-statistic regresses when its one-sided paired bootstrap bound lies above its
-margin, the family of every group and statistic held at ``alpha``. Samples
-present on one side only, and samples whose definition changed, are listed
-and left out of the arithmetic, never silently compared.
+A *baseline* freezes one run: every sample's metric values, the aggregates and the facts
+that say whether two runs are comparable (docs/gating.md). :func:`compare` decides per
+task and per (task, variation) whether the model got *credibly worse* on the samples both
+runs share; samples on one side only, or redefined, are listed, never compared.
 
 The functions take :class:`~pytest_violin.results.SampleResult` objects or their records.
 """

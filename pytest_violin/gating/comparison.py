@@ -469,36 +469,16 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
             max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, baseline_path: str | None = None,
             population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
-    """Compare a run with a baseline: did the model get worse?
+    """Compare a run with a baseline (:func:`read_baseline`): did the model get worse?
 
-    Parameters
-    ----------
-    baseline : Mapping
-        A baseline document (:func:`read_baseline`).
-    current : Mapping or iterable
-        The current run: a baseline document (:func:`build_baseline`) or its sample results.
-    max_regression, max_pass_drop : float, optional
-        The margins of the mean metric and refusal rate, and of the pass rate.
-    alpha : float, optional
-        The family's error rate: each side of each statistic's interval is at
-        ``alpha / tests``, ``tests`` being three per group (Bonferroni).
-    resamples, seed : optional
-        Bootstrap settings; the seed is mixed with the group and statistic.
-    baseline_path : str, optional
-        Recorded in the result for reports.
-    population : Mapping, optional
-        Task -> ``(shared, in_run)`` to judge the overlap on (a sequential gate's population,
-        whose unneeded samples were not generated); by default the samples compared and the
-        run's samples of each task.
-    allow_mismatch : bool, optional
-        Decide tasks that share too few samples with the baseline anyway.
-
-    Returns
-    -------
-    Comparison
-        A statistic *regresses* when its lower bound is above its margin and *improves* when
-        its upper bound is below minus the margin; the bootstrap over samples measures a
-        stochastic model's run-to-run variation along with the samples' spread.
+    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Each
+    statistic *regresses* when its lower bound is above its margin (``max_regression`` for
+    the mean metric and the refusal rate, ``max_pass_drop`` for the pass rate) and
+    *improves* when its upper bound is below minus the margin; each side of each interval is
+    at ``alpha / tests`` (Bonferroni), and the bootstrap over samples measures a stochastic
+    model's run-to-run variation along with the samples' spread. ``population`` (task ->
+    ``(shared, in_run)``, a sequential gate's) is what the overlap is judged on instead of
+    the samples compared; ``allow_mismatch`` decides tasks that share too few samples.
     """
     _check_margins(max_regression, max_pass_drop, alpha)
     old, new = _by_id(baseline), _by_id(current)

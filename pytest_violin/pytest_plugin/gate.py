@@ -280,7 +280,7 @@ def pytest_runtestloop(session):
 
 
 def _report_gate(session, s: GateState) -> None:
-    from ..report.sequential import sequential_lines
+    from ..report._sequential import sequential_lines
     from ..report.terminal import comparison_lines
     from ..report.text import printable
 
@@ -421,7 +421,7 @@ def _sequential_verdict(s: GateState) -> None:
     verdict is the gate's), and why the baseline samples this run lacks were not run."""
     from dataclasses import replace
 
-    from ..report.sequential import decided
+    from ..report._sequential import decided
 
     seq, changes = s.sequential, {}
     if decided(seq):
@@ -476,7 +476,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.section("violin regression gate" if s.comparison is not None else "violin reports")
     styles = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True},
               "info": {}}
-    from ..report.sequential import sequential_lines
+    from ..report._sequential import sequential_lines
 
     if s.gate_failed and config.option.tbstyle != "no":
         # the verdict and its table are the failure of violin::gate, shown above

@@ -7,7 +7,7 @@ means, the regression gate's verdict when a baseline was given, and one row
 per sample (failures first) with expected / generated / difference
 thumbnails and filters (failures only, by outcome, by task, by text).
 
-The page is rendered by ``templates/report.html.j2`` (:mod:`.pages`: autoescape
+The page is rendered by ``templates/report.html.j2`` (:mod:`._pages`: autoescape
 on, so every string that comes from prompts, manifests, model servers or the
 environment is escaped where the template writes it); this module gathers
 what it shows.
@@ -21,10 +21,10 @@ from types import SimpleNamespace
 from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, fmt, records_of, usage_text
-from .pages import Markup, badge, capital, render_page
-from .svg import bar_chart, color_scale
+from ._pages import Markup, badge, capital, render_page
+from ._svg import bar_chart, color_scale
 from .text import is_image_data_uri
-from .view import task_tables
+from ._view import task_tables
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
 
@@ -53,7 +53,7 @@ def _run_facts(meta, records) -> list:
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
-    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -168,30 +168,12 @@ def _sample(rec, thumbs, newly_failing) -> SimpleNamespace:
 
 def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                 thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET, runs_comparison=None) -> str:
-    """Render the report page.
+    """The complete HTML report page.
 
-    Parameters
-    ----------
-    results : iterable
-        Sample results (with ``extra["thumbnails"]`` data URIs when they were
-        computed).
-    metadata : Mapping, optional
-        Run facts shown at the top (suite, adapter, profile, seed, ...).
-    comparison : Comparison, optional
-        The baseline comparison: adds the gate section and highlights
-        regressed rows and newly failing samples.
-    aggregates : Mapping, optional
-        Precomputed :func:`pytest_violin.gating.aggregate_records`.
-    thumbnail_budget : int, optional
-        Most bytes of thumbnails to embed (failures get theirs first).
-    runs_comparison : pytest_violin.compare.model.Comparison, optional
-        ``--violin-compare``: this run beside other runs (and the paper),
-        shown after the summary.
-
-    Returns
-    -------
-    str
-        The complete HTML document.
+    ``results`` carry ``extra["thumbnails"]`` data URIs when they were computed (at most
+    ``thumbnail_budget`` bytes are embedded, failures first); ``metadata`` are the run facts
+    shown at the top; ``comparison`` adds the gate section and highlights regressed rows and
+    newly failing samples; ``runs_comparison`` (``--violin-compare``) follows the summary.
     """
     records = records_of(results)
     agg = aggregates if aggregates is not None else aggregate_records(records)
@@ -203,10 +185,10 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         for g in comparison.groups:
             if g.variation is None:
                 newly_failing.update(g.newly_failing)
-    from .sequential import sequential_html
+    from ._sequential import sequential_html
     from .terminal import NO_IMAGE_NOTE
 
-    from .sequential import regressed_groups
+    from ._sequential import regressed_groups
 
     marks = (regressed_groups(meta.get("sequential"))
              if getattr(comparison, "decided_by", "") == "sequential" else None)

@@ -15,22 +15,9 @@ from pathlib import Path
 from .._fs import atomic_write
 from ..results import Outcome, aggregate_records, as_result
 
-__all__ = [
-    "THUMBNAILS_FILE",
-    "write_thumbnails_json",
-    "RESULTS_FORMAT",
-    "RESULTS_SCHEMA_VERSION",
-    "build_results",
-    "write_results_json",
-    "records_of",
-    "metric_names",
-    "fmt",
-    "fmt_pct",
-    "fmt_signed",
-    "failures_first",
-    "run_usage",
-    "usage_text",
-]
+__all__ = ["RESULTS_FORMAT", "RESULTS_SCHEMA_VERSION", "THUMBNAILS_FILE", "build_results", "failures_first",
+           "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
+           "write_results_json", "write_thumbnails_json"]
 
 RESULTS_FORMAT = "pytest-violin-results"
 RESULTS_SCHEMA_VERSION = 1
@@ -100,32 +87,15 @@ def failures_first(records) -> list[dict]:
 
 
 def run_usage(records, *, price=None, counted=None) -> dict:
-    """Generations made, cache hits and the estimated cost of a run's records.
+    """``generations`` (model calls made; HTTP retries not among them), ``cache_hits``,
+    ``price`` and ``estimated_cost`` (``generations * price``; None without a price) of a
+    run's records (``generations``, ``cache_hits``).
 
-    Parameters
-    ----------
-    records : iterable of Mapping
-        Sample records (``generations``, ``cache_hits``; records written
-        before these fields existed count 0).
-    price : float, optional
-        ``--violin-price``: USD per generated image.
-    counted : Mapping, optional
-        The calls counted where they were made
-        (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`:
-        ``calls``, ``cache_hits``, ``retries``, ``refused``): reruns, samples
-        prefetched before ``-x`` stopped the run, repeats and fixture calls
-        included. When given, the totals are these, not the records' sums
-        (a record holds only the last run of its sample).
-
-    Returns
-    -------
-    dict
-        ``generations`` (model calls made; retries of a failed HTTP attempt
-        not among them), ``cache_hits`` (images served from the cache, free),
-        ``price`` and ``estimated_cost`` (``generations * price``; both None
-        without a price); with ``counted`` also ``retries`` (HTTP requests
-        that repeated a failed attempt) and ``calls_refused`` (calls refused
-        at the cap).
+    ``counted``: the calls counted where they were made
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`: reruns, samples prefetched
+    before ``-x`` stopped the run, repeats and fixture calls included; a record holds only
+    the last run of its sample): the totals are then these, plus ``retries`` and
+    ``calls_refused`` (at the cap).
     """
     extra = {}
     if counted is not None:
@@ -182,24 +152,9 @@ def _clean(obj):
 
 
 def build_results(results, *, metadata=None, comparison=None, aggregates=None) -> dict:
-    """The ``results.json`` document.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results in collection order.
-    metadata : Mapping, optional
-        Run facts (suite, adapter, profile, seed, interrupted, ...).
-    comparison : Comparison or Mapping, optional
-        The baseline comparison (:func:`pytest_violin.gating.compare`).
-    aggregates : Mapping, optional
-        Precomputed :func:`pytest_violin.gating.aggregate_records` output.
-
-    Returns
-    -------
-    dict
-        ``format``, ``schema_version``, ``metadata``, ``aggregates``,
-        ``comparison`` (or ``None``) and ``samples``; strict JSON (no NaN).
+    """The ``results.json`` document: ``format``, ``schema_version``, ``metadata`` (run facts
+    and counts), ``aggregates`` (precomputed :func:`~pytest_violin.results.aggregate_records`
+    or computed), ``comparison`` (the gate's, or None) and ``samples``; strict JSON (no NaN).
     """
     records = records_of(results, keep_thumbnails=False)
     meta = dict(metadata or {})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ..results import Outcome
-from .tables import Table, text_lines
+from ._tables import Table, text_lines
 from .json_report import fmt_signed
 from .text import printable
 
@@ -27,26 +27,10 @@ def _fmt(value) -> str:
 
 
 def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]:
-    """Render the aggregate tables of ``store`` as lines of text.
-
-    Parameters
-    ----------
-    store : ResultsStore
-        The run's results.
-    settings : ViolinSettings, optional
-        Adds model, profile and seed to the heading.
-    price : float, optional
-        ``--violin-price``: adds the estimated cost of the generations made.
-    usage : dict, optional
-        The run's call counts (``calls``, ``cache_hits``, ``retries``,
-        ``refused``; :meth:`pytest_violin.execution.usage.CallCounter.snapshot`):
-        what the totals and the cost are computed from when given.
-
-    Returns
-    -------
-    list of str
-        Lines, without trailing newlines.
-    """
+    """The lines (no newlines) of ``store``'s aggregate tables, headed by the model, profile and
+    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call
+    counts (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
+    the cost are computed from when given."""
     rows = store.aggregate(totals=True)
     lines: list[str] = []
     if settings is not None and settings.model:
@@ -130,7 +114,7 @@ def _id_list(items, max_ids: int) -> str:
 
 def _group_lines(g, rows, which: str, level: str, max_ids: int) -> list[tuple[str, str]]:
     """A regressed or improved group: causes before numbers, its statistics, what moved."""
-    from .gate_words import cause_line
+    from ._gate_words import cause_line
 
     out = [(f"  {which:9s} {g.label}  (n={g.n})", level)]
     cause = cause_line(g)
@@ -157,7 +141,7 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
     def ids(items):
         return _id_list(items, max_ids)
 
-    from .gate_words import group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import group_rows, headline, ratchet_line, rule_line, too_few_line
 
     out = []
     # a decided sequential gate gave the verdict (report/sequential.py): the facts only here

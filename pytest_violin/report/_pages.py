@@ -3,7 +3,7 @@
 One jinja2 environment with autoescape on, so every value a template shows
 (prompts, labels, sample ids, server messages, metadata) is escaped where it
 is written; only values made as :class:`markupsafe.Markup` here (inline SVG
-charts, whose text :mod:`~pytest_violin.report.svg` escapes) go in as they
+charts, whose text :mod:`~pytest_violin.report._svg` escapes) go in as they
 are. The templates live in ``templates/``: one base page, one stylesheet
 (``violin.css``) and each page's script. The base page pins its script by
 the SHA-256 of the text rendered between its ``<script>`` tags in the

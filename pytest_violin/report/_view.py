@@ -4,7 +4,7 @@ One table per task (rows = its variations, then the task's own row, as the
 paper's Tables 1-3), with the no-image and refused columns wherever the run
 has any, and the gate's group of each row when a baseline was given. The
 formats render it: :mod:`~pytest_violin.report.markdown` through
-:mod:`~pytest_violin.report.tables`, report.html through its template.
+:mod:`~pytest_violin.report._tables`, report.html through its template.
 """
 
 from __future__ import annotations
