@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..diagnosis.summary import failure_modes
-from ..report import tables
+from ..report import _tables as tables
 
 __all__ = ["MAX_ROWS", "RunModes", "TaskModes", "build_modes", "table_cells", "text_lines",
            "markdown_lines", "latex_lines"]

@@ -43,27 +43,7 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                     runs_comparison=None) -> str:
     """The run summary as GitHub-flavoured Markdown: run facts (``metadata``), one table per
     task like the paper's, the gate's verdict with ``comparison``, and ``runs_comparison``
-    (``--violin-compare``: this run side by side with others) appended."""Render the run summary as GitHub-flavoured Markdown.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results.
-    metadata : Mapping, optional
-        Run facts (``suite``, ``adapter``, ``profile``, ``seed``, ``interrupted``).
-    comparison : Comparison, optional
-        Baseline comparison; adds regression / improvement tables.
-    aggregates : Mapping, optional
-        Precomputed aggregates.
-    runs_comparison : pytest_violin.compare.model.Comparison, optional
-        ``--violin-compare``: this run side by side with others, appended.
-
-    Returns
-    -------
-    str
-        One table per task (rows = variations, then the task total), like
-        the paper's Tables 1-3, plus the gate's verdict when a baseline was given.
-    """
+    (``--violin-compare``: this run side by side with others) appended."""
     records = records_of(results, keep_thumbnails=False)
     agg = aggregates if aggregates is not None else aggregate_records(records)
     meta = dict(metadata or {})
