@@ -225,6 +225,16 @@ class AggregateRow:
         d["metric_names"] = list(self.metric_names)
         return d
 
+    @classmethod
+    def from_baseline_dict(cls, d: Mapping) -> "AggregateRow":
+        """Read back :meth:`baseline_dict` (a row of a file's ``aggregates``)."""
+        metrics = dict(d.get("metrics") or {})
+        return cls(suite="", task=str(d["task"]), variation=d.get("variation"),
+                   metric_names=tuple(k for k in metrics if k != "mean"), means=metrics,
+                   pass_rate=float(d["pass_rate"]), count=int(d["n"]), errors=int(d.get("errors") or 0),
+                   passed=int(d.get("passed") or 0), refused=int(d.get("refused") or 0),
+                   no_image=int(d.get("no_image") or 0))
+
     def baseline_dict(self) -> dict:
         """The row in the layout of the baseline's and results.json's ``aggregates``."""
         return {"task": self.task, "variation": self.variation, "n": self.count, "passed": self.passed,

@@ -98,11 +98,10 @@ def _charts(tables) -> list:
     charts = []
     for t in tables:
         task_row = t.aggregate
-        without = sum(int(task_row.get(k) or 0) for k in ("errors", "no_image", "refused"))
-        if without >= task_row["n"]:  # no image to chart: say so instead of drawing empty bars
-            charts.append((None, t.task, _without_text(task_row)))
+        if task_row.errors + task_row.no_image + task_row.refused >= task_row.count:
+            charts.append((None, t.task, _without_text(task_row)))  # no image to chart: say so
             continue
-        series = [(r["variation"] or "-", r["metrics"]) for r in t.variations] or [("all", task_row["metrics"])]
+        series = [(r.variation or "-", r.means) for r in t.variations] or [("all", task_row.means)]
         regressed = [r.label for r in t.rows if not r.total and r.status == "regressed"]
         width = max(340, min(1200, 60 + len(t.names) * (24 + 10 * len(series))))
         charts.append((Markup(bar_chart(list(t.names), series, title=f"{t.task}: metric means (lower is better)",
@@ -112,9 +111,9 @@ def _charts(tables) -> list:
 
 
 def _without_text(row) -> str:
-    parts = [f"{int(row.get(k) or 0)} {what}" for k, what in
-             (("no_image", "without an image"), ("refused", "refused"), ("errors", "errors")) if row.get(k)]
-    return ", ".join(parts) or f"{row['n']} samples"
+    parts = [f"{n} {what}" for n, what in
+             ((row.no_image, "without an image"), (row.refused, "refused"), (row.errors, "errors")) if n]
+    return ", ".join(parts) or f"{row.count} samples"
 
 
 #: The thumbnails of a sample, in display order, and their captions.
