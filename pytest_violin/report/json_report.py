@@ -102,10 +102,9 @@ def run_usage(records, *, price=None, counted=None) -> dict:
         made, hits = _count(counted.get("calls")), _count(counted.get("cache_hits"))
         extra = {"retries": _count(counted.get("retries")), "calls_refused": _count(counted.get("refused"))}
     else:
-        made = hits = 0
-        for rec in records:
-            made += _count(rec.get("generations"))
-            hits += _count(rec.get("cache_hits"))
+        typed = [as_result(r) for r in records]
+        made = sum(_count(r.generations) for r in typed)
+        hits = sum(_count(r.cache_hits) for r in typed)
     cost = None if price is None else float(made) * float(price)
     return {"generations": made, "cache_hits": hits,
             "price": None if price is None else float(price), "estimated_cost": cost, **extra}
