@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from .errors import ViolinFailure
+from .errors import InvalidArgumentError, ViolinFailure
 
 __all__ = ["Outcome", "Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
 
@@ -29,6 +29,10 @@ class Outcome(str, Enum):
 
     __str__ = str.__str__
     __format__ = str.__format__
+
+    @classmethod
+    def _missing_(cls, value):
+        raise InvalidArgumentError(f"outcome {value!r} is not one of {', '.join(o.value for o in cls)}") from None
 
     @property
     def judged(self) -> bool:
