@@ -86,7 +86,7 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
 
         # usage: the calls counted where they were made (reruns, -x, repeats,
         # fixtures; pytest_violin.execution.usage), else the records' own counts
-        usage = run_usage([r.to_dict() for r in store.results], price=price, counted=usage)
+        usage = run_usage(store.results, price=price, counted=usage)
         if usage["generations"] or usage["cache_hits"] or price is not None:
             lines.append(usage_text(usage))
     return lines
