@@ -304,7 +304,7 @@ def _scored(sample, image):
     from pytest_violin.execution.runner import Generation
     from pytest_violin.pytest_plugin._options import ViolinSettings
     from pytest_violin.results import score_generation
-    from pytest_violin.thresholds import default_limits
+    from pytest_violin.tasks import default_limits
 
     result, _ = score_generation(sample, Generation(images=[image]), ViolinSettings(), default_limits())
     return result
@@ -315,11 +315,11 @@ def test_a_failing_sample_carries_its_diagnosis():
     img = np.clip(sample.expected().astype(np.int16) + 24, 0, 255).astype(np.uint8)
     result = _scored(sample, img)
     assert result.outcome == "failed"
-    kinds = [f["kind"] for f in result.extra["diagnosis"]]
+    kinds = [f["kind"] for f in result.diagnosis]
     assert kinds[0] == "wrong_color"
-    message = result.extra["_message"]
+    message = result.message
     block = message.split("diagnosis:\n", 1)[1]
-    assert block.splitlines()[0] == "  - " + result.extra["diagnosis"][0]["text"]
+    assert block.splitlines()[0] == "  - " + result.diagnosis[0]["text"]
     assert message.index("metric |") < message.index("diagnosis:")
     json.loads(result.to_json())
 
@@ -346,8 +346,8 @@ def test_a_diagnosis_error_never_turns_the_failure_into_an_error(monkeypatch):
     sample = _pick("violin", task="color", layout="single")
     result = _scored(sample, np.zeros_like(sample.expected()))
     assert result.outcome == "failed" and result.error is None
-    assert result.extra["diagnosis_error"].startswith("ValueError")
-    assert "diagnosis:" not in result.extra["_message"]
+    assert result.diagnosis_error.startswith("ValueError")
+    assert "diagnosis:" not in result.message
 
 
 def test_a_uniform_answer_to_two_halves_has_no_split_but_two_wrong_colors():
@@ -423,7 +423,7 @@ def test_report_html_shows_the_diagnosis_and_filters_by_kind():
 
     sample = _pick("violin", task="color", layout="single")
     failing = _scored(sample, np.full_like(sample.expected(), 128))
-    text = failing.extra["diagnosis"][0]["text"]
+    text = failing.diagnosis[0]["text"]
     page = render_html([failing, _scored(sample, sample.expected())])
     assert '<select id="f-kind"><option value="">all</option><option value="wrong_color">' in page
     assert 'data-outcome="failed" data-kinds="wrong_color"' in page

@@ -122,7 +122,7 @@ def test_gate_does_not_compare_errors_and_does_not_pass_silently():
     assert not cmp.regressions and not cmp.ok
     # the error is not scored as 1.0: the group mean stays 0
     task_row = [g for g in cmp.groups if g.variation is None][0]
-    assert task_row.new == 0.0 and task_row.n == 4
+    assert task_row.mean.new == 0.0 and task_row.n == 4
 
 
 def test_baseline_sharing_no_sample_is_an_error(pytester):

@@ -207,7 +207,7 @@ def test_identical_runs_do_not_regress():
     recs = make_records(np.random.default_rng(0).random(100) * 0.3)
     c = compare(baseline_of(recs), baseline_of(recs))
     assert c.ok and not c.improvements and not c.missing and not c.added
-    assert all(g.delta == 0 for g in c.groups)
+    assert all(g.mean.delta == 0 for g in c.groups)
 
 
 def test_degradation_regresses_and_names_groups():
@@ -222,8 +222,8 @@ def test_degradation_regresses_and_names_groups():
     labels = {g.label for g in c.regressions}
     assert {"color", "color/v1", "color/v2"} == labels
     g = next(g for g in c.regressions if g.label == "color")
-    assert g.delta == pytest.approx(float(np.mean(worse[color] - base[color])))
-    assert 0 < g.ci_low <= g.delta <= g.ci_high
+    assert g.mean.delta == pytest.approx(float(np.mean(worse[color] - base[color])))
+    assert 0 < g.mean.ci_low <= g.mean.delta <= g.mean.ci_high
     assert set(g.metric_deltas) == {"a", "b"}
     assert g.newly_failing == tuple(r["sample_id"] for r in new
                                     if r["task"] == "color" and r["outcome"] == "failed"
@@ -255,7 +255,7 @@ def test_zero_mean_noise_is_never_a_regression_across_20_seeds(max_regression):
         assert c.ok, [g.to_dict() for g in c.regressions]
         assert not c.improvements
         for g in c.groups:
-            assert g.ci_low < 0 < g.ci_high
+            assert g.mean.ci_low < 0 < g.mean.ci_high
 
 
 def test_one_outlier_is_not_credible_even_above_the_threshold():
@@ -264,7 +264,7 @@ def test_one_outlier_is_not_credible_even_above_the_threshold():
     worse[0] = 0.9  # one sample of color/v1 got much worse
     c = compare(baseline_of(make_records(base)), baseline_of(make_records(worse)))
     g = next(g for g in c.groups if g.label == "color/v1")
-    assert g.delta > 0.01 and g.ci_low == 0.0
+    assert g.mean.delta > 0.01 and g.mean.ci_low == 0.0
     assert c.ok
 
 
@@ -276,7 +276,7 @@ def test_errors_count_as_worst_value():
             r.update(metrics={}, repeats=[], outcome="failed", error="timeout")
     c = compare(baseline_of(base), baseline_of(new))
     g = next(g for g in c.groups if g.label == "mask")
-    assert g.new == ERROR_VALUE and g.status == "regressed"
+    assert g.mean.new == ERROR_VALUE and g.mean.status == "regressed"
     assert set(g.newly_failing) == {r["sample_id"] for r in new if r["task"] == "mask"}
 
 

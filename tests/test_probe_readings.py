@@ -75,7 +75,7 @@ def _scored(strength, variations) -> tuple:
     from pytest_violin.execution.runner import Generation
     from pytest_violin.pytest_plugin._options import ViolinSettings
     from pytest_violin.results import score_generation
-    from pytest_violin.thresholds import default_limits
+    from pytest_violin.tasks import default_limits
 
     out = []
     for sample in _subset():

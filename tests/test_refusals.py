@@ -44,10 +44,10 @@ def test_rising_refusal_rate_is_a_regression_of_its_own():
     new = _baseline(_records(40, refused_ids=range(12)))
     c = compare(old, new)
     group = {g.label: g for g in c.groups}["color/v1"]
-    assert group.status == "unchanged" and group.delta == 0
-    assert group.refused_status == "regressed"
-    assert group.refused_old == 0 and group.refused_new == pytest.approx(0.3)
-    assert group.refused_ci_low > 0
+    assert group.mean.status == "unchanged" and group.mean.delta == 0
+    assert group.refusal_rate.status == "regressed"
+    assert group.refusal_rate.old == 0 and group.refusal_rate.new == pytest.approx(0.3)
+    assert group.refusal_rate.ci_low > 0
     assert len(group.newly_refused) == 12
     assert [g.label for g in c.refusal_regressions] == ["color", "color/v1"]
     assert not c.regressions and not c.ok
@@ -69,13 +69,13 @@ def test_one_more_refusal_is_not_a_credible_regression():
     new = _baseline(_records(40, refused_ids={7}))
     c = compare(old, new)
     group = {g.label: g for g in c.groups}["color/v1"]
-    assert group.refused_delta == pytest.approx(0.025) and group.refused_ci_low == 0
-    assert group.refused_status == "unchanged" and not c.refusal_regressions
+    assert group.refusal_rate.delta == pytest.approx(0.025) and group.refusal_rate.ci_low == 0
+    assert group.refusal_rate.status == "unchanged" and not c.refusal_regressions
 
 
 def test_falling_refusal_rate_is_an_improvement_and_passes():
     c = compare(_baseline(_records(40, refused_ids=range(12))), _baseline(_records(40)))
-    assert {g.refused_status for g in c.groups} == {"improved"} and c.ok
+    assert {g.refusal_rate.status for g in c.groups} == {"improved"} and c.ok
 
 
 def test_aggregates_count_refusals_apart():

@@ -20,7 +20,7 @@ from pytest_violin.imaging import as_rgb8
 from pytest_violin.report.html import render_html, write_html
 from pytest_violin.report.json_report import build_results, failures_first, write_results_json
 from pytest_violin.report.markdown import md_escape, render_markdown, write_summary
-from pytest_violin.report.svg import bar_chart
+from pytest_violin.report._svg import bar_chart
 from pytest_violin.report.thumbnails import data_uri, diff_heatmap, make_thumbnails, thumbnail
 
 EVIL = '<script>alert("x")</script>'
@@ -331,7 +331,7 @@ def test_every_report_counts_a_missing_image_as_the_gate_does():
                           seed=0, adapter="a")
     now = build_baseline(recs, suite="violin", profile="violin", seed=0, adapter="b")
     (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
-    assert group.new == pytest.approx(expected_mean)
+    assert group.mean.new == pytest.approx(expected_mean)
 
 
 def test_a_k_selection_is_described_as_a_selection_not_as_a_changed_suite():
@@ -358,7 +358,7 @@ def test_a_k_selection_is_described_as_a_selection_not_as_a_changed_suite():
 
 
 def _legend_boxes(svg_text):
-    from pytest_violin.report.svg import text_width
+    from pytest_violin.report._svg import text_width
 
     boxes = []
     for x, y, text in re.findall(r'<g class="lg">.*?<text x="([\d.]+)" y="([\d.]+)" class="ax">([^<]*)</text>',
@@ -422,7 +422,7 @@ document.getElementById('out').textContent='RESULT '+boxes.length+' '+JSON.strin
 
 
 def test_one_table_renders_as_terminal_markdown_latex_and_csv():
-    from pytest_violin.report.tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
+    from pytest_violin.report._tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
 
     table = Table.make(["name", "value", "n"], [["a|b", "0.5", 3], [Raw("**all**"), "-0.25", 10]])
     assert text_lines(table, rule=True, indent="  ") == [

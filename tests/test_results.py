@@ -121,7 +121,7 @@ def test_a_missing_image_counts_one_in_every_mean_as_in_the_gate():
         suite="violin", profile="violin", seed=0, adapter="oracle")
     now = build_baseline(store.results, suite="violin", profile="violin", seed=0, adapter="m")
     (group,) = [g for g in compare(base, now).groups if g.variation == "v1"]
-    assert group.new == pytest.approx(row.means["mean"]) and group.n == 5
+    assert group.mean.new == pytest.approx(row.means["mean"]) and group.n == 5
     # the metric deltas are those of the samples with an image on both sides; the samples
     # without one are counted apart, with their causes (causes before numbers)
     assert group.metric_deltas["a"][1] == 0.0 and group.imaged_n == 1
@@ -150,3 +150,28 @@ def test_a_task_without_any_image_still_has_its_metric_columns_at_one():
     (row,) = [r for r in store.aggregate() if r.task == "shape"]
     assert row.metric_names == ("iou", "dist")  # an error names nothing
     assert row.means == {"iou": 1.0, "dist": 1.0, "mean": 1.0}
+
+
+def test_outcome_is_the_string_files_hold_and_names_what_is_accepted():
+    import json
+
+    from pytest_violin.errors import InvalidArgumentError
+    from pytest_violin.results import Outcome
+
+    r = SampleResult.from_json(SampleResult("a", outcome="refused").to_json())
+    assert r.outcome is Outcome.REFUSED and r.outcome.failing and r.outcome.judged
+    assert json.loads(r.to_json())["outcome"] == "refused" and f"{r.outcome}" == "refused"
+    with pytest.raises(InvalidArgumentError, match="'skipped'.*passed, failed, refused, error"):
+        SampleResult("b", outcome="skipped")
+
+
+def test_typed_fields_travel_under_extra_and_the_message_stays_home():
+    r = SampleResult("a", definition="d" * 32, adapter="m", diagnosis=[{"kind": "k", "text": "t"}],
+                     message="the failure text", extra={"thumbnails": {}})
+    data = r.to_dict()
+    assert data["extra"] == {"diagnosis": [{"kind": "k", "text": "t"}], "adapter": "m", "definition": "d" * 32,
+                             "thumbnails": {}}
+    assert "message" not in data and "definition" not in data
+    back = SampleResult.from_dict(data)
+    assert (back.definition, back.adapter, back.diagnosis, back.extra, back.message) == (
+        "d" * 32, "m", [{"kind": "k", "text": "t"}], {"thumbnails": {}}, "")

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_violin.errors import GenerationError
 from pytest_violin.models.request import derive_seed
-from pytest_violin.execution.runner import Runner, output_path
+from pytest_violin.execution.runner import Runner
+from pytest_violin.models.directory import output_path
 from pytest_violin.redaction import register_secret
 
 from conftest import FakeSample
@@ -462,7 +463,7 @@ def test_a_burst_of_failures_shorter_than_the_window_is_no_dead_endpoint():
 def test_a_signal_another_thread_took_still_reaches_the_main_thread_waiting_for_a_generation():
     """The kernel may hand a process's SIGINT to any thread; the main thread waiting for a stuck
     generation must still run the handler (and the pool's threads leave the signal to it)."""
-    from pytest_violin.execution.pool import DaemonPool, wait_for
+    from pytest_violin.execution._pool import DaemonPool, wait_for
 
     class Stop(Exception):
         pass

@@ -1,4 +1,4 @@
-"""The sequential gate's confidence sequence (:mod:`pytest_violin.gating.confseq`): the betting
+"""The sequential gate's confidence sequence (:mod:`pytest_violin.gating._confseq`): the betting
 confidence sequence for the expected value of an i.i.d. stream, no pytest run.
 
 The gate's logic is tests/test_sequential_stats.py; the error rates over many runs of a
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pytest_violin.errors import InvalidArgumentError, ViolinError
-from pytest_violin.gating.confseq import MeanSequence
+from pytest_violin.gating._confseq import MeanSequence
 from pytest_violin.gating.policy import TIE_TOLERANCE
 from _stats import binomial_upper
 

@@ -1,10 +1,10 @@
-"""The sequential gate's words and numbers (:mod:`pytest_violin.report.sequential`): exact, no
+"""The sequential gate's words and numbers (:mod:`pytest_violin.report._sequential`): exact, no
 pytest run. The plugin-level reports are tests/test_sequential_plugin.py."""
 
 from __future__ import annotations
 
 from pytest_violin.gating.policy import TIE_TOLERANCE
-from pytest_violin.report.sequential import (
+from pytest_violin.report._sequential import (
     _bound,
     regressed_groups,
     sequential_html,

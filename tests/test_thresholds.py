@@ -6,9 +6,10 @@ from hypothesis import given, settings, strategies as st
 from pytest_violin.errors import ThresholdError
 from pytest_violin.metrics import Metrics
 from pytest_violin.thresholds import (
-    DEFAULT_EXTRA_LIMIT, DEFAULT_LIMITS, KNOWN_METRICS, build_limits, evaluate, failure_message,
-    format_table, limits_for_task, parse_threshold, parse_thresholds,
+    DEFAULT_EXTRA_LIMIT, DEFAULT_LIMITS, KNOWN_METRICS, build_limits, limits_for_task, parse_threshold,
+    parse_thresholds,
 )
+from pytest_violin.verdict import evaluate, failure_message, format_table
 
 
 def test_every_builtin_metric_and_mean_has_a_default():

@@ -15,7 +15,7 @@ import re
 
 from ..errors import InvalidArgumentError
 from ..report.json_report import fmt, fmt_pct, fmt_signed
-from ..report.tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
+from ..report._tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
 from ..report.text import printable
 from . import modes as _modes
 

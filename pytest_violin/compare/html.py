@@ -10,7 +10,7 @@ expected image and each run's image side by side with its metric values,
 filterable by task, variation, failures and "runs disagree", failures first.
 
 The page is rendered by ``report/templates/compare.html.j2`` and the section
-by ``comparison.html.j2`` (:mod:`pytest_violin.report.pages`: autoescape on,
+by ``comparison.html.j2`` (:mod:`pytest_violin.report._pages`: autoescape on,
 so every string read from runs, prompts, labels, sample ids, paths and
 metadata, is escaped where the template writes it); thumbnails are embedded
 only when they are ``data:image/png|jpeg;base64`` URIs and only up to a byte
@@ -25,9 +25,10 @@ from types import SimpleNamespace
 
 from .._fs import atomic_write
 from ..report.json_report import fmt, fmt_pct, metric_names
-from ..report.pages import BADGES, Markup, render_page
-from ..report.svg import PALETTE, bar_chart
+from ..report._pages import BADGES, Markup, render_page
+from ..report._svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
+from ..results import Outcome
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
@@ -219,7 +220,7 @@ def _sample_state(sid, runs) -> tuple[bool, bool]:
     for run in runs:
         rec = run.records.get(sid)
         if rec is not None:
-            if rec.get("outcome", "failed") == "passed":
+            if rec.get("outcome") == Outcome.PASSED:
                 passed = True
             else:
                 failing = True

@@ -11,8 +11,9 @@ A run that recorded no diagnosis (a results.json written before diagnoses
 existed, a baseline file) says ``no diagnoses`` instead of a share: an
 absent diagnosis is not a sample without defects. The failure-mode table
 is built by :func:`build_modes` (called by
-:func:`pytest_violin.compare.table.build`); :func:`table_cells` gives its cells,
-which :mod:`pytest_violin.compare.formats` renders in every format.
+:func:`pytest_violin.compare.table.build`) and rendered by
+:func:`table_cells` as a :class:`~pytest_violin.report._tables.Table` that every format
+escapes its own way.
 """
 
 from __future__ import annotations

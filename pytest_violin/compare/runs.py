@@ -18,6 +18,7 @@ from ..diagnosis.summary import slim_diagnosis
 from ..errors import InvalidArgumentError, ViolinError
 from ..report.json_report import THUMBNAILS_FILE
 from ..report.text import is_image_data_uri
+from ..verdict import Outcome
 from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
@@ -192,7 +193,7 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
            "suite": suite if own_suite is None or own_suite == "" else _short(own_suite, 200, interned),
            "variation": None if variation is None else _short(variation, 60, interned),
            "outcome": _short(outcome, 20, interned) if outcome else
-                      ("failed" if get("failed") else "passed"),
+                      (Outcome.FAILED.value if get("failed") else Outcome.PASSED.value),
            "metrics": _metrics(path, sid, get("metrics"))}
     failed = _failed(get("failed"), interned)
     if failed:
@@ -340,7 +341,8 @@ def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
     from ..diagnosis import diagnose_failure
     from ..models.directory import saved_image
-    from ..thresholds import build_limits, evaluate, limits_for_task
+    from ..thresholds import build_limits, limits_for_task
+    from ..verdict import evaluate
 
     limits = build_limits()
     resolved = root.resolve()
@@ -363,14 +365,14 @@ def _score_dir(root: Path, samples, progress) -> dict:
             try:
                 metrics = sample.score(path)  # profile violin: read as cv2.imread reads it
             except ViolinError as exc:
-                records[sample.id] = {**base, "outcome": "error", "metrics": {},
+                records[sample.id] = {**base, "outcome": Outcome.ERROR.value, "metrics": {},
                                       "error": f"{path}: {exc}"[:300], "failed": []}
                 continue
             rows = evaluate(metrics, limits_for_task(limits, sample.task, metrics.keys()))
             failed = [r.metric for r in rows if not r.ok]
             values = {k: float(v) for k, v in metrics.items()}
             values["mean"] = float(metrics.mean)
-            records[sample.id] = {**base, "outcome": "failed" if failed else "passed",
+            records[sample.id] = {**base, "outcome": (Outcome.FAILED if failed else Outcome.PASSED).value,
                                   "metrics": values, "failed": failed, "error": None}
             if failed:  # diagnosed as the plugin diagnoses a failing sample (about one more score)
                 found, _ = diagnose_failure(sample, [path], [values])

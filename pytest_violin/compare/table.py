@@ -9,9 +9,9 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..gating.statistics import paired_bootstrap
+from ..gating.comparison import paired_bootstrap
 from ..report.text import printable
-from ..results import aggregate, sample_value
+from ..results import Outcome, aggregate, sample_value
 from .model import ComparedRow, Comparison, PairDelta
 
 __all__ = ["MISMATCH_KEYS", "build"]
@@ -191,7 +191,7 @@ def _sample_mean(rec) -> float | None:
     """A sample's value in a pairwise delta, by the rule of the tables and the gate
     (:func:`pytest_violin.results.sample_value`): None for an error (not judged),
     1.0 for a sample without an image (no metrics: failed without one, or refused)."""
-    if rec.get("outcome") == "error":
+    if rec.get("outcome") == Outcome.ERROR:
         return None
     if not rec.get("metrics"):
         return sample_value({})

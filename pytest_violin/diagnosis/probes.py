@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from ..verdict import Outcome
 
 __all__ = ["PROBES_SUITE", "ProbeReadings", "probe_readings", "probe_lines"]
 
@@ -67,9 +68,9 @@ def _probe_samples() -> dict:
 
 def _findings(rec) -> list | None:
     """The answer's findings: ``[]`` for a passing sample, None when not known."""
-    if rec.get("outcome") == "passed":
+    if rec.get("outcome") == Outcome.PASSED:
         return []
-    if rec.get("outcome") != "failed":
+    if rec.get("outcome") != Outcome.FAILED:
         return None
     found = (rec.get("extra") or {}).get("diagnosis")
     return [f for f in found if isinstance(f, dict)] if isinstance(found, list) else None

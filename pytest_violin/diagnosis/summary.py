@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import NamedTuple
+from ..verdict import Outcome
 
 __all__ = ["TaskFailures", "FailureModes", "failure_modes", "failure_mode_lines", "failing_words",
            "first_findings", "slim_diagnosis", "MAX_KINDS"]
@@ -94,7 +95,7 @@ def first_findings(records) -> dict:
     """
     counts: dict = {}
     for rec in records:
-        if not isinstance(rec, dict) or rec.get("outcome") != "failed":
+        if not isinstance(rec, dict) or rec.get("outcome") != Outcome.FAILED:
             continue
         task = str(rec.get("task", ""))
         failing, recorded, firsts = counts.get(task, (0, 0, []))

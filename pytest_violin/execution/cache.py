@@ -76,18 +76,9 @@ def cache_identity(adapter, identity: str) -> str | None:
 
 
 class ImageCache:
-    """A directory of cached images, safe for threads and processes.
-
-    Parameters
-    ----------
-    root : pathlib.Path
-        The cache directory (created on the first write).
-
-    Attributes
-    ----------
-    hits, misses, writes, dropped : int
-        Counters for this object (dropped = corrupt entries deleted).
-    """
+    """A directory of cached images (``root``, created on the first write), safe for threads
+    and processes; ``hits``, ``misses``, ``writes`` and ``dropped`` (corrupt entries deleted)
+    count this object's work."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -99,24 +90,9 @@ class ImageCache:
 
     @staticmethod
     def key(identity: str, request, *, reader: str | None = None) -> str:
-        """The cache key of ``request`` for the adapter ``identity``.
-
-        Parameters
-        ----------
-        identity : str
-            The adapter's secret-free identity.
-        request : GenerationRequest
-            The request.
-        reader : str, optional
-            The image reader the answer is decoded with (default: the
-            process-wide one, :func:`pytest_violin.imaging.current_reader`,
-            which the run's profile sets before anything is looked up).
-
-        Returns
-        -------
-        str
-            64 lowercase hex digits.
-        """
+        """64 hex digits keying ``request`` for the adapter's secret-free ``identity`` and the
+        ``reader`` the answer is decoded with (default: the process-wide one, which the run's
+        profile sets before anything is looked up)."""
         fields = [
             CACHE_VERSION,
             str(identity),
@@ -192,13 +168,7 @@ class ImageCache:
         return None
 
     def put(self, key: str, image) -> Path:
-        """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically.
-
-        Returns
-        -------
-        pathlib.Path
-            The entry's path.
-        """
+        """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically; its path."""
         path = atomic_write(self.path(key), encode_png(image))
         self._count("writes")
         return path

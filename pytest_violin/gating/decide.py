@@ -2,7 +2,7 @@
 
 :func:`decide` takes the run's sample records, the run as a baseline document
 (:func:`~.baseline.build_baseline`), the baseline it is held against and the gate's
-limits, and returns a :class:`GateVerdict`: the groups' deltas (a :class:`~.delta.Comparison`),
+limits, and returns a :class:`GateVerdict`: the groups' deltas (a :class:`~.comparison.Comparison`),
 the lines the reports print beside them, and :meth:`GateVerdict.exit_status`, the session's
 exit status once the gate has spoken. The pytest plugin only calls it and renders the verdict.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from .baseline import dataset_change
 from .comparison import compare
-from .delta import Comparison
+from .comparison import Comparison
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 
 __all__ = ["EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]
@@ -133,7 +133,7 @@ def _population(members: Mapping | None, results: Sequence[Mapping], baseline: M
         return None
     shared = Counter(m.task for m in members.values())
     in_run = Counter(shared)
-    in_run.update(str(r.get("task")) for r in results if str(r.get("id")) not in members)
+    in_run.update(str(r.get("task")) for r in results if str(r.get("sample_id")) not in members)
     known = {str(r.get("task")) for r in baseline.get("samples") or ()}
     return {task: (shared.get(task, 0), n) for task, n in in_run.items() if task in known}
 

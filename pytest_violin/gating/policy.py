@@ -37,13 +37,10 @@ def above_margin(value: float, margin: float) -> bool:
 #: Bootstrap resamples used by :func:`~pytest_violin.gating.compare`.
 DEFAULT_RESAMPLES = 4000
 
-from ..results import NO_IMAGE_VALUE
+from ..results import NO_IMAGE_VALUE, Outcome
 
-#: The distance a judged sample without metrics counts for (no image, or a
-#: refusal): the worst possible value, the one rule of :mod:`pytest_violin.results`.
+#: The distance a judged sample without metrics counts for (no image, or a refusal).
 ERROR_VALUE = NO_IMAGE_VALUE
 
-#: A sample's outcomes: ``refused`` (the provider declined) fails and scores
-#: like ``failed``; ``error`` (the tool or the environment failed, not the
-#: model) is recorded but never compared or scored.
-OUTCOMES = ("passed", "failed", "refused", "error")
+#: A sample's outcomes, as files hold them (:class:`~pytest_violin.results.Outcome`).
+OUTCOMES = tuple(o.value for o in Outcome)

@@ -31,6 +31,7 @@ from ._bounds import (
                       probe_image_file,
 )
 from ._convert import (
+                      RGB8,
                       READERS,
                       as_rgb8,
                       check_same_size,
@@ -43,7 +44,7 @@ from ._convert import (
                       set_reader,
 )
 
-__all__ = ["MAX_PIXELS", "png_base64", "png_data_uri", "MAX_DECODED_BYTES", "DECODE_BUDGET_BYTES",
+__all__ = ["RGB8", "MAX_PIXELS", "png_base64", "png_data_uri", "MAX_DECODED_BYTES", "DECODE_BUDGET_BYTES",
            "ACCEPTED_INPUTS", "as_rgb8", "decoded_size", "file_kind", "probe_image_file",
            "encode_png", "decode_image", "resize_rgb8", "check_same_size", "READERS", "set_reader",
            "current_reader"]

@@ -56,6 +56,24 @@ def set_reader(reader: str) -> str:
     return previous
 
 
+class RGB8(np.ndarray):
+    """An ``(H, W, 3)`` uint8 image that :func:`as_rgb8` already accepted where it entered
+    (the runner marks every generated image so): :func:`as_rgb8` returns it as it is, so the
+    layers inside (a sample's score, the metrics, the diagnosis) never read it again. An
+    array derived from it (a slice, another dtype) is checked again unless it is still a
+    C-contiguous ``(H, W, 3)`` uint8 within the pixel cap (what the check would accept as is)."""
+
+    @classmethod
+    def trusted(cls, image: np.ndarray) -> "RGB8":
+        """Mark an array :func:`as_rgb8` returned (no copy)."""
+        return image.view(cls)
+
+
+def _trusted(obj, max_pixels: int) -> bool:
+    return (type(obj) is RGB8 and obj.dtype == np.uint8 and obj.ndim == 3 and obj.shape[2] == 3
+            and obj.flags.c_contiguous and obj.shape[0] * obj.shape[1] <= max_pixels)
+
+
 def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_BYTES,
             reader: str | None = None) -> np.ndarray:
     """Turn an image-like object into a C-contiguous ``(H, W, 3)`` uint8 RGB array.
@@ -104,6 +122,8 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
     >>> as_rgb8(np.zeros((2, 3), dtype=np.uint8)).shape
     (2, 3, 3)
     """
+    if _trusted(obj, max_pixels):
+        return obj
     chosen = reader or _READER[0]
     if chosen != "pillow":
         _check_reader(chosen)

@@ -94,7 +94,7 @@ class ViolinAttachments:
 
     @pytest.hookimpl(trylast=True)
     def pytest_violin_sample_scored(self, config, sample, images, result):
-        if result.outcome not in ("failed", "refused"):
+        if not result.outcome.failing:
             return
         if self.budget <= 0:
             self._pending[sample.id] = []

@@ -88,9 +88,10 @@ class GateState:
     @staticmethod
     def index_of(doc) -> dict:
         """Sample id -> ``(outcome, definition, mean)`` of a baseline document."""
-        from ..gating.records import _value
+        from ..results import sample_value
 
-        return {str(r["id"]): (str(r.get("outcome")), r.get("definition"), float(_value(r)))
+        return {str(r["id"]): (str(r.get("outcome")), r.get("definition"),
+                               float(sample_value(r.get("metrics") or {})))
                 for r in doc.get("samples") or ()}
 
     def _load_compare_runs(self, config) -> None:
@@ -127,14 +128,14 @@ class GateState:
             return
         from ..gating.records import sample_definition
 
-        result.extra["definition"] = sample_definition(sample)
+        result.definition = sample_definition(sample)
         if vs.is_worker and vs.identity:
-            result.extra["adapter"] = vs.identity
+            result.adapter = vs.identity
         if self.settings.report is None:
             return
         from ..report.thumbnails import make_thumbnails
 
-        if result.outcome == "passed":
+        if result.passed:
             group = (sample.task, getattr(sample, "variation", None))
             shown = self.passing_thumbnails.get(group, 0)
             if shown >= PASSING_THUMBNAILS_PER_VARIATION:
@@ -144,7 +145,7 @@ class GateState:
             # The ground truth is rendered again only for failures: a passing
             # sample's difference is near black, and rendering costs more
             # than everything else the report does (see docs/reports.md).
-            expected = sample.expected() if result.outcome != "passed" else None
+            expected = sample.expected() if not result.passed else None
             # the mask task's source image and mask beside expected and generated
             inputs = getattr(sample, "inputs", ()) if expected is not None else ()
             result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
@@ -162,11 +163,14 @@ class GateState:
         entry = None if not self.baseline_index else self.baseline_index.get(str(sample_id))
         if entry is None:
             return None
+        from ..results import Outcome
+
         outcome, old_definition, old_mean = entry
-        if outcome == "error" or (definition and old_definition and definition != old_definition):
+        outcome = Outcome(outcome)
+        if not outcome.judged or (definition and old_definition and definition != old_definition):
             return None
         now = "" if mean is None else f"mean {float(mean):.4f} now, "
-        if outcome in ("failed", "refused"):
+        if outcome.failing:
             return (f"known failure: over its limits in the baseline too ({now}{old_mean:.4f} in the "
                     f"baseline); the gate judges whether the model got worse")
         return (f"new failure: within its limits in the baseline ({now}{old_mean:.4f} in the baseline); "
@@ -226,7 +230,7 @@ class GateState:
 
         meta = dict(current["metadata"])
         this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
-                   metadata=meta, records={str(r["id"]): r for r in results})
+                   metadata=meta, records={str(r["sample_id"]): r for r in results})
         paper = ()
         if self.compare_paper:
             from ..compare.paper import published_rows
@@ -240,7 +244,7 @@ class GateState:
     def report_gate(self, session) -> None:
         """Report the verdict as the test ``violin::gate``, so pytest's summary, JUnit, pytest-html
         and a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
-        from ..report.sequential import sequential_lines
+        from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
 
         comparison = self.comparison
@@ -355,7 +359,7 @@ class GateState:
         comparison = self.comparison
         if not (comparison is not None or self.messages):
             return
-        from ..report.sequential import sequential_lines
+        from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
 
         terminalreporter.section("violin regression gate" if comparison is not None else "violin reports")

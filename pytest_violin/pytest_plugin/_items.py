@@ -20,7 +20,7 @@ import pytest
 
 from ..errors import ViolinFailure, ViolinWarning
 from ..report.text import printable
-from ..results import error_result, score_generation
+from ..results import Outcome, error_result, score_generation
 from ._options import resolve_path
 
 __all__ = ["RESULT_KEY", "BuiltinScope", "ViolinItem", "ViolinSuite", "builtin_scope", "dataset_lines", "load_suite",
@@ -105,12 +105,12 @@ class ViolinItem(pytest.Item):
                 result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                               reason=f"error while scoring: {exception_line(exc)}"), []
         del generation
-        result.extra["adapter"] = state.identity
+        result.adapter = state.identity
         state.gate.sample_scored(state, sample, images, result)
         self.config.hook.pytest_violin_sample_scored(  # other plugins' (attachments among them)
             config=self.config, sample=sample, images=images, result=result)
         del images
-        message = result.extra.pop("_message", None) or f"violin sample {sample.id} {result.outcome}"
+        message = result.message or f"violin sample {sample.id} {result.outcome}"
         rerun = int(getattr(self, "execution_count", 1) or 1) - 1  # set by pytest-rerunfailures
         if rerun > 0 and result.cached:
             # a rerun reuses the image (no model call) and so scores the same image again
@@ -122,21 +122,20 @@ class ViolinItem(pytest.Item):
         if result.error is not None:
             self.user_properties.append(("violin.error", result.error))
         known = None
-        if result.outcome in ("failed", "refused"):  # against a baseline: known, new, or a failure
-            known = state.gate.known_failure(sample.id, result.extra.get("definition"),
-                                             result.metrics.get("mean"))
+        if result.outcome.failing:  # against a baseline: known, new, or a failure
+            known = state.gate.known_failure(sample.id, result.definition, result.metrics.get("mean"))
         self._violin_result = (result.outcome, message, known)
-        if result.outcome == "error":
+        if result.outcome is Outcome.ERROR:
             self.stash[RESULT_KEY] = ("setup", result.to_json())
             pytest.fail(printable(message), pytrace=False)
         self.stash[RESULT_KEY] = ("call", result.to_json())
 
     def runtest(self):
         outcome, message, known = self._violin_result
-        if outcome != "passed" and known is not None:
+        if outcome is not Outcome.PASSED and known is not None:
             # with a baseline, a sample over its limits fails the run only through the gate
             pytest.xfail(printable(f"{known}\n{message}"))
-        if outcome != "passed":
+        if outcome is not Outcome.PASSED:
             raise ViolinFailure(message)
 
     def teardown(self):

@@ -257,7 +257,7 @@ def cached_repeats(state, samples) -> dict:
     cache = state.make_cache() if todo else None
     found: dict = {}
     if cache is not None and not cache.is_empty():
-        from ..execution.runner import cache_identity
+        from ..execution.cache import cache_identity
 
         identity = state.identity or s.model
         if state.adapter is not None:  # what the server reports of its models (see cache_identity)

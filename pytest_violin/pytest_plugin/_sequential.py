@@ -127,11 +127,11 @@ class SequentialRun:
     def add(self, record: dict) -> None:
         if self.gate is None or not isinstance(record, dict):
             return
-        from ..results import sample_value
+        from ..results import Outcome, sample_value
 
         self.received += 1
-        outcome = str(record.get("outcome"))
-        value = None if outcome == "error" else sample_value(record.get("metrics") or {})
+        outcome = Outcome(record.get("outcome") or Outcome.FAILED)
+        value = sample_value(record.get("metrics") or {}) if outcome.judged else None
         sid = str(record.get("id") or record.get("sample_id"))
         if value is None and sid in self.gate.members and self.gate.finished is None:
             self.errors += 1
@@ -168,7 +168,6 @@ class SequentialRun:
 
         why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
         result = error_result(state.samples[index], None, state.settings, index=index, reason=why)
-        result.extra.pop("_message", None)
         report.violin_result = result.to_json()
         # the results store (and this gate) take a sample's record from its setup or call report
         report.when = "call"

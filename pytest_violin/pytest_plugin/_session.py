@@ -290,8 +290,7 @@ class ViolinSession:
         settings = self.settings
         identity = self.identity or None
         if identity is None:
-            identity = next(((r.extra or {}).get("adapter") for r in self.store.results
-                             if (r.extra or {}).get("adapter")), None)
+            identity = next((r.adapter for r in self.store.results if r.adapter), None)
         if identity is None and settings.model:
             from ..redaction import redact as redact_secrets
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..gating import aggregate_records
+from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import fmt, fmt_signed, records_of, usage_text
-from .tables import Raw, Table, markdown_lines
+from ._tables import Raw, Table, markdown_lines
 from .text import printable
-from .view import task_tables
+from ._view import task_tables
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
 
@@ -41,33 +41,14 @@ def _ids(ids) -> str:
 
 def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                     runs_comparison=None) -> str:
-    """Render the run summary as GitHub-flavoured Markdown.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results.
-    metadata : Mapping, optional
-        Run facts (``suite``, ``adapter``, ``profile``, ``seed``, ``interrupted``).
-    comparison : Comparison, optional
-        Baseline comparison; adds regression / improvement tables.
-    aggregates : Mapping, optional
-        Precomputed aggregates.
-    runs_comparison : pytest_violin.compare.model.Comparison, optional
-        ``--violin-compare``: this run side by side with others, appended.
-
-    Returns
-    -------
-    str
-        One table per task (rows = variations, then the task total), like
-        the paper's Tables 1-3, plus the gate's verdict when a baseline was given.
-    """
+    """The run summary as GitHub-flavoured Markdown: run facts (``metadata``), one table per
+    task like the paper's, the gate's verdict with ``comparison``, and ``runs_comparison``
+    (``--violin-compare``: this run side by side with others) appended."""
     records = records_of(results, keep_thumbnails=False)
     agg = aggregates if aggregates is not None else aggregate_records(records)
     meta = dict(metadata or {})
-    passed = sum(1 for r in records if r.get("outcome") == "passed")
-    refused = sum(1 for r in records if r.get("outcome") == "refused")
-    errors = sum(1 for r in records if r.get("outcome") == "error")
+    passed, refused, errors = (sum(1 for r in records if r.get("outcome") == o)
+                               for o in (Outcome.PASSED, Outcome.REFUSED, Outcome.ERROR))
     lines = ["## pytest-violin results", ""]
     # an error (a time-out, a setup error, a crash) was never judged: not a failure
     facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors} failed"]
@@ -87,14 +68,14 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
-    from .sequential import sequential_markdown
+    from ._sequential import sequential_markdown
 
     lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
         lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
 
-    from .sequential import regressed_groups
+    from ._sequential import regressed_groups
 
     marks = (regressed_groups(meta.get("sequential"))  # a decided sequential gate: its verdict marks
              if getattr(comparison, "decided_by", "") == "sequential" else None)
@@ -131,11 +112,11 @@ def _delta(row) -> str:
     """The Δ-mean cell: the difference, marked where the gate found the group worse or better."""
     if not row.compared:
         return "not compared"
-    return fmt_signed(row.group.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
+    return fmt_signed(row.group.mean.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
 
 
 def _gate_section(comparison) -> list[str]:
-    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -187,24 +168,8 @@ def _gate_section(comparison) -> list[str]:
 
 
 def write_summary(path, results, *, github_step_summary: str | None = None, **kwargs) -> Path:
-    """Write ``summary.md`` and append it to the GitHub step summary file.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Where to write ``summary.md``.
-    results : iterable
-        Sample results.
-    github_step_summary : str, optional
-        File to append to; defaults to ``$GITHUB_STEP_SUMMARY`` (nothing is
-        appended when it is unset or empty).
-    **kwargs
-        Passed to :func:`render_markdown`.
-
-    Returns
-    -------
-    pathlib.Path
-    """
+    """Write ``summary.md`` (:func:`render_markdown` of ``kwargs``) and append it to
+    ``github_step_summary`` (default ``$GITHUB_STEP_SUMMARY``; nothing when unset or empty)."""
     text = render_markdown(results, **kwargs)
     out = atomic_write(path, text)
     target = github_step_summary if github_step_summary is not None else os.environ.get(

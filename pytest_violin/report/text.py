@@ -22,19 +22,8 @@ def _escape(match: re.Match) -> str:
 
 
 def printable(text) -> str:
-    """``text`` with terminal control characters shown as escapes.
-
-    Parameters
-    ----------
-    text : object
-        Converted with ``str``.
-
-    Returns
-    -------
-    str
-        Tabs and newlines are kept; every other C0/C1 control character,
-        DEL and the bidirectional-override characters become ``\\xNN`` /
-        ``\\uNNNN``.
+    """``str(text)`` with every C0/C1 control character but tab and newline, DEL and the
+    bidirectional overrides shown as ``\\xNN`` / ``\\uNNNN`` escapes.
 
     Examples
     --------

@@ -3,7 +3,7 @@
 One jinja2 environment with autoescape on, so every value a template shows
 (prompts, labels, sample ids, server messages, metadata) is escaped where it
 is written; only values made as :class:`markupsafe.Markup` here (inline SVG
-charts, whose text :mod:`~pytest_violin.report.svg` escapes) go in as they
+charts, whose text :mod:`~pytest_violin.report._svg` escapes) go in as they
 are. The templates live in ``templates/``: one base page, one stylesheet
 (``violin.css``) and each page's script. The base page pins its script by
 the SHA-256 of the text rendered between its ``<script>`` tags in the
@@ -20,12 +20,19 @@ from html import escape
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from ..verdict import Outcome
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["BADGES", "Markup", "capital", "csp", "render_page"]
+__all__ = ["BADGES", "Markup", "badge", "capital", "csp", "render_page"]
 
 #: The class of an outcome's badge (its colours in ``violin.css``); any other outcome is a failure (``fail``).
-BADGES = {"passed": "pass", "error": "err", "refused": "ref"}
+BADGES = {Outcome.PASSED: "pass", Outcome.ERROR: "err", Outcome.REFUSED: "ref"}
+
+
+def badge(outcome) -> tuple[str, str]:
+    """``(class, label)`` of an outcome's badge; anything unknown reads as a failure."""
+    cls = BADGES.get(outcome)
+    return (cls, str(outcome)) if cls else ("fail", "failed")
 
 
 def csp(script: str) -> str:

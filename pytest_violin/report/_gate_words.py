@@ -39,14 +39,14 @@ class StatRow:
 
 
 def _stat_rows(g) -> list:
-    rows = [StatRow(g.label, STAT_NAMES["mean"], g.status, g.n, fmt(g.old, 4), fmt(g.new, 4),
-                    fmt_signed(g.delta, 4), f"[{fmt_signed(g.ci_low, 4)}, {fmt_signed(g.ci_high, 4)}]"),
-            StatRow(g.label, STAT_NAMES["pass_rate"], g.passed_status, g.n, _points(g.passed_old),
-                    _points(g.passed_new), f"{_points(g.passed_delta, True)} points",
-                    f"[{_points(g.passed_ci_low, True)}, {_points(g.passed_ci_high, True)}]"),
-            StatRow(g.label, STAT_NAMES["refusal_rate"], g.refused_status, g.n, _points(g.refused_old),
-                    _points(g.refused_new), f"{_points(g.refused_delta, True)} points",
-                    f"[{_points(g.refused_ci_low, True)}, {_points(g.refused_ci_high, True)}]")]
+    m = g.mean
+    rows = [StatRow(g.label, STAT_NAMES["mean"], m.status, g.n, fmt(m.old, 4), fmt(m.new, 4),
+                    fmt_signed(m.delta, 4), f"[{fmt_signed(m.ci_low, 4)}, {fmt_signed(m.ci_high, 4)}]")]
+    for key in ("pass_rate", "refusal_rate"):
+        s = getattr(g, key)
+        rows.append(StatRow(g.label, STAT_NAMES[key], s.status, g.n, _points(s.old), _points(s.new),
+                            f"{_points(s.delta, True)} points",
+                            f"[{_points(s.ci_low, True)}, {_points(s.ci_high, True)}]"))
     return rows
 
 

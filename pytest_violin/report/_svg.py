@@ -30,27 +30,12 @@ def _fmt(v: float) -> str:
 def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float]]], *,
               title: str = "", width: int = 520, height: int = 220,
               highlight: Sequence[str] = ()) -> str:
-    """A grouped vertical bar chart as an inline ``<svg>`` element.
+    """A grouped vertical bar chart as self-contained inline ``<svg>`` markup.
 
-    Parameters
-    ----------
-    categories : sequence of str
-        One group of bars per category (metric names), left to right.
-    series : sequence of (str, Mapping)
-        One bar per series in every group (e.g. one per variation):
-        ``(name, {category: value})``. Missing or non-finite values draw no bar.
-    title : str, optional
-        Drawn above the chart and used as the accessible label.
-    width, height : int, optional
-        Size in CSS pixels.
-    highlight : sequence of str, optional
-        Series names drawn with a red outline (regressed variations).
-
-    Returns
-    -------
-    str
-        Self-contained SVG markup; every label is HTML-escaped. Each bar
-        carries a ``<title>`` tooltip with its exact value.
+    One group of bars per category (metric names), one bar per series ``(name, {category:
+    value})`` in each (missing or non-finite values draw none), each with a ``<title>``
+    tooltip of its value; ``title`` is drawn above and is the accessible label;
+    ``highlight`` series get a red outline (regressed variations). Labels are escaped.
     """
     cats = [str(c) for c in categories]
     values = [v for _, vals in series for v in vals.values()
@@ -157,26 +142,9 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
 
 def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float, str]], *,
                 title: str = "", width: int = 360, height: int = 46, gradient_id: str = "violin-scale") -> str:
-    """A horizontal colour-scale legend (a gradient bar with numeric ticks) as inline ``<svg>``.
-
-    Parameters
-    ----------
-    stops : sequence of (float, str)
-        ``(position in [0, 1], "#rrggbb")`` colour stops, left to right.
-    ticks : sequence of (float, str)
-        ``(position in [0, 1], label)`` marks under the bar.
-    title : str, optional
-        Drawn above the bar and used as the accessible label.
-    width, height : int, optional
-        Size in CSS pixels.
-    gradient_id : str, optional
-        The id of the gradient (unique within the page).
-
-    Returns
-    -------
-    str
-        Self-contained SVG markup; labels are HTML-escaped.
-    """
+    """A horizontal colour-scale legend as inline ``<svg>``: a gradient bar of ``(position,
+    "#rrggbb")`` ``stops`` with ``(position, label)`` ``ticks`` under it, positions in [0, 1];
+    ``gradient_id`` must be unique within the page. Labels are escaped."""
     left, right = 8, 14
     bar_y = 18 if title else 4
     bar_h = 12

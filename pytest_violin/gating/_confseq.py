@@ -1,43 +1,19 @@
 """An anytime-valid confidence sequence for the expected value of an i.i.d. stream of paired differences.
 
-What is implemented
--------------------
-The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means
-of bounded random variables by betting" (JRSS-B 86(1), 2024), with their
-approximate-GRAPA bets (section 5.3), one-sided on each side:
-
-* the stream is paired differences ``d = new - old`` in ``[low, high]``,
-  drawn independently from one distribution (the task's samples in a random
-  order, a stochastic model's own noise included), mapped to
-  ``y = (d - low) / (high - low)`` in [0, 1]. Metrics are in [0, 1], so ``d``
-  is in [-1, 1]; the baseline values are known, so a group whose worst
-  baseline value is ``b_max`` and best ``b_min`` has every ``d`` in
-  ``[-b_max, 1 - b_min]`` (against a perfect baseline, [0, 1]): a narrower
-  range lets the bets be larger;
-* the target is the stream's *expected* value ``E[d]``: what the model does
-  on the task's distribution of samples, not the realised mean of one run of
-  it. A stochastic model's two runs differ by their noise however many
-  samples they share; the realised mean of a finite suite is not what a
-  release should be judged on (a without-replacement sequence, which converges
-  to that realised mean, fails an unchanged model that redraws some of its
-  answers far more often than ``alpha``);
-* for a candidate mean ``m`` (``c = (m - low) / (high - low)`` on the y
-  scale) the capital ``K+_t(m) = prod_i (1 + l_i (y_i - c))`` (``l_i >= 0``
-  chosen from the past only) is a non-negative supermartingale whenever
-  ``E[d] <= m``, and ``K-_t(m) = prod_i (1 + l_i (c - y_i))`` whenever
-  ``E[d] >= m``. Ville's inequality: ``P(sup_t K+_t(m) >= 1/alpha) <= alpha``,
-  at every look, with any stopping rule;
-* the confidence sequence is every ``m`` of a grid (``GRID`` points over
-  ``[low, high]`` plus the decision points at the margin) not yet rejected,
-  intersected over time (once rejected a value stays rejected). It never
-  collapses to a point: however many values were seen, the next draw is
-  still a draw.
-
-The lower bound (from ``K+`` at level ``alpha_low``) and the upper bound (from
-``K-`` at ``alpha_high``) are each valid at every look; the gate
-(:mod:`.sequential`) splits its error rate over its groups and statistics
-(Bonferroni). Comparisons with the margin go through
-:func:`~.policy.above_margin` (ties within ``TIE_TOLERANCE`` are at the margin).
+The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means of bounded
+random variables by betting" (JRSS-B 86(1), 2024), with their approximate-GRAPA bets
+(section 5.3), one-sided on each side. The differences ``d = new - old`` lie in
+``[low, high]`` (``[-b_max, 1 - b_min]`` for a group whose baseline values span
+``[b_min, b_max]``: a narrower range lets the bets be larger) and are mapped to
+``y = (d - low) / (high - low)``. For a candidate mean ``m`` (``c`` on the y scale) the
+capital ``K+_t(m) = prod_i (1 + l_i (y_i - c))``, with ``l_i >= 0`` chosen from the past
+only, is a non-negative supermartingale whenever ``E[d] <= m`` (``K-`` likewise with
+``c - y_i``), so by Ville's inequality ``P(sup_t K+_t(m) >= 1/alpha) <= alpha`` at every
+look, with any stopping rule. The sequence is every ``m`` of a grid (``GRID`` points plus
+the decision points at the margin) not yet rejected, intersected over time. The target is
+the *expected* ``E[d]``, not the realised mean of one run: a without-replacement sequence
+fails an unchanged model that redraws some of its answers far more often than ``alpha``
+(docs/gating.md).
 """
 
 from __future__ import annotations
