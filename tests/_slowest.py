@@ -1,4 +1,4 @@
-"""The slowest tests of a run, printed at its end so growth is seen (issue 23).
+"""The slowest tests of a run, printed at its end so growth is seen.
 
 tests/conftest.py loads this plugin for the project's own runs. Each test's
 time is its setup, call and teardown together, summed from the reports the

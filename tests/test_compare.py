@@ -368,7 +368,7 @@ def test_paper_rows_join_the_tables_without_pass_rate(made, capsys):
     assert "*(paper)*" in capsys.readouterr().out
 
 
-# --------------------------------------------------------------------------- scale (issue 21)
+# --------------------------------------------------------------------------- scale
 
 
 def _lean_results(path, n, *, seed=0, extra=None):

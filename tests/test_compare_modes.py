@@ -1,4 +1,4 @@
-"""compare's failure-mode table (issue 24): kinds per task and run, and the change in points."""
+"""compare's failure-mode table: kinds per task and run, and the change in points."""
 
 from __future__ import annotations
 

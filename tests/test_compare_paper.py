@@ -1,4 +1,4 @@
-"""The paper's published rows: package data transcribed from violin-paper.txt (issue 16).
+"""The paper's published rows: package data transcribed from violin-paper.txt.
 
 The excerpts below are copied verbatim (tabs included) from
 ``violin-paper.txt`` with their line numbers, so the checks do not read the

@@ -1,6 +1,6 @@
 """Diagnoses: answers with one known defect, built from the sample's own ground
 truth, get the right kind first and its numbers within the stated tolerances
-(15% or 2 px, as issue 24 asks); the exact answers of a stratified sample of
+(15% or 2 px); the exact answers of a stratified sample of
 every built-in suite get no finding."""
 
 from __future__ import annotations
@@ -462,7 +462,7 @@ def test_terminal_summary_lists_failure_modes():
     assert "failure modes:" not in format_summary(passing)
 
 
-# the held-out set (issue 24 "done when"): many samples, random defects ------
+# the held-out set: many samples, random defects -------------------------------
 def _held_out_cases():
     """``(name, sample, answer, kind, check(numbers))``: known defects on samples drawn with a fixed seed."""
     rng = np.random.default_rng(7)
@@ -546,7 +546,7 @@ def test_a_block_one_pixel_wide_is_fitted_without_its_singular_column(monkeypatc
     assert calls  # the normal equations were singular
 
 
-# weak spots (issue 24 item 5) ------------------------------------------------
+# weak spots -------------------------------------------------------------------
 @pytest.mark.parametrize("shape", ["circle", "square", "triangle"])
 def test_a_uniform_gray_answer_to_a_shape_task_is_no_shape(shape):
     sample = _pick("violin", task="shape", shape=shape, size=0.3, anchor="center")

@@ -1,4 +1,4 @@
-"""Generation threads never read the process environment (issue 10, item 1).
+"""Generation threads never read the process environment.
 
 requests with ``trust_env=True`` iterates ``os.environ`` on every request
 (proxies, ``no_proxy``, CA bundle, netrc) in the generation threads, while

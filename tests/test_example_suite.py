@@ -144,7 +144,7 @@ def test_example_suite_fails_readably_with_a_noisy_model(project):
 
 @pytest.mark.slow
 def test_a_k_selection_is_reported_as_a_selection_not_a_changed_suite(project):
-    """Issue 22: `-k` made the gate say 'suite fingerprint changed'; it is a selection."""
+    """`-k` narrows the run: the gate calls it a selection, never 'suite fingerprint changed'."""
     # "color" also picks 3 mask samples on the colour-wheel photo: too few to decide the mask task
     # (docs/gating.md, "Enough overlap to decide"), so the run says so and exits 4 ...
     narrow = run(project, "-q", "--violin-baseline=baseline.json", "-k", "violin and color")

@@ -327,7 +327,7 @@ def test_server_message_prefers_json_error_fields():
     assert server_message(b"<html><h1>Oops</h1></html>", "text/html") == "HTML page: Oops"
 
 
-# ------------------------------------------------------------- bounded time (issue 11)
+# ------------------------------------------------------------- bounded time
 
 
 def _bytes_forever(piece=b"x"):
@@ -427,7 +427,7 @@ def test_transport_flag_marks_failures_without_an_answer(tmp_path):
     assert not err.transport and err.status == 500
 
 
-# ------------------------------------------------------------ bounded bytes (issue 11)
+# ------------------------------------------------------------ bounded bytes
 
 MIB = 2**20
 

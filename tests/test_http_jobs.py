@@ -1,4 +1,4 @@
-"""The generic http adapter against job APIs: submit, poll, fetch (issue 15), options only."""
+"""The generic http adapter against job APIs: submit, poll, fetch, options only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""as_rgb8 under hostile inputs (issue 11, items 5 and 10).
+"""as_rgb8 under hostile inputs.
 
 * bombs inside the pixel limit: the decoded size declared by the header is
   bounded (:data:`MAX_DECODED_BYTES`), and conversions work in row blocks,

@@ -1,8 +1,8 @@
-"""Hostile manifests (issue 11, item 10): paths stay inside the folder, files are images.
+"""Hostile manifests: paths stay inside the folder, files are images.
 
 A manifest folder is untrusted input (a suite downloaded or shared by
-another team). A symlink ``expected/x.png -> /proc/self/environ`` used to
-put the whole environment into the terminal and the JUnit XML; now every
+another team). A symlink ``expected/x.png -> /proc/self/environ`` must not
+put the whole environment into the terminal and the JUnit XML: every
 path resolves inside the manifest's folder, special and empty files are
 refused, an expected image is checked from its header when the manifest
 loads (format, size, limits), and every failure is one line naming the

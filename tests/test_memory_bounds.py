@@ -1,4 +1,4 @@
-"""Peak memory stays bounded whatever the endpoint answers (issue 11, items 4-6).
+"""Peak memory stays bounded whatever the endpoint answers.
 
 A fresh process runs 16 generations at concurrency 16 through the real
 Runner against a local server whose answers are the worst ones found:
@@ -148,7 +148,7 @@ def test_16_bit_rgba_bomb_inside_the_pixel_limit_stays_under_1_gb():
 @pytest.mark.slow  # a fresh process and 32 answers of 59 MB: about a minute on two cores
 def test_32_jpegs_near_the_answer_cap_at_concurrency_32_stay_under_1_gb():
     """Decoded each to 198 MB of pixels: the answer budget and the one large-work thread hold
-    the peak near one answer's, whatever the concurrency (it was 3.2 GB at 32)."""
+    the peak near one answer's, whatever the concurrency (unbounded, 3.2 GB at 32)."""
     report = measure(["jpeg"] * 32, concurrency=32)
     print(f"peak RSS {report['peak_rss'] / MIB:.0f} MiB")
     assert set(report["outcomes"].values()) == {"ok"}, report["outcomes"]

@@ -1,4 +1,4 @@
-"""The attack kit: a key never reaches an origin the user did not name (issue 21).
+"""The attack kit: a key never reaches an origin the user did not name.
 
 Every provider adapter and the generic job mode talk to an API server that
 serves, in one *slot* of its flow (a status URL, a result URL, a cancel URL,

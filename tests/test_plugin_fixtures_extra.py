@@ -66,8 +66,8 @@ def test_ini_paths_are_relative_to_the_ini_file_even_from_a_subdirectory(pyteste
 
 
 def test_marker_threshold_with_a_misspelt_metric_fails_the_test(pytester):
-    # {"shape.dst": 0.0} used to be accepted and never applied: the test
-    # passed whatever the model drew
+    # {"shape.dst": 0.0} names no metric: accepted and never applied, the test
+    # would pass whatever the model drew
     pytester.makepyfile(test_m='''
 import pytest
 @pytest.mark.violin(tasks="shape", limit=1, thresholds={"shape.dst": 0.0})

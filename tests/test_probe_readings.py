@@ -1,4 +1,4 @@
-"""Probe readings (issue 24 item 3): the paper's three observations measured on a violin-probes run.
+"""Probe readings: the paper's three observations measured on a violin-probes run.
 
 Synthetic models with one known defect of a chosen strength answer real
 probe samples; each answer goes the plugin's way (score, judge, diagnose the

@@ -1,4 +1,4 @@
-"""--violin-rate (a token bucket per process) and adaptive concurrency on 429 (issue 15)."""
+"""--violin-rate (a token bucket per process) and adaptive concurrency on 429."""
 
 from __future__ import annotations
 

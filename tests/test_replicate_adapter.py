@@ -1,6 +1,6 @@
 """``replicate:OWNER/NAME[:VERSION]`` against a local server that follows Replicate's HTTP API.
 
-The fake follows the documented API (see /work/notes/issue-15-replicate-comfyui.md):
+The fake follows the documented API (replicate.com/docs/reference/http):
 ``POST /v1/models/{owner}/{name}/predictions`` or ``POST /v1/predictions``
 (with ``version``) answer 201 with a prediction object (``id``, ``status``,
 ``urls.get``, ``urls.cancel``); ``GET urls.get`` moves through ``starting``

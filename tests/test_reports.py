@@ -235,7 +235,7 @@ def test_html_highlights_regressions(tmp_path, thumbs):
     assert build_results(worse, comparison=c)["comparison"]["regressions"] == ["color", "color/v1"]
 
 
-# --------------------------------------------------------------------------- issue 22: one rule, scales, inputs
+# --------------------------------------------------------------------------- one rule, scales, inputs
 
 
 def test_the_heat_map_scale_matches_the_heat_map_colours():
@@ -294,7 +294,7 @@ def test_a_task_without_any_image_gets_a_line_not_an_empty_chart(thumbs):
 
 
 def _no_image_run():
-    """1 passing sample of 6: the others gave no image (issue 22: this read 'mean 0.000')."""
+    """1 passing sample of 6: the others gave no image (never 'mean 0.000')."""
     recs = [record(0, value=0.0)]
     recs += [record(i, outcome="failed", error="HTTP 500") for i in range(1, 5)]
     recs.append(record(5, outcome="refused", error="moderation"))

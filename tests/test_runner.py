@@ -408,8 +408,8 @@ class _CountingModel:
 def test_sample_planned_twice_does_not_drop_the_prefetch_in_between():
     # A violin:: item and a user test (violin_sample + violin_generate) of the
     # same sample put it twice in the plan. Consuming the first occurrence
-    # used to cancel every prefetch up to the second one, so the samples in
-    # between were generated again (paid model calls) and without prefetch.
+    # must not cancel every prefetch up to the second one, or the samples in
+    # between are generated again (paid model calls) and without prefetch.
     a, b, c, d = [FakeSample(id=f"extra/x/s{i}") for i in range(4)]
     order = [a, b, c, a, d]
     model = _CountingModel(expect=4)

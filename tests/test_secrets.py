@@ -248,7 +248,7 @@ def test_password_in_a_malformed_url_is_hidden(tmp_path):
     assert "malformed-pw-31337" not in redact("--violin-model=http://me:malformed-pw-31337@h")
 
 
-# ----------------------------------------------------- redirects leave the origin (issue 11.7)
+# ----------------------------------------------------- redirects leave the origin
 
 KEY_SECRET = "plant-key-93be5d0c7a"
 CRED_HEADERS = ("Authorization", "X-Api-Key", "X-Custom-Auth", "Cookie")
@@ -318,7 +318,7 @@ def test_redirected_image_url_drops_credentials_and_openai_key(tmp_path, monkeyp
     _leak_free(other.requests)
 
 
-# ---------------------------------------------------- redact first, then cut (issue 11.8)
+# ---------------------------------------------------- redact first, then cut
 
 
 def test_cut_secret_prefixes_are_redacted():
@@ -361,7 +361,7 @@ def test_server_echo_of_a_cut_token_never_shows(tmp_path, monkeypatch):
     assert "Incorrect API key provided: Bearer ***" in messages[0]
 
 
-# ------------------------------------------------ a header without a colon (issue 11.9)
+# ------------------------------------------------ a header without a colon
 
 
 @pytest.mark.parametrize("header", ["Authorization Bearer s3cr3t-typo-5e4d3c2b",
@@ -377,7 +377,7 @@ def test_header_without_colon_names_the_problem_not_the_value(tmp_path, header):
     assert "no ':'" in text and "Name: value" in text
 
 
-# ------------------------------ empty variables, unsendable headers, escaping ids (issues 21, 22.4)
+# ------------------------------ empty variables, unsendable headers, escaping ids
 
 
 @pytest.mark.parametrize("value", ["", "   "])
@@ -464,7 +464,7 @@ def test_an_endpoint_url_the_parsers_would_read_differently_is_a_usage_error(url
         resolve_model(url, AdapterOptions(rootdir=tmp_path))
 
 
-# ------------------------------------------------------ deeply nested JSON is not an error (issue 21)
+# ------------------------------------------------------ deeply nested JSON is not an error
 
 DEEP = b"[" * 200_000 + b"]" * 200_000
 

@@ -1,6 +1,6 @@
 """End to end: a run against a server that echoes credentials leaks them nowhere.
 
-Issue 5: "a test greps every artifact of a run for a planted secret". Each
+Every artifact of a run is searched for a planted secret. Each
 run below plants credentials (a URL password, a query key, a header token
 from ``${ENV}``, ``OPENAI_API_KEY``) and talks to a local fault server that
 answers some samples with images and the others with errors (500, 401, an
@@ -158,7 +158,7 @@ def run_violin(pytester, monkeypatch, model: str, *extra: str):
 def check_run(pytester, result, server, planted: set[str], *, sent: set[str]):
     outcomes = result.parseoutcomes()
     # the run really exercised both paths, and the server really received the secrets; the
-    # 401 answers (and a 404) are setup errors since issue 20: the sample ends as an error, unscored
+    # 401 answers (and a 404) are setup errors: the sample ends as an error, unscored
     errors = outcomes.get("errors", 0)
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + errors == 6, result.stdout.str()
     assert outcomes.get("failed", 0) >= 1 and errors >= 1, result.stdout.str()

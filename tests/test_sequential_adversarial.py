@@ -1,7 +1,7 @@
-"""An adversarial review of the sequential gate (issue 25): runs a demanding user would make.
+"""The sequential gate under the runs a demanding user would make.
 
-Each test is one finding: a run where the sequential gate's exit code or
-reports said something that was not so, or where the tool tripped instead of
+Each test is a run where the sequential gate's exit code or reports could
+say something that is not so, or where the tool could trip instead of
 judging the model. A red gate must mean "the model got worse"; a green one
 must mean the model was compared. The plugin wiring's ordinary behaviour is
 tests/test_sequential_plugin.py, the statistics tests/test_sequential_stats.py.
@@ -102,9 +102,9 @@ def _summary(project, report="out"):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 1: a baseline that shares no sample with the run. The ordinary gate calls it a usage
-# error (exit 4: it compared nothing); the sequential gate skipped every sample as "not in the
-# baseline" and the session exited 0, so a clearly worse model went green without a comparison.
+# A baseline that shares no sample with the run: the ordinary gate calls it a usage error (exit 4:
+# it compared nothing), and so does the sequential gate; skipping every sample as "not in the
+# baseline" and exiting 0 would let a clearly worse model go green without a comparison.
 
 
 def test_a_baseline_sharing_no_sample_with_the_run_is_not_green(project):
@@ -119,11 +119,11 @@ def test_a_baseline_sharing_no_sample_with_the_run_is_not_green(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 2: a group whose baseline values are all 1.0 (the baseline refused, or gave no image
-# for, a whole task or variation) made the confidence sequence's range [-1, 0], which MeanSequence
-# refuses (high must be > 0). The InvalidArgumentError (a ValueError) was swallowed by the report
-# hook's `except ValueError` (meant for the JSON), so that group never started, the gate never
-# finished, every sample was generated and the summary read "undecided ...: None".
+# A group whose baseline values are all 1.0 (the baseline refused, or gave no image for, a whole
+# task or variation) gives the confidence sequence the range [-1, 0], which MeanSequence refuses
+# (high must be > 0). The group is still decided: the InvalidArgumentError (a ValueError) must not
+# vanish into the report hook's `except ValueError` (meant for the JSON), leaving the gate
+# unfinished, every sample generated and the summary reading "undecided ...: None".
 
 
 def test_a_group_the_baseline_refused_entirely_is_decided_not_crashed():
@@ -146,9 +146,9 @@ def test_a_baseline_that_refused_a_whole_task_gates_the_run(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 3: an interrupted run (-x, --maxfail, Ctrl-C) is undecided "the same way" as a spent
-# budget (docs/gating.md), but the gate was never told: results.json had "finished": null and the
-# terminal and summary.md read "sequential gate undecided after 2 of 60 samples: None".
+# An interrupted run (-x, --maxfail, Ctrl-C) is undecided "the same way" as a spent budget
+# (docs/gating.md), and the gate is told so: results.json's "finished" is set and the terminal and
+# summary.md give the interruption as the reason, never "undecided after 2 of 60 samples: None".
 
 
 def test_an_interrupted_run_says_why_the_gate_is_undecided(project):
@@ -165,12 +165,12 @@ def test_an_interrupted_run_says_why_the_gate_is_undecided(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 4: under xdist a worker re-read the controller's decisions only when the file's mtime
-# changed. On kernels with coarse file timestamps (a jiffy, 1-10 ms: Linux before 6.13's
-# multigrain timestamps, i.e. most CI runners) two decisions written within one tick have the
-# same st_mtime_ns; os.replace alternates between two inodes, so nothing else tells them apart.
-# The decision that ends the gate comes right after the previous write (one add each), and no
-# write follows it: a worker that read the previous one kept generating the rest of the suite.
+# Under xdist a worker must see every decision the controller writes. On kernels with coarse file
+# timestamps (a jiffy, 1-10 ms: Linux before 6.13's multigrain timestamps, i.e. most CI runners)
+# two decisions written within one tick have the same st_mtime_ns, and os.replace alternates
+# between two inodes, so the mtime cannot tell them apart. The decision that ends the gate comes
+# right after the previous write (one add each), and no write follows it: a worker that trusted
+# the mtime would keep generating the rest of the suite.
 
 
 def test_a_worker_sees_a_decision_written_within_the_same_timestamp(tmp_path):
@@ -191,7 +191,7 @@ def test_a_worker_sees_a_decision_written_within_the_same_timestamp(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Checks that held (kept as tests: they would catch a regression of the fixes above)
+# Checks that hold today and guard the behaviour above
 
 
 def test_the_order_within_a_task_is_one_permutation_whatever_its_variations():
@@ -233,10 +233,10 @@ def test_population_leaves_out_redefined_and_baseline_error_samples():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 5: the money saved counted the samples without a result, times the repeats. With
-# --violin-repeats=2 the cap can refuse a sample's second image after its first was paid for:
-# that sample is skipped (no result) and its paid call was counted as saved (a run capped at 25
-# calls said (60 - 12) x 2 = 96 generations saved, of 120, having made 25: 95 at most).
+# The money saved counts only samples never paid for. With --violin-repeats=2 the cap can refuse a
+# sample's second image after its first was paid for: that sample is skipped (no result) but its
+# paid call is not saved (a run capped at 25 calls must not claim (60 - 12) x 2 = 96 generations
+# saved of 120, having made 25: 95 at most).
 
 
 def test_the_generations_saved_never_count_a_call_that_was_made(project):
@@ -251,11 +251,9 @@ def test_the_generations_saved_never_count_a_call_that_was_made(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 6 (fixed in pytest_plugin/gate.py, Comparison.unrun_reason): an interrupted sequential run
-# (-x, Ctrl-C) said in the terminal and summary.md "2 of 60 baseline samples generated: the
-# sequential gate (--violin-sequential) did not need the other 58"; the gate needed them, the run
-# was stopped before it could decide. It now says the run was interrupted.
-
+# An interrupted sequential run (-x, Ctrl-C) says the run was interrupted before the gate could
+# decide (pytest_plugin/gate.py, Comparison.unrun_reason), never "2 of 60 baseline samples
+# generated: the sequential gate (--violin-sequential) did not need the other 58".
 
 
 def test_an_interrupted_run_does_not_say_the_gate_did_not_need_the_rest(project):
@@ -267,15 +265,13 @@ def test_an_interrupted_run_does_not_say_the_gate_did_not_need_the_rest(project)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 7 (fixed: Comparison.decided_by, results.json agrees with the exit code): when
-# the sequential gate decides "not regressed", the session exits 0, but results.json still carries
-# the fixed-sample comparison of the samples it generated, here {"ok": false, "regressions":
-# ["shape/circle"]}: the circle variation sits at the margin (+0.0101 over its 100 samples), the
-# task is shown not regressed after 252 of 300 samples, and the bootstrap of the circle samples
-# generated by then (a prefix stopped by the gate) calls it regressed. The terminal, summary.md and
-# report.html hide that comparison when the gate decided; a CI step that reads results.json sees a
+# results.json agrees with the exit code when the sequential gate decided (Comparison.decided_by).
+# Here the gate decides "not regressed" and the session exits 0, while the fixed-sample comparison
+# of the samples it generated would say {"ok": false, "regressions": ["shape/circle"]}: the circle
+# variation sits at the margin (+0.0101 over its 100 samples), the task is shown not regressed
+# after 252 of 300 samples, and the bootstrap of the circle samples generated by then (a prefix
+# stopped by the gate) calls it regressed. A CI step that reads results.json must not see a
 # failed gate behind a green exit code.
-
 
 
 def test_results_json_agrees_with_the_exit_code_when_the_gate_decided(project):
@@ -291,14 +287,11 @@ def test_results_json_agrees_with_the_exit_code_when_the_gate_decided(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 8 (fixed: such samples run last as ordinary tests, judged by their limits): a baseline that holds only some
-# of the run's tasks. The samples of the other tasks are "not in the baseline" and skipped, never
-# generated nor judged by their limits, and the headline says "no regression, every task
-# decided": a model that refuses every shape sample passes (exit 0) against a colour-only
-# baseline, where the ordinary gate fails it (exit 1, 180 failed). Either a task with no sample
-# in the baseline is run and judged as in the ordinary gate, or the run is refused (exit 4, as
-# finding 1): it must not be green.
-
+# A baseline that holds only some of the run's tasks: the samples of the other tasks run last as
+# ordinary tests, judged by their limits. Skipped as "not in the baseline", a model that refuses
+# every shape sample would pass (exit 0) against a colour-only baseline under the headline "no
+# regression, every task decided", where the ordinary gate fails it (exit 1, 180 failed). It must
+# not be green.
 
 
 def test_a_task_absent_from_the_baseline_does_not_pass_unseen(project):
@@ -313,12 +306,11 @@ def test_a_task_absent_from_the_baseline_does_not_pass_unseen(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 9 (fixed: the facts are still shown, only not a second verdict): once the
-# sequential gate decides, the terminal, summary.md and report.html show only its lines and drop
-# the comparison's warnings about the baseline itself: "seed differs: baseline 7, this run 0",
-# "suite fingerprint changed", "adapter differs", the redefined samples. Against a baseline made
-# with another --violin-seed most samples are redefined (skipped as "not in the baseline") and the
-# verdict rests on the few shared ones; nothing says so.
+# Once the sequential gate decides, the terminal, summary.md and report.html show its lines and
+# still the comparison's warnings about the baseline itself ("seed differs: baseline 7, this run
+# 0", "suite fingerprint changed", "adapter differs", the redefined samples), only not a second
+# verdict. Against a baseline made with another --violin-seed most samples are redefined (skipped
+# as "not in the baseline") and the verdict rests on the few shared ones: that must be said.
 
 
 @pytest.mark.slow
@@ -339,11 +331,10 @@ def test_a_decided_gate_still_says_the_baseline_is_from_another_seed(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 10: the baseline reader checks that metric values are finite numbers, not that they are
-# in [0, 1]; a baseline value of 1.5 (a hand-edited file, a plugin's task of another scale) made
-# the group's range [-1.5, ...], which MeanSequence refuses: an InternalError of the gate in the
-# middle of a paid run. The new values are clipped to [0, 1] before d = new - old; the old ones
-# are now too.
+# The baseline reader checks that metric values are finite numbers, not that they are in [0, 1]; a
+# baseline value of 1.5 (a hand-edited file, a plugin's task of another scale) would give the
+# group the range [-1.5, ...], which MeanSequence refuses: an InternalError of the gate in the
+# middle of a paid run. Both the new and the old values are clipped to [0, 1] before d = new - old.
 
 
 def test_a_baseline_value_outside_0_1_does_not_trip_the_gate():
@@ -358,9 +349,9 @@ def test_a_baseline_value_outside_0_1_does_not_trip_the_gate():
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 11: a budget spent before one sample was made (--violin-max-calls=1 with
-# --violin-repeats=2: the first sample's second image is refused) skipped every sample and
-# exited 0 with nothing compared, for any model; the ordinary gate refuses that run (exit 4).
+# A budget spent before one sample was made (--violin-max-calls=1 with --violin-repeats=2: the
+# first sample's second image is refused) compares nothing, for any model: the sequential gate
+# refuses that run (exit 4) as the ordinary gate does, never skipping every sample and exiting 0.
 
 
 def test_a_budget_spent_before_anything_was_compared_is_not_green(project):
@@ -373,11 +364,10 @@ def test_a_budget_spent_before_anything_was_compared_is_not_green(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 12 (not the sequential gate's, found by it; fixed in pytest_plugin/items.py, reportinfo gives line 0): a skip
-# marker a team's conftest puts on a violin:: item (a known-flaky sample) is an INTERNALERROR
-# (exit 3), with or without --violin-sequential: pytest reports a marker skip at the item's
-# location and asserts a line number, and ViolinItem.reportinfo() gives None for it (0 would do).
-
+# Not the sequential gate's, but found by it: a skip marker a team's conftest puts on a violin::
+# item (a known-flaky sample) is a skip, with or without --violin-sequential. pytest reports a
+# marker skip at the item's location and asserts a line number, so ViolinItem.reportinfo() gives
+# line 0 (pytest_plugin/items.py); None would be an INTERNALERROR (exit 3).
 
 
 def test_a_skip_marker_on_a_violin_item_is_a_skip(project):
@@ -396,12 +386,12 @@ def pytest_collection_modifyitems(items):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 13: a sample of the gate that ended without a result (a team's conftest skipping some
-# samples in setup, a setup failure outside the plugin, a crashed xdist worker) stalled its task's
-# stream at that sample for good: values enter in the gate's order and that one never came. The
-# same model as its baseline, with twelve circle samples skipped by the team, left shape
-# "undecided, used 14 of 180" and generated every shape sample (unskipped: decided after 164);
-# the summary read "undecided ...: None". Such a sample now leaves the population as an error does.
+# A sample of the gate that ends without a result (a team's conftest skipping some samples in
+# setup, a setup failure outside the plugin, a crashed xdist worker) leaves the population as an
+# error does. Values enter in the gate's order, so waiting for it would stall its task's stream
+# for good: the same model as its baseline, with twelve circle samples skipped by the team, would
+# leave shape "undecided, used 14 of 180" and generate every shape sample (unskipped: decided
+# after 164), the summary reading "undecided ...: None".
 
 
 def test_a_sample_skipped_outside_the_gate_does_not_stall_its_task(project):
@@ -434,10 +424,10 @@ def test_a_run_that_ends_undecided_says_why(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 14: with pytest-rerunfailures (--reruns), a sample that failed its limits is set up
-# again; if the gate decided in between, the rerun was skipped ("gate decided after ...") and
-# pytest's last word on the sample, its outcome, was a skip: a failure hidden (120 failures
-# without reruns, 116 with). A rerun of a sample this process scored is never skipped now.
+# With pytest-rerunfailures (--reruns), a sample that failed its limits is set up again; if the
+# gate decided in between, skipping the rerun ("gate decided after ...") would make pytest's last
+# word on the sample a skip: a failure hidden (120 failures without reruns, 116 with). A rerun of
+# a sample this process scored is never skipped.
 
 
 def test_a_rerun_of_a_failed_sample_is_not_hidden_as_a_skip(project):
@@ -450,9 +440,9 @@ def test_a_rerun_of_a_failed_sample_is_not_hidden_as_a_skip(project):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Finding 15 (reports): a variation whose every sample was seen, with an exact mean difference of
-# 0, was reported "undecided, mean difference in [+0.0000, +0.0000], used 60 of 60 (watch)". Every
-# variation is now decided itself (no "watch" role), and reported as such while its task waits.
+# A variation whose every sample was seen, with an exact mean difference of 0, is decided itself
+# (there is no "watch" role) and reported as such while its task waits, never "undecided, mean
+# difference in [+0.0000, +0.0000], used 60 of 60 (watch)".
 
 
 def test_a_variation_decided_on_its_own_is_reported_not_regressed_while_the_rest_waits():
@@ -471,7 +461,8 @@ def test_a_variation_decided_on_its_own_is_reported_not_regressed_while_the_rest
 
 # ---------------------------------------------------------------------------------------------------
 # The decisions file the controller writes and the workers read: removed by a tmp cleaner or
-# replaced by a directory, the run ended in an INTERNALERROR; a FIFO there blocked every worker.
+# replaced by a directory, the run goes on without an INTERNALERROR, and a FIFO there blocks no
+# worker.
 
 
 def _worker(folder):

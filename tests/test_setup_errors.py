@@ -1,4 +1,4 @@
-"""Red means the model: setup errors, time-outs and queues are not disobedience (issue 20).
+"""Red means the model: setup errors, time-outs and queues are not disobedience.
 
 For every network adapter: an answer that says the request itself is
 invalid (a 401 here) is a :class:`SetupError` with the server's reason, and a
