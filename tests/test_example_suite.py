@@ -96,6 +96,7 @@ def test_example_suite_passes_with_the_oracle_and_its_baseline(project):
     assert "PASSED: no regression shown against baseline" in out
 
 
+@pytest.mark.slow  # two subprocess runs of the example project (test_gate_real_model's short form runs by default)
 def test_the_realistic_model_is_green_against_its_own_baseline_and_red_when_worse(project):
     """The real case: a model that fails about half the samples, gated against a baseline of
     itself; its known failures are xfailed with their numbers, a worse candidate fails the gate."""

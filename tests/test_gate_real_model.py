@@ -45,6 +45,25 @@ def _save(project, model, *extra, name="base.json"):
     return json.loads((project.path / name).read_text())
 
 
+def test_known_failures_are_xfailed_and_the_gate_passes_against_a_baseline_of_the_same_model(project):
+    """The default run's short form of the next test: one task, the 20 samples the gate needs to decide."""
+    short = ("-p", "no:cacheprovider", "--violin-tasks=color", "--violin-limit=20")
+    result = project.runpytest("--violin-model=python:acme_models:production", *short, "--violin-save-baseline=b.json")
+    base = json.loads((project.path / "b.json").read_text())
+    failing = [s for s in base["samples"] if s["outcome"] != "passed"]
+    assert len(base["samples"]) == 20 and 0 < len(failing) < 20, result.stdout.str()
+    result = project.runpytest("--violin-model=python:acme_models:production", *short, "-rx",
+                               "--violin-baseline=b.json", "--violin-report=rep")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    result.assert_outcomes(passed=20 - len(failing) + 1, xfailed=len(failing))  # + violin::gate
+    line = next(line for line in out.splitlines() if line.startswith("XFAIL") and failing[0]["id"] in line)
+    assert "known failure: over its limits in the baseline too" in line
+    assert f"{failing[0]['metrics']['mean']:.4f} in the baseline" in line
+    assert json.loads((project.path / "rep" / "results.json").read_text())["comparison"]["ok"] is True
+
+
+@pytest.mark.slow  # 2 x 60 samples of a model whose answers are diagnosed: the short form is above
 def test_a_deterministic_imperfect_model_passes_against_its_own_baseline(project):
     base = _save(project, "python:acme_models:production")
     failing = [s for s in base["samples"] if s["outcome"] != "passed"]
