@@ -20,7 +20,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from pytest_violin.errors import GenerationError, GenerationRefused
+from pytest_violin.errors import GenerationError, GenerationRefused, ModelSpecError
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 
 from _servers import FaultServer, Reply, png_bytes, secret_forms, solid
@@ -205,3 +205,22 @@ def test_an_image_that_is_no_image_fails_without_a_retry(service, monkeypatch, t
                                 [Reply.json(service.answer(NOT_AN_IMAGE))] * 3, retries=2)
     assert isinstance(error, GenerationError) and not isinstance(error, GenerationRefused), error
     assert len(requests) == 1 and error.attempts in (None, 1) and "\n" not in str(error)
+
+
+#: ``(spec, variables that hold its key, what the error says)`` of every adapter that needs a key
+KEYED = [
+    ("openai:gpt-image-1", ("OPENAI_API_KEY",), "OPENAI_API_KEY is not set"),
+    ("gemini:gemini-2.5-flash-image", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_API_KEY.*GOOGLE_API_KEY"),
+    ("ark:seedream-4-0-250828", ("ARK_API_KEY",), "ARK_API_KEY"),
+    ("fal:fal-ai/flux/dev", ("FAL_KEY",), "FAL_KEY"),
+    ("bfl:flux-2-pro", ("BFL_API_KEY",), "BFL_API_KEY"),
+    ("replicate:a/b", ("REPLICATE_API_TOKEN",), "REPLICATE_API_TOKEN"),
+]
+
+
+@pytest.mark.parametrize("spec, variables, needle", KEYED, ids=[k[0].partition(":")[0] for k in KEYED])
+def test_a_missing_key_is_a_usage_error_naming_its_variables(spec, variables, needle, monkeypatch, tmp_path):
+    for name in variables:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelSpecError, match=needle):
+        resolve_model(spec, AdapterOptions(rootdir=tmp_path))

@@ -190,13 +190,6 @@ def test_seed_off_leaves_the_seed_out(tmp_path, env):
         adapter.generate(req())
     assert "seed" not in server.requests[0].json() and "seed=off" in adapter.identity
 
-
-def test_missing_key_names_the_variable(tmp_path, monkeypatch):
-    monkeypatch.delenv("ARK_API_KEY", raising=False)
-    with pytest.raises(ModelSpecError, match="ARK_API_KEY"):
-        resolve_model(f"ark:{MODEL}", opts(tmp_path))
-
-
 @pytest.mark.parametrize("spec, needle", [
     ("ark:", "model name"),
     ("ark: x y", "model name"),

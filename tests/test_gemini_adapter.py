@@ -182,14 +182,6 @@ def test_google_api_key_is_the_fallback_and_both_are_secrets(tmp_path, monkeypat
     assert server.requests[0].headers["x-goog-api-key"] == "google-fallback-key-55aa11"
     assert "google-fallback-key-55aa11" not in redact("key google-fallback-key-55aa11")
 
-
-def test_missing_key_names_both_variables(tmp_path, monkeypatch):
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    with pytest.raises(ModelSpecError, match="GEMINI_API_KEY.*GOOGLE_API_KEY"):
-        resolve_model(f"gemini:{MODEL}", opts(tmp_path))
-
-
 @pytest.mark.parametrize("spec, needle", [
     ("gemini:", "model name"),
     ("gemini:../x", "model name"),

@@ -128,13 +128,6 @@ def test_edit_request_is_multipart_with_image_parts(tmp_path, env):
     assert np.array_equal(decode_image(images[0]), source)
     assert np.array_equal(decode_image(images[1]), mask)
 
-
-def test_missing_key_names_the_variable(tmp_path, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ModelSpecError, match="OPENAI_API_KEY is not set"):
-        resolve_model("openai:gpt-image-1", opts(tmp_path))
-
-
 @pytest.mark.parametrize(
     "spec, base, needle",
     [

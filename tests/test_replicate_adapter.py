@@ -315,13 +315,6 @@ def test_wrong_token_fails_with_replicates_detail_and_is_not_retried(tmp_path, e
     finally:
         fake.stop()
 
-
-def test_missing_token_names_the_variable(tmp_path, monkeypatch):
-    monkeypatch.delenv("REPLICATE_API_TOKEN", raising=False)
-    with pytest.raises(ModelSpecError, match="REPLICATE_API_TOKEN"):
-        resolve_model("replicate:a/b", AdapterOptions(rootdir=tmp_path))
-
-
 def test_input_file_must_be_an_object_with_known_placeholders(tmp_path, env):
     path = tmp_path / "input.json"
     for text, needle in (("[1]", "JSON object"), ('{"p": "{colour}"}', "colour")):
