@@ -15,7 +15,7 @@ from __future__ import annotations
 #: How many tests the list names.
 SHOWN = 10
 
-#: Section title, with the number shown (tests/test_package.py looks for it).
+#: Section title, with the number shown (tests/meta/test_package.py looks for it).
 TITLE = "slowest {} tests (setup + call + teardown)"
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "example_suite"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_suite"
 
 NOISY_MODEL = '''
 import numpy as np

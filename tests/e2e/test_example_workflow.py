@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "example_suite"
 WORKFLOW = EXAMPLE / ".github" / "workflows" / "obedience.yml"
 DIR_EXPR = "${{ env.VIOLIN_DIR }}"

@@ -17,7 +17,7 @@ import pytest
 
 from _servers import FaultServer, Reply, png_bytes
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "example_suite"
+EXAMPLE = Path(__file__).resolve().parents[2] / "example_suite"
 
 #: The example project's realistic models (deterministic, stochastic, worse) and two more.
 MODELS = (EXAMPLE / "acme_models.py").read_text() + '''

@@ -24,7 +24,7 @@ from _servers import FaultServer, Reply
 
 MIB = 2**20
 LIMIT = 10**9  # 1 GB per process
-DRIVER = Path(__file__).with_name("_memory_driver.py")
+DRIVER = Path(__file__).parents[1] / "_memory_driver.py"
 BLOCK = b"A" * MIB  # valid base64 text: the worst case for a base64 sniffer
 
 

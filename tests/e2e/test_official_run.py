@@ -17,7 +17,7 @@ pytest.importorskip("pyarrow.parquet")  # the hub extra; the minimum-versions st
 
 import _official_data as od  # noqa: E402
 
-REFERENCE = json.loads((Path(__file__).parent / "data" / "official-reference" /
+REFERENCE = json.loads((Path(__file__).parents[1] / "data" / "official-reference" /
                         "reference.json").read_text())
 SEED = REFERENCE["seed"]
 TOLERANCE = 1e-6

@@ -63,7 +63,7 @@ def _layer(module: str) -> int:
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
                 best, length = index, len(prefix)
-    assert best is not None, f"module {module} has no layer in tests/test_layers.py"
+    assert best is not None, f"module {module} has no layer in tests/meta/test_layers.py"
     return best
 
 

@@ -23,7 +23,7 @@ def test_error_tree_inherits_builtins():
 
 
 # ------------------------------------------------------------ declared minimum versions
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lower_bounds():
@@ -74,7 +74,7 @@ def test_declared_pythons_match_requires_python():
 
 
 def test_pyyaml_is_in_the_test_extra():
-    # the example workflow check (tests/test_example_suite.py) must run, not skip
+    # the example workflow check (tests/e2e/test_example_suite.py) must run, not skip
     assert "pyyaml" in _lower_bounds()
 
 

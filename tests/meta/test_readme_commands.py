@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "example_suite" / ".github" / "workflows" / "obedience.yml"
 BASH = shutil.which("bash")
 

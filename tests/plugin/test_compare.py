@@ -275,7 +275,7 @@ def test_latex_is_balanced_one_row_per_run_and_bold_on_the_column_minimum(two):
         else:
             assert stack and stack.pop() == env
     assert not stack
-    # one per task, then the failure modes (compare/modes.py; tests/test_compare_modes.py)
+    # one per task, then the failure modes (compare/modes.py; tests/unit/test_compare_modes.py)
     assert text.count(r"\toprule") == text.count(r"\bottomrule") == 3 + 1
     for body in _latex_tables(text)[:3]:
         rows = [line.removesuffix(r" \\").split(" & ") for line in body.strip().splitlines()]

@@ -105,8 +105,8 @@ def test_limit_50_passes_stratified_sample_with_one_summary(pytester):
 def test_xdist_same_outcomes_and_one_summary(pytester):
     """The default run's one xdist smoke test: outcomes, summary, results and baseline as without it.
 
-    (The other multi-process runs are ``slow``: tests/test_gate_plugin.py and
-    tests/test_scope.py under xdist.)
+    (The other multi-process runs are ``slow``: tests/plugin/test_gate_plugin.py and
+    tests/plugin/test_scope.py under xdist.)
     """
     pytester.makepyfile(violin_models=MODELS)
     pytester.makeconftest(DUMP_CONFTEST)

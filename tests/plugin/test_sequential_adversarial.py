@@ -4,7 +4,7 @@ Each test is a run where the sequential gate's exit code or reports could
 say something that is not so, or where the tool could trip instead of
 judging the model. A red gate must mean "the model got worse"; a green one
 must mean the model was compared. The plugin wiring's ordinary behaviour is
-tests/test_sequential_plugin.py, the statistics tests/test_sequential_stats.py.
+tests/plugin/test_sequential_plugin.py, the statistics tests/unit/test_sequential_stats.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The sequential gate in pytest runs (``--violin-sequential``): order, stop, skips, budget, xdist, reports.
 
-The statistics themselves are tested in tests/test_sequential_stats.py; the
+The statistics themselves are tested in tests/unit/test_sequential_stats.py; the
 simulated error rates are benchmarks/bench_sequential.py.
 """
 

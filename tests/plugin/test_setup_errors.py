@@ -279,7 +279,7 @@ def test_loopback_urls(url, loopback):
 
 
 def test_the_plan_line_says_which_call_limit_applies(pytester):
-    # the self-hosted line: tests/test_comfyui_adapter.py (the full suite against one's own server)
+    # the self-hosted line: tests/unit/test_comfyui_adapter.py (the full suite against one's own server)
     paid = pytester.runpytest("--violin-model=http://gen.example.invalid/generate", "-p", "no:cacheprovider")
     assert paid.ret == pytest.ExitCode.USAGE_ERROR
     paid.stdout.fnmatch_lines(["violin plan: adapter http://gen.example.invalid/generate "

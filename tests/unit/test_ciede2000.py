@@ -11,7 +11,7 @@ from skimage.color import deltaE_ciede2000
 from pytest_violin.metrics import ciede2000
 from pytest_violin.metrics.ciede2000 import chroma_hue_terms, lightness_term_sq
 
-DATA = Path(__file__).parent / "data" / "ciede2000_sharma2005.tsv"
+DATA = Path(__file__).parents[1] / "data" / "ciede2000_sharma2005.tsv"
 
 
 def _sharma_rows():
@@ -174,7 +174,7 @@ def _tie(gen, ref):
 
 def test_float32_formula_matches_skimage_float32_away_from_ties():
     # In this process skimage's float32 hue decisions at ties follow this
-    # machine's arctan2 (tests/test_reference_conformance.py checks them on
+    # machine's arctan2 (tests/unit/test_reference_conformance.py checks them on
     # the reference's); everywhere else the two agree to float32 rounding.
     rng = np.random.default_rng(32)
     gen = rng.integers(0, 256, (400_000, 3), dtype=np.uint8)

@@ -20,7 +20,7 @@ loop (the C library's ``atan2f``) is the reference's arithmetic (see
 ``arctan2`` is not that function (another C library), the child-process
 checks are skipped with that reason; the golden cases still run.
 
-Run as a script (``python tests/test_reference_conformance.py IN OUT``) this
+Run as a script (``python tests/unit/test_reference_conformance.py IN OUT``) this
 module is that child process: it imports nothing from pytest_violin.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-GOLDEN = Path(__file__).parent / "data" / "violin-golden"
+GOLDEN = Path(__file__).parents[1] / "data" / "violin-golden"
 TOLERANCE = 1e-6
 
 

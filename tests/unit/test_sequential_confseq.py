@@ -1,7 +1,7 @@
 """The sequential gate's confidence sequence (:mod:`pytest_violin.gating.confseq`): the betting
 confidence sequence for the expected value of an i.i.d. stream, no pytest run.
 
-The gate's logic is tests/test_sequential_stats.py; the error rates over many runs of a
+The gate's logic is tests/unit/test_sequential_stats.py; the error rates over many runs of a
 suite-sized population are benchmarks/bench_sequential.py.
 """
 

@@ -1,5 +1,5 @@
 """The sequential gate's words and numbers (:mod:`pytest_violin.report.sequential`): exact, no
-pytest run. The plugin-level reports are tests/test_sequential_plugin.py."""
+pytest run. The plugin-level reports are tests/plugin/test_sequential_plugin.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The sequential gate's logic (:mod:`pytest_violin.gating.sequential`): population, order, the
 three statistics per task and variation, decisions, no pytest run.
 
-The confidence sequence itself is tests/test_sequential_confseq.py; the plugin wiring is
-tests/test_sequential_plugin.py; the error rates over many runs of a suite-sized population are
+The confidence sequence itself is tests/unit/test_sequential_confseq.py; the plugin wiring is
+tests/plugin/test_sequential_plugin.py; the error rates over many runs of a suite-sized population are
 benchmarks/bench_sequential.py.
 """
 

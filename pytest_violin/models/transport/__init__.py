@@ -10,7 +10,7 @@ decoding), ``outcomes`` (why an attempt failed, whether to retry, setup
 error or refusal), ``limits`` (rate, samples in flight, one sample's scope
 and budget), ``result``, ``text`` and ``jsonload``; ``decode`` finds the
 image in an answer, ``jobs`` polls queued jobs. Imports go one way
-(``tests/test_layers.py``); ``client`` re-exports the names adapters and
+(``tests/meta/test_layers.py``); ``client`` re-exports the names adapters and
 tests imported from it before the split. Only adapters under
 :mod:`pytest_violin.models` use them.
 """
