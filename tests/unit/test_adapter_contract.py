@@ -8,7 +8,13 @@ the key the server echoed; an answer that never comes is a transport failure
 at the sample's deadline; an answer whose image is no image fails without a
 retry. Each :class:`Service` below answers as that service's documentation
 says it does; what is particular to one adapter (request shapes, sizes,
-options, jobs) is tested in its own ``test_<adapter>_adapter.py``.
+options) is tested in its own ``test_<adapter>_adapter.py``.
+
+The job services (submit, poll, fetch) keep the same contract through their
+fakes, which live with their adapters' own tests: the image they made, a
+moderated job as a refusal submitted once, a failed job with the service's
+words and without the key, a job that never finishes ended at the sample's
+deadline.
 """
 
 from __future__ import annotations
@@ -224,3 +230,93 @@ def test_a_missing_key_is_a_usage_error_naming_its_variables(spec, variables, ne
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ModelSpecError, match=needle):
         resolve_model(spec, AdapterOptions(rootdir=tmp_path))
+
+
+# ---------------------------------------------------------------- job services
+
+
+@dataclass(frozen=True)
+class JobService:
+    """A job service's fake (a context manager whose ``kind_of(body)`` decides each job's fate)."""
+
+    name: str
+    spec: str
+    fake: Callable  # (kind) -> the fake, not started
+    #: ``(fake) -> {variable: value}``
+    env: Callable
+    secrets: tuple
+    #: the fake's kinds for: a moderated job, a failed job, a job that never finishes
+    refused: str
+    refused_words: str
+    failed: str
+    failed_words: str
+    image: object  # what the fake delivers for a job that ends well
+    never: str = "pending"
+
+
+def _fal():
+    import test_fal_adapter as fal
+
+    return JobService("fal", f"fal:{fal.APP}", lambda kind: fal.FakeFal(kind_of=lambda body: kind),
+                      lambda fake: {"FAL_KEY": fal.KEY, "FAL_BASE_URL": fake.api.url}, (fal.KEY, fal.SECRET),
+                      refused="nsfw", refused_words="has_nsfw_concepts", failed="failed", failed_words="runner crashed", image=fal.IMG)
+
+
+def _bfl():
+    import test_bfl_adapter as bfl
+
+    return JobService("bfl", "bfl:flux-2-pro", lambda kind: bfl.FakeBfl(kind_of=lambda body: kind),
+                      lambda fake: {"BFL_API_KEY": bfl.KEY, "BFL_BASE_URL": fake.api.url + "/v1"}, (bfl.KEY,),
+                      refused="request-moderated", refused_words="request moderated",
+                      failed="error", failed_words="GPU fell over", image=bfl.IMG)
+
+
+JOB_SERVICES = {"fal": _fal, "bfl": _bfl}
+
+
+@pytest.fixture(params=sorted(JOB_SERVICES))
+def job_service(request):
+    return JOB_SERVICES[request.param]()
+
+
+def _run_job(service, kind, monkeypatch, tmp_path, **options):
+    """``(image or GenerationError, submits)`` of one generation whose job ends as ``kind``."""
+    options.setdefault("retries", 2)
+    with service.fake(kind) as fake:
+        for name, value in service.env(fake).items():
+            monkeypatch.setenv(name, value)
+        adapter = resolve_model(service.spec, AdapterOptions(rootdir=tmp_path, **options))
+        try:
+            try:
+                out = adapter.generate(_request())
+            except GenerationError as error:
+                out = error
+        finally:
+            adapter.close()
+    return out, [r for r in fake.api.requests if r.method == "POST"]
+
+
+def test_a_job_answers_the_image_it_made(job_service, monkeypatch, tmp_path):
+    out, submits = _run_job(job_service, "ok", monkeypatch, tmp_path)
+    assert isinstance(out, np.ndarray), out
+    assert np.array_equal(out, job_service.image) and len(submits) == 1
+
+
+def test_a_moderated_job_is_a_refusal_submitted_once(job_service, monkeypatch, tmp_path):
+    error, submits = _run_job(job_service, job_service.refused, monkeypatch, tmp_path)
+    assert isinstance(error, GenerationRefused), error
+    assert job_service.refused_words in str(error)
+    assert len(submits) == 1 and not any(secret in _shown(error) for secret in job_service.secrets)
+
+
+def test_a_failed_job_fails_with_the_services_words_submitted_once(job_service, monkeypatch, tmp_path):
+    error, submits = _run_job(job_service, job_service.failed, monkeypatch, tmp_path)
+    assert isinstance(error, GenerationError) and not isinstance(error, GenerationRefused), error
+    assert job_service.failed_words in str(error)
+    assert len(submits) == 1 and not any(secret in _shown(error) for secret in job_service.secrets)
+
+
+def test_a_job_that_never_finishes_ends_at_the_deadline(job_service, monkeypatch, tmp_path):
+    error, submits = _run_job(job_service, job_service.never, monkeypatch, tmp_path, timeout=0.5)
+    assert isinstance(error, GenerationError) and not isinstance(error, GenerationRefused), error
+    assert len(submits) == 1

@@ -173,10 +173,8 @@ def test_input_images_for_edit_models_and_a_clear_failure_for_others(env):
         assert "input_image" in forced
 
 
-@pytest.mark.parametrize("kind, error, needle", [
-    ("request-moderated", GenerationRefused, "request moderated"),
+@pytest.mark.parametrize("kind, error, needle", [  # request-moderated, error: tests/unit/test_adapter_contract.py
     ("content-moderated", GenerationRefused, "content moderated"),
-    ("error", GenerationError, "GPU fell over"),
     ("lost", GenerationError, "task not found"),
 ])
 def test_terminal_states(env, kind, error, needle):
