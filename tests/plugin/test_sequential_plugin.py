@@ -282,6 +282,7 @@ def test_many_errors_stop_the_gate_it_says_why_and_is_not_green(project, monkeyp
 # -- every check of the ordinary gate ------------------------------------------------------------
 
 
+@pytest.mark.slow  # two runs of 300 samples; the fixed-sample rule on undecided groups runs by default above
 def test_a_triangle_only_regression_of_1_6_margins_fails(project):
     """Triangles alone +0.016 (1.6 times the margin): the triangle group is watched until it is
     decided itself; 60 triangles cannot show it anytime-valid, so the gate ends undecided and

@@ -236,6 +236,7 @@ def test_bad_specs(env):
 # ------------------------------------------------------------------ end to end
 
 
+@pytest.mark.slow  # seconds; bfl's run of the same shape (a job service) is the default run's
 def test_end_to_end_run_with_refusal_failure_slow_job_and_429(pytester, monkeypatch):
     from pytest_violin.suite import load_suite
 

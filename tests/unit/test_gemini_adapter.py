@@ -203,6 +203,7 @@ def test_nearest_aspect_ratio(w, h, ratio):
 # ------------------------------------------------------------------ end to end
 
 
+@pytest.mark.slow  # seconds; ark's run of the same shape is the default run's
 def test_end_to_end_20_samples_with_refusal_failure_slow_and_429(pytester, monkeypatch):
     samples = load_suite("violin", tasks=("color", "shape", "mask"), limit=20)
     keys = {s.id: sample_key(s.prompt, [encode_png(img) for img in s.inputs]) for s in samples}
