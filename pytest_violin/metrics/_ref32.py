@@ -37,7 +37,7 @@ bit-identical to glibc's) and the other float32 functions correctly
 rounded. It agrees with the reference to float32 rounding of its
 transcendental functions (~1e-5 dE00) and takes the same branch for every
 pair of 8-bit codes (checked exhaustively over all exactly opposite and
-mirrored pairs in ``tests/test_ciede2000.py``; away from those ties the
+mirrored pairs in ``tests/unit/test_ciede2000.py``; away from those ties the
 branch is the same in any precision: two code vectors that are not exactly
 opposite or mirrored are at least ``1 / 231**2 ~ 1.9e-5`` rad from it).
 
