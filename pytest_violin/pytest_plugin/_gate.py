@@ -1,13 +1,4 @@
-"""The regression gate, the baseline and the report files of one run: a part of the session.
-
-:class:`GateState` holds what the gate learns during a session; the session
-(:class:`~._session.ViolinSession`) calls its methods from its hooks. The
-decision itself is :func:`pytest_violin.gating.decide.decide` (pure, no
-pytest); the files are written by :mod:`pytest_violin.report`. With a baseline,
-a sample over its limits is an xfail when the baseline holds it (a *known*
-failure: over its limits there too; a *new* one: within them there), and the
-run fails only through the gate's own test, ``violin::gate``.
-"""
+"""The regression gate, the baseline and the report files of one run: a part of the session."""
 
 from __future__ import annotations
 
@@ -154,12 +145,7 @@ class GateState:
             result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
 
     def known_failure(self, sample_id: str, definition, mean) -> str | None:
-        """What a sample over its limits is against the baseline, or None when it is no known or
-        new failure (no baseline, not in it, redefined, or an error there): then it fails.
-
-        ``known failure``: over its limits in the baseline too; ``new failure``: within them
-        there. Either is a pytest xfail: the run fails only when the gate shows the model got worse.
-        """
+        """``known failure`` or ``new failure`` text of a sample over its limits; None: it fails."""
         entry = None if not self.baseline_index else self.baseline_index.get(str(sample_id))
         if entry is None:
             return None
@@ -178,12 +164,7 @@ class GateState:
 
     # ----------------------------------------------------------------------- session end (controller)
     def decide(self, vs) -> tuple:
-        """Make this run's comparison (once): ``(results, current)``, :attr:`verdict` set.
-
-        Called at the end of the test loop, so that the gate's verdict is a test report of its own
-        (:meth:`report_gate`), and again at the session's end (a no-op then, unless the loop was
-        interrupted before it).
-        """
+        """Make this run's comparison (once): ``(results, current)``, :attr:`verdict` set."""
         if self.decided:
             return self.decided
         from ..gating import build_baseline
@@ -376,12 +357,7 @@ class GateState:
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
-    """Remove the earlier run's report files this run did not replace; say what happened.
-
-    Every file is written atomically, so each is whole, but a folder holding
-    this run's results.json beside the last run's report.html (or only the last
-    run's files) would pass for this run's reports.
-    """
+    """Remove the earlier run's report files this run did not replace; say what happened."""
     names = ("results.json", thumbnails_file, "summary.md", "report.html")
     missing = [n for n in names if n not in written]
     removed, kept = [], []

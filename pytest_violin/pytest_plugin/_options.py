@@ -1,24 +1,4 @@
-"""Every ``--violin-*`` option and ini key, declared once, and the settings derived from them.
-
-:data:`OPTIONS` is the one table: each :class:`Option` names the option, its
-ini key, the converter that turns a string into a value (raising
-:class:`argparse.ArgumentTypeError` with the accepted forms, never echoing
-a secret, the value cut at :data:`MAX_ECHOED` characters), the default and the
-help text. :func:`add_options` declares them with pytest (``type=``
-converters, as pytest-xdist does, so a bad command-line value is a pytest
-usage error, exit 4); :func:`read_option` reads one back, the command line
-winning over the ini file, with ini values going through the same converter
-(a bad one names its key). :class:`ViolinSettings` and :class:`GateSettings`
-are frozen dataclasses made from the table (one field per option, its
-default); :func:`parse_settings` and :func:`parse_gate_settings` fill them and
-check what needs the file system (a directory that is a file, a template that
-does not exist). Every bad value raises ``pytest.UsageError`` naming the value
-and the accepted forms.
-
-Relative paths are resolved by :func:`resolve_path`: against the directory
-pytest was started in for a command-line value, against the ini file's
-directory for an ini value.
-"""
+"""Every ``--violin-*`` option and ini key, declared once, and the settings derived from them."""
 
 from __future__ import annotations
 
@@ -56,14 +36,8 @@ def cut(text: str, limit: int = MAX_ECHOED) -> str:
 
 
 def bounded_messages(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED`
-    characters of the value (a 100,000-character value is cut, not printed whole).
-
-    The message is already redacted by the converter (a header's value is
-    masked); the value as given, its stripped form and their reprs are cut
-    where they occur in it, and a message still over :data:`MAX_MESSAGE`
-    characters (a value echoed in another form) keeps its start and its
-    ``accepted: ...`` end.
+    """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED` characters of the value (a
+    100,000-character value is cut, not printed whole).
     """
     if getattr(convert, "_bounded", False):
         return convert
@@ -187,12 +161,7 @@ def threshold(value) -> str:
 
 
 def _mask_header(text: str) -> str:
-    """A malformed header as it may be shown: its name at most, never a value.
-
-    ``'Authorization Bearer s3cr3t'`` (no colon) shows as
-    ``'Authorization ***'``; a lone word that is not a plausible header name
-    (it may be the token itself) shows as ``'***'``.
-    """
+    """A malformed header as it may be shown: its name at most, never a value."""
     name, sep, value = text.partition(":")
     if sep:
         return f"{name}:***" if value.strip() else text
@@ -259,33 +228,7 @@ DEFAULT_NETWORK_MAX_CALLS = 2000
 
 @dataclass(frozen=True)
 class Option:
-    """One ``--violin-*`` option and its ini key.
-
-    Attributes
-    ----------
-    name : str
-        ``limit`` for ``--violin-limit`` / ini ``violin_limit``.
-    convert : callable
-        String (or ini list) -> value; raises ``ArgumentTypeError``.
-    default : object
-        The value when neither the command line nor the ini file gives one.
-    help : str
-        Help text.
-    kind : str
-        ``value`` (one value), ``list`` (repeatable; an ini line list) or
-        ``flag`` (``store_true``; an ini boolean).
-    path : bool
-        The value is a path (resolved by :func:`resolve_path`).
-    adapter : bool
-        The value is for the model adapters: it reaches them as
-        ``AdapterOptions.extra[name]`` (None when not given), not in the settings.
-    ini_type : str
-        pytest's ini type for the key (``args`` accepts a TOML list).
-    gate : bool
-        A field of :class:`GateSettings` (else of :class:`ViolinSettings`).
-    attr : str
-        The settings' field (default: ``name``).
-    """
+    """One ``--violin-*`` option and its ini key."""
 
     name: str
     convert: Callable[[Any], Any]
@@ -512,13 +455,7 @@ def _convert_ini(opt: Option, raw):
 
 
 def read_option(config, name: str) -> tuple[Any, bool]:
-    """The value of option ``name`` and whether it came from the ini file.
-
-    The command line wins; an ini value goes through the option's converter
-    (a bad one is a :class:`pytest.UsageError` naming the ini key); a
-    repeatable option is the ini lines followed by the command-line values.
-    Path options are returned resolved (see :func:`resolve_path`).
-    """
+    """The value of option ``name`` and whether it came from the ini file."""
     opt = option(name)
     cli = config.getoption(opt.dest, default=None)
     if opt.kind == "list":
@@ -555,13 +492,7 @@ def _check_path(opt: Option, path: Path) -> None:
 
 
 def resolve_path(config, value, *, from_ini: bool = False) -> Path:
-    """``value`` as an absolute path.
-
-    A relative path from the command line is relative to the invocation
-    directory; one from an ini file is relative to that file's directory
-    (the rootdir when there is none), so ``pytest`` run from a
-    subdirectory finds the same files.
-    """
+    """``value`` as an absolute path."""
     path = Path(os.path.expanduser(str(value)))
     if not path.is_absolute():
         if not from_ini:

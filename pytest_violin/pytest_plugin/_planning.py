@@ -1,19 +1,4 @@
-"""What a run is about to do, counted before the first generation.
-
-A model behind a paid API costs money per image: the plugin states the plan
-(adapter, suite, samples, repeats, generations to make, cache hits already
-on disk) before it starts, and ``--violin-max-calls`` refuses a run that
-would make more uncached generations than the team allows. With
-``--violin-price=USD`` (per image) the plan states the estimated cost of the
-uncached generations, and ``--violin-max-cost=USD`` refuses a run whose
-estimate exceeds it.
-
-The default ``--violin-max-calls`` applies to adapters that bill
-(:func:`adapter_bills`: an adapter's ``bills`` attribute, else ``network``; a
-run with ``--violin-price`` always); a self-hosted server (``comfyui``,
-``a1111``, ``http`` to a loopback address) and local adapters have no default
-limit. The plan line says which applies.
-"""
+"""What a run is about to do, counted before the first generation."""
 
 from __future__ import annotations
 
@@ -33,23 +18,7 @@ _TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Plan:
-    """The generations a run will make.
-
-    Attributes
-    ----------
-    adapter : str
-        The adapter's (secret-free) identity.
-    suite : str
-        ``--violin-suite``.
-    samples : int
-        Distinct samples that will be generated.
-    repeats : int
-        Images per sample.
-    cached : int
-        Of ``samples * repeats`` images, those already in the cache.
-    price : float or None
-        ``--violin-price``: estimated USD per generated image (None: not given).
-    """
+    """The generations a run will make."""
 
     adapter: str
     suite: str
@@ -92,20 +61,7 @@ class Plan:
 
 
 def call_cap(state) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so.
-
-    ``--violin-max-calls`` (or its default where the adapter bills,
-    :func:`adapter_bills`), and the calls ``--violin-max-cost`` affords at
-    ``--violin-price`` when that is fewer. Every call counts: reruns, repeats,
-    prefetched samples, the ``violin_generate`` fixture and direct
-    ``violin_model.generate`` calls (:mod:`pytest_violin.execution.usage`).
-
-    Returns
-    -------
-    tuple of (int or None, str)
-        The cap (None: none) and its words for messages, e.g.
-        ``"--violin-max-calls=20"``.
-    """
+    """The calls this run may make at run time, and the option that says so."""
     s = state.settings
     limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
     bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
@@ -124,14 +80,7 @@ def call_cap(state) -> tuple[int | None, str]:
 
 
 def reruns_note(config, *, cached: bool) -> str:
-    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``.
-
-    Parameters
-    ----------
-    config : pytest.Config
-    cached : bool
-        Whether the generation cache is on.
-    """
+    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``."""
     if not config.pluginmanager.hasplugin("rerunfailures"):
         return ""
     reruns = config.getoption("reruns", None) or 0
@@ -146,13 +95,7 @@ def reruns_note(config, *, cached: bool) -> str:
 
 
 def adapter_bills(adapter, *, price: float | None = None) -> bool:
-    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies.
-
-    An adapter says so with a ``bills`` attribute (True for the providers'
-    APIs, False for self-hosted servers); without one, an adapter that calls
-    a network service (``network = True``) is taken to bill. A run with a
-    ``--violin-price`` bills whatever the adapter says.
-    """
+    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies."""
     if price is not None:
         return True
     declared = getattr(adapter, "bills", None)
@@ -172,19 +115,7 @@ def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) ->
 
 
 def estimated_cost(generations: int, price: float | None) -> float | None:
-    """``generations * price`` in USD, None when there is no price.
-
-    Parameters
-    ----------
-    generations : int
-        Images asked of the model (cache hits cost nothing).
-    price : float or None
-        USD per image (``--violin-price``).
-
-    Returns
-    -------
-    float or None
-    """
+    """``generations * price`` in USD, None when there is no price."""
     if price is None:
         return None
     return float(generations) * float(price)
@@ -206,22 +137,7 @@ def cost_limit_message(plan: Plan, max_cost: float) -> str | None:
 
 
 def plan_generations(state, samples, *, price: float | None = None) -> Plan:
-    """Count the generations of ``samples`` under the run's settings.
-
-    Parameters
-    ----------
-    state : ViolinState
-        The run state (settings, adapter identity, cache).
-    samples : iterable of Sample
-        The samples this process (or, under xdist, the run) will need; a
-        sample planned twice counts once.
-    price : float, optional
-        ``--violin-price`` (USD per image) for the cost estimate.
-
-    Returns
-    -------
-    Plan
-    """
+    """Count the generations of ``samples`` under the run's settings."""
     s = state.settings
     unique = list({sample.id: sample for sample in samples}.values())
     cached = sum(cached_repeats(state, unique).values())
@@ -230,22 +146,7 @@ def plan_generations(state, samples, *, price: float | None = None) -> Plan:
 
 
 def cached_repeats(state, samples) -> dict:
-    """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none).
-
-    Parameters
-    ----------
-    state : ViolinState
-        The run state (settings, adapter identity, cache).
-    samples : iterable of Sample
-        Distinct samples.
-
-    Returns
-    -------
-    dict
-        Only samples with at least one cached image are listed. An empty or
-        disabled cache costs nothing; otherwise a key needs the request's input
-        images (rendered for mask samples, ~1 ms each).
-    """
+    """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none)."""
     from ..models.request import GenerationRequest, derive_seed
 
     s = state.settings
@@ -279,15 +180,7 @@ def cached_repeats(state, samples) -> dict:
 
 
 def announce_plan(vs, samples, *, note: str = "") -> None:
-    """Print the plan of ``vs`` (the :class:`~._session.ViolinSession`) before the first generation; refuse a run over ``--violin-max-calls``
-    or ``--violin-max-cost``.
-
-    Raises
-    ------
-    pytest.UsageError
-        When the uncached generations exceed the limit, or their estimated
-        cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
-    """
+    """Print the plan before the first generation; refuse a run over --violin-max-calls / --violin-max-cost."""
     from dataclasses import replace
 
 

@@ -1,14 +1,4 @@
-"""The plugin's session: the run's state and the home of its hooks.
-
-One :class:`ViolinSession` per config, registered as a plugin only when a model is
-configured (as pytest-xdist registers its ``DSession`` only with ``-n``), so its hooks run
-without asking whether Violin is active. Its parts: the parsed settings, the selected samples
-and their limits, the model adapter and runner (built on first use), the results store, the
-regression gate (:class:`~._gate.GateState`), the sequential gate
-(:class:`~._sequential.SequentialRun`, with ``--violin-sequential``) and the interrupt handling
-(:class:`~._signals.SessionSignals`). Without a model the fixtures still use one, unregistered:
-the oracle, the options' selection and limits.
-"""
+"""The plugin's session: the run's state and the home of its hooks."""
 
 from __future__ import annotations
 
@@ -526,13 +516,7 @@ def session_of(config) -> ViolinSession:
 
 
 def redact(text: str, *, loose: bool = False) -> str:
-    """``text`` without URL passwords and with every registered secret replaced.
-
-    See :func:`pytest_violin.redaction.redact_userinfo`: model names, paths
-    and hosts stay readable (``openai:gpt-image-1@https://api.openai.com/v1``);
-    ``loose`` (a model spec that did not parse) also masks the password
-    after a mistyped scheme (``htp://alice:pw@host/``) or none.
-    """
+    """``text`` without URL passwords and with every registered secret replaced."""
     from ..redaction import redact_userinfo
 
     return redact_userinfo(text, loose=loose)

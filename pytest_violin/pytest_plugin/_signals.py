@@ -1,37 +1,4 @@
-"""Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers.
-
-A part of the session (:class:`~._session.ViolinSession`, registered as a plugin of one
-config only, whose hooks call :class:`SessionSignals`: pytest's
-``config.hook.pytest_keyboard_interrupt`` reaches the session that was interrupted and no
-other, so an in-process ``pytester`` session that is interrupted cancels itself, never the run
-around it). It exists only with a model configured; then, in the main thread:
-
-* the first SIGINT or SIGTERM sets the session's cancel event at once (no new
-  request, retry or poll starts; see :class:`~pytest_violin.models.AdapterOptions`),
-  sets ``session.shouldstop`` (so the reports say why the run stopped) and
-  raises :class:`KeyboardInterrupt` in the main thread, as Python's own SIGINT
-  handler does: pytest ends the session, the reports are written for what
-  finished, marked ``"interrupted"``, and it exits 2;
-* a second SIGINT or SIGTERM writes one line to stderr and ends the process at
-  once with exit code 2 (``os._exit``: no report writing, no thread join, no
-  ``atexit`` handler waits);
-* a SIGINT that the run was started to ignore (``nohup``, a background job of
-  a shell) stays ignored in the main process; a SIGTERM handler someone else
-  installed is left alone.
-
-pytest-xdist: the controller passes a private folder and its pid to every
-worker (``pytest_configure_node``, ``node.workerinput``). When the controller
-is interrupted it writes ``interrupted`` there; a daemon thread in each worker
-sees it within :data:`WATCH_INTERVAL` and interrupts its worker as the first
-Ctrl-C does (also when only the controller got the signal). The same thread
-ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
-changed), so no worker outlives its controller. A worker handles only its
-first interrupt; what follows is the controller's business. A worker
-interrupted alone (a signal to its pid) ends as after a Ctrl-C; when the
-controller learns it (``pytest_testnodedown``) it is interrupted as by a
-Ctrl-C too, so the other workers stop at once instead of waiting for their
-requests in flight (and xdist starts no replacement worker).
-"""
+"""Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers."""
 
 from __future__ import annotations
 
@@ -58,9 +25,7 @@ _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
 def stop_reason(session) -> str:
-    """What stopped an interrupted session: ``-x`` / ``--maxfail`` ("stopping after N failures",
-    under -n too: see :meth:`SessionSignals.keyboard_interrupt`), a signal ("interrupted
-    (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
+    """What stopped an interrupted session: -x / --maxfail, a signal, the plugin's own stop, or Ctrl-C."""
     reason = (session.shouldstop or session.shouldfail) if session is not None else None
     return str(reason or "interrupted (Ctrl-C)")
 
@@ -162,13 +127,7 @@ class SessionSignals:
             pass
 
     def close(self) -> None:
-        """Restore the handlers this session replaced; stop the watcher; remove the control folder.
-
-        After a signal to this process the process is ending: a second one
-        must still end it at once (not raise KeyboardInterrupt in pytest's exit
-        path), so the handlers stay, unless this session ran inside another
-        one's (a ``pytester`` run), whose handler comes back.
-        """
+        """Restore the handlers this session replaced; stop the watcher; remove the control folder."""
         self._stop.set()
         self._finished = True
         nested = any(isinstance(getattr(p, "__self__", None), SessionSignals) for p in self._previous.values())
@@ -307,15 +266,7 @@ def _ignore_late_signals() -> None:
 
 
 def drop_lineless_frames(tb) -> None:
-    """Unlink the entries of traceback ``tb`` (after the first) that have no line number.
-
-    CPython 3.11+ gives a traceback entry ``tb_lineno = None`` when an exception
-    is raised at an instruction without a line (a signal handler's
-    KeyboardInterrupt can land there); pytest's terminal reporter then fails
-    formatting the interrupt (``TypeError`` in ``TracebackEntry.lineno``: an
-    INTERNALERROR instead of exit 2, seen also in pytest-xdist issue #1196).
-    Such an entry says nothing a reader could use, so it is left out.
-    """
+    """Unlink the entries of traceback ``tb`` (after the first) that have no line number."""
     while tb is not None:
         nxt = tb.tb_next
         while nxt is not None and nxt.tb_lineno is None:

@@ -1,35 +1,4 @@
-"""pytest plugin entry point (``pytest11: violin``): options, marker, fixtures.
-
-Without a configured model (``--violin-model`` or the ``violin_model`` ini key) this module
-changes nothing in a pytest run: it declares its options, its marker and its fixtures, and
-imports nothing heavy (numpy, OpenCV, the suite) until a fixture needs it. With a model it
-registers the run's :class:`~._session.ViolinSession`, the home of every hook of the run (as
-pytest-xdist registers its ``DSession`` only with ``-n``).
-
-Fixtures for users' own tests:
-
-``violin_model``
-    The session's model adapter (``oracle`` when no model is configured).
-``violin_sample``
-    Parametrized over the selected samples: the configured selection, or the
-    one of the test's ``@pytest.mark.violin(tasks=..., limit=...)`` marker.
-``violin_generate``
-    ``sample -> RGB uint8 image`` through the session's runner, cache and
-    concurrency (raises :class:`~pytest_violin.errors.GenerationError`). Every
-    call it makes is counted in the run's totals and capped by
-    ``--violin-max-calls`` / ``--violin-max-cost``, like the built-in items'
-    (and so is every ``violin_model.generate`` call).
-``violin_limits``
-    Session scoped: the run's limits (defaults, ini, command line), keyed
-    ``"task.metric"``; usable in hypothesis tests.
-``violin_thresholds``
-    The limits in force for the test (options, ini and marker), keyed
-    ``"task.metric"``.
-``violin_check``
-    ``check(sample, image) -> Metrics``: scores and fails the test with the
-    metric table when a metric is over its limit; with a baseline that holds
-    the sample, a known or new failure is an xfail instead (docs/gating.md).
-"""
+"""pytest plugin entry point (``pytest11: violin``): options, marker, fixtures."""
 
 from __future__ import annotations
 
@@ -191,12 +160,7 @@ def _check_builtin_metrics(limits) -> None:
 
 @pytest.fixture(scope="session")
 def violin_limits(request):
-    """The run's limits (defaults, ini, command line), keyed ``"task.metric"``.
-
-    Session scoped, so hypothesis ``@given`` tests can use it; the
-    ``violin`` marker's thresholds are not applied (see
-    ``violin_thresholds``).
-    """
+    """The run's limits (defaults, ini, command line), keyed ``"task.metric"``."""
     return _limits(session_of(request.config))
 
 
