@@ -103,21 +103,18 @@ class ViolinAttachments:
             self.left_out += 1
             if self.html:
                 from pytest_html import extras
-
                 report.extras = [*getattr(report, "extras", []), extras.text(
                     f"images left out: this process already attached {ATTACHMENT_BUDGET:,} bytes "
                     f"of images (pytest-violin's attachment budget)", "violin images")]
             return
         if self.html:
             from pytest_html import extras
-
             report.extras = [*getattr(report, "extras", []),
                              *((extras.png if mime == "image/png" else extras.jpg)(
                                  base64.b64encode(data).decode("ascii"), name)
                                for name, data, mime in pictures)]
         if self.allure:
             import allure
-
             for name, data, mime in pictures:
                 kind = allure.attachment_type.PNG if mime == "image/png" else allure.attachment_type.JPG
                 allure.attach(data, name=name, attachment_type=kind)

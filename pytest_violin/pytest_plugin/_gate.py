@@ -64,7 +64,6 @@ class GateState:
         if settings.baseline is not None and worker is None:
             from ..errors import BaselineError
             from ..gating import read_baseline
-
             try:
                 state.baseline_doc = read_baseline(settings.baseline)
             except BaselineError as exc:
@@ -80,7 +79,6 @@ class GateState:
     def index_of(doc) -> dict:
         """Sample id -> ``(outcome, definition, mean)`` of a baseline document."""
         from ..results import sample_value
-
         return {str(r["id"]): (str(r.get("outcome")), r.get("definition"),
                                float(sample_value(r.get("metrics") or {})))
                 for r in doc.get("samples") or ()}
@@ -89,7 +87,6 @@ class GateState:
         """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
         from ..compare.runs import load_run
         from ..errors import ViolinError
-
         for spec in self.settings.compare:
             if spec == "paper":
                 self.compare_paper = True
@@ -118,14 +115,12 @@ class GateState:
         if not self.active:
             return
         from ..gating.records import sample_definition
-
         result.definition = sample_definition(sample)
         if vs.is_worker and vs.identity:
             result.adapter = vs.identity
         if self.settings.report is None:
             return
         from ..report.thumbnails import make_thumbnails
-
         if result.passed:
             group = (sample.task, getattr(sample, "variation", None))
             shown = self.passing_thumbnails.get(group, 0)
@@ -150,7 +145,6 @@ class GateState:
         if entry is None:
             return None
         from ..results import Outcome
-
         outcome, old_definition, old_mean = entry
         outcome = Outcome(outcome)
         if not outcome.judged or (definition and old_definition and definition != old_definition):
@@ -170,7 +164,6 @@ class GateState:
         from ..gating import build_baseline
         from ..gating.decide import GateLimits, decide
         from ..report.json_report import records_of
-
         results = records_of(vs.store.results)  # plain dicts, converted once for every writer
         meta = vs.run_metadata()
         extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
@@ -208,14 +201,12 @@ class GateState:
         from ..compare.model import Run
         from ..compare.table import build
         from ..errors import ViolinError
-
         meta = dict(current["metadata"])
         this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
                    metadata=meta, records={str(r["sample_id"]): r for r in results})
         paper = ()
         if self.compare_paper:
             from ..compare.paper import published_rows
-
             paper = published_rows()
         try:
             self.runs_comparison = build([this, *self.compare_runs], paper=paper)
@@ -227,7 +218,6 @@ class GateState:
         and a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
-
         comparison = self.comparison
         lines = sequential_lines(self.sequential) + comparison_lines(comparison)
         text = printable("\n".join(line for line, _ in lines))
@@ -264,7 +254,6 @@ class GateState:
     def _save_baseline(self, session, results, current) -> None:
         from ..errors import BaselineError
         from ..gating import write_baseline
-
         path = self.settings.save_baseline
         if self.interrupted:
             self.messages.append(f"baseline NOT written to {path}: the run was interrupted "
@@ -297,7 +286,6 @@ class GateState:
         )
         from ..report.markdown import write_summary
         from ._signals import stop_reason
-
         folder = self.settings.report
         meta = dict(current["metadata"])
         meta["interrupted"] = self.interrupted
@@ -333,7 +321,6 @@ class GateState:
         """The ``violin comparison`` and ``violin regression gate`` sections (controller)."""
         if self.runs_comparison is not None:
             from ..compare.formats import render
-
             terminalreporter.section("violin comparison")
             for line in render(self.runs_comparison, "terminal").splitlines():
                 terminalreporter.write_line(line)
@@ -342,7 +329,6 @@ class GateState:
             return
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
-
         terminalreporter.section("violin regression gate" if comparison is not None else "violin reports")
         if self.gate_failed and config.option.tbstyle != "no":
             # the verdict and its table are the failure of violin::gate, shown above

@@ -79,7 +79,6 @@ class ViolinItem(pytest.Item):
                                                   index=self.violin_index)
             except Exception as exc:  # a broken expected image or spec: not the model's fault
                 from ..execution.runner import exception_line
-
                 result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                               reason=f"error while scoring: {exception_line(exc)}"), []
         del generation
@@ -193,7 +192,6 @@ def load_suite(settings, tasks, limit, config):
     from ..errors import SuiteError
     from ..suite import SUITES
     from ..suite import load_suite as load
-
     name = settings.suite
     target = name
     candidate = resolve_path(config, name, from_ini=settings.suite_from_ini)
@@ -216,14 +214,12 @@ def load_suite(settings, tasks, limit, config):
 def official_dataset(state) -> dict | None:
     """What the run's official data is (``load_suite(...).dataset``), or None for other suites."""
     from ..suite import SUITES
-
     if state is None or state.settings.suite in SUITES:
         return None
     found = getattr(state.samples, "dataset", None)
     if found:
         return found
     from ..suite.official import is_official_source
-
     name = state.settings.suite
     if not (name.startswith("hf:") or is_official_source(
             resolve_path(state.config, name, from_ini=state.settings.suite_from_ini))):
@@ -240,5 +236,4 @@ def dataset_lines(state) -> list:
     if not dataset:
         return []
     from ..suite.official import describe_dataset
-
     return [f"violin: {text}" for text in describe_dataset(dataset)]

@@ -151,7 +151,6 @@ def threshold(value) -> str:
     """One ``TASK.METRIC=VALUE`` override, checked for syntax (names are checked against the suite)."""
     from ..errors import ThresholdError
     from ..thresholds import parse_thresholds
-
     text = str(value)
     try:
         parse_thresholds([text], None)
@@ -264,7 +263,6 @@ def _rate(value) -> str:
     """``N/s`` or ``N/min`` (checked here; the HTTP client reads it)."""
     from ..errors import ModelSpecError
     from ..models._transport.bounds import parse_rate
-
     try:
         parse_rate(_text(value))
     except ModelSpecError as exc:
@@ -481,7 +479,6 @@ def _check_path(opt: Option, path: Path) -> None:
     """A path the file system refuses to look at (a name too long, no permission on a folder
     above it) is a usage error now, not an ``OSError`` from the first ``is_file()``."""
     import errno
-
     try:
         os.stat(path)
     except OSError as exc:

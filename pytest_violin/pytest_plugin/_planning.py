@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 from dataclasses import dataclass, replace
 
 import pytest
@@ -67,7 +68,6 @@ def call_cap(state) -> tuple[int | None, str]:
     bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
     if not s.max_calls_given and (bills or s.price is not None):
         from ._options import DEFAULT_NETWORK_MAX_CALLS
-
         limit = DEFAULT_NETWORK_MAX_CALLS
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
     if s.max_cost is not None and s.price:
@@ -148,7 +148,6 @@ def plan_generations(state, samples, *, price: float | None = None) -> Plan:
 def cached_repeats(state, samples) -> dict:
     """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none)."""
     from ..models.request import GenerationRequest, derive_seed
-
     s = state.settings
     samples = list(samples)
     # the sequential gate's order and the plan line both ask, before anything is generated: the
@@ -159,7 +158,6 @@ def cached_repeats(state, samples) -> dict:
     found: dict = {}
     if cache is not None and not cache.is_empty():
         from ..execution.cache import cache_identity
-
         identity = state.identity or s.model
         if state.adapter is not None:  # what the server reports of its models (see cache_identity)
             identity = cache_identity(state.adapter, identity)
@@ -168,11 +166,9 @@ def cached_repeats(state, samples) -> dict:
             for repeat in range(s.repeats):
                 if repeat:
                     request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-                try:
+                with suppress(Exception):  # an unreadable cache entry counts as a generation to make
                     if cache.contains(cache.key(identity, request)):
                         found[sample.id] = found.get(sample.id, 0) + 1
-                except Exception:  # an unreadable cache entry counts as a generation to make
-                    pass
     if memo is None:
         return found
     memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)
@@ -191,7 +187,6 @@ def announce_plan(vs, samples, *, note: str = "") -> None:
     bills = vs.bills or price is not None
     if not s.max_calls_given and bills:
         from ._options import DEFAULT_NETWORK_MAX_CALLS
-
         limit = DEFAULT_NETWORK_MAX_CALLS
     plan = replace(plan, reruns=reruns_note(config, cached=vs.make_cache() is not None),
                    calls=calls_note(limit, given=s.max_calls_given, bills=bills, network=vs.network))

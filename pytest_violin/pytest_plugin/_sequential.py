@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,7 +51,6 @@ class SequentialRun:
         self.errors = 0                # of which ended in an error (population samples)
         self.folder: Path | None = None
         self.decided_after: int | None = None
-        self._mtime = None
         self._seen: dict = {}          # the decisions as this worker read them
         self._told = ""
         self.judged: set = set()       # ids this process scored (a rerun of one is never skipped)
@@ -68,7 +68,6 @@ class SequentialRun:
         from ..gating.records import sample_definition
         from ..gating.sequential import population, sequential_order
         from ._planning import cached_repeats
-
         samples = list(self.state.samples or ())
         baseline = self.gate_state.baseline_doc or {}
         self.members = population(baseline, ((s.id, s.task, getattr(s, "variation", None),
@@ -89,7 +88,6 @@ class SequentialRun:
     def start(self, run_ids) -> None:
         """Build the gate over the samples this run holds (after -k, --deselect, a path)."""
         from ..gating.sequential import SequentialGate
-
         self.ensure_order()
         run_ids = [str(x) for x in run_ids]
         self.total = len(run_ids)
@@ -108,7 +106,6 @@ class SequentialRun:
         if self.gate is None or not isinstance(record, dict):
             return
         from ..results import Outcome, sample_value
-
         self.received += 1
         outcome = Outcome(record.get("outcome") or Outcome.FAILED)
         value = sample_value(record.get("metrics") or {}) if outcome.judged else None
@@ -141,7 +138,6 @@ class SequentialRun:
             return False  # not ours, or its result came before the crash (in its teardown)
         from ..report.text import printable
         from ..results import error_result
-
         why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
         result = error_result(state.samples[index], None, state.settings, index=index, reason=why)
         report.violin_result = result.to_json()
@@ -159,7 +155,6 @@ class SequentialRun:
         if self.gate.finished is None and self.gate_state.interrupted:
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
             from ._signals import stop_reason
-
             why = stop_reason(self.state.signals.session)
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
         if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
@@ -192,7 +187,6 @@ class SequentialRun:
         """Put the built-in items in the gate's order (after every other plugin's order)."""
         rank = {sid: i for i, sid in enumerate(self.ensure_order())}
         from ._items import is_violin
-
         slots = [i for i, item in enumerate(items) if is_violin(item)]
         violin = sorted((items[i] for i in slots), key=lambda item: rank.get(item.violin_sample.id, len(rank)))
         for i, item in zip(slots, violin):
@@ -293,7 +287,6 @@ class SequentialRun:
         """Write the decisions file atomically; False (the gate ended undecided) when it cannot be."""
         from .._fs import atomic_write
         from ..report.text import printable
-
         try:
             if not self.folder.exists():  # removed under us (a tmp cleaner): made again, private
                 self.folder.mkdir(mode=0o700)
@@ -312,14 +305,11 @@ class SequentialRun:
             return {}
         from .._fs import read_option_bytes
         from ..errors import ViolinError
-
-        try:
+        with suppress(ViolinError, ValueError):
             # a regular file only, opened without blocking (a FIFO put there would block the
             # worker for ever), its size bounded
             self._seen = json.loads(read_option_bytes(self.folder / STATE_FILE, what="decisions file",
                                                       limit=STATE_MAX_BYTES))
-        except (ViolinError, ValueError):
-            pass  # not written yet, being replaced, or not a decisions file: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,8 +14,16 @@ from ..execution.usage import CallCounter
 from ..report.text import printable
 from ..results import ResultsStore, SampleResult
 from ._gate import GateState
-from ._items import (RESULT_KEY, BuiltinScope, builtin_scope, dataset_lines, is_violin, load_suite, make_items,
-                     official_dataset)
+from ._items import (
+    RESULT_KEY,
+    BuiltinScope,
+    builtin_scope,
+    dataset_lines,
+    is_violin,
+    load_suite,
+    make_items,
+    official_dataset,
+)
 from ._options import GateSettings, ViolinSettings, resolve_path
 from ._planning import announce_plan
 from ._signals import SessionSignals
@@ -74,7 +83,6 @@ class ViolinSession:
                 raise pytest.UsageError("--violin-sequential decides on generated images; accepted: "
                                         "--violin-model=SPEC beside it, or no --violin-sequential")
             from ._sequential import SequentialRun
-
             self.sequential = SequentialRun(config, self)
 
     @property
@@ -85,12 +93,10 @@ class ViolinSession:
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
         from ..execution.usage import CountingAdapter
-
         return adapter if isinstance(adapter, CountingAdapter) else CountingAdapter(adapter, self.usage)
 
     def adapter_options(self):
         from ..models.registry import AdapterOptions
-
         cfg, s = self.config, self.settings
         paths = [str(cfg.rootpath), str(cfg.invocation_params.dir)]
         for arg in getattr(cfg, "args", ()) or ():
@@ -99,7 +105,6 @@ class ViolinSession:
         for tp in cfg.getini("testpaths") or ():
             paths.append(str(cfg.rootpath / tp))
         from ._options import adapter_option_names, read_option
-
         extra = {"python_paths": tuple(dict.fromkeys(paths))}
         for name in adapter_option_names():  # options declared with adapter=True
             extra[name] = read_option(cfg, name)[0]
@@ -114,7 +119,6 @@ class ViolinSession:
     def resolve_adapter(self, spec: str):
         from ..errors import ModelSpecError
         from ..models.registry import resolve_model
-
         try:
             return resolve_model(spec, self.adapter_options())
         except ModelSpecError as exc:
@@ -130,7 +134,6 @@ class ViolinSession:
     def get_runner(self):
         if self.runner is None:
             from ..execution.runner import Runner
-
             self.cache_lookups = None  # generations fill the cache from here on
 
             s = self.settings
@@ -148,7 +151,6 @@ class ViolinSession:
         if s.no_cache or cacheable is False:
             return None
         from ..execution.cache import ImageCache
-
         root = s.cache_dir
         if root is None:
             cache = getattr(self.config, "cache", None)
@@ -167,7 +169,6 @@ class ViolinSession:
 
     def metric_table(self, samples=None) -> dict:
         from ..thresholds import KNOWN_METRICS
-
         table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
         for s in samples if samples is not None else (self.samples or ()):
             table.setdefault(s.task, tuple(s.metric_names))
@@ -176,7 +177,6 @@ class ViolinSession:
     def use_profile_reader(self) -> None:
         """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``)."""
         from ..imaging import set_reader
-
         reader = "opencv" if self.settings.profile == "violin" else "pillow"
         previous = set_reader(reader)
         if self.previous_reader is None:
@@ -186,7 +186,6 @@ class ViolinSession:
         """Stop the runner (abandoning generations in flight unless ``wait``) and close the adapter."""
         if self.previous_reader is not None:
             from ..imaging import set_reader
-
             set_reader(self.previous_reader)
             self.previous_reader = None
         if not wait:
@@ -198,10 +197,8 @@ class ViolinSession:
             close = getattr(self.adapter, "close", None)
             self.adapter = None
             if callable(close):
-                try:
+                with suppress(Exception):
                     close()
-                except Exception:
-                    pass
 
 
     # ----------------------------------------------------------------------- set-up (a model run)
@@ -211,14 +208,12 @@ class ViolinSession:
         self.signals.start()
         if config.getoption("htmlpath", None) or config.getoption("allure_report_dir", None):
             from ._attachments import register as register_attachments
-
             register_attachments(config)  # failing items' images in pytest-html / Allure, when they write
         self.use_profile_reader()  # profile violin reads every image file as cv2.imread does
         adapter = self.resolve_adapter(self.settings.model)
         self.identity = redact(str(getattr(adapter, "identity", self.settings.model)))
         self.network = bool(getattr(adapter, "network", False))
         from ._planning import adapter_bills, call_cap
-
         self.bills = adapter_bills(adapter, price=self.settings.price)
         # the cap of this process; an xdist worker shares it with the other workers through the
         # claim folder the controller named in workerinput (execution.usage.SharedCalls)
@@ -226,7 +221,6 @@ class ViolinSession:
         folder = (getattr(config, "workerinput", None) or {}).get(_CALLS_DIR)
         if folder and self.usage.limit is not None:
             from ..execution.usage import SharedCalls
-
             self.usage.shared = SharedCalls(folder)
         self.cacheable = bool(getattr(adapter, "cacheable", True))
         if self.is_xdist_controller:
@@ -263,7 +257,6 @@ class ViolinSession:
     def _run_limits(self) -> dict:
         from ..errors import ThresholdError
         from ..thresholds import build_limits, parse_thresholds
-
         try:
             overrides = parse_thresholds(self.settings.thresholds, self.metric_table())
         except ThresholdError:
@@ -283,10 +276,8 @@ class ViolinSession:
             identity = next((r.adapter for r in self.store.results if r.adapter), None)
         if identity is None and settings.model:
             from ..redaction import redact as redact_secrets
-
             identity = redact_secrets(settings.model)
         from .. import __version__
-
         dataset = official_dataset(self)
         return {
             **({"dataset": dataset} if dataset else {}),
@@ -340,7 +331,6 @@ class ViolinSession:
             if self._calls_dir is None:
                 import shutil
                 import tempfile
-
                 self._calls_dir = folder = tempfile.mkdtemp(prefix="violin-calls-")
                 self.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
             node.workerinput[_CALLS_DIR] = self._calls_dir
@@ -473,7 +463,6 @@ class ViolinSession:
         self.gate.terminal_summary(terminalreporter, config)
         if len(self.store):
             from ..report.terminal import write_summary
-
             write_summary(terminalreporter, self.store, settings=self.settings, price=self.settings.price,
                           usage=self.usage.snapshot())
 
@@ -518,5 +507,4 @@ def session_of(config) -> ViolinSession:
 def redact(text: str, *, loose: bool = False) -> str:
     """``text`` without URL passwords and with every registered secret replaced."""
     from ..redaction import redact_userinfo
-
     return redact_userinfo(text, loose=loose)

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,6 @@ class SessionSignals:
             # subclass saying "stopping after N failures" (its session's shouldstop stays empty),
             # pytest.exit with its message: the reports say that, as without -n
             from ..report.text import printable
-
             session.shouldstop = printable(str(excinfo.value))[:300]
         self._interrupted(signal.SIGINT if self.count == 0 else None)
         drop_lineless_frames(getattr(excinfo, "tb", None))
@@ -121,10 +121,8 @@ class SessionSignals:
             self._install(signal.SIGTERM)
 
     def _install(self, signum) -> None:
-        try:
+        with suppress(ValueError, OSError):  # not the main thread of the main interpreter
             self._previous[signum] = signal.signal(signum, self._handle)
-        except (ValueError, OSError):  # not the main thread of the main interpreter
-            pass
 
     def close(self) -> None:
         """Restore the handlers this session replaced; stop the watcher; remove the control folder."""
@@ -137,17 +135,13 @@ class SessionSignals:
             # would kill the process (exit -2) although its exit status is set
             atexit.register(_ignore_late_signals)
         for signum, previous in self._previous.items():
-            try:
+            with suppress(ValueError, OSError):
                 if getattr(signal.getsignal(signum), "__self__", None) is self:
                     signal.signal(signum, previous)
-            except (ValueError, OSError):
-                pass
         self._previous.clear()
         if self._pidfile is not None:
-            try:
+            with suppress(OSError):
                 self._pidfile.unlink()
-            except OSError:
-                pass
             self._pidfile = None
         if self._owns_control and self.control is not None:
             shutil.rmtree(self.control, ignore_errors=True)
@@ -181,11 +175,9 @@ class SessionSignals:
         killed = []
         for name in names:
             if name.startswith("worker-") and name[7:].isdigit():
-                try:
+                with suppress(OSError):
                     os.kill(int(name[7:]), signal.SIGKILL)
                     killed.append(int(name[7:]))
-                except OSError:
-                    pass
         # SIGKILL is delivered asynchronously: reap them (they are our children), 0.5 s at most
         deadline = time.monotonic() + 0.5
         for pid in killed:
@@ -207,17 +199,13 @@ class SessionSignals:
         self.state.cancel.set()
         session = self.session
         if session is not None and not session.shouldstop and signum is not None:
-            try:
+            with suppress(Exception):
                 session.shouldstop = f"interrupted ({_NAMES.get(signum, f'signal {signum}')})"
-            except Exception:
-                pass
         if signum == signal.SIGTERM:
             _say("violin: SIGTERM: stopping as after Ctrl-C (no new request; reports of what finished)")
         if self.control is not None:
-            try:
+            with suppress(OSError):
                 (self.control / _FLAG).touch()
-            except OSError:
-                pass
 
     # -- xdist worker -----------------------------------------------------
     def _start_watcher(self) -> None:
@@ -249,20 +237,16 @@ class SessionSignals:
                 self.state.cancel.set()
                 with self._lock:
                     self._forwarding = True
-                try:
+                with suppress(OSError):
                     os.kill(os.getpid(), signal.SIGINT)  # our handler: the first interrupt
-                except OSError:
-                    pass
                 self._stop.wait(1.0)  # once: the handler counts it
 
 
 def _ignore_late_signals() -> None:
     """At exit after a signal: the run is over and its status set; later signals change nothing."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
+        with suppress(ValueError, OSError):
             signal.signal(signum, signal.SIG_IGN)
-        except (ValueError, OSError):
-            pass
 
 
 def drop_lineless_frames(tb) -> None:
@@ -281,13 +265,9 @@ def drop_lineless_frames(tb) -> None:
 def _say(line: str, *, flush_only: bool = False) -> None:
     """Flush the output streams and write ``line`` to the process's stderr (never raises)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
+        with suppress(Exception):
             stream.flush()
-        except Exception:
-            pass
     if not flush_only:
-        try:
+        with suppress(Exception):
             sys.__stderr__.write(line + "\n")
             sys.__stderr__.flush()
-        except Exception:
-            pass

@@ -16,7 +16,6 @@ __all__ = ["violin_check", "violin_generate", "violin_limits", "violin_model", "
 
 def pytest_addoption(parser):
     from ._options import add_options
-
     add_options(parser)
 
 
@@ -134,7 +133,6 @@ def violin_generate(request):
 def _limits(state, marker_thresholds=None):
     from ..errors import ThresholdError
     from ..thresholds import build_limits, parse_thresholds
-
     try:
         base = parse_thresholds(state.settings.thresholds, None)
         extra = parse_thresholds(marker_thresholds, None)
@@ -148,7 +146,6 @@ def _check_builtin_metrics(limits) -> None:
     """Refuse a limit on a metric the built-in task does not have (a typo never applies)."""
     from ..errors import ThresholdError
     from ..thresholds import KNOWN_METRICS
-
     for key in limits:
         task, _, metric = key.partition(".")
         names = KNOWN_METRICS.get(task)
@@ -176,7 +173,6 @@ def _xfail_if_in_baseline(config, sample, metrics, verdict) -> None:
     """With a baseline that holds ``sample``, a failure is a known or new failure: an xfail, as
     for the built-in items (docs/gating.md); the gate decides whether the model got worse."""
     from ..gating.records import sample_definition
-
     known = session_of(config).gate.known_failure(sample.id, sample_definition(sample), metrics.mean)
     if known is not None:
         pytest.xfail(printable(f"{known}\n{verdict.message()}"))
@@ -187,7 +183,6 @@ def violin_check(request, violin_thresholds):
     """``check(sample, image) -> Metrics``: score and assert with the metric table."""
     from ..thresholds import limits_for_task
     from ..verdict import judge
-
     profile = session_of(request.config).settings.profile
 
     def check(sample, image, *, profile: str = profile):
