@@ -229,17 +229,17 @@ DEFAULT_NETWORK_MAX_CALLS = 2000
 class Option:
     """One ``--violin-*`` option and its ini key."""
 
-    name: str
-    convert: Callable[[Any], Any]
+    name: str  # ``limit`` for ``--violin-limit`` / ini ``violin_limit``
+    convert: Callable[[Any], Any]  # string (or ini list) -> value; raises ``ArgumentTypeError``
     default: Any
     help: str
-    kind: str = "value"
-    path: bool = False
-    ini_type: str = "string"
+    kind: str = "value"  # ``value``, ``list`` (repeatable; an ini line list) or ``flag`` (an ini boolean)
+    path: bool = False  # resolved by :func:`resolve_path`
+    ini_type: str = "string"  # pytest's ini type (``args`` accepts a TOML list)
     metavar: str | None = None
-    adapter: bool = False
-    gate: bool = False
-    attr: str = ""
+    adapter: bool = False  # reaches the adapters as ``AdapterOptions.extra[name]``, not the settings
+    gate: bool = False  # a field of :class:`GateSettings` (else of :class:`ViolinSettings`)
+    attr: str = ""  # the settings' field (default: ``name``)
 
     def __post_init__(self):
         # the one place every converter's message is bounded (command line and ini alike)
@@ -251,11 +251,8 @@ class Option:
         return f"--violin-{self.name.replace('_', '-')}"
 
     @property
-    def ini(self) -> str:
-        return f"violin_{self.name}"
-
-    @property
     def dest(self) -> str:
+        """The argparse destination, also the ini key of a single-valued option."""
         return f"violin_{self.name}"
 
 
@@ -270,10 +267,6 @@ def _rate(value) -> str:
     return _text(value)
 
 
-def _path_text(value) -> str:
-    return nonempty(value)
-
-
 OPTIONS: tuple[Option, ...] = (
     Option("model", nonempty, None,
            "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
@@ -283,7 +276,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("suite", nonempty, "violin",
            "suite name (violin, violin-absolute, violin-extra, violin-probes) or manifest path "
            "(default: violin)", metavar="NAME_OR_PATH"),
-    Option("metadata", _path_text, None,
+    Option("metadata", nonempty, None,
            "the official Violin data's folder of metadata CSVs (prompts by id; default: "
            "metadata/ beside the parquet or the converted folder)", path=True, metavar="DIR"),
     Option("tasks", task_list, None,
@@ -296,7 +289,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="K"),
     Option("pass_rule", choice(PASS_RULES), "mean",
            "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
-    Option("save_outputs", _path_text, None, "write every generated image as DIR/<sample id>.png",
+    Option("save_outputs", nonempty, None, "write every generated image as DIR/<sample id>.png",
            path=True, metavar="DIR"),
     Option("concurrency", integer(1, MAX_CONCURRENCY), 4,
            f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
@@ -306,11 +299,11 @@ OPTIONS: tuple[Option, ...] = (
            metavar="S"),
     Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
            metavar="N"),
-    Option("request_template", _path_text, None, "JSON body template FILE for the http adapter",
+    Option("request_template", nonempty, None, "JSON body template FILE for the http adapter",
            path=True, metavar="FILE"),
     Option("response_path", nonempty, None, "where the image is in a JSON response, e.g. data.0.b64_json",
            metavar="PATH"),
-    Option("cache_dir", _path_text, None, "image cache directory (default: pytest cache dir/violin-images)",
+    Option("cache_dir", nonempty, None, "image cache directory (default: pytest cache dir/violin-images)",
            path=True, metavar="DIR"),
     Option("no_cache", boolean, False, "do not read or write the image cache", kind="flag"),
     Option("max_calls", calls_limit, None,
@@ -346,10 +339,10 @@ OPTIONS: tuple[Option, ...] = (
            "cap request starts at N/s or N/min, shared by the threads of a process (with -n W, "
            "each worker has its own cap: give RATE/W)", metavar="RATE", adapter=True),
     # comfyui, replicate:
-    Option("workflow", _path_text, None,
+    Option("workflow", nonempty, None,
            "ComfyUI workflow FILE (API format) with placeholders {prompt}, {seed}, {width}, {height}, "
            "{image}, {mask} for the comfyui adapter", path=True, adapter=True, metavar="FILE"),
-    Option("replicate_input", _path_text, None,
+    Option("replicate_input", nonempty, None,
            "JSON FILE of the replicate adapter's input object, with --violin-request-template "
            "placeholders ({images[N]} is a data URI)", path=True, adapter=True, metavar="FILE"),
     # money:
@@ -360,14 +353,14 @@ OPTIONS: tuple[Option, ...] = (
            "refuse to start when the estimated cost of the uncached generations (--violin-price) "
            "exceeds USD", metavar="USD"),
     # compare this run with others (and the paper's rows)
-    Option("compare", _path_text, (),
+    Option("compare", nonempty, (),
            "print this run side by side with RUN (a --violin-report folder or results.json, or a "
            "baseline file; 'paper' for the paper's published rows) after the summary, and add it to "
            "summary.md and report.html (repeatable)", kind="list", metavar="RUN", gate=True),
     # the regression gate and reports
-    Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
+    Option("save_baseline", nonempty, None, "write a baseline of this run to PATH (JSON)", path=True,
            metavar="PATH", gate=True),
-    Option("baseline", _path_text, None,
+    Option("baseline", nonempty, None,
            "compare this run with the baseline at PATH; credible regressions fail the session",
            path=True, metavar="PATH", gate=True),
     Option("max_regression", number(0.0, 1.0, low_open=False, what="a number"), DEFAULT_MAX_REGRESSION,
@@ -389,7 +382,7 @@ OPTIONS: tuple[Option, ...] = (
            "the gate's error rate over all its groups and statistics together: the chance of failing a "
            "model that did not get worse, and (sequential) of passing one that did "
            f"(default {DEFAULT_ALPHA})", metavar="ALPHA", gate=True),
-    Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
+    Option("report", nonempty, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR", gate=True),
 )
 
@@ -404,7 +397,7 @@ _LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
 
 def ini_key(option: Option) -> str:
     """The ini key of ``option``."""
-    return _LIST_INI.get(option.name, option.ini)
+    return _LIST_INI.get(option.name, option.dest)
 
 
 def add_options(parser) -> None:

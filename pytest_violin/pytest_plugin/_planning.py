@@ -11,7 +11,7 @@ import pytest
 from ..report.text import format_usd
 
 __all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
-           "format_usd", "plan_generations", "reruns_note"]
+           "format_usd", "reruns_note"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
 _TOLERANCE = 1e-9
@@ -61,14 +61,21 @@ class Plan:
         return line
 
 
-def call_cap(state) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so."""
-    s = state.settings
-    limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
-    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
-    if not s.max_calls_given and (bills or s.price is not None):
+def _max_calls(vs) -> int | None:
+    """``--violin-max-calls``, or its default where the adapter bills (:func:`adapter_bills`)."""
+    s = vs.settings
+    if not s.max_calls_given and vs.bills:
         from ._options import DEFAULT_NETWORK_MAX_CALLS
-        limit = DEFAULT_NETWORK_MAX_CALLS
+        return DEFAULT_NETWORK_MAX_CALLS
+    return s.max_calls
+
+
+def call_cap(vs) -> tuple[int | None, str]:
+    """The calls this run may make at run time, and the option that says so (docs/plugin.md)."""
+    s = vs.settings
+    limit = _max_calls(vs)
+    text = "" if limit is None else f"--violin-max-calls={limit}"
+    if limit is not None and limit != s.max_calls:
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
     if s.max_cost is not None and s.price:
         affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
@@ -136,15 +143,6 @@ def cost_limit_message(plan: Plan, max_cost: float) -> str | None:
             f"or raise the limit (--violin-max-cost=USD)")
 
 
-def plan_generations(state, samples, *, price: float | None = None) -> Plan:
-    """Count the generations of ``samples`` under the run's settings."""
-    s = state.settings
-    unique = list({sample.id: sample for sample in samples}.values())
-    cached = sum(cached_repeats(state, unique).values())
-    return Plan(adapter=str(state.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=cached, price=price)
-
-
 def cached_repeats(state, samples) -> dict:
     """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none)."""
     from ..models.request import GenerationRequest, derive_seed
@@ -175,23 +173,17 @@ def cached_repeats(state, samples) -> dict:
     return {sample.id: memo[sample.id] for sample in samples if memo[sample.id]}
 
 
-def announce_plan(vs, samples, *, note: str = "") -> None:
+def announce_plan(vs, samples) -> None:
     """Print the plan before the first generation; refuse a run over --violin-max-calls / --violin-max-cost."""
-    from dataclasses import replace
-
-
     config, s = vs.config, vs.settings
-    price, max_cost = s.price, s.max_cost
-    plan = plan_generations(vs, samples, price=price)
-    limit = s.max_calls
-    bills = vs.bills or price is not None
-    if not s.max_calls_given and bills:
-        from ._options import DEFAULT_NETWORK_MAX_CALLS
-        limit = DEFAULT_NETWORK_MAX_CALLS
-    plan = replace(plan, reruns=reruns_note(config, cached=vs.make_cache() is not None),
-                   calls=calls_note(limit, given=s.max_calls_given, bills=bills, network=vs.network))
+    max_cost, limit, note = s.max_cost, _max_calls(vs), ""
+    unique = list({sample.id: sample for sample in samples}.values())
+    plan = Plan(adapter=str(vs.identity or s.model), suite=str(s.suite), samples=len(unique),
+                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=s.price,
+                reruns=reruns_note(config, cached=vs.make_cache() is not None),
+                calls=calls_note(limit, given=s.max_calls_given, bills=vs.bills, network=vs.network))
     if vs.sequential is not None:  # --violin-sequential: the caps end the gate, they refuse no run
-        note, limit, max_cost = note + plan_note(limit, max_cost, config), None, None
+        note, limit, max_cost = plan_note(limit, max_cost, config), None, None
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")

@@ -6,24 +6,18 @@ import itertools
 import threading
 from contextlib import suppress
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ..execution.usage import CallCounter
+from ..redaction import redact_userinfo as redact  # URL passwords and registered secrets masked
 from ..report.text import printable
 from ..results import ResultsStore, SampleResult
 from ._gate import GateState
-from ._items import (
-    RESULT_KEY,
-    BuiltinScope,
-    builtin_scope,
-    dataset_lines,
-    is_violin,
-    load_suite,
-    make_items,
-    official_dataset,
-)
+from ._items import (RESULT_KEY, BuiltinScope, builtin_scope, dataset_lines, is_violin, load_suite, make_items,
+                     official_dataset)
 from ._options import GateSettings, ViolinSettings, resolve_path
 from ._planning import announce_plan
 from ._signals import SessionSignals
@@ -477,13 +471,8 @@ def _is_xdist_controller(config) -> bool:
     if not config.pluginmanager.hasplugin("xdist"):
         return False
     import xdist
-
-    class _Holder:  # what xdist.is_xdist_controller reads of a session or request: .config
-        pass
-
-    holder = _Holder()
-    holder.config = config
-    return bool(xdist.is_xdist_controller(holder))
+    # what xdist.is_xdist_controller reads of a session or request: .config
+    return bool(xdist.is_xdist_controller(SimpleNamespace(config=config)))
 
 
 def _planned_sample(item):
@@ -502,9 +491,3 @@ SESSION_KEY = pytest.StashKey[ViolinSession]()
 def session_of(config) -> ViolinSession:
     """The :class:`ViolinSession` of ``config`` (made by the plugin's ``pytest_configure``)."""
     return config.stash[SESSION_KEY]
-
-
-def redact(text: str, *, loose: bool = False) -> str:
-    """``text`` without URL passwords and with every registered secret replaced."""
-    from ..redaction import redact_userinfo
-    return redact_userinfo(text, loose=loose)
