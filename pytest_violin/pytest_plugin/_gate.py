@@ -18,9 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
 
-#: Passing samples per (task, variation) and process whose generated image is
-#: shown in the HTML report. Every failing sample gets its thumbnails; a
-#: passing one looks like its expected image by definition, so a few examples
+#: Passing samples per (task, variation) and process whose generated image is shown in the HTML report. Every
+#: failing sample gets its thumbnails; a passing one looks like its expected image by definition, so a few examples
 #: per variation show what the model draws without paying for thousands.
 PASSING_THUMBNAILS_PER_VARIATION = 12
 
@@ -128,9 +127,8 @@ class GateState:
                 return
             self.passing_thumbnails[group] = shown + 1
         try:
-            # The ground truth is rendered again only for failures: a passing
-            # sample's difference is near black, and rendering costs more
-            # than everything else the report does (see docs/reports.md).
+            # The ground truth is rendered again only for failures: a passing sample's difference is near black, and
+            # rendering costs more than everything else the report does (see docs/reports.md).
             expected = sample.expected() if not result.passed else None
             # the mask task's source image and mask beside expected and generated
             inputs = getattr(sample, "inputs", ()) if expected is not None else ()
@@ -293,10 +291,9 @@ class GateState:
             meta["stop_reason"] = stop_reason(session)
         if self.settings.baseline is not None:
             meta["baseline"] = self._label()
-        # what the run cost: generations made (cache hits apart) and, with --violin-price, their
-        # estimated cost; not in the baseline (a re-run from the cache costs nothing and must give
-        # the same baseline); counted: the calls made, where they were made (reruns, -x, repeats,
-        # fixtures)
+        # what the run cost: generations made (cache hits apart) and, with --violin-price, their estimated cost; not
+        # in the baseline (a re-run from the cache costs nothing and must give the same baseline); counted: the
+        # calls made, where they were made (reruns, -x, repeats, fixtures)
         meta.update(run_usage(results, price=vs.settings.price, counted=vs.usage.snapshot()))
         kwargs = {"metadata": meta, "comparison": self.comparison, "aggregates": current["aggregates"]}
         written: list = []

@@ -66,9 +66,8 @@ class ViolinItem(pytest.Item):
             pytest.skip(f"not generated: {printable(generation.fault)}")
         stop = runner.unreachable or runner.setup_stop
         if stop is not None and not self.session.shouldstop:
-            # pytest stops after this item; thousands of identical failures would
-            # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint";
-            # the same for the first samples all ending in one setup error)
+            # pytest stops after this item; thousands of identical failures would cost minutes and say nothing more
+            # (see docs/plugin.md, "A dead endpoint"; the same for the first samples all ending in one setup error)
             self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
         if generation.fault is not None:
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,

@@ -319,9 +319,8 @@ def _decided(used, total) -> str:
 
 def skip_text(run: SequentialRun, sample_id: str) -> str | None:
     """Why ``sample_id`` is not needed, or None while it is."""
-    # a sample outside the population (not in the baseline, redefined, an error there) is no
-    # part of the gate's decision but is still a test of the run: it runs (last) and its limits
-    # judge it, as in the ordinary gate
+    # a sample outside the population (not in the baseline, redefined, an error there) is no part of the gate's
+    # decision but is still a test of the run: it runs (last) and its limits judge it, as in the ordinary gate
     if sample_id in run.outside:
         return None
     if run.worker:

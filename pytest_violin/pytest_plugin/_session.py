@@ -315,7 +315,7 @@ class ViolinSession:
         if self.sequential is not None:
             self.sequential.start(item.violin_sample.id for item in session.items if is_violin(item))
         if not self.config.option.collectonly:
-            announce_plan(self, [s for s in map(_planned_sample, session.items) if s is not None])
+            announce_plan(self, _planned_samples(session.items))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -369,9 +369,7 @@ class ViolinSession:
         worker's report): the gate decides, and its verdict is the test ``violin::gate``."""
         config = session.config
         if not self.is_worker and not config.option.collectonly:
-            samples = [s for s in map(_planned_sample, session.items) if s is not None]
-            if samples:
-                self.get_runner().plan(samples)
+            self._plan(session.items)
         result = yield  # an exception in the loop propagates: no verdict then
         if (self.gate.baseline_doc is None or self.is_worker or config.option.collectonly
                 or session.shouldstop or session.shouldfail or not len(self.store)):
@@ -394,10 +392,14 @@ class ViolinSession:
                 with queue.lock() as pending:
                     head = list(itertools.islice(pending, 2 * self.settings.concurrency + 2))
                 window.extend(items[i] for i in head if isinstance(i, int) and 0 <= i < len(items))
-        samples = [s for s in map(_planned_sample, (w for w in window if w is not None)) if s is not None]
+        self._plan(w for w in window if w is not None)
+        return None
+
+    def _plan(self, items) -> None:
+        """Tell the runner which samples come next (it prefetches them)."""
+        samples = _planned_samples(items)
         if samples:
             self.get_runner().plan(samples)
-        return None
 
     def _worker_queue(self):
         if self._interactor is None:
@@ -475,14 +477,17 @@ def _is_xdist_controller(config) -> bool:
     return bool(xdist.is_xdist_controller(SimpleNamespace(config=config)))
 
 
-def _planned_sample(item):
-    sample = getattr(item, "violin_sample", None)
-    if sample is not None:
-        return sample
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
-        return callspec.params.get("violin_sample")
-    return None
+def _planned_samples(items) -> list:
+    """The samples of ``items``: built-in items', and those of tests that generate one with a fixture."""
+    samples = []
+    for item in items:
+        sample = getattr(item, "violin_sample", None)
+        callspec = getattr(item, "callspec", None)
+        if sample is None and callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
+            sample = callspec.params.get("violin_sample")
+        if sample is not None:
+            samples.append(sample)
+    return samples
 
 
 SESSION_KEY = pytest.StashKey[ViolinSession]()

@@ -54,10 +54,9 @@ class SessionSignals:
 
     # -- called by the session's hooks (this config's only) -----------------
     def keyboard_interrupt(self, excinfo) -> None:
-        # pytest calls this on the config whose session was interrupted: a
-        # KeyboardInterrupt that did not come through our handler (raised by a
-        # test, an inner pytester session, a handler of someone else) counts as
-        # the first interrupt too
+        # pytest calls this on the config whose session was interrupted: a KeyboardInterrupt that did not come
+        # through our handler (raised by a test, an inner pytester session, a handler of someone else) counts as the
+        # first interrupt too
         session = self.session
         if (type(excinfo.value) is not KeyboardInterrupt and str(excinfo.value) and session is not None
                 and not session.shouldstop and not self._signalled):
@@ -89,9 +88,8 @@ class SessionSignals:
     def unconfigure(self) -> None:
         self.close()
         if self.worker and self.count and self._watcher is not None:
-            # an interrupted worker has sent what it had (workerfinished, in its
-            # sessionfinish): nothing is left for it to do, and its controller
-            # waits for the process to end; skip the interpreter's finalization
+            # an interrupted worker has sent what it had (workerfinished, in its sessionfinish): nothing is left for
+            # it to do, and its controller waits for the process to end; skip the interpreter's finalization
             _say("", flush_only=True)
             os._exit(int(pytest.ExitCode.INTERRUPTED))
 
