@@ -252,8 +252,15 @@ class Option:
 
     @property
     def dest(self) -> str:
-        """The argparse destination, also the ini key of a single-valued option."""
         return f"violin_{self.name}"
+
+    @property
+    def ini(self) -> str:
+        return _LIST_INI.get(self.name, self.dest)
+
+
+#: ini keys of the repeatable options (plural, as they hold a list).
+_LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
 
 
 def _rate(value) -> str:
@@ -391,20 +398,11 @@ def adapter_option_names() -> tuple[str, ...]:
     return tuple(o.name for o in OPTIONS if o.adapter)
 
 
-#: ini keys of the repeatable options (plural, as they hold a list).
-_LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
-
-
-def ini_key(option: Option) -> str:
-    """The ini key of ``option``."""
-    return _LIST_INI.get(option.name, option.dest)
-
-
 def add_options(parser) -> None:
     """Declare every option of :data:`OPTIONS` and its ini key with pytest."""
     group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
     for opt in OPTIONS:
-        key = ini_key(opt)
+        key = opt.ini
         if opt.kind == "flag":
             group.addoption(opt.flag, dest=opt.dest, action="store_true", default=None,
                             help=f"{opt.help} [ini: {key}]")
@@ -429,7 +427,7 @@ def option(name: str) -> Option:
 
 def _from_ini(config, opt: Option):
     try:
-        raw = config.getini(ini_key(opt))
+        raw = config.getini(opt.ini)
     except ValueError:  # an ini key no plugin declared (the plugin is being unloaded)
         return None
     if raw is None or (isinstance(raw, str) and not raw.strip()) or (isinstance(raw, list) and not raw
@@ -442,7 +440,7 @@ def _convert_ini(opt: Option, raw):
     try:
         return opt.convert(raw)
     except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini key {ini_key(opt)}: {exc}") from None
+        raise pytest.UsageError(f"ini key {opt.ini}: {exc}") from None
 
 
 def read_option(config, name: str) -> tuple[Any, bool]:

@@ -149,7 +149,7 @@ def cached_repeats(state, samples) -> dict:
     s = state.settings
     samples = list(samples)
     # the sequential gate's order and the plan line both ask, before anything is generated: the
-    # answers are kept until the runner starts (ViolinState.get_runner ends the memo)
+    # answers are kept until the runner starts (ViolinSession.get_runner ends the memo)
     memo = getattr(state, "cache_lookups", None)
     todo = [sample for sample in samples if memo is None or sample.id not in memo]
     cache = state.make_cache() if todo else None
