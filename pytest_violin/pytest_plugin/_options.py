@@ -393,6 +393,7 @@ OPTIONS: tuple[Option, ...] = (
            path=True, metavar="DIR", gate=True),
 )
 
+
 def adapter_option_names() -> tuple[str, ...]:
     """Names of the options passed to the adapters in ``AdapterOptions.extra``."""
     return tuple(o.name for o in OPTIONS if o.adapter)

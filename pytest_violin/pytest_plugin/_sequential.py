@@ -264,7 +264,6 @@ class SequentialRun:
         if getattr(option, "dist", "load") == "load" and getattr(option, "maxschedchunk", 0) is None:
             option.maxschedchunk = 1
 
-
     def _publish(self) -> None:
         gate = self.gate
         if gate is None:

@@ -129,7 +129,6 @@ class ViolinSession:
         if self.runner is None:
             from ..execution.runner import Runner
             self.cache_lookups = None  # generations fill the cache from here on
-
             s = self.settings
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
@@ -148,10 +147,8 @@ class ViolinSession:
         root = s.cache_dir
         if root is None:
             cache = getattr(self.config, "cache", None)
-            if cache is not None:
-                root = Path(cache.mkdir("violin-images"))
-            else:
-                root = Path(self.config.rootpath) / ".pytest_cache" / "violin-images"
+            root = (Path(cache.mkdir("violin-images")) if cache is not None
+                    else Path(self.config.rootpath) / ".pytest_cache" / "violin-images")
         return ImageCache(root)
 
     def load(self, tasks=None, limit=None):
@@ -171,8 +168,7 @@ class ViolinSession:
     def use_profile_reader(self) -> None:
         """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``)."""
         from ..imaging import set_reader
-        reader = "opencv" if self.settings.profile == "violin" else "pillow"
-        previous = set_reader(reader)
+        previous = set_reader("opencv" if self.settings.profile == "violin" else "pillow")
         if self.previous_reader is None:
             self.previous_reader = previous
 
@@ -193,7 +189,6 @@ class ViolinSession:
             if callable(close):
                 with suppress(Exception):
                     close()
-
 
     # ----------------------------------------------------------------------- set-up (a model run)
     def start(self) -> None:
