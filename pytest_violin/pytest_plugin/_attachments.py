@@ -1,28 +1,4 @@
-"""Images of failing ``violin::`` items in the reports of pytest-html and Allure.
-
-Registered by :mod:`pytest_violin.pytest_plugin.plugin` only when a model is
-configured and one of those plugins is active in this run (pytest-html:
-``--html=PATH``; allure-pytest: ``--alluredir=DIR``); neither is imported
-otherwise. In the process that ran the item (an xdist worker too), a failing
-sample's images are encoded as PNG when it is scored (expected, generated,
-difference heat map, and the source image and mask for the mask task;
-expected only when the model gave no image; PNG for flat images, JPEG at
-quality 90 for photographs and noise), and attached to the item's ``call``
-report through the plugins' public APIs:
-
-* pytest-html: ``pytest_html.extras.png`` entries appended to
-  ``report.extras`` (they travel with the report to the xdist controller,
-  which writes the HTML; ``--self-contained-html`` embeds them as data URIs);
-* Allure: ``allure.attach(data, name=..., attachment_type=allure.attachment_type.PNG)``
-  (or ``JPG``) while the test is still open (its ``call`` report is being made).
-
-Errors (``ERROR at setup``: not the model's failure) and passing items get
-nothing. An image is attached at the sample's own size, capped at
-:data:`MAX_SIDE` pixels on its longest side, and each process attaches at
-most :data:`ATTACHMENT_BUDGET` bytes (a self-contained pytest-html report of
-thousands of failing samples would otherwise reach gigabytes); failing items
-past the budget get a one-line text note instead (pytest-html) or nothing.
-"""
+"""Images of failing ``violin::`` items in the reports of pytest-html and Allure."""
 
 from __future__ import annotations
 
@@ -127,21 +103,18 @@ class ViolinAttachments:
             self.left_out += 1
             if self.html:
                 from pytest_html import extras
-
                 report.extras = [*getattr(report, "extras", []), extras.text(
                     f"images left out: this process already attached {ATTACHMENT_BUDGET:,} bytes "
                     f"of images (pytest-violin's attachment budget)", "violin images")]
             return
         if self.html:
             from pytest_html import extras
-
             report.extras = [*getattr(report, "extras", []),
                              *((extras.png if mime == "image/png" else extras.jpg)(
                                  base64.b64encode(data).decode("ascii"), name)
                                for name, data, mime in pictures)]
         if self.allure:
             import allure
-
             for name, data, mime in pictures:
                 kind = allure.attachment_type.PNG if mime == "image/png" else allure.attachment_type.JPG
                 allure.attach(data, name=name, attachment_type=kind)

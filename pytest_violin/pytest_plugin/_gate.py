@@ -1,13 +1,4 @@
-"""The regression gate, the baseline and the report files of one run: a part of the session.
-
-:class:`GateState` holds what the gate learns during a session; the session
-(:class:`~._session.ViolinSession`) calls its methods from its hooks. The
-decision itself is :func:`pytest_violin.gating.decide.decide` (pure, no
-pytest); the files are written by :mod:`pytest_violin.report`. With a baseline,
-a sample over its limits is an xfail when the baseline holds it (a *known*
-failure: over its limits there too; a *new* one: within them there), and the
-run fails only through the gate's own test, ``violin::gate``.
-"""
+"""The regression gate, the baseline and the report files of one run: a part of the session."""
 
 from __future__ import annotations
 
@@ -27,9 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
 
-#: Passing samples per (task, variation) and process whose generated image is
-#: shown in the HTML report. Every failing sample gets its thumbnails; a
-#: passing one looks like its expected image by definition, so a few examples
+#: Passing samples per (task, variation) and process whose generated image is shown in the HTML report. Every
+#: failing sample gets its thumbnails; a passing one looks like its expected image by definition, so a few examples
 #: per variation show what the model draws without paying for thousands.
 PASSING_THUMBNAILS_PER_VARIATION = 12
 
@@ -73,7 +63,6 @@ class GateState:
         if settings.baseline is not None and worker is None:
             from ..errors import BaselineError
             from ..gating import read_baseline
-
             try:
                 state.baseline_doc = read_baseline(settings.baseline)
             except BaselineError as exc:
@@ -89,7 +78,6 @@ class GateState:
     def index_of(doc) -> dict:
         """Sample id -> ``(outcome, definition, mean)`` of a baseline document."""
         from ..results import sample_value
-
         return {str(r["id"]): (str(r.get("outcome")), r.get("definition"),
                                float(sample_value(r.get("metrics") or {})))
                 for r in doc.get("samples") or ()}
@@ -98,7 +86,6 @@ class GateState:
         """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
         from ..compare.runs import load_run
         from ..errors import ViolinError
-
         for spec in self.settings.compare:
             if spec == "paper":
                 self.compare_paper = True
@@ -127,14 +114,12 @@ class GateState:
         if not self.active:
             return
         from ..gating.records import sample_definition
-
         result.definition = sample_definition(sample)
         if vs.is_worker and vs.identity:
             result.adapter = vs.identity
         if self.settings.report is None:
             return
         from ..report.thumbnails import make_thumbnails
-
         if result.passed:
             group = (sample.task, getattr(sample, "variation", None))
             shown = self.passing_thumbnails.get(group, 0)
@@ -142,9 +127,8 @@ class GateState:
                 return
             self.passing_thumbnails[group] = shown + 1
         try:
-            # The ground truth is rendered again only for failures: a passing
-            # sample's difference is near black, and rendering costs more
-            # than everything else the report does (see docs/reports.md).
+            # The ground truth is rendered again only for failures: a passing sample's difference is near black, and
+            # rendering costs more than everything else the report does (see docs/reports.md).
             expected = sample.expected() if not result.passed else None
             # the mask task's source image and mask beside expected and generated
             inputs = getattr(sample, "inputs", ()) if expected is not None else ()
@@ -154,17 +138,11 @@ class GateState:
             result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
 
     def known_failure(self, sample_id: str, definition, mean) -> str | None:
-        """What a sample over its limits is against the baseline, or None when it is no known or
-        new failure (no baseline, not in it, redefined, or an error there): then it fails.
-
-        ``known failure``: over its limits in the baseline too; ``new failure``: within them
-        there. Either is a pytest xfail: the run fails only when the gate shows the model got worse.
-        """
+        """``known failure`` or ``new failure`` text of a sample over its limits; None: it fails."""
         entry = None if not self.baseline_index else self.baseline_index.get(str(sample_id))
         if entry is None:
             return None
         from ..results import Outcome
-
         outcome, old_definition, old_mean = entry
         outcome = Outcome(outcome)
         if not outcome.judged or (definition and old_definition and definition != old_definition):
@@ -178,18 +156,12 @@ class GateState:
 
     # ----------------------------------------------------------------------- session end (controller)
     def decide(self, vs) -> tuple:
-        """Make this run's comparison (once): ``(results, current)``, :attr:`verdict` set.
-
-        Called at the end of the test loop, so that the gate's verdict is a test report of its own
-        (:meth:`report_gate`), and again at the session's end (a no-op then, unless the loop was
-        interrupted before it).
-        """
+        """Make this run's comparison (once): ``(results, current)``, :attr:`verdict` set."""
         if self.decided:
             return self.decided
         from ..gating import build_baseline
         from ..gating.decide import GateLimits, decide
         from ..report.json_report import records_of
-
         results = records_of(vs.store.results)  # plain dicts, converted once for every writer
         meta = vs.run_metadata()
         extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
@@ -227,14 +199,12 @@ class GateState:
         from ..compare.model import Run
         from ..compare.table import build
         from ..errors import ViolinError
-
         meta = dict(current["metadata"])
         this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
                    metadata=meta, records={str(r["sample_id"]): r for r in results})
         paper = ()
         if self.compare_paper:
             from ..compare.paper import published_rows
-
             paper = published_rows()
         try:
             self.runs_comparison = build([this, *self.compare_runs], paper=paper)
@@ -246,7 +216,6 @@ class GateState:
         and a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
-
         comparison = self.comparison
         lines = sequential_lines(self.sequential) + comparison_lines(comparison)
         text = printable("\n".join(line for line, _ in lines))
@@ -283,7 +252,6 @@ class GateState:
     def _save_baseline(self, session, results, current) -> None:
         from ..errors import BaselineError
         from ..gating import write_baseline
-
         path = self.settings.save_baseline
         if self.interrupted:
             self.messages.append(f"baseline NOT written to {path}: the run was interrupted "
@@ -316,7 +284,6 @@ class GateState:
         )
         from ..report.markdown import write_summary
         from ._signals import stop_reason
-
         folder = self.settings.report
         meta = dict(current["metadata"])
         meta["interrupted"] = self.interrupted
@@ -324,10 +291,9 @@ class GateState:
             meta["stop_reason"] = stop_reason(session)
         if self.settings.baseline is not None:
             meta["baseline"] = self._label()
-        # what the run cost: generations made (cache hits apart) and, with --violin-price, their
-        # estimated cost; not in the baseline (a re-run from the cache costs nothing and must give
-        # the same baseline); counted: the calls made, where they were made (reruns, -x, repeats,
-        # fixtures)
+        # what the run cost: generations made (cache hits apart) and, with --violin-price, their estimated cost; not
+        # in the baseline (a re-run from the cache costs nothing and must give the same baseline); counted: the
+        # calls made, where they were made (reruns, -x, repeats, fixtures)
         meta.update(run_usage(results, price=vs.settings.price, counted=vs.usage.snapshot()))
         kwargs = {"metadata": meta, "comparison": self.comparison, "aggregates": current["aggregates"]}
         written: list = []
@@ -352,7 +318,6 @@ class GateState:
         """The ``violin comparison`` and ``violin regression gate`` sections (controller)."""
         if self.runs_comparison is not None:
             from ..compare.formats import render
-
             terminalreporter.section("violin comparison")
             for line in render(self.runs_comparison, "terminal").splitlines():
                 terminalreporter.write_line(line)
@@ -361,7 +326,6 @@ class GateState:
             return
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
-
         terminalreporter.section("violin regression gate" if comparison is not None else "violin reports")
         if self.gate_failed and config.option.tbstyle != "no":
             # the verdict and its table are the failure of violin::gate, shown above
@@ -376,12 +340,7 @@ class GateState:
 
 
 def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
-    """Remove the earlier run's report files this run did not replace; say what happened.
-
-    Every file is written atomically, so each is whole, but a folder holding
-    this run's results.json beside the last run's report.html (or only the last
-    run's files) would pass for this run's reports.
-    """
+    """Remove the earlier run's report files this run did not replace; say what happened."""
     names = ("results.json", thumbnails_file, "summary.md", "report.html")
     missing = [n for n in names if n not in written]
     removed, kept = [], []

@@ -1,14 +1,4 @@
-"""The built-in Violin samples: which of them run, and as pytest items.
-
-:func:`builtin_scope` decides whether the run collects them (paths narrow a
-run, as in pytest), :func:`load_suite` loads the configured selection, and
-:func:`official_dataset` says what the official data is.
-
-One :class:`ViolinItem` per sample, under one :class:`ViolinSuite`
-collector whose node id is ``violin``; item node ids are
-``violin::<sample id>`` (e.g. ``violin::color/v1/pink/t03``), so ``-k``,
-``--deselect``, ``--lf`` and the usual reporting work.
-"""
+"""The built-in Violin samples: which of them run, and as pytest items."""
 
 from __future__ import annotations
 
@@ -43,19 +33,7 @@ RESULT_KEY = pytest.StashKey[tuple]()
 
 
 class ViolinItem(pytest.Item):
-    """One Violin sample as a test.
-
-    ``setup`` asks the session's runner for the sample's images and scores
-    them; ``runtest`` fails with a metric table when a metric is over its
-    limit, unless a baseline is given and holds the sample: then it is an
-    xfail, a known failure (over its limits there too) or a new one (within
-    them there), and the gate (``violin::gate``) decides whether the model
-    got worse. Anything that keeps a sample from being judged (an unexpected
-    exception while generating or scoring it: a bug, a broken expected image,
-    a full disk) is raised in ``setup``, so pytest reports the item as an
-    *error*, with one line naming the exception, and the result's outcome is
-    ``"error"``: never the model's failure, never a score.
-    """
+    """One Violin sample as a test."""
 
     def __init__(self, *, sample, index: int, violin_session, **kwargs):
         super().__init__(**kwargs)
@@ -88,9 +66,8 @@ class ViolinItem(pytest.Item):
             pytest.skip(f"not generated: {printable(generation.fault)}")
         stop = runner.unreachable or runner.setup_stop
         if stop is not None and not self.session.shouldstop:
-            # pytest stops after this item; thousands of identical failures would
-            # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint";
-            # the same for the first samples all ending in one setup error)
+            # pytest stops after this item; thousands of identical failures would cost minutes and say nothing more
+            # (see docs/plugin.md, "A dead endpoint"; the same for the first samples all ending in one setup error)
             self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
         if generation.fault is not None:
             result, images = error_result(sample, generation, state.settings, index=self.violin_index,
@@ -101,7 +78,6 @@ class ViolinItem(pytest.Item):
                                                   index=self.violin_index)
             except Exception as exc:  # a broken expected image or spec: not the model's fault
                 from ..execution.runner import exception_line
-
                 result, images = error_result(sample, generation, state.settings, index=self.violin_index,
                                               reason=f"error while scoring: {exception_line(exc)}"), []
         del generation
@@ -169,18 +145,7 @@ def make_items(session, vs) -> list[ViolinItem]:
 
 
 class BuiltinScope(NamedTuple):
-    """Whether this run collects the built-in ``violin::`` items, and which.
-
-    Attributes
-    ----------
-    collect : bool
-        Collect the built-in selection.
-    ids : frozenset of str or None
-        Only these sample ids (``""``: all of them), from ``violin`` /
-        ``violin::ID`` arguments; None when none was given.
-    reason : str
-        Why, for the terminal header.
-    """
+    """Whether this run collects the built-in ``violin::`` items, and which."""
 
     collect: bool
     ids: frozenset | None
@@ -192,16 +157,7 @@ _SELECTING_OPTIONS = ("--violin-suite", "--violin-tasks", "--violin-limit")
 
 
 def builtin_scope(config) -> BuiltinScope:
-    """Decide whether the built-in items run, following pytest's rule that paths narrow a run.
-
-    They run when the command line names no file or directory (or only the
-    rootdir or the ini ``testpaths``), when it gives ``--violin-suite``,
-    ``--violin-tasks`` or ``--violin-limit`` itself (ini values choose *which*
-    items, never *whether*), or when it names ``violin`` / ``violin::ID``.
-    ``violin`` arguments are taken out of ``config.args``, so pytest does not
-    look for a file of that name. Workers of pytest-xdist receive the same
-    command line and reach the same decision.
-    """
+    """Decide whether the built-in items run, following pytest's rule that paths narrow a run."""
     given = [str(a) for a in config.invocation_params.args]
     asked = any(a == opt or a.startswith(opt + "=") for a in given for opt in _SELECTING_OPTIONS)
     ids = None
@@ -235,7 +191,6 @@ def load_suite(settings, tasks, limit, config):
     from ..errors import SuiteError
     from ..suite import SUITES
     from ..suite import load_suite as load
-
     name = settings.suite
     target = name
     candidate = resolve_path(config, name, from_ini=settings.suite_from_ini)
@@ -256,20 +211,14 @@ def load_suite(settings, tasks, limit, config):
 
 
 def official_dataset(state) -> dict | None:
-    """What the run's official data is (``load_suite(...).dataset``), or None for other suites.
-
-    Read from the loaded samples, else (the xdist controller collects
-    nothing) from a load of the whole suite, which reads its cached index.
-    """
+    """What the run's official data is (``load_suite(...).dataset``), or None for other suites."""
     from ..suite import SUITES
-
     if state is None or state.settings.suite in SUITES:
         return None
     found = getattr(state.samples, "dataset", None)
     if found:
         return found
     from ..suite.official import is_official_source
-
     name = state.settings.suite
     if not (name.startswith("hf:") or is_official_source(
             resolve_path(state.config, name, from_ini=state.settings.suite_from_ini))):
@@ -286,5 +235,4 @@ def dataset_lines(state) -> list:
     if not dataset:
         return []
     from ..suite.official import describe_dataset
-
     return [f"violin: {text}" for text in describe_dataset(dataset)]

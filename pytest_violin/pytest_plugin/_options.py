@@ -1,24 +1,4 @@
-"""Every ``--violin-*`` option and ini key, declared once, and the settings derived from them.
-
-:data:`OPTIONS` is the one table: each :class:`Option` names the option, its
-ini key, the converter that turns a string into a value (raising
-:class:`argparse.ArgumentTypeError` with the accepted forms, never echoing
-a secret, the value cut at :data:`MAX_ECHOED` characters), the default and the
-help text. :func:`add_options` declares them with pytest (``type=``
-converters, as pytest-xdist does, so a bad command-line value is a pytest
-usage error, exit 4); :func:`read_option` reads one back, the command line
-winning over the ini file, with ini values going through the same converter
-(a bad one names its key). :class:`ViolinSettings` and :class:`GateSettings`
-are frozen dataclasses made from the table (one field per option, its
-default); :func:`parse_settings` and :func:`parse_gate_settings` fill them and
-check what needs the file system (a directory that is a file, a template that
-does not exist). Every bad value raises ``pytest.UsageError`` naming the value
-and the accepted forms.
-
-Relative paths are resolved by :func:`resolve_path`: against the directory
-pytest was started in for a command-line value, against the ini file's
-directory for an ini value.
-"""
+"""Every ``--violin-*`` option and ini key, declared once, and the settings derived from them."""
 
 from __future__ import annotations
 
@@ -56,14 +36,8 @@ def cut(text: str, limit: int = MAX_ECHOED) -> str:
 
 
 def bounded_messages(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED`
-    characters of the value (a 100,000-character value is cut, not printed whole).
-
-    The message is already redacted by the converter (a header's value is
-    masked); the value as given, its stripped form and their reprs are cut
-    where they occur in it, and a message still over :data:`MAX_MESSAGE`
-    characters (a value echoed in another form) keeps its start and its
-    ``accepted: ...`` end.
+    """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED` characters of the value (a
+    100,000-character value is cut, not printed whole).
     """
     if getattr(convert, "_bounded", False):
         return convert
@@ -177,7 +151,6 @@ def threshold(value) -> str:
     """One ``TASK.METRIC=VALUE`` override, checked for syntax (names are checked against the suite)."""
     from ..errors import ThresholdError
     from ..thresholds import parse_thresholds
-
     text = str(value)
     try:
         parse_thresholds([text], None)
@@ -187,12 +160,7 @@ def threshold(value) -> str:
 
 
 def _mask_header(text: str) -> str:
-    """A malformed header as it may be shown: its name at most, never a value.
-
-    ``'Authorization Bearer s3cr3t'`` (no colon) shows as
-    ``'Authorization ***'``; a lone word that is not a plausible header name
-    (it may be the token itself) shows as ``'***'``.
-    """
+    """A malformed header as it may be shown: its name at most, never a value."""
     name, sep, value = text.partition(":")
     if sep:
         return f"{name}:***" if value.strip() else text
@@ -259,45 +227,19 @@ DEFAULT_NETWORK_MAX_CALLS = 2000
 
 @dataclass(frozen=True)
 class Option:
-    """One ``--violin-*`` option and its ini key.
+    """One ``--violin-*`` option and its ini key."""
 
-    Attributes
-    ----------
-    name : str
-        ``limit`` for ``--violin-limit`` / ini ``violin_limit``.
-    convert : callable
-        String (or ini list) -> value; raises ``ArgumentTypeError``.
-    default : object
-        The value when neither the command line nor the ini file gives one.
-    help : str
-        Help text.
-    kind : str
-        ``value`` (one value), ``list`` (repeatable; an ini line list) or
-        ``flag`` (``store_true``; an ini boolean).
-    path : bool
-        The value is a path (resolved by :func:`resolve_path`).
-    adapter : bool
-        The value is for the model adapters: it reaches them as
-        ``AdapterOptions.extra[name]`` (None when not given), not in the settings.
-    ini_type : str
-        pytest's ini type for the key (``args`` accepts a TOML list).
-    gate : bool
-        A field of :class:`GateSettings` (else of :class:`ViolinSettings`).
-    attr : str
-        The settings' field (default: ``name``).
-    """
-
-    name: str
-    convert: Callable[[Any], Any]
+    name: str  # ``limit`` for ``--violin-limit`` / ini ``violin_limit``
+    convert: Callable[[Any], Any]  # string (or ini list) -> value; raises ``ArgumentTypeError``
     default: Any
     help: str
-    kind: str = "value"
-    path: bool = False
-    ini_type: str = "string"
+    kind: str = "value"  # ``value``, ``list`` (repeatable; an ini line list) or ``flag`` (an ini boolean)
+    path: bool = False  # resolved by :func:`resolve_path`
+    ini_type: str = "string"  # pytest's ini type (``args`` accepts a TOML list)
     metavar: str | None = None
-    adapter: bool = False
-    gate: bool = False
-    attr: str = ""
+    adapter: bool = False  # reaches the adapters as ``AdapterOptions.extra[name]``, not the settings
+    gate: bool = False  # a field of :class:`GateSettings` (else of :class:`ViolinSettings`)
+    attr: str = ""  # the settings' field (default: ``name``)
 
     def __post_init__(self):
         # the one place every converter's message is bounded (command line and ini alike)
@@ -309,28 +251,27 @@ class Option:
         return f"--violin-{self.name.replace('_', '-')}"
 
     @property
-    def ini(self) -> str:
+    def dest(self) -> str:
         return f"violin_{self.name}"
 
     @property
-    def dest(self) -> str:
-        return f"violin_{self.name}"
+    def ini(self) -> str:
+        return _LIST_INI.get(self.name, self.dest)
+
+
+#: ini keys of the repeatable options (plural, as they hold a list).
+_LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
 
 
 def _rate(value) -> str:
     """``N/s`` or ``N/min`` (checked here; the HTTP client reads it)."""
     from ..errors import ModelSpecError
     from ..models._transport.bounds import parse_rate
-
     try:
         parse_rate(_text(value))
     except ModelSpecError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return _text(value)
-
-
-def _path_text(value) -> str:
-    return nonempty(value)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -342,7 +283,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("suite", nonempty, "violin",
            "suite name (violin, violin-absolute, violin-extra, violin-probes) or manifest path "
            "(default: violin)", metavar="NAME_OR_PATH"),
-    Option("metadata", _path_text, None,
+    Option("metadata", nonempty, None,
            "the official Violin data's folder of metadata CSVs (prompts by id; default: "
            "metadata/ beside the parquet or the converted folder)", path=True, metavar="DIR"),
     Option("tasks", task_list, None,
@@ -355,7 +296,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="K"),
     Option("pass_rule", choice(PASS_RULES), "mean",
            "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
-    Option("save_outputs", _path_text, None, "write every generated image as DIR/<sample id>.png",
+    Option("save_outputs", nonempty, None, "write every generated image as DIR/<sample id>.png",
            path=True, metavar="DIR"),
     Option("concurrency", integer(1, MAX_CONCURRENCY), 4,
            f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
@@ -365,11 +306,11 @@ OPTIONS: tuple[Option, ...] = (
            metavar="S"),
     Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
            metavar="N"),
-    Option("request_template", _path_text, None, "JSON body template FILE for the http adapter",
+    Option("request_template", nonempty, None, "JSON body template FILE for the http adapter",
            path=True, metavar="FILE"),
     Option("response_path", nonempty, None, "where the image is in a JSON response, e.g. data.0.b64_json",
            metavar="PATH"),
-    Option("cache_dir", _path_text, None, "image cache directory (default: pytest cache dir/violin-images)",
+    Option("cache_dir", nonempty, None, "image cache directory (default: pytest cache dir/violin-images)",
            path=True, metavar="DIR"),
     Option("no_cache", boolean, False, "do not read or write the image cache", kind="flag"),
     Option("max_calls", calls_limit, None,
@@ -405,10 +346,10 @@ OPTIONS: tuple[Option, ...] = (
            "cap request starts at N/s or N/min, shared by the threads of a process (with -n W, "
            "each worker has its own cap: give RATE/W)", metavar="RATE", adapter=True),
     # comfyui, replicate:
-    Option("workflow", _path_text, None,
+    Option("workflow", nonempty, None,
            "ComfyUI workflow FILE (API format) with placeholders {prompt}, {seed}, {width}, {height}, "
            "{image}, {mask} for the comfyui adapter", path=True, adapter=True, metavar="FILE"),
-    Option("replicate_input", _path_text, None,
+    Option("replicate_input", nonempty, None,
            "JSON FILE of the replicate adapter's input object, with --violin-request-template "
            "placeholders ({images[N]} is a data URI)", path=True, adapter=True, metavar="FILE"),
     # money:
@@ -419,14 +360,14 @@ OPTIONS: tuple[Option, ...] = (
            "refuse to start when the estimated cost of the uncached generations (--violin-price) "
            "exceeds USD", metavar="USD"),
     # compare this run with others (and the paper's rows)
-    Option("compare", _path_text, (),
+    Option("compare", nonempty, (),
            "print this run side by side with RUN (a --violin-report folder or results.json, or a "
            "baseline file; 'paper' for the paper's published rows) after the summary, and add it to "
            "summary.md and report.html (repeatable)", kind="list", metavar="RUN", gate=True),
     # the regression gate and reports
-    Option("save_baseline", _path_text, None, "write a baseline of this run to PATH (JSON)", path=True,
+    Option("save_baseline", nonempty, None, "write a baseline of this run to PATH (JSON)", path=True,
            metavar="PATH", gate=True),
-    Option("baseline", _path_text, None,
+    Option("baseline", nonempty, None,
            "compare this run with the baseline at PATH; credible regressions fail the session",
            path=True, metavar="PATH", gate=True),
     Option("max_regression", number(0.0, 1.0, low_open=False, what="a number"), DEFAULT_MAX_REGRESSION,
@@ -448,29 +389,21 @@ OPTIONS: tuple[Option, ...] = (
            "the gate's error rate over all its groups and statistics together: the chance of failing a "
            "model that did not get worse, and (sequential) of passing one that did "
            f"(default {DEFAULT_ALPHA})", metavar="ALPHA", gate=True),
-    Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
+    Option("report", nonempty, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR", gate=True),
 )
+
 
 def adapter_option_names() -> tuple[str, ...]:
     """Names of the options passed to the adapters in ``AdapterOptions.extra``."""
     return tuple(o.name for o in OPTIONS if o.adapter)
 
 
-#: ini keys of the repeatable options (plural, as they hold a list).
-_LIST_INI = {"threshold": "violin_thresholds", "header": "violin_headers"}
-
-
-def ini_key(option: Option) -> str:
-    """The ini key of ``option``."""
-    return _LIST_INI.get(option.name, option.ini)
-
-
 def add_options(parser) -> None:
     """Declare every option of :data:`OPTIONS` and its ini key with pytest."""
     group = parser.getgroup("violin", "pytest-violin: visual obedience benchmark")
     for opt in OPTIONS:
-        key = ini_key(opt)
+        key = opt.ini
         if opt.kind == "flag":
             group.addoption(opt.flag, dest=opt.dest, action="store_true", default=None,
                             help=f"{opt.help} [ini: {key}]")
@@ -495,7 +428,7 @@ def option(name: str) -> Option:
 
 def _from_ini(config, opt: Option):
     try:
-        raw = config.getini(ini_key(opt))
+        raw = config.getini(opt.ini)
     except ValueError:  # an ini key no plugin declared (the plugin is being unloaded)
         return None
     if raw is None or (isinstance(raw, str) and not raw.strip()) or (isinstance(raw, list) and not raw
@@ -508,17 +441,11 @@ def _convert_ini(opt: Option, raw):
     try:
         return opt.convert(raw)
     except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini key {ini_key(opt)}: {exc}") from None
+        raise pytest.UsageError(f"ini key {opt.ini}: {exc}") from None
 
 
 def read_option(config, name: str) -> tuple[Any, bool]:
-    """The value of option ``name`` and whether it came from the ini file.
-
-    The command line wins; an ini value goes through the option's converter
-    (a bad one is a :class:`pytest.UsageError` naming the ini key); a
-    repeatable option is the ini lines followed by the command-line values.
-    Path options are returned resolved (see :func:`resolve_path`).
-    """
+    """The value of option ``name`` and whether it came from the ini file."""
     opt = option(name)
     cli = config.getoption(opt.dest, default=None)
     if opt.kind == "list":
@@ -544,7 +471,6 @@ def _check_path(opt: Option, path: Path) -> None:
     """A path the file system refuses to look at (a name too long, no permission on a folder
     above it) is a usage error now, not an ``OSError`` from the first ``is_file()``."""
     import errno
-
     try:
         os.stat(path)
     except OSError as exc:
@@ -555,13 +481,7 @@ def _check_path(opt: Option, path: Path) -> None:
 
 
 def resolve_path(config, value, *, from_ini: bool = False) -> Path:
-    """``value`` as an absolute path.
-
-    A relative path from the command line is relative to the invocation
-    directory; one from an ini file is relative to that file's directory
-    (the rootdir when there is none), so ``pytest`` run from a
-    subdirectory finds the same files.
-    """
+    """``value`` as an absolute path."""
     path = Path(os.path.expanduser(str(value)))
     if not path.is_absolute():
         if not from_ini:

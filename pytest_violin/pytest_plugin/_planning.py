@@ -1,23 +1,9 @@
-"""What a run is about to do, counted before the first generation.
-
-A model behind a paid API costs money per image: the plugin states the plan
-(adapter, suite, samples, repeats, generations to make, cache hits already
-on disk) before it starts, and ``--violin-max-calls`` refuses a run that
-would make more uncached generations than the team allows. With
-``--violin-price=USD`` (per image) the plan states the estimated cost of the
-uncached generations, and ``--violin-max-cost=USD`` refuses a run whose
-estimate exceeds it.
-
-The default ``--violin-max-calls`` applies to adapters that bill
-(:func:`adapter_bills`: an adapter's ``bills`` attribute, else ``network``; a
-run with ``--violin-price`` always); a self-hosted server (``comfyui``,
-``a1111``, ``http`` to a loopback address) and local adapters have no default
-limit. The plan line says which applies.
-"""
+"""What a run is about to do, counted before the first generation."""
 
 from __future__ import annotations
 
 import math
+from contextlib import suppress
 from dataclasses import dataclass, replace
 
 import pytest
@@ -25,7 +11,7 @@ import pytest
 from ..report.text import format_usd
 
 __all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
-           "format_usd", "plan_generations", "reruns_note"]
+           "format_usd", "reruns_note"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
 _TOLERANCE = 1e-9
@@ -33,23 +19,7 @@ _TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Plan:
-    """The generations a run will make.
-
-    Attributes
-    ----------
-    adapter : str
-        The adapter's (secret-free) identity.
-    suite : str
-        ``--violin-suite``.
-    samples : int
-        Distinct samples that will be generated.
-    repeats : int
-        Images per sample.
-    cached : int
-        Of ``samples * repeats`` images, those already in the cache.
-    price : float or None
-        ``--violin-price``: estimated USD per generated image (None: not given).
-    """
+    """The generations a run will make."""
 
     adapter: str
     suite: str
@@ -91,28 +61,21 @@ class Plan:
         return line
 
 
-def call_cap(state) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so.
-
-    ``--violin-max-calls`` (or its default where the adapter bills,
-    :func:`adapter_bills`), and the calls ``--violin-max-cost`` affords at
-    ``--violin-price`` when that is fewer. Every call counts: reruns, repeats,
-    prefetched samples, the ``violin_generate`` fixture and direct
-    ``violin_model.generate`` calls (:mod:`pytest_violin.execution.usage`).
-
-    Returns
-    -------
-    tuple of (int or None, str)
-        The cap (None: none) and its words for messages, e.g.
-        ``"--violin-max-calls=20"``.
-    """
-    s = state.settings
-    limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
-    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
-    if not s.max_calls_given and (bills or s.price is not None):
+def _max_calls(vs) -> int | None:
+    """``--violin-max-calls``, or its default where the adapter bills (:func:`adapter_bills`)."""
+    s = vs.settings
+    if not s.max_calls_given and vs.bills:
         from ._options import DEFAULT_NETWORK_MAX_CALLS
+        return DEFAULT_NETWORK_MAX_CALLS
+    return s.max_calls
 
-        limit = DEFAULT_NETWORK_MAX_CALLS
+
+def call_cap(vs) -> tuple[int | None, str]:
+    """The calls this run may make at run time, and the option that says so (docs/plugin.md)."""
+    s = vs.settings
+    limit = _max_calls(vs)
+    text = "" if limit is None else f"--violin-max-calls={limit}"
+    if limit is not None and limit != s.max_calls:
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
     if s.max_cost is not None and s.price:
         affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
@@ -124,14 +87,7 @@ def call_cap(state) -> tuple[int | None, str]:
 
 
 def reruns_note(config, *, cached: bool) -> str:
-    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``.
-
-    Parameters
-    ----------
-    config : pytest.Config
-    cached : bool
-        Whether the generation cache is on.
-    """
+    """How reruns are counted, for the plan line; ``""`` without pytest-rerunfailures' ``--reruns``."""
     if not config.pluginmanager.hasplugin("rerunfailures"):
         return ""
     reruns = config.getoption("reruns", None) or 0
@@ -146,13 +102,7 @@ def reruns_note(config, *, cached: bool) -> str:
 
 
 def adapter_bills(adapter, *, price: float | None = None) -> bool:
-    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies.
-
-    An adapter says so with a ``bills`` attribute (True for the providers'
-    APIs, False for self-hosted servers); without one, an adapter that calls
-    a network service (``network = True``) is taken to bill. A run with a
-    ``--violin-price`` bills whatever the adapter says.
-    """
+    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies."""
     if price is not None:
         return True
     declared = getattr(adapter, "bills", None)
@@ -172,19 +122,7 @@ def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) ->
 
 
 def estimated_cost(generations: int, price: float | None) -> float | None:
-    """``generations * price`` in USD, None when there is no price.
-
-    Parameters
-    ----------
-    generations : int
-        Images asked of the model (cache hits cost nothing).
-    price : float or None
-        USD per image (``--violin-price``).
-
-    Returns
-    -------
-    float or None
-    """
+    """``generations * price`` in USD, None when there is no price."""
     if price is None:
         return None
     return float(generations) * float(price)
@@ -205,60 +143,19 @@ def cost_limit_message(plan: Plan, max_cost: float) -> str | None:
             f"or raise the limit (--violin-max-cost=USD)")
 
 
-def plan_generations(state, samples, *, price: float | None = None) -> Plan:
-    """Count the generations of ``samples`` under the run's settings.
-
-    Parameters
-    ----------
-    state : ViolinState
-        The run state (settings, adapter identity, cache).
-    samples : iterable of Sample
-        The samples this process (or, under xdist, the run) will need; a
-        sample planned twice counts once.
-    price : float, optional
-        ``--violin-price`` (USD per image) for the cost estimate.
-
-    Returns
-    -------
-    Plan
-    """
-    s = state.settings
-    unique = list({sample.id: sample for sample in samples}.values())
-    cached = sum(cached_repeats(state, unique).values())
-    return Plan(adapter=str(state.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=cached, price=price)
-
-
 def cached_repeats(state, samples) -> dict:
-    """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none).
-
-    Parameters
-    ----------
-    state : ViolinState
-        The run state (settings, adapter identity, cache).
-    samples : iterable of Sample
-        Distinct samples.
-
-    Returns
-    -------
-    dict
-        Only samples with at least one cached image are listed. An empty or
-        disabled cache costs nothing; otherwise a key needs the request's input
-        images (rendered for mask samples, ~1 ms each).
-    """
+    """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none)."""
     from ..models.request import GenerationRequest, derive_seed
-
     s = state.settings
     samples = list(samples)
     # the sequential gate's order and the plan line both ask, before anything is generated: the
-    # answers are kept until the runner starts (ViolinState.get_runner ends the memo)
+    # answers are kept until the runner starts (ViolinSession.get_runner ends the memo)
     memo = getattr(state, "cache_lookups", None)
     todo = [sample for sample in samples if memo is None or sample.id not in memo]
     cache = state.make_cache() if todo else None
     found: dict = {}
     if cache is not None and not cache.is_empty():
         from ..execution.cache import cache_identity
-
         identity = state.identity or s.model
         if state.adapter is not None:  # what the server reports of its models (see cache_identity)
             identity = cache_identity(state.adapter, identity)
@@ -267,43 +164,26 @@ def cached_repeats(state, samples) -> dict:
             for repeat in range(s.repeats):
                 if repeat:
                     request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-                try:
+                with suppress(Exception):  # an unreadable cache entry counts as a generation to make
                     if cache.contains(cache.key(identity, request)):
                         found[sample.id] = found.get(sample.id, 0) + 1
-                except Exception:  # an unreadable cache entry counts as a generation to make
-                    pass
     if memo is None:
         return found
     memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)
     return {sample.id: memo[sample.id] for sample in samples if memo[sample.id]}
 
 
-def announce_plan(vs, samples, *, note: str = "") -> None:
-    """Print the plan of ``vs`` (the :class:`~._session.ViolinSession`) before the first generation; refuse a run over ``--violin-max-calls``
-    or ``--violin-max-cost``.
-
-    Raises
-    ------
-    pytest.UsageError
-        When the uncached generations exceed the limit, or their estimated
-        cost (``--violin-price``) exceeds ``--violin-max-cost`` (exit code 4).
-    """
-    from dataclasses import replace
-
-
+def announce_plan(vs, samples) -> None:
+    """Print the plan before the first generation; refuse a run over --violin-max-calls / --violin-max-cost."""
     config, s = vs.config, vs.settings
-    price, max_cost = s.price, s.max_cost
-    plan = plan_generations(vs, samples, price=price)
-    limit = s.max_calls
-    bills = vs.bills or price is not None
-    if not s.max_calls_given and bills:
-        from ._options import DEFAULT_NETWORK_MAX_CALLS
-
-        limit = DEFAULT_NETWORK_MAX_CALLS
-    plan = replace(plan, reruns=reruns_note(config, cached=vs.make_cache() is not None),
-                   calls=calls_note(limit, given=s.max_calls_given, bills=bills, network=vs.network))
+    max_cost, limit, note = s.max_cost, _max_calls(vs), ""
+    unique = list({sample.id: sample for sample in samples}.values())
+    plan = Plan(adapter=str(vs.identity or s.model), suite=str(s.suite), samples=len(unique),
+                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=s.price,
+                reruns=reruns_note(config, cached=vs.make_cache() is not None),
+                calls=calls_note(limit, given=s.max_calls_given, bills=vs.bills, network=vs.network))
     if vs.sequential is not None:  # --violin-sequential: the caps end the gate, they refuse no run
-        note, limit, max_cost = note + plan_note(limit, max_cost, config), None, None
+        note, limit, max_cost = plan_note(limit, max_cost, config), None, None
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")

@@ -1,30 +1,11 @@
-"""The sequential gate in a pytest run: ``--violin-sequential`` (ini ``violin_sequential``).
-
-The statistics are :mod:`pytest_violin.gating.sequential`; this module wires
-them to pytest and pytest-xdist (public hooks only):
-
-* the order: computed once from the suite, the baseline and the cache, by
-  the one process or the xdist controller, before any sample runs. xdist
-  workers receive it in ``workerinput`` and sort their items by it, so every
-  worker collects the same order (as xdist requires) and the load scheduler
-  hands the samples out in it;
-* the decision: the process that receives every report (the one process, or
-  the controller) feeds each sample's result to the gate;
-* the stop: a sample the gate no longer needs is never prefetched and is
-  skipped in setup ("gate decided after N of M samples"); under xdist the
-  controller writes the decisions to a file in a private folder, which each
-  worker reads (a small regular file) before each sample. Generations already in
-  flight when the gate decides were paid for: they are scored as usual;
-* the budget: under ``--violin-sequential`` the plan does not refuse a run
-  over ``--violin-max-calls`` / ``--violin-max-cost``; the cap ends the gate
-  *undecided* instead, and the samples left are skipped.
-"""
+"""The sequential gate in a pytest run: ``--violin-sequential`` (ini ``violin_sequential``)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,7 +51,6 @@ class SequentialRun:
         self.errors = 0                # of which ended in an error (population samples)
         self.folder: Path | None = None
         self.decided_after: int | None = None
-        self._mtime = None
         self._seen: dict = {}          # the decisions as this worker read them
         self._told = ""
         self.judged: set = set()       # ids this process scored (a rerun of one is never skipped)
@@ -88,7 +68,6 @@ class SequentialRun:
         from ..gating.records import sample_definition
         from ..gating.sequential import population, sequential_order
         from ._planning import cached_repeats
-
         samples = list(self.state.samples or ())
         baseline = self.gate_state.baseline_doc or {}
         self.members = population(baseline, ((s.id, s.task, getattr(s, "variation", None),
@@ -109,7 +88,6 @@ class SequentialRun:
     def start(self, run_ids) -> None:
         """Build the gate over the samples this run holds (after -k, --deselect, a path)."""
         from ..gating.sequential import SequentialGate
-
         self.ensure_order()
         run_ids = [str(x) for x in run_ids]
         self.total = len(run_ids)
@@ -128,7 +106,6 @@ class SequentialRun:
         if self.gate is None or not isinstance(record, dict):
             return
         from ..results import Outcome, sample_value
-
         self.received += 1
         outcome = Outcome(record.get("outcome") or Outcome.FAILED)
         value = sample_value(record.get("metrics") or {}) if outcome.judged else None
@@ -154,18 +131,13 @@ class SequentialRun:
         self._publish()
 
     def crashed(self, sample_id: str, report) -> bool:
-        """An xdist worker crashed running ``sample_id`` (pytest-xdist reports it with ``when="???"``).
-
-        The sample is an error (an error record on the report: the results store, results.json
-        and the gate count it); the samples the dead worker held are handed out again only after
-        all the others, so the streams do not wait for them (:meth:`defer`)."""
+        """An xdist worker crashed running ``sample_id`` (pytest-xdist reports it with ``when="???"``)."""
         state = self.state
         index = state.index.get(sample_id) if state is not None else None
         if index is None or not state.samples or sample_id in self.judged:
             return False  # not ours, or its result came before the crash (in its teardown)
         from ..report.text import printable
         from ..results import error_result
-
         why = printable(str(getattr(report, "longrepr", "") or "the xdist worker crashed"))[:300]
         result = error_result(state.samples[index], None, state.settings, index=index, reason=why)
         report.violin_result = result.to_json()
@@ -183,7 +155,6 @@ class SequentialRun:
         if self.gate.finished is None and self.gate_state.interrupted:
             # -x, --maxfail, Ctrl-C, a dead endpoint: undecided, and the summary says why
             from ._signals import stop_reason
-
             why = stop_reason(self.state.signals.session)
             self.gate.stop(why if why.startswith("interrupted") else f"the run was interrupted ({why})")
         if self.gate.finished is None:  # every sample ran or was left out, and a group is undecided
@@ -216,7 +187,6 @@ class SequentialRun:
         """Put the built-in items in the gate's order (after every other plugin's order)."""
         rank = {sid: i for i, sid in enumerate(self.ensure_order())}
         from ._items import is_violin
-
         slots = [i for i, item in enumerate(items) if is_violin(item)]
         violin = sorted((items[i] for i in slots), key=lambda item: rank.get(item.violin_sample.id, len(rank)))
         for i, item in zip(slots, violin):
@@ -260,9 +230,7 @@ class SequentialRun:
             self.lost(sample_id)  # skipped or failed outside the gate, a crashed worker
 
     def finish(self, session) -> None:
-        """A gate that compared nothing is a usage error (exit 4), as in the ordinary gate, not a
-        green run of skips: a baseline that shares no sample with the run, or a budget spent
-        before one sample's images were made (the ordinary plan refuses such a run up front)."""
+        """A gate that compared nothing is a usage error (exit 4), not a green run of skips."""
         gate = self.gate
         if self.worker or gate is None or not self.total or (gate.groups and self.received):
             return
@@ -284,29 +252,17 @@ class SequentialRun:
         return skip_text(self, str(sample.id))
 
     def spend(self, item, reason) -> None:
-        """The call cap refused ``item``'s generation: end the gate undecided.
-
-        Under xdist the controller learns it from the item's skip report (a user property).
-        """
+        """The call cap refused ``item``'s generation: end the gate undecided."""
         text = str(reason or "the call limit is reached")
         item.user_properties.append((BUDGET_PROPERTY, text))
         if not self.worker:
             self.spent(text)
 
     def one_by_one(self) -> None:
-        """Under ``--dist load``, hand the samples to the workers one at a time, in the gate's order.
-
-        xdist's load scheduler first gives each worker a contiguous quarter of its share (968
-        samples each of the full suite with two workers): the second worker would answer samples
-        the gate can only use once the first has reached them, and under the default a run that
-        decides after 1,238 samples made 1,852 generations; one at a time it made 1,223. The
-        option is xdist's own (``--maxschedchunk``); a value the user gave is kept, and other
-        ``--dist`` modes get a note in the plan line instead.
-        """
+        """Under ``--dist load``, hand the samples to the workers one at a time, in the gate's order."""
         option = self.config.option
         if getattr(option, "dist", "load") == "load" and getattr(option, "maxschedchunk", 0) is None:
             option.maxschedchunk = 1
-
 
     def _publish(self) -> None:
         gate = self.gate
@@ -327,12 +283,9 @@ class SequentialRun:
             runner.drop_unadmitted()  # queued prefetches the gate no longer needs
 
     def _write_decisions(self, text: str) -> bool:
-        """Write the decisions file atomically; False when it cannot be (a directory put in its
-        place): the workers cannot be told to stop, so the gate ends undecided with a line saying
-        why (the fixed-sample rule judges the run), never an INTERNALERROR."""
+        """Write the decisions file atomically; False (the gate ended undecided) when it cannot be."""
         from .._fs import atomic_write
         from ..report.text import printable
-
         try:
             if not self.folder.exists():  # removed under us (a tmp cleaner): made again, private
                 self.folder.mkdir(mode=0o700)
@@ -346,26 +299,16 @@ class SequentialRun:
             return False
 
     def worker_view(self) -> dict:
-        """The controller's decisions as this worker last read them (re-read at every look).
-
-        Not only when the file's mtime changed: with coarse file timestamps (a jiffy on Linux
-        before 6.13) two decisions written within one tick have the same ``st_mtime_ns`` (and
-        ``os.replace`` alternates between two inodes), and the write that ends the gate is the
-        last one: a worker that kept the one before would generate the rest of the suite. The
-        file is a few hundred bytes, read at most once per look.
-        """
+        """The controller's decisions as this worker last read them (re-read at every look)."""
         if self.folder is None:
             return {}
         from .._fs import read_option_bytes
         from ..errors import ViolinError
-
-        try:
+        with suppress(ViolinError, ValueError):
             # a regular file only, opened without blocking (a FIFO put there would block the
             # worker for ever), its size bounded
             self._seen = json.loads(read_option_bytes(self.folder / STATE_FILE, what="decisions file",
                                                       limit=STATE_MAX_BYTES))
-        except (ViolinError, ValueError):
-            pass  # not written yet, being replaced, or not a decisions file: the last view stands
         return self._seen if isinstance(self._seen, dict) else {}
 
 
@@ -375,9 +318,8 @@ def _decided(used, total) -> str:
 
 def skip_text(run: SequentialRun, sample_id: str) -> str | None:
     """Why ``sample_id`` is not needed, or None while it is."""
-    # a sample outside the population (not in the baseline, redefined, an error there) is no
-    # part of the gate's decision but is still a test of the run: it runs (last) and its limits
-    # judge it, as in the ordinary gate
+    # a sample outside the population (not in the baseline, redefined, an error there) is no part of the gate's
+    # decision but is still a test of the run: it runs (last) and its limits judge it, as in the ordinary gate
     if sample_id in run.outside:
         return None
     if run.worker:

@@ -1,25 +1,18 @@
-"""The plugin's session: the run's state and the home of its hooks.
-
-One :class:`ViolinSession` per config, registered as a plugin only when a model is
-configured (as pytest-xdist registers its ``DSession`` only with ``-n``), so its hooks run
-without asking whether Violin is active. Its parts: the parsed settings, the selected samples
-and their limits, the model adapter and runner (built on first use), the results store, the
-regression gate (:class:`~._gate.GateState`), the sequential gate
-(:class:`~._sequential.SequentialRun`, with ``--violin-sequential``) and the interrupt handling
-(:class:`~._signals.SessionSignals`). Without a model the fixtures still use one, unregistered:
-the oracle, the options' selection and limits.
-"""
+"""The plugin's session: the run's state and the home of its hooks."""
 
 from __future__ import annotations
 
 import itertools
 import threading
+from contextlib import suppress
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ..execution.usage import CallCounter
+from ..redaction import redact_userinfo as redact  # URL passwords and registered secrets masked
 from ..report.text import printable
 from ..results import ResultsStore, SampleResult
 from ._gate import GateState
@@ -84,7 +77,6 @@ class ViolinSession:
                 raise pytest.UsageError("--violin-sequential decides on generated images; accepted: "
                                         "--violin-model=SPEC beside it, or no --violin-sequential")
             from ._sequential import SequentialRun
-
             self.sequential = SequentialRun(config, self)
 
     @property
@@ -95,12 +87,10 @@ class ViolinSession:
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
         from ..execution.usage import CountingAdapter
-
         return adapter if isinstance(adapter, CountingAdapter) else CountingAdapter(adapter, self.usage)
 
     def adapter_options(self):
         from ..models.registry import AdapterOptions
-
         cfg, s = self.config, self.settings
         paths = [str(cfg.rootpath), str(cfg.invocation_params.dir)]
         for arg in getattr(cfg, "args", ()) or ():
@@ -109,7 +99,6 @@ class ViolinSession:
         for tp in cfg.getini("testpaths") or ():
             paths.append(str(cfg.rootpath / tp))
         from ._options import adapter_option_names, read_option
-
         extra = {"python_paths": tuple(dict.fromkeys(paths))}
         for name in adapter_option_names():  # options declared with adapter=True
             extra[name] = read_option(cfg, name)[0]
@@ -124,7 +113,6 @@ class ViolinSession:
     def resolve_adapter(self, spec: str):
         from ..errors import ModelSpecError
         from ..models.registry import resolve_model
-
         try:
             return resolve_model(spec, self.adapter_options())
         except ModelSpecError as exc:
@@ -140,9 +128,7 @@ class ViolinSession:
     def get_runner(self):
         if self.runner is None:
             from ..execution.runner import Runner
-
             self.cache_lookups = None  # generations fill the cache from here on
-
             s = self.settings
             self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
@@ -158,14 +144,11 @@ class ViolinSession:
         if s.no_cache or cacheable is False:
             return None
         from ..execution.cache import ImageCache
-
         root = s.cache_dir
         if root is None:
             cache = getattr(self.config, "cache", None)
-            if cache is not None:
-                root = Path(cache.mkdir("violin-images"))
-            else:
-                root = Path(self.config.rootpath) / ".pytest_cache" / "violin-images"
+            root = (Path(cache.mkdir("violin-images")) if cache is not None
+                    else Path(self.config.rootpath) / ".pytest_cache" / "violin-images")
         return ImageCache(root)
 
     def load(self, tasks=None, limit=None):
@@ -177,7 +160,6 @@ class ViolinSession:
 
     def metric_table(self, samples=None) -> dict:
         from ..thresholds import KNOWN_METRICS
-
         table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
         for s in samples if samples is not None else (self.samples or ()):
             table.setdefault(s.task, tuple(s.metric_names))
@@ -186,9 +168,7 @@ class ViolinSession:
     def use_profile_reader(self) -> None:
         """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``)."""
         from ..imaging import set_reader
-
-        reader = "opencv" if self.settings.profile == "violin" else "pillow"
-        previous = set_reader(reader)
+        previous = set_reader("opencv" if self.settings.profile == "violin" else "pillow")
         if self.previous_reader is None:
             self.previous_reader = previous
 
@@ -196,7 +176,6 @@ class ViolinSession:
         """Stop the runner (abandoning generations in flight unless ``wait``) and close the adapter."""
         if self.previous_reader is not None:
             from ..imaging import set_reader
-
             set_reader(self.previous_reader)
             self.previous_reader = None
         if not wait:
@@ -208,11 +187,8 @@ class ViolinSession:
             close = getattr(self.adapter, "close", None)
             self.adapter = None
             if callable(close):
-                try:
+                with suppress(Exception):
                     close()
-                except Exception:
-                    pass
-
 
     # ----------------------------------------------------------------------- set-up (a model run)
     def start(self) -> None:
@@ -221,14 +197,12 @@ class ViolinSession:
         self.signals.start()
         if config.getoption("htmlpath", None) or config.getoption("allure_report_dir", None):
             from ._attachments import register as register_attachments
-
             register_attachments(config)  # failing items' images in pytest-html / Allure, when they write
         self.use_profile_reader()  # profile violin reads every image file as cv2.imread does
         adapter = self.resolve_adapter(self.settings.model)
         self.identity = redact(str(getattr(adapter, "identity", self.settings.model)))
         self.network = bool(getattr(adapter, "network", False))
         from ._planning import adapter_bills, call_cap
-
         self.bills = adapter_bills(adapter, price=self.settings.price)
         # the cap of this process; an xdist worker shares it with the other workers through the
         # claim folder the controller named in workerinput (execution.usage.SharedCalls)
@@ -236,7 +210,6 @@ class ViolinSession:
         folder = (getattr(config, "workerinput", None) or {}).get(_CALLS_DIR)
         if folder and self.usage.limit is not None:
             from ..execution.usage import SharedCalls
-
             self.usage.shared = SharedCalls(folder)
         self.cacheable = bool(getattr(adapter, "cacheable", True))
         if self.is_xdist_controller:
@@ -273,7 +246,6 @@ class ViolinSession:
     def _run_limits(self) -> dict:
         from ..errors import ThresholdError
         from ..thresholds import build_limits, parse_thresholds
-
         try:
             overrides = parse_thresholds(self.settings.thresholds, self.metric_table())
         except ThresholdError:
@@ -293,10 +265,8 @@ class ViolinSession:
             identity = next((r.adapter for r in self.store.results if r.adapter), None)
         if identity is None and settings.model:
             from ..redaction import redact as redact_secrets
-
             identity = redact_secrets(settings.model)
         from .. import __version__
-
         dataset = official_dataset(self)
         return {
             **({"dataset": dataset} if dataset else {}),
@@ -340,7 +310,7 @@ class ViolinSession:
         if self.sequential is not None:
             self.sequential.start(item.violin_sample.id for item in session.items if is_violin(item))
         if not self.config.option.collectonly:
-            announce_plan(self, [s for s in map(_planned_sample, session.items) if s is not None])
+            announce_plan(self, _planned_samples(session.items))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node):
@@ -350,7 +320,6 @@ class ViolinSession:
             if self._calls_dir is None:
                 import shutil
                 import tempfile
-
                 self._calls_dir = folder = tempfile.mkdtemp(prefix="violin-calls-")
                 self.config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
             node.workerinput[_CALLS_DIR] = self._calls_dir
@@ -395,9 +364,7 @@ class ViolinSession:
         worker's report): the gate decides, and its verdict is the test ``violin::gate``."""
         config = session.config
         if not self.is_worker and not config.option.collectonly:
-            samples = [s for s in map(_planned_sample, session.items) if s is not None]
-            if samples:
-                self.get_runner().plan(samples)
+            self._plan(session.items)
         result = yield  # an exception in the loop propagates: no verdict then
         if (self.gate.baseline_doc is None or self.is_worker or config.option.collectonly
                 or session.shouldstop or session.shouldfail or not len(self.store)):
@@ -420,10 +387,14 @@ class ViolinSession:
                 with queue.lock() as pending:
                     head = list(itertools.islice(pending, 2 * self.settings.concurrency + 2))
                 window.extend(items[i] for i in head if isinstance(i, int) and 0 <= i < len(items))
-        samples = [s for s in map(_planned_sample, (w for w in window if w is not None)) if s is not None]
+        self._plan(w for w in window if w is not None)
+        return None
+
+    def _plan(self, items) -> None:
+        """Tell the runner which samples come next (it prefetches them)."""
+        samples = _planned_samples(items)
         if samples:
             self.get_runner().plan(samples)
-        return None
 
     def _worker_queue(self):
         if self._interactor is None:
@@ -483,7 +454,6 @@ class ViolinSession:
         self.gate.terminal_summary(terminalreporter, config)
         if len(self.store):
             from ..report.terminal import write_summary
-
             write_summary(terminalreporter, self.store, settings=self.settings, price=self.settings.price,
                           usage=self.usage.snapshot())
 
@@ -498,23 +468,21 @@ def _is_xdist_controller(config) -> bool:
     if not config.pluginmanager.hasplugin("xdist"):
         return False
     import xdist
-
-    class _Holder:  # what xdist.is_xdist_controller reads of a session or request: .config
-        pass
-
-    holder = _Holder()
-    holder.config = config
-    return bool(xdist.is_xdist_controller(holder))
+    # what xdist.is_xdist_controller reads of a session or request: .config
+    return bool(xdist.is_xdist_controller(SimpleNamespace(config=config)))
 
 
-def _planned_sample(item):
-    sample = getattr(item, "violin_sample", None)
-    if sample is not None:
-        return sample
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
-        return callspec.params.get("violin_sample")
-    return None
+def _planned_samples(items) -> list:
+    """The samples of ``items``: built-in items', and those of tests that generate one with a fixture."""
+    samples = []
+    for item in items:
+        sample = getattr(item, "violin_sample", None)
+        callspec = getattr(item, "callspec", None)
+        if sample is None and callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
+            sample = callspec.params.get("violin_sample")
+        if sample is not None:
+            samples.append(sample)
+    return samples
 
 
 SESSION_KEY = pytest.StashKey[ViolinSession]()
@@ -523,16 +491,3 @@ SESSION_KEY = pytest.StashKey[ViolinSession]()
 def session_of(config) -> ViolinSession:
     """The :class:`ViolinSession` of ``config`` (made by the plugin's ``pytest_configure``)."""
     return config.stash[SESSION_KEY]
-
-
-def redact(text: str, *, loose: bool = False) -> str:
-    """``text`` without URL passwords and with every registered secret replaced.
-
-    See :func:`pytest_violin.redaction.redact_userinfo`: model names, paths
-    and hosts stay readable (``openai:gpt-image-1@https://api.openai.com/v1``);
-    ``loose`` (a model spec that did not parse) also masks the password
-    after a mistyped scheme (``htp://alice:pw@host/``) or none.
-    """
-    from ..redaction import redact_userinfo
-
-    return redact_userinfo(text, loose=loose)

@@ -1,37 +1,4 @@
-"""Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers.
-
-A part of the session (:class:`~._session.ViolinSession`, registered as a plugin of one
-config only, whose hooks call :class:`SessionSignals`: pytest's
-``config.hook.pytest_keyboard_interrupt`` reaches the session that was interrupted and no
-other, so an in-process ``pytester`` session that is interrupted cancels itself, never the run
-around it). It exists only with a model configured; then, in the main thread:
-
-* the first SIGINT or SIGTERM sets the session's cancel event at once (no new
-  request, retry or poll starts; see :class:`~pytest_violin.models.AdapterOptions`),
-  sets ``session.shouldstop`` (so the reports say why the run stopped) and
-  raises :class:`KeyboardInterrupt` in the main thread, as Python's own SIGINT
-  handler does: pytest ends the session, the reports are written for what
-  finished, marked ``"interrupted"``, and it exits 2;
-* a second SIGINT or SIGTERM writes one line to stderr and ends the process at
-  once with exit code 2 (``os._exit``: no report writing, no thread join, no
-  ``atexit`` handler waits);
-* a SIGINT that the run was started to ignore (``nohup``, a background job of
-  a shell) stays ignored in the main process; a SIGTERM handler someone else
-  installed is left alone.
-
-pytest-xdist: the controller passes a private folder and its pid to every
-worker (``pytest_configure_node``, ``node.workerinput``). When the controller
-is interrupted it writes ``interrupted`` there; a daemon thread in each worker
-sees it within :data:`WATCH_INTERVAL` and interrupts its worker as the first
-Ctrl-C does (also when only the controller got the signal). The same thread
-ends its worker (``os._exit(2)``) when the controller is gone (its parent pid
-changed), so no worker outlives its controller. A worker handles only its
-first interrupt; what follows is the controller's business. A worker
-interrupted alone (a signal to its pid) ends as after a Ctrl-C; when the
-controller learns it (``pytest_testnodedown``) it is interrupted as by a
-Ctrl-C too, so the other workers stop at once instead of waiting for their
-requests in flight (and xdist starts no replacement worker).
-"""
+"""Interrupts of one pytest session: Ctrl-C, a second Ctrl-C, SIGTERM, xdist workers."""
 
 from __future__ import annotations
 
@@ -43,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -58,9 +26,7 @@ _NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
 def stop_reason(session) -> str:
-    """What stopped an interrupted session: ``-x`` / ``--maxfail`` ("stopping after N failures",
-    under -n too: see :meth:`SessionSignals.keyboard_interrupt`), a signal ("interrupted
-    (SIGTERM)"), the plugin's own stop, or Ctrl-C."""
+    """What stopped an interrupted session: -x / --maxfail, a signal, the plugin's own stop, or Ctrl-C."""
     reason = (session.shouldstop or session.shouldfail) if session is not None else None
     return str(reason or "interrupted (Ctrl-C)")
 
@@ -88,10 +54,9 @@ class SessionSignals:
 
     # -- called by the session's hooks (this config's only) -----------------
     def keyboard_interrupt(self, excinfo) -> None:
-        # pytest calls this on the config whose session was interrupted: a
-        # KeyboardInterrupt that did not come through our handler (raised by a
-        # test, an inner pytester session, a handler of someone else) counts as
-        # the first interrupt too
+        # pytest calls this on the config whose session was interrupted: a KeyboardInterrupt that did not come
+        # through our handler (raised by a test, an inner pytester session, a handler of someone else) counts as the
+        # first interrupt too
         session = self.session
         if (type(excinfo.value) is not KeyboardInterrupt and str(excinfo.value) and session is not None
                 and not session.shouldstop and not self._signalled):
@@ -99,7 +64,6 @@ class SessionSignals:
             # subclass saying "stopping after N failures" (its session's shouldstop stays empty),
             # pytest.exit with its message: the reports say that, as without -n
             from ..report.text import printable
-
             session.shouldstop = printable(str(excinfo.value))[:300]
         self._interrupted(signal.SIGINT if self.count == 0 else None)
         drop_lineless_frames(getattr(excinfo, "tb", None))
@@ -124,9 +88,8 @@ class SessionSignals:
     def unconfigure(self) -> None:
         self.close()
         if self.worker and self.count and self._watcher is not None:
-            # an interrupted worker has sent what it had (workerfinished, in its
-            # sessionfinish): nothing is left for it to do, and its controller
-            # waits for the process to end; skip the interpreter's finalization
+            # an interrupted worker has sent what it had (workerfinished, in its sessionfinish): nothing is left for
+            # it to do, and its controller waits for the process to end; skip the interpreter's finalization
             _say("", flush_only=True)
             os._exit(int(pytest.ExitCode.INTERRUPTED))
 
@@ -156,19 +119,11 @@ class SessionSignals:
             self._install(signal.SIGTERM)
 
     def _install(self, signum) -> None:
-        try:
+        with suppress(ValueError, OSError):  # not the main thread of the main interpreter
             self._previous[signum] = signal.signal(signum, self._handle)
-        except (ValueError, OSError):  # not the main thread of the main interpreter
-            pass
 
     def close(self) -> None:
-        """Restore the handlers this session replaced; stop the watcher; remove the control folder.
-
-        After a signal to this process the process is ending: a second one
-        must still end it at once (not raise KeyboardInterrupt in pytest's exit
-        path), so the handlers stay, unless this session ran inside another
-        one's (a ``pytester`` run), whose handler comes back.
-        """
+        """Restore the handlers this session replaced; stop the watcher; remove the control folder."""
         self._stop.set()
         self._finished = True
         nested = any(isinstance(getattr(p, "__self__", None), SessionSignals) for p in self._previous.values())
@@ -178,17 +133,13 @@ class SessionSignals:
             # would kill the process (exit -2) although its exit status is set
             atexit.register(_ignore_late_signals)
         for signum, previous in self._previous.items():
-            try:
+            with suppress(ValueError, OSError):
                 if getattr(signal.getsignal(signum), "__self__", None) is self:
                     signal.signal(signum, previous)
-            except (ValueError, OSError):
-                pass
         self._previous.clear()
         if self._pidfile is not None:
-            try:
+            with suppress(OSError):
                 self._pidfile.unlink()
-            except OSError:
-                pass
             self._pidfile = None
         if self._owns_control and self.control is not None:
             shutil.rmtree(self.control, ignore_errors=True)
@@ -222,11 +173,9 @@ class SessionSignals:
         killed = []
         for name in names:
             if name.startswith("worker-") and name[7:].isdigit():
-                try:
+                with suppress(OSError):
                     os.kill(int(name[7:]), signal.SIGKILL)
                     killed.append(int(name[7:]))
-                except OSError:
-                    pass
         # SIGKILL is delivered asynchronously: reap them (they are our children), 0.5 s at most
         deadline = time.monotonic() + 0.5
         for pid in killed:
@@ -248,17 +197,13 @@ class SessionSignals:
         self.state.cancel.set()
         session = self.session
         if session is not None and not session.shouldstop and signum is not None:
-            try:
+            with suppress(Exception):
                 session.shouldstop = f"interrupted ({_NAMES.get(signum, f'signal {signum}')})"
-            except Exception:
-                pass
         if signum == signal.SIGTERM:
             _say("violin: SIGTERM: stopping as after Ctrl-C (no new request; reports of what finished)")
         if self.control is not None:
-            try:
+            with suppress(OSError):
                 (self.control / _FLAG).touch()
-            except OSError:
-                pass
 
     # -- xdist worker -----------------------------------------------------
     def _start_watcher(self) -> None:
@@ -290,32 +235,20 @@ class SessionSignals:
                 self.state.cancel.set()
                 with self._lock:
                     self._forwarding = True
-                try:
+                with suppress(OSError):
                     os.kill(os.getpid(), signal.SIGINT)  # our handler: the first interrupt
-                except OSError:
-                    pass
                 self._stop.wait(1.0)  # once: the handler counts it
 
 
 def _ignore_late_signals() -> None:
     """At exit after a signal: the run is over and its status set; later signals change nothing."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        try:
+        with suppress(ValueError, OSError):
             signal.signal(signum, signal.SIG_IGN)
-        except (ValueError, OSError):
-            pass
 
 
 def drop_lineless_frames(tb) -> None:
-    """Unlink the entries of traceback ``tb`` (after the first) that have no line number.
-
-    CPython 3.11+ gives a traceback entry ``tb_lineno = None`` when an exception
-    is raised at an instruction without a line (a signal handler's
-    KeyboardInterrupt can land there); pytest's terminal reporter then fails
-    formatting the interrupt (``TypeError`` in ``TracebackEntry.lineno``: an
-    INTERNALERROR instead of exit 2, seen also in pytest-xdist issue #1196).
-    Such an entry says nothing a reader could use, so it is left out.
-    """
+    """Unlink the entries of traceback ``tb`` (after the first) that have no line number."""
     while tb is not None:
         nxt = tb.tb_next
         while nxt is not None and nxt.tb_lineno is None:
@@ -330,13 +263,9 @@ def drop_lineless_frames(tb) -> None:
 def _say(line: str, *, flush_only: bool = False) -> None:
     """Flush the output streams and write ``line`` to the process's stderr (never raises)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
+        with suppress(Exception):
             stream.flush()
-        except Exception:
-            pass
     if not flush_only:
-        try:
+        with suppress(Exception):
             sys.__stderr__.write(line + "\n")
             sys.__stderr__.flush()
-        except Exception:
-            pass

@@ -1,35 +1,4 @@
-"""pytest plugin entry point (``pytest11: violin``): options, marker, fixtures.
-
-Without a configured model (``--violin-model`` or the ``violin_model`` ini key) this module
-changes nothing in a pytest run: it declares its options, its marker and its fixtures, and
-imports nothing heavy (numpy, OpenCV, the suite) until a fixture needs it. With a model it
-registers the run's :class:`~._session.ViolinSession`, the home of every hook of the run (as
-pytest-xdist registers its ``DSession`` only with ``-n``).
-
-Fixtures for users' own tests:
-
-``violin_model``
-    The session's model adapter (``oracle`` when no model is configured).
-``violin_sample``
-    Parametrized over the selected samples: the configured selection, or the
-    one of the test's ``@pytest.mark.violin(tasks=..., limit=...)`` marker.
-``violin_generate``
-    ``sample -> RGB uint8 image`` through the session's runner, cache and
-    concurrency (raises :class:`~pytest_violin.errors.GenerationError`). Every
-    call it makes is counted in the run's totals and capped by
-    ``--violin-max-calls`` / ``--violin-max-cost``, like the built-in items'
-    (and so is every ``violin_model.generate`` call).
-``violin_limits``
-    Session scoped: the run's limits (defaults, ini, command line), keyed
-    ``"task.metric"``; usable in hypothesis tests.
-``violin_thresholds``
-    The limits in force for the test (options, ini and marker), keyed
-    ``"task.metric"``.
-``violin_check``
-    ``check(sample, image) -> Metrics``: scores and fails the test with the
-    metric table when a metric is over its limit; with a baseline that holds
-    the sample, a known or new failure is an xfail instead (docs/gating.md).
-"""
+"""pytest plugin entry point (``pytest11: violin``): options, marker, fixtures."""
 
 from __future__ import annotations
 
@@ -47,7 +16,6 @@ __all__ = ["violin_check", "violin_generate", "violin_limits", "violin_model", "
 
 def pytest_addoption(parser):
     from ._options import add_options
-
     add_options(parser)
 
 
@@ -165,7 +133,6 @@ def violin_generate(request):
 def _limits(state, marker_thresholds=None):
     from ..errors import ThresholdError
     from ..thresholds import build_limits, parse_thresholds
-
     try:
         base = parse_thresholds(state.settings.thresholds, None)
         extra = parse_thresholds(marker_thresholds, None)
@@ -179,7 +146,6 @@ def _check_builtin_metrics(limits) -> None:
     """Refuse a limit on a metric the built-in task does not have (a typo never applies)."""
     from ..errors import ThresholdError
     from ..thresholds import KNOWN_METRICS
-
     for key in limits:
         task, _, metric = key.partition(".")
         names = KNOWN_METRICS.get(task)
@@ -191,12 +157,7 @@ def _check_builtin_metrics(limits) -> None:
 
 @pytest.fixture(scope="session")
 def violin_limits(request):
-    """The run's limits (defaults, ini, command line), keyed ``"task.metric"``.
-
-    Session scoped, so hypothesis ``@given`` tests can use it; the
-    ``violin`` marker's thresholds are not applied (see
-    ``violin_thresholds``).
-    """
+    """The run's limits (defaults, ini, command line), keyed ``"task.metric"``."""
     return _limits(session_of(request.config))
 
 
@@ -212,7 +173,6 @@ def _xfail_if_in_baseline(config, sample, metrics, verdict) -> None:
     """With a baseline that holds ``sample``, a failure is a known or new failure: an xfail, as
     for the built-in items (docs/gating.md); the gate decides whether the model got worse."""
     from ..gating.records import sample_definition
-
     known = session_of(config).gate.known_failure(sample.id, sample_definition(sample), metrics.mean)
     if known is not None:
         pytest.xfail(printable(f"{known}\n{verdict.message()}"))
@@ -223,7 +183,6 @@ def violin_check(request, violin_thresholds):
     """``check(sample, image) -> Metrics``: score and assert with the metric table."""
     from ..thresholds import limits_for_task
     from ..verdict import judge
-
     profile = session_of(request.config).settings.profile
 
     def check(sample, image, *, profile: str = profile):
