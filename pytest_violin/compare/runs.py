@@ -13,13 +13,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..diagnosis.summary import slim_diagnosis
 from ..errors import InvalidArgumentError, ViolinError
-from ..report.json_report import THUMBNAILS_FILE
-from ..report.text import is_image_data_uri
-from ..verdict import Outcome
-from .model import Run
+
+if TYPE_CHECKING:
+    from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
 
@@ -150,6 +149,8 @@ def _failed(raw, interned: dict) -> tuple:
 
 def _clean_thumbnails(thumbs) -> dict:
     """The ``expected``, ``generated`` and ``diff`` thumbnails of ``thumbs`` that are image data URIs."""
+    from ..report.text import is_image_data_uri
+
     if not isinstance(thumbs, Mapping):
         return {}
     return {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
@@ -173,6 +174,9 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     timings...): 1,000,000 records must fit in memory. The common case (what
     pytest-violin writes) takes the fast paths: type checks, no copies.
     """
+    from ..diagnosis.summary import slim_diagnosis
+    from ..verdict import Outcome
+
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: every sample must be an object, got "
                                    f"{type(raw).__name__}")
@@ -273,6 +277,9 @@ def _meta(path, doc) -> dict:
 
 def _from_file(path: Path, doc, label, kind: str) -> Run:
     """A results.json (``kind="results"``, with its thumbnails file) or a baseline as a Run."""
+    from ..report.json_report import THUMBNAILS_FILE
+    from .model import Run
+
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
     results = kind == "results"
@@ -311,6 +318,8 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
 
 
 def _load_dir(spec: str, *, label, suite, progress) -> Run:
+    from .model import Run
+
     root = Path(spec[4:])
     if not spec[4:] or not root.is_dir():
         raise InvalidArgumentError(f"{spec}: {str(root)!r} is not a folder of saved images "
@@ -340,9 +349,10 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
     from ..diagnosis import diagnose_failure
+    from ..diagnosis.summary import slim_diagnosis
     from ..models.directory import saved_image
     from ..thresholds import build_limits, limits_for_task
-    from ..verdict import evaluate
+    from ..verdict import Outcome, evaluate
 
     limits = build_limits()
     resolved = root.resolve()

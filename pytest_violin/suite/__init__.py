@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 from pathlib import Path
 
 from ..errors import SuiteError
-from .builtin import absolute, probes, violin, violin_extra
 from .builders import block_sample, color_sample, mask_sample, ratio_sample, shape_sample
 from .colors import ISCC_NBS_COLORS, format_color, parse_color
 from .ids import validate_sample_id
-from .manifest import export_samples, load_manifest
-from .official import OfficialSamples, is_official_source, load_official
 from .photos import photos_dir_from_env
 from .sample import Sample
 from .select import filter_tasks, select_stratified
@@ -37,12 +35,21 @@ __all__ = ["SUITES", "Sample", "load_suite", "export_samples", "load_manifest", 
            "format_color", "ISCC_NBS_COLORS", "validate_sample_id", "color_sample", "block_sample",
            "ratio_sample", "shape_sample", "mask_sample"]
 
-_BUILDERS = {
-    violin.NAME: violin.build,
-    absolute.NAME: absolute.build,
-    violin_extra.NAME: violin_extra.build,
-    probes.NAME: probes.build,
-}
+#: Built-in suite name -> the module under ``builtin`` that builds it (imported when loaded).
+_BUILDERS = {"violin": "violin", "violin-absolute": "absolute", "violin-extra": "violin_extra",
+             "violin-probes": "probes"}
+#: Names loaded on first use: a run of a built-in suite reads no manifest and no official data.
+_LAZY = {"export_samples": ".manifest", "load_manifest": ".manifest", "manifest": ".manifest",
+         "OfficialSamples": ".official", "is_official_source": ".official", "load_official": ".official"}
+
+
+def __getattr__(name):
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(home, __name__)
+    return module if name == "manifest" else getattr(module, name)
+
 
 #: Names of the built-in suites.
 SUITES = tuple(_BUILDERS)
@@ -55,7 +62,8 @@ def _built(name: str, photos_dir) -> tuple:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return tuple(_BUILDERS[name](photos_dir=photos_dir))
+        module = importlib.import_module(f"{__name__}.builtin.{_BUILDERS[name]}")
+        return tuple(module.build(photos_dir=photos_dir))
     finally:
         if enabled:
             gc.enable()
@@ -101,12 +109,13 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
     if isinstance(name_or_path, str) and name_or_path in _BUILDERS:
         folder = photos_dir if photos_dir is not None else photos_dir_from_env()
         folder = None if folder is None else str(Path(folder).resolve())
-        if name_or_path != violin.NAME:
+        if name_or_path != "violin":
             folder = None
         samples = list(_built(name_or_path, folder))
         label = f"suite {name_or_path!r}"
-    elif is_official_source(name_or_path):
-        official = load_official(name_or_path, metadata=metadata)
+    elif (official := importlib.import_module(".official", __name__)).is_official_source(name_or_path):
+        OfficialSamples = official.OfficialSamples
+        official = official.load_official(name_or_path, metadata=metadata)
         picked = OfficialSamples(select_stratified(
             filter_tasks(official, tasks, f"official data {str(name_or_path)!r}"), limit, seed))
         picked.dataset = official.dataset
@@ -118,7 +127,7 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
                              f"({', '.join(SUITES)}), no such manifest file or folder, and no "
                              f"official data (a .parquet, a converted data/Task_* folder or "
                              f"hf:OWNER/NAME)")
-        samples = load_manifest(path)
+        samples = importlib.import_module(".manifest", __name__).load_manifest(path)
         label = f"manifest {str(path)!r}"
     samples = filter_tasks(samples, tasks, label)
     return select_stratified(samples, limit, seed)
