@@ -22,7 +22,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from ..metrics._lab import float_lab
+from ..metrics._common import float_lab
 from ..metrics.ciede2000 import ciede2000
 from ..suite.colors import ISCC_NBS_COLORS, format_color
 from .model import Finding

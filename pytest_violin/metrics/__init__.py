@@ -21,8 +21,8 @@ import importlib
 from .ciede2000 import ciede2000, ciede2000_to_color
 
 _HOMES = {
-    "LAYOUTS": "_common", "rgb_to_lab": "_lab", "PROFILES": "_types", "Metrics": "_types",
-    "check_profile": "_types", "COLOR_METRICS": "color", "color_metrics": "color", "MASK_METRICS": "mask", "mask_metrics": "mask",
+    "LAYOUTS": "_common", "rgb_to_lab": "_common", "PROFILES": "_common", "Metrics": "_common",
+    "check_profile": "_common", "COLOR_METRICS": "color", "color_metrics": "color", "MASK_METRICS": "mask", "mask_metrics": "mask",
     "SHAPE_METRICS": "shape", "shape_metrics": "shape",
 }
 

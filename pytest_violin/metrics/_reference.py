@@ -19,10 +19,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import gray, prepare_pair, split_blocks
-from ._lab import lab8, lab8_to_cie32
+from ._common import Metrics, check_profile, gray, lab8, lab8_to_cie32, prepare_pair, split_blocks
 from ._ref32 import ciede2000_32
-from ._types import Metrics, check_profile
 
 __all__ = ["plain_color_metrics", "plain_hf", "skimage_ciede2000"]
 

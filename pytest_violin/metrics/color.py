@@ -25,11 +25,9 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from ._common import (LAYOUTS, check_layout, clip01, gray, mean_channel_std, prepare_pair,
-                      split_blocks)
-from ._lab import float_lab, float_lab_planes, lab8, lab8_to_cie32
+from ._common import (LAYOUTS, Metrics, check_layout, check_profile, clip01, float_lab, float_lab_planes,
+                      gray, lab8, lab8_to_cie32, mean_channel_std, prepare_pair, split_blocks)
 from ._ref32 import chroma_hue32, ciede2000_32, lightness_sq32
-from ._types import Metrics, check_profile
 from .ciede2000 import ciede2000, ciede2000_planes_to_color
 
 __all__ = ["COLOR_METRICS", "LAYOUTS", "color_metrics", "RGB_ED_NORM", "HF_RADIUS",

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..imaging import as_rgb8, check_same_size
-from ._types import Metrics, check_profile
+from ._common import Metrics, check_profile
 
 __all__ = ["ratio_metrics", "border_metrics", "count_metrics", "nearer_first"]
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import (KERNEL3, centroid, centroid_distance, clip01, gray, largest_filled, prepare_pair,
-                      region_iou_distance)
-from ._types import Metrics, check_profile
+from ._common import (KERNEL3, Metrics, centroid, centroid_distance, check_profile, clip01, gray,
+                      largest_filled, prepare_pair, region_iou_distance)
 
 __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
            "CORE_ITERATIONS", "ZONE_ITERATIONS"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import (centroid, centroid_distance, clip01, gray, largest_filled, mean_channel_std,
-                      prepare_pair, region_iou_distance)
-from ._types import Metrics, check_profile
+from ._common import (Metrics, centroid, centroid_distance, check_profile, clip01, gray, largest_filled,
+                      mean_channel_std, prepare_pair, region_iou_distance)
 
 __all__ = ["SHAPE_METRICS", "shape_metrics", "SHAPE_THRESHOLD", "PURITY_NORM"]
 

@@ -236,7 +236,7 @@ try:
 except ImportError:  # numpy < 2
     from numpy.core._multiarray_umath import __cpu_features__ as features
 from pytest_violin.metrics import color_metrics
-from pytest_violin.metrics._lab import lab8_to_cie32
+from pytest_violin.metrics._common import lab8_to_cie32
 from pytest_violin.metrics._ref32 import ciede2000_32
 
 exp = np.full((16, 16, 3), (0x2E, 0x8B, 0x57), np.uint8)
