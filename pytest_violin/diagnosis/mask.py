@@ -35,7 +35,7 @@ import numpy as np
 
 from ..metrics._common import gray, region_iou_distance
 from ..metrics.mask import BLACK_THRESHOLD
-from ..tasks.mask import LIMITS
+from ..tasks.geometric import MASK_LIMITS as LIMITS
 from .model import Finding
 
 __all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN_PX", "OFFSET_MIN_PX",

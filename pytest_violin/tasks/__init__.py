@@ -33,8 +33,8 @@ __all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "BUILTIN_FAMILIES", "register", 
 #: in display order. A new built-in family is one line here.
 BUILTIN_FAMILIES: Mapping[str, str] = {
     "color": "pytest_violin.tasks.color:FAMILY",
-    "shape": "pytest_violin.tasks.shape:FAMILY",
-    "mask": "pytest_violin.tasks.mask:FAMILY",
+    "shape": "pytest_violin.tasks.geometric:SHAPE",
+    "mask": "pytest_violin.tasks.geometric:MASK",
     "ratio": "pytest_violin.tasks.geometric:RATIO",
     "border": "pytest_violin.tasks.geometric:BORDER",
     "count": "pytest_violin.tasks.geometric:COUNT",
