@@ -25,22 +25,100 @@ the server (:func:`~.usage.sent_marker`). The cache key uses the adapter's
 
 from __future__ import annotations
 
+import queue
+import signal
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
 from .cache import cache_identity
-from ._pool import DaemonPool, wait_for
 from .usage import CallLimitReached, sent_marker
 from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
 from ..errors import InvalidImageError, SetupError
-from ..models.directory import output_path
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "exception_line"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner", "exception_line",
+           "wait_for"]
+
+#: Seconds the main thread waits for a future at a time (see :func:`wait_for`).
+SIGNAL_SLICE = 0.2
+
+#: The signals the run handles in its main thread (pytest_plugin/signals.py).
+_MAIN_THREAD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def wait_for(future: Future):
+    """``future.result()``, waited for in slices of :data:`SIGNAL_SLICE` seconds.
+
+    The kernel may hand a process's SIGINT to any of its threads; Python then runs
+    the handler in the main thread, but only when that thread next runs Python
+    code, and a lock wait without a time-out never returns to it. So a Ctrl-C
+    taken by a generation thread left the main thread waiting for a generation
+    stuck in a socket read (on a loaded machine, about one run in five).
+    """
+    while True:
+        try:
+            return future.result(timeout=SIGNAL_SLICE)
+        except FutureTimeout:
+            continue
+
+
+def _main_thread_takes_signals() -> None:
+    """Block the run's signals in this (pool) thread, so the kernel delivers them to the main
+    thread, which handles them (POSIX; elsewhere signals go to the main thread anyway)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _MAIN_THREAD_SIGNALS)
+
+
+class DaemonPool:
+    """A fixed set of daemon threads running submitted callables as futures.
+
+    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the
+    interpreter exits, so one generation stuck in a socket read holds up the
+    end of an interrupted run; daemon threads do not.
+    """
+
+    def __init__(self, workers: int, name: str):
+        self._workers = int(workers)
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"{self._name}-{len(self._threads)}")
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _work(self) -> None:
+        _main_thread_takes_signals()
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # delivered to the waiting test
+                    future.set_exception(exc)
+            del item, future, fn, args
+
+    def shutdown(self, *, wait: bool) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
 
 #: Consecutive transport failures (no answer at all) after which the runner
 #: stops calling the adapter for the rest of the run ...
@@ -361,6 +439,7 @@ class Runner:
                 image = self._image(sample, request, identity, gen)
                 if self.save_outputs is not None:
                     from ..imaging import encode_png
+                    from ..models.directory import output_path
 
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 gen.images.append(image)
