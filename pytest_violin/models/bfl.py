@@ -23,12 +23,11 @@ from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
 from .request import NetworkAdapter
 from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
 from ._transport.answers import HttpResult
 from ._transport.retries import parse_retry_after
 from ._transport.origins import provider_endpoint
 from ._transport.answers import image_from_response, load_json
-from ._transport.jobs import JobStates, poll_job
 from ._transport.origins import Origins, check_path_id, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
@@ -43,7 +42,7 @@ EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
 STATES = JobStates(
     done=frozenset({"Ready"}),
     failed=frozenset({"Error"}),
-    # a job the API no longer knows: an error after a few polls (_transport/jobs.py), not a failure
+    # a job the API no longer knows: an error after a few polls (_transport/client.py), not a failure
     vanished=frozenset({"Task not found"}),
     refused=frozenset({"Request Moderated", "Content Moderated"}),
     state_of=lambda body: str(body.get("status", "")),

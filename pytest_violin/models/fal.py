@@ -22,10 +22,9 @@ from .registry import format_params, split_params
 from .request import NetworkAdapter
 from .bfl import first_wait_of, json_answer
 from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
 from ._transport.origins import provider_endpoint
 from ._transport.answers import image_from_response
-from ._transport.jobs import JobStates, poll_job
 from ._transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
@@ -36,7 +35,7 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 STATES = JobStates(
     done=frozenset({"COMPLETED"}),
     failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
-    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/jobs.py)
+    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/client.py)
     queued=frozenset({"IN_QUEUE"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: str(body.get("error") or body.get("detail") or ""),

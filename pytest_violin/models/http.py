@@ -21,11 +21,10 @@ from typing import Any
 
 from ._transport.origins import check_url
 from ._transport.answers import _walk, image_from_response, load_json, parse_response_path
-from ._transport.client import HttpClient, client_from_options
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
 from ._transport.answers import HttpResult
 from ._transport.retries import parse_retry_after
 from ._transport.origins import UrlRefused, resolve
-from ._transport.jobs import JobStates, poll_job
 from ._transport.retries import is_loopback
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64

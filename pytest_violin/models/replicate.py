@@ -26,14 +26,13 @@ from .registry import format_params, split_params
 from .request import NetworkAdapter
 from .http import RequestTemplate
 from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
 from ._transport.answers import HttpResult
 from ._transport.origins import origin_or_none
 from ._transport.origins import shown
 from ._transport.origins import provider_endpoint
 from ._transport.answers import image_from_response, load_json
 from ._transport.retries import parse_retry_after
-from ._transport.jobs import JobStates, poll_job
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
            "parse_target"]
@@ -69,7 +68,7 @@ CANCEL_TIMEOUT = 3.0
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 FAILED = frozenset({"failed", "canceled"})
 
-#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/jobs.py)
+#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/client.py)
 STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 
 

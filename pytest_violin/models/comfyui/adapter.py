@@ -15,9 +15,8 @@ from ...redaction import redact, redact_url
 from ..request import NetworkAdapter
 from ..replicate import first_wait
 from ..request import GenerationRequest
-from .._transport.client import HttpClient
+from .._transport.client import HttpClient, JobStates, poll_job
 from .._transport.answers import image_from_response, load_json
-from .._transport.jobs import JobStates, poll_job
 from ._server import (digest, execution_message, history_state, image_outputs, queue_position,
                       validation_reason, workflow_files)
 from ._server import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
