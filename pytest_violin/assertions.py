@@ -98,7 +98,7 @@ def _self_score_note(sample, profile: str) -> str:
     values = ", ".join(f"{k}={v:.4f}" for k, v in off.items())
     return (f"note: the exact answer itself scores {values}: kept pixels darker than the mask "
             f"metrics' black threshold (gray 30 or darker) or enclosed by black count as black; brighten "
-            f"the source's dark tones (pytest_violin.suite.photos.lift_dark) before asking the "
+            f"the source's dark tones (pytest_violin.suite.drawing.lift_dark) before asking the "
             f"model, as the suite does")
 
 
@@ -267,7 +267,7 @@ def assert_masked(output, image, mask, *, profile: str = "violin",
     or a mask whose black encloses kept pixels, cannot score 0.0 even for
     an exact answer (the failure message then says so). Give the model
     sources with their dark tones lifted, as the suite does
-    (:func:`pytest_violin.suite.photos.lift_dark`), and use
+    (:func:`pytest_violin.suite.drawing.lift_dark`), and use
     :func:`pytest_violin.strategies.masks` for well-formed masks.
     """
     __tracebackhide__ = True

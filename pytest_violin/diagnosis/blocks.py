@@ -147,7 +147,7 @@ def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, tar
 
 def diagnose_color(sample, image, expected) -> list:
     """Findings of a colour-task answer (blocks in a layout, or a colour range)."""
-    from ..suite.geometry import block_boxes
+    from ..suite.drawing import block_boxes
 
     h, w = image.shape[:2]
     spec = sample.spec

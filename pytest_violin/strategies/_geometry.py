@@ -15,13 +15,13 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..suite import geometry as _geometry
+from ..suite import drawing as _geometry
 from ._checks import check, check_bool, check_canvas, check_subset, is_real
 
 #: Shape kinds of the geometric task.
 SHAPES = _geometry.SHAPES
 #: Named alignments of a shape's bounding box, simplest first (the centre,
-#: then the rest in the order :data:`pytest_violin.suite.geometry.ANCHORS` lists them).
+#: then the rest in the order :data:`pytest_violin.suite.drawing.ANCHORS` lists them).
 ANCHORS = ("center", *(name for name in _geometry.ANCHORS if name != "center"))
 
 
@@ -89,14 +89,14 @@ def split_ratios(*, min_value: float = 0.05, max_value: float = 0.95,
 
 # ---------------------------------------------------------------- shapes
 def _bbox_px(shape: str, size: float, width: int) -> tuple:
-    from ..suite.geometry import shape_extent
+    from ..suite.drawing import shape_extent
 
     return shape_extent(shape, size, width)
 
 
 def _centers(shape: str, size: float, width: int, height: int, step: float) -> st.SearchStrategy:
     """Center fractions on the ``step`` grid whose box fits, shrinking to the middle."""
-    from ..suite.geometry import place_bbox
+    from ..suite.drawing import place_bbox
 
     bw, bh = _bbox_px(shape, size, width)
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from ..suite import masks as _masks
+from ..suite import drawing as _masks
 from ._checks import check, check_canvas, check_choice
 from ._geometry import grid_around_half
 
@@ -90,7 +90,7 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 
     @st.composite
     def pair(draw):
-        from ..suite.masks import fill_enclosed
+        from ..suite.drawing import fill_enclosed
 
         chosen = draw(st.sampled_from(kinds))
         black = np.zeros((height, width), np.uint8)
@@ -110,7 +110,7 @@ def source_images(*, width: int = 64, height: int = 64) -> st.SearchStrategy:
     images; shrinks toward the first photo, uncropped, centred, not mirrored.
     """
     width, height = check_canvas(width, height, 8)
-    from ..suite.photos import SKIMAGE_PHOTOS, base_image
+    from ..suite.drawing import SKIMAGE_PHOTOS, base_image
 
     spec = st.fixed_dictionaries({
         "source": st.just("skimage"),

@@ -28,7 +28,7 @@ from ..errors import SuiteError
 from .builders import block_sample, color_sample, mask_sample, ratio_sample, shape_sample
 from .colors import ISCC_NBS_COLORS, format_color, parse_color
 from .ids import stable_seed, validate_sample_id
-from .photos import photos_dir_from_env
+from .drawing import photos_dir_from_env
 from .sample import Sample
 
 __all__ = ["SUITES", "Sample", "load_suite", "export_samples", "load_manifest", "parse_color",

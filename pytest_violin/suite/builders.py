@@ -22,9 +22,7 @@ import numpy as np
 from ..errors import ImageSizeMismatchError, SuiteError
 from ..imaging import as_rgb8
 from .colors import format_color, parse_color
-from .geometry import place_bbox, shape_extent
-from .masks import MASK_KINDS, fill_enclosed
-from .photos import LIFT, lift_dark
+from .drawing import LIFT, MASK_KINDS, fill_enclosed, lift_dark, place_bbox, shape_extent
 from .prompts import (ANCHOR_PHRASES, BLOCK_TEMPLATES, CODE_TEMPLATES, COLOR_TEMPLATES,
                       MASK_TEMPLATES, NOTATION_LABELS, QUAD_TEMPLATES, RATIO_TEMPLATES,
                       SHAPE_PHRASES, SHAPE_TEMPLATES, percent, pick)
@@ -140,7 +138,7 @@ def make_shape(sample_id, suite, variation, shape, size, template, width=512, he
 
 def make_photo_mask(sample_id, suite, kind, photo, mask_seed, template, width=512,
                     height=512) -> Sample:
-    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.photos`)."""
+    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.drawing`)."""
     spec = {"kind": "mask", "mask_kind": kind, "mask_seed": int(mask_seed), "photo": photo,
             "lift": LIFT, "template": template}
     prompt = pick(MASK_TEMPLATES, template, "mask")
@@ -244,7 +242,7 @@ def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: in
     or an upright equilateral ``triangle`` (``size`` = side length), ``size`` a
     fraction of the image width in ``(0, 1]``. ``anchor`` names the alignment of
     the bounding box (``left-center``, ``top-right``, ``center``, ... see
-    :data:`~pytest_violin.suite.geometry.ANCHORS`), or ``center`` gives the
+    :data:`~pytest_violin.suite.drawing.ANCHORS`), or ``center`` gives the
     bounding-box centre ``(fx, fy)`` as fractions of the width and height;
     neither given: ``anchor="center"``. ``template`` is ``0..9``.
     """
@@ -291,8 +289,8 @@ def mask_sample(image, mask, *, kind: str = "random", template: int = 0,
     the sample under, ``template`` ``0..2``. ``well_formed`` (default) makes the
     ground truth measurable by the mask metrics: the darkest tones of the
     source are lifted so every channel is >= 40
-    (:func:`~pytest_violin.suite.photos.lift_dark`) and kept pixels enclosed by
-    black turn black (:func:`~pytest_violin.suite.masks.fill_enclosed`). The
+    (:func:`~pytest_violin.suite.drawing.lift_dark`) and kept pixels enclosed by
+    black turn black (:func:`~pytest_violin.suite.drawing.fill_enclosed`). The
     sample holds the pixels (read-only).
     """
     if kind not in MASK_KINDS:

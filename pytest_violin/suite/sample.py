@@ -258,7 +258,7 @@ class Sample:
         if self.files is not None and self.files.get("inputs"):
             return tuple(self._read_file(p, "input image") for p in self.files["inputs"])
         if self.payload is not None:
-            from .masks import mask_to_rgb
+            from .drawing import mask_to_rgb
 
             source, keep = self.payload
             return (source.copy(), mask_to_rgb(keep))

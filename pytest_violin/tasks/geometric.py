@@ -84,8 +84,7 @@ def _render_mask(spec, width: int, height: int):
 
 def _mask_inputs(spec, width: int, height: int) -> tuple:
     """``(source, mask_rgb)``: the photograph and the mask as black/white RGB."""
-    from ..suite.drawing import render_mask_inputs
-    from ..suite.masks import mask_to_rgb
+    from ..suite.drawing import mask_to_rgb, render_mask_inputs
 
     source, keep = render_mask_inputs(spec, width, height)
     return (source, mask_to_rgb(keep))

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from ..builders import make_blocks, make_photo_mask, make_shape
 from ..colors import ISCC_NBS_COLORS
-from ..geometry import ANCHORS, SHAPES
+from ..drawing import ANCHORS, MASK_KINDS, SHAPES, SKIMAGE_PHOTOS, list_photo_dir
 from ..sample import freeze
 from ..ids import slugify, stable_seed
-from ..masks import MASK_KINDS
-from ..photos import SKIMAGE_PHOTOS, list_photo_dir
 from ..prompts import BLOCK_TEMPLATES, COLOR_TEMPLATES, SHAPE_TEMPLATES, percent
 
 __all__ = ["NAME", "SHAPE_SIZES", "MASK_BASE_IMAGES", "PAIR_OFFSETS", "color_pairs", "build",
