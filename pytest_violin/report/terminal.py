@@ -1,7 +1,7 @@
 """The terminal summary: one table per suite and task, rows per variation.
 
-Laid out like the paper's Tables 1-3: metric columns, the mean column,
-then the pass rate and the sample count.
+Laid out like the paper's Tables 1-3: metric columns, the mean column, then the pass rate and the
+sample count.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def _diagnosis_lines(results) -> list:
 
 def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]:
     """The lines (no newlines) of ``store``'s aggregate tables, headed by the model, profile and
-    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call
-    counts (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
+    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call counts
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
     the cost are computed from when given."""
     rows = store.aggregate(totals=True)
     lines: list[str] = []
@@ -94,8 +94,8 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
     if total:
         from .json_report import run_usage, usage_text
 
-        # usage: the calls counted where they were made (reruns, -x, repeats,
-        # fixtures; pytest_violin.execution.usage), else the records' own counts
+        # usage: the calls counted where they were made (reruns, -x, repeats, fixtures;
+        # pytest_violin.execution.usage), else the records' own counts
         usage = run_usage(store.results, price=price, counted=usage)
         if usage["generations"] or usage["cache_hits"] or price is not None:
             lines.append(usage_text(usage))

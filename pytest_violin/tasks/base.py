@@ -1,10 +1,9 @@
 """The :class:`TaskFamily` record: everything the package knows about one task.
 
-This module imports nothing heavy (no numpy, no OpenCV, nothing of
-:mod:`pytest_violin.suite` or :mod:`pytest_violin.metrics`): a family's
-functions import what they draw and measure with when they are called, so
-the registry (and the threshold tables derived from it) can be read
-without loading the imaging stack.
+This module imports nothing heavy (no numpy, no OpenCV, nothing of :mod:`pytest_violin.suite` or
+:mod:`pytest_violin.metrics`): a family's functions import what they draw and measure with when they
+are called, so the registry (and the threshold tables derived from it) can be read without loading
+the imaging stack.
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from ..errors import InvalidArgumentError
 
 __all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "no_inputs", "color_words", "plain_color", "pct"]
 
-#: Limit of a metric (and of the mean) of a family that declares no limit
-#: for it, when that family's thresholds are not strict (see
-#: :attr:`TaskFamily.strict_thresholds`).
+#: Limit of a metric (and of the mean) of a family that declares no limit for it, when that family's
+#: thresholds are not strict (see :attr:`TaskFamily.strict_thresholds`).
 DEFAULT_EXTRA_LIMIT = 0.05
 
 
