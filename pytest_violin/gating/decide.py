@@ -1,10 +1,10 @@
 """The gate's decision: one run against its baseline, as a pure function.
 
 :func:`decide` takes the run's sample records, the run as a baseline document
-(:func:`~.baseline.build_baseline`), the baseline it is held against and the gate's limits, and
-returns a :class:`GateVerdict`: the groups' deltas (a :class:`~.comparison.Comparison`), the lines
-the reports print beside them, and :meth:`GateVerdict.exit_status`, the session's exit status once
-the gate has spoken. The pytest plugin only calls it and renders the verdict.
+(:func:`~.baseline.build_baseline`), the baseline it is held against and the gate's limits, and returns a
+:class:`GateVerdict`: the groups' deltas (a :class:`~.comparison.Comparison`), the lines the reports print
+beside them, and :meth:`GateVerdict.exit_status`, the session's exit status once the gate has spoken. The
+pytest plugin only calls it and renders the verdict.
 """
 
 from __future__ import annotations
@@ -63,17 +63,16 @@ class GateVerdict:
     def exit_status(self, current: int, *, others_failed: bool = False) -> int:
         """The session's exit status given its status without the gate (``current``).
 
-        A regression, or a baseline sample that ended in an error, fails the session
-        (:data:`EXIT_REGRESSED`); a baseline that shares no comparable sample with the run, or too
-        few to decide (:attr:`Comparison.too_few`), is a usage error (:data:`EXIT_UNDECIDED`) unless
-        tests of the team's own failed too (``others_failed``, they keep their exit status) or the
-        run was interrupted.
+        A regression, or a baseline sample that ended in an error, fails the session (:data:`EXIT_REGRESSED`);
+        a baseline that shares no comparable sample with the run, or too few to decide
+        (:attr:`Comparison.too_few`), is a usage error (:data:`EXIT_UNDECIDED`) unless tests of the team's own
+        failed too (``others_failed``, they keep their exit status) or the run was interrupted.
         """
         c = self.comparison
         if c is None or c.ok:
             return current
-        # a regression shown on few samples is shown (the error rate holds at any size); only a gate
-        # that found none on too few samples cannot say "not worse"
+        # a regression shown on few samples is shown (the error rate holds at any size); only a gate that
+        # found none on too few samples cannot say "not worse"
         undecided = (c.compared == 0 or c.undecidable) and not c.regressed_groups and not (
             c.decided_by == "sequential" and c.sequential_regressions)
         if undecided and not c.errored and not self.interrupted and not others_failed:

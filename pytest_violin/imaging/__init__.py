@@ -1,18 +1,17 @@
 """Image input and output at the edges of the package.
 
-:func:`as_rgb8` is the one place where anything image-like becomes an ``(H, W, 3)`` ``uint8`` RGB
-array; every metric, sample and adapter goes through it, so the accepted inputs and the error
-messages are the same everywhere. :mod:`._bounds` (internal) holds the pixel and decoded-byte caps,
-the header checks, the shared decode budget (``_bounds._DECODE_BUDGET``) and regular-file opening.
+:func:`as_rgb8` is the one place where anything image-like becomes an ``(H, W, 3)`` ``uint8`` RGB array; every
+metric, sample and adapter goes through it, so the accepted inputs and the error messages are the same
+everywhere. :mod:`._bounds` (internal) holds the pixel and decoded-byte caps, the header checks, the shared
+decode budget (``_bounds._DECODE_BUDGET``) and regular-file opening.
 
-Two readers: :func:`read_pillow` is this package's own (``reader="pillow"``, the default): gray
-replicated, alpha composited over black, 16-bit values rounded (``v * 255 / 65535``), floats in [0,
-1] rounded, EXIF orientation applied, converted in blocks of rows (:data:`_BLOCK_PIXELS`) so no
-full-size 32-bit or float copy is made. :func:`read_opencv` reads as the Violin reference scripts
-do, ``cv2.imread`` (profile ``violin``): alpha dropped, 16 bits truncated to the high byte, CMYK and
-palettes converted by OpenCV's codecs; an array as saving it as PNG and reading it back would give.
-Pillow reads the header first, so the checks are the same for both. The plugin sets ``"opencv"``
-(:func:`set_reader`) for a run of profile ``violin``.
+Two readers: :func:`read_pillow` is this package's own (``reader="pillow"``, the default): gray replicated,
+alpha composited over black, 16-bit values rounded (``v * 255 / 65535``), floats in [0, 1] rounded, EXIF
+orientation applied, converted in blocks of rows (:data:`_BLOCK_PIXELS`) so no full-size 32-bit or float copy
+is made. :func:`read_opencv` reads as the Violin reference scripts do, ``cv2.imread`` (profile ``violin``):
+alpha dropped, 16 bits truncated to the high byte, CMYK and palettes converted by OpenCV's codecs; an array as
+saving it as PNG and reading it back would give. Pillow reads the header first, so the checks are the same for
+both. The plugin sets ``"opencv"`` (:func:`set_reader`) for a run of profile ``violin``.
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ __all__ = ["RGB8", "MAX_PIXELS", "png_base64", "png_data_uri", "MAX_DECODED_BYTE
            "encode_png", "decode_image", "resize_rgb8", "check_same_size", "READERS", "set_reader",
            "current_reader"]
 
-#: Conversions work on blocks of rows of about this many pixels, so no full-size intermediate copy
-#: (32-bit or float) is ever made.
+#: Conversions work on blocks of rows of about this many pixels, so no full-size intermediate copy (32-bit or
+#: float) is ever made.
 _BLOCK_PIXELS = 1 << 18
 
 
@@ -189,8 +188,8 @@ def _pil_to_rgb8(img: Image.Image, original, max_pixels: int, max_bytes: int, *,
 def _decode_stream(fh, original, max_pixels: int, max_bytes: int) -> np.ndarray:
     """Decode the image in the binary file object ``fh``.
 
-    Takes a stream, never the bytes, so no traceback frame of this module shows the data as an
-    argument; every error is one line without a chained exception.
+    Takes a stream, never the bytes, so no traceback frame of this module shows the data as an argument; every
+    error is one line without a chained exception.
     """
     img = _open_checked(fh, original, max_pixels, max_bytes)
     try:
@@ -315,10 +314,9 @@ def current_reader() -> str:
 def set_reader(reader: str) -> str:
     """Set the process-wide default reader of :func:`as_rgb8`; return the previous one.
 
-    The pytest plugin sets ``"opencv"`` for a run of profile ``violin`` (every adapter's answer,
-    replayed files and ground-truth files are then read as the reference reads them) and restores
-    the previous reader when the run ends. Process-wide on purpose: adapters decode in the runner's
-    threads.
+    The pytest plugin sets ``"opencv"`` for a run of profile ``violin`` (every adapter's answer, replayed
+    files and ground-truth files are then read as the reference reads them) and restores the previous reader
+    when the run ends. Process-wide on purpose: adapters decode in the runner's threads.
     """
     _check_reader(reader)
     with _READER_LOCK:
@@ -328,9 +326,9 @@ def set_reader(reader: str) -> str:
 
 class RGB8(np.ndarray):
     """An ``(H, W, 3)`` uint8 image that :func:`as_rgb8` already accepted where it entered
-    (the runner marks every generated image so): :func:`as_rgb8` returns it as it is, so the layers
-    inside (a sample's score, the metrics, the diagnosis) never read it again. An array derived from
-    it (a slice, another dtype) is checked again unless it is still a
+    (the runner marks every generated image so): :func:`as_rgb8` returns it as it is, so the layers inside (a
+    sample's score, the metrics, the diagnosis) never read it again. An array derived from it (a slice,
+    another dtype) is checked again unless it is still a
     C-contiguous ``(H, W, 3)`` uint8 within the pixel cap (what the check would accept as is)."""
 
     @classmethod
@@ -375,14 +373,14 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
         PIL image as it reads back from a PNG). The same header checks come
         first in both.
 
-    The conversion works in blocks of rows: besides the result it allocates only a few megabytes,
-    whatever the input's dtype and mode. Decodes of encoded images share a process-wide budget
+    The conversion works in blocks of rows: besides the result it allocates only a few megabytes, whatever the
+    input's dtype and mode. Decodes of encoded images share a process-wide budget
     (:data:`DECODE_BUDGET_BYTES`): when threads decode large images at once, the later ones wait.
 
-    Anything else, empty images, NaN or out-of-range floats, undecodable bytes, missing or special
-    files and images over ``max_pixels`` or ``max_bytes`` are an
-    :class:`~pytest_violin.errors.InvalidImageError` (a ``ValueError``) that names what was received
-    and what is accepted, never the bytes of a file, and chains no other exception.
+    Anything else, empty images, NaN or out-of-range floats, undecodable bytes, missing or special files and
+    images over ``max_pixels`` or ``max_bytes`` are an :class:`~pytest_violin.errors.InvalidImageError` (a
+    ``ValueError``) that names what was received and what is accepted, never the bytes of a file, and chains
+    no other exception.
 
     Examples
     --------
@@ -404,9 +402,8 @@ def decode_image(data: bytes, *, max_pixels: int = MAX_PIXELS,
     """Decode PNG, JPEG, WebP (or any format Pillow reads) bytes to ``(H, W, 3)`` uint8 RGB.
 
     The header is read first and the pixel count and decoded size checked against ``max_pixels`` and
-    ``max_bytes`` before any pixel is decoded, so a decompression bomb is refused cheaply; zero
-    bytes, bytes that are not an image and truncated data are an
-    :class:`~pytest_violin.errors.InvalidImageError` too.
+    ``max_bytes`` before any pixel is decoded, so a decompression bomb is refused cheaply; zero bytes, bytes
+    that are not an image and truncated data are an :class:`~pytest_violin.errors.InvalidImageError` too.
     """
     return as_rgb8(bytes(data), max_pixels=max_pixels, max_bytes=max_bytes)
 

@@ -1,14 +1,13 @@
 """Violin obedience metrics: pure functions, arrays in, :class:`Metrics` out.
 
-All metrics are distances normalized to ``[0, 1]``; 0.0 is perfect obedience. Two profiles:
-``violin`` (default) reproduces the published reference numbers case for case (to 1e-6, including
-the reference's float32 CIEDE2000), ``strict`` fixes their documented weaknesses. See
-``docs/metrics.md`` for every formula and parameter.
+All metrics are distances normalized to ``[0, 1]``; 0.0 is perfect obedience. Two profiles: ``violin``
+(default) reproduces the published reference numbers case for case (to 1e-6, including the reference's float32
+CIEDE2000), ``strict`` fixes their documented weaknesses. See ``docs/metrics.md`` for every formula and
+parameter.
 
-Every metric function reads its images with :func:`pytest_violin.as_rgb8` (the generated image
-first, the ground truth of the same size second) and raises a ``ValueError`` for an unknown profile
-or layout, images of different sizes (:class:`~pytest_violin.errors.ImageSizeMismatchError`) or an
-input ``as_rgb8`` refuses.
+Every metric function reads its images with :func:`pytest_violin.as_rgb8` (the generated image first, the
+ground truth of the same size second) and raises a ``ValueError`` for an unknown profile or layout, images of
+different sizes (:class:`~pytest_violin.errors.ImageSizeMismatchError`) or an input ``as_rgb8`` refuses.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ __all__ = ["Metrics", "PROFILES", "check_profile", "rgb_to_lab", "lab8", "lab8_t
            "split_blocks", "mean_channel_std", "largest_filled", "region_iou_distance", "centroid",
            "centroid_distance", "KERNEL3"]
 
-#: Metric profiles: ``violin`` reproduces the published reference numbers, ``strict`` fixes their
-#: documented weaknesses (see docs/metrics.md).
+#: Metric profiles: ``violin`` reproduces the published reference numbers, ``strict`` fixes their documented
+#: weaknesses (see docs/metrics.md).
 PROFILES = ("violin", "strict")
 
 
@@ -168,10 +168,10 @@ _LAB_FROM_F = np.array([[0.0, 116.0, 0.0, -16.0],
 def float_lab(rgb: np.ndarray) -> np.ndarray:
     """CIE Lab (D65) of RGB uint8 pixels, unquantized, as float64.
 
-    The formula of ``skimage.color.rgb2lab`` (sRGB companding, the same matrix and white point, the
-    same cube-root knee), organized for 8-bit input: the companding is a 256-entry table
-    (``cv2.LUT``) and both linear steps are ``cv2.transform``. Equal to ``rgb2lab`` to ~1e-13 (all
-    2**24 colours checked) and several times faster.
+    The formula of ``skimage.color.rgb2lab`` (sRGB companding, the same matrix and white point, the same
+    cube-root knee), organized for 8-bit input: the companding is a 256-entry table (``cv2.LUT``) and both
+    linear steps are ``cv2.transform``. Equal to ``rgb2lab`` to ~1e-13 (all 2**24 colours checked) and several
+    times faster.
     """
     shape = rgb.shape
     if rgb.ndim != 3:  # OpenCV reads (H, W, 3) as a 3-channel image only
@@ -206,9 +206,9 @@ def float_lab_planes(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 def rgb_to_lab(image, *, profile: str = "violin") -> np.ndarray:
     """An image as ``(H, W, 3)`` float64 CIE Lab (D65, ``L*`` in [0, 100]) as the metric profile converts it.
 
-    ``violin``: OpenCV's 8-bit ``COLOR_RGB2LAB`` rescaled to CIE ranges (``L*100/255``, ``a-128``,
-    ``b-128``), as the reference metrics do; quantized to 256 levels per channel. ``strict``: the
-    formula of ``skimage.color.rgb2lab`` on float RGB, unquantized (:func:`float_lab`).
+    ``violin``: OpenCV's 8-bit ``COLOR_RGB2LAB`` rescaled to CIE ranges (``L*100/255``, ``a-128``, ``b-128``),
+    as the reference metrics do; quantized to 256 levels per channel. ``strict``: the formula of
+    ``skimage.color.rgb2lab`` on float RGB, unquantized (:func:`float_lab`).
     """
     check_profile(profile)
     rgb = as_rgb8(image)
@@ -217,8 +217,8 @@ def rgb_to_lab(image, *, profile: str = "violin") -> np.ndarray:
     return float_lab(rgb)
 
 
-#: Colour layouts: ``single`` block, ``vertical`` = left|right halves, ``horizontal`` = top/bottom
-#: halves, ``quad`` = 2x2 quadrants.
+#: Colour layouts: ``single`` block, ``vertical`` = left|right halves, ``horizontal`` = top/bottom halves,
+#: ``quad`` = 2x2 quadrants.
 LAYOUTS = ("single", "vertical", "horizontal", "quad")
 
 # Smallest (height, width) each layout can split into non-empty blocks.
@@ -251,16 +251,16 @@ _LEVELS = np.arange(256, dtype=np.float64)
 def mean_channel_std(rgb: np.ndarray, mask: np.ndarray | None = None) -> float:
     """Mean over R, G, B of the population standard deviation of the pixels.
 
-    Computed from exact per-channel histograms, so a one-colour region gives exactly 0.0
-    (``cv2.meanStdDev`` leaves ~1e-8 of rounding). ``mask`` (uint8, nonzero = inside) restricts the
-    pixels; an empty selection gives 0.0.
+    Computed from exact per-channel histograms, so a one-colour region gives exactly 0.0 (``cv2.meanStdDev``
+    leaves ~1e-8 of rounding). ``mask`` (uint8, nonzero = inside) restricts the pixels; an empty selection
+    gives 0.0.
     """
     n = rgb.shape[0] * rgb.shape[1] if mask is None else cv2.countNonZero(mask)
     if n == 0:
         return 0.0
     if mask is not None:
-        # Only the mask's bounding box holds selected pixels: same counts, fewer pixels to visit (a
-        # shape covers a fraction of its image).
+        # Only the mask's bounding box holds selected pixels: same counts, fewer pixels to visit (a shape
+        # covers a fraction of its image).
         x, y, w, h = cv2.boundingRect(mask)
         rgb, mask = rgb[y:y + h, x:x + w], mask[y:y + h, x:x + w]
     total = 0.0
@@ -316,9 +316,9 @@ KERNEL3 = np.ones((3, 3), dtype=np.uint8)
 def largest_filled(region: np.ndarray) -> np.ndarray:
     """Keep the largest external contour of ``region``, filled.
 
-    ``cv2.findContours(RETR_EXTERNAL, CHAIN_APPROX_SIMPLE)``, the largest by ``cv2.contourArea``
-    (the first one on ties), drawn with ``thickness=-1``. Holes inside it are filled; everything
-    else is dropped. An empty region stays empty.
+    ``cv2.findContours(RETR_EXTERNAL, CHAIN_APPROX_SIMPLE)``, the largest by ``cv2.contourArea`` (the first
+    one on ties), drawn with ``thickness=-1``. Holes inside it are filled; everything else is dropped. An
+    empty region stays empty.
     """
     contours, _ = cv2.findContours(region, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     out = np.zeros_like(region)
@@ -340,10 +340,10 @@ def region_iou_distance(a: np.ndarray, b: np.ndarray) -> float:
 def centroid(region: np.ndarray):
     """``(area, (x, y))`` of a region from its binary moments; ``(0, None)`` if empty.
 
-    Equal, bit for bit, to ``cv2.moments(region, binaryImage=True)``'s ``m00`` and ``(m10 / m00, m01
-    / m00)``, about 10x faster: for a binary image those moments are integer sums (OpenCV
-    accumulates them exactly), so they are computed here from the row and column pixel counts in
-    integer arithmetic, without the second- and third-order moments.
+    Equal, bit for bit, to ``cv2.moments(region, binaryImage=True)``'s ``m00`` and ``(m10 / m00, m01 / m00)``,
+    about 10x faster: for a binary image those moments are integer sums (OpenCV accumulates them exactly), so
+    they are computed here from the row and column pixel counts in integer arithmetic, without the second- and
+    third-order moments.
     """
     ones = cv2.threshold(region, 0, 1, cv2.THRESH_BINARY)[1]
     cols = cv2.reduce(ones, 0, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel().astype(np.int64)

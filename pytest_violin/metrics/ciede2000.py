@@ -1,13 +1,12 @@
 """CIEDE2000 colour difference (Sharma, Wu & Dalal 2005), vectorized.
 
-The formula is split into a lightness part that depends only on the two ``L*`` values and a
-chroma/hue part that depends only on the ``a*``/``b*`` values. :func:`ciede2000` adds them; the
-colour metrics use the two parts separately to build small lookup tables when one side is a single
-colour (see :mod:`pytest_violin.metrics.color`).
+The formula is split into a lightness part that depends only on the two ``L*`` values and a chroma/hue part
+that depends only on the ``a*``/``b*`` values. :func:`ciede2000` adds them; the colour metrics use the two
+parts separately to build small lookup tables when one side is a single colour (see
+:mod:`pytest_violin.metrics.color`).
 
-Conventions follow ``skimage.color.deltaE_ciede2000`` (hue angles in ``[0, 2*pi)``; the hue
-difference and the mean hue of a pair with a zero chroma are handled as in Sharma et al., note 1),
-with ``kL = kC = kH = 1``.
+Conventions follow ``skimage.color.deltaE_ciede2000`` (hue angles in ``[0, 2*pi)``; the hue difference and the
+mean hue of a pair with a zero chroma are handled as in Sharma et al., note 1), with ``kL = kC = kH = 1``.
 """
 
 from __future__ import annotations
@@ -42,9 +41,8 @@ def lightness_term_sq(L1, L2) -> np.ndarray:
 def _hue_2pi(x, y):
     """``arctan2(y, x)`` mapped to ``[0, 2 pi)``.
 
-    ``numpy.arctan2`` itself (not a faster ``arctan(y / x)``): hue pairs exactly 180 degrees apart,
-    like Sharma's pair 7.1792, sit on the branch cut, and only the same rounding gives the same
-    branch.
+    ``numpy.arctan2`` itself (not a faster ``arctan(y / x)``): hue pairs exactly 180 degrees apart, like
+    Sharma's pair 7.1792, sit on the branch cut, and only the same rounding gives the same branch.
     """
     t = np.arctan2(y, x)
     return np.where(t < 0.0, t + _TWO_PI, t)
@@ -55,25 +53,25 @@ def _pow7(x):
     return x2 * x2 * x2 * x
 
 
-#: Elements per chunk: keeps the ~40 temporaries of the formula near the cache (2048 to 65536
-#: measured on 512x512 noise: 16384 is the fastest).
+#: Elements per chunk: keeps the ~40 temporaries of the formula near the cache (2048 to 65536 measured on
+#: 512x512 noise: 16384 is the fastest).
 CHUNK = 16384
 
 
 def chroma_hue_terms(a1, b1, a2, b2) -> np.ndarray:
     """The chroma, hue and rotation part of CIEDE2000 squared, float64 of the broadcast shape.
 
-    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``, which depends on the
-    ``a*``/``b*`` coordinates only; ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``. Large
-    inputs are processed in chunks of :data:`CHUNK` elements for cache locality.
+    That is ``(dC'/S_C)**2 + (dH'/S_H)**2 + R_T (dC'/S_C)(dH'/S_H)``, which depends on the ``a*``/``b*``
+    coordinates only; ``ciede2000 = sqrt(max(lightness_term_sq + this, 0))``. Large inputs are processed in
+    chunks of :data:`CHUNK` elements for cache locality.
     """
     args = [np.asarray(v, dtype=np.float64) for v in (a1, b1, a2, b2)]
     shape = np.broadcast_shapes(*(a.shape for a in args))
     n = int(np.prod(shape))
     if n <= CHUNK:
         return np.broadcast_to(_chroma_hue_kernel(*args), shape).copy()
-    # Single values stay scalars (the kernel broadcasts); the rest are flattened to the broadcast
-    # shape and walked in chunks.
+    # Single values stay scalars (the kernel broadcasts); the rest are flattened to the broadcast shape and
+    # walked in chunks.
     flat = [float(a.reshape(-1)[0]) if a.size == 1 else np.broadcast_to(a, shape).reshape(-1)
             for a in args]
     out = np.empty(n, dtype=np.float64)
@@ -87,9 +85,9 @@ def chroma_hue_terms(a1, b1, a2, b2) -> np.ndarray:
 def ref_primes(a1, b1, c2ab):
     """The first colour's terms that depend only on the second's ``C*ab``.
 
-    Returns ``(scale, c1, h1)``: ``1 + G``, the primed chroma and hue of ``(a1, b1)``. When the
-    first colour is fixed, these depend on the second colour only through its chroma, so callers can
-    compute them once per distinct chroma.
+    Returns ``(scale, c1, h1)``: ``1 + G``, the primed chroma and hue of ``(a1, b1)``. When the first colour
+    is fixed, these depend on the second colour only through its chroma, so callers can compute them once per
+    distinct chroma.
     """
     cbar = 0.5 * (np.sqrt(a1 * a1 + b1 * b1) + c2ab)
     c7 = _pow7(cbar)
@@ -108,10 +106,10 @@ def _chroma_hue_kernel(a1, b1, a2, b2) -> np.ndarray:
 def chroma_hue_from_primes(a2, b2, scale, c1, h1) -> np.ndarray:
     """The chroma/hue part of CIEDE2000 given :func:`ref_primes` of colour 1.
 
-    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers by multiplication, and
-    ``cos(k h) / sin(k h)`` for k = 2, 3, 4 by the multiple-angle identities, so the only
-    transcendental calls are the ``arctan2`` of each hue, one ``cos``/``sin`` pair of the mean hue,
-    one ``sin`` of the half hue difference, one ``exp`` and one ``sin`` of the rotation.
+    Written for speed: chromas with ``sqrt`` instead of ``hypot``, powers by multiplication, and ``cos(k h) /
+    sin(k h)`` for k = 2, 3, 4 by the multiple-angle identities, so the only transcendental calls are the
+    ``arctan2`` of each hue, one ``cos``/``sin`` pair of the mean hue, one ``sin`` of the half hue difference,
+    one ``exp`` and one ``sin`` of the rotation.
     """
     a2p = a2 * scale
     c2 = np.sqrt(a2p * a2p + b2 * b2)
@@ -210,9 +208,9 @@ def ciede2000(lab1, lab2) -> np.ndarray:
     return np.sqrt(np.maximum(d2, 0.0))
 
 
-# Coefficients of the hue weighting T(h) = A(cos h) + sin h * B(cos h): the cosine terms as
-# Chebyshev polynomials T_k(c), the sine terms as sin h * U_{k-1}(c), expanded in powers of c
-# (highest first, for Horner).
+# Coefficients of the hue weighting T(h) = A(cos h) + sin h * B(cos h): the cosine terms as Chebyshev
+# polynomials T_k(c), the sine terms as sin h * U_{k-1}(c), expanded in powers of c (highest first, for
+# Horner).
 def _t_polynomials():
     c30, s30 = np.cos(_DEG30), np.sin(_DEG30)
     c6, s6 = np.cos(_DEG6), np.sin(_DEG6)
@@ -250,15 +248,14 @@ def _horner(coeffs, x):
 def ciede2000_to_color(lab, ref) -> np.ndarray:
     """CIEDE2000 between each colour of ``lab`` (``(..., 3)`` CIE Lab) and one colour ``ref`` (``(3,)``).
 
-    float64 of ``lab``'s shape without the last axis: the same values as ``ciede2000(ref, lab)`` (to
-    ~1e-12), about twice as fast: trigonometry only where the formula needs an angle. The hue
-    difference term comes from the dot and cross products of the primed ``(a', b)`` vectors
-    (``dH'**2 = 2 (C1' C2' - dot)``, written ``2 cross**2 / (C1' C2' + dot)`` when that cancels; its
-    sign is the cross product's), and the mean hue's direction is the bisector of the two unit
-    vectors, so ``T`` is a polynomial in its cosine and sine; one ``arctan2`` of the bisector gives
-    the angle the rotation term needs. Pairs whose mean hue is (nearly) a branch decision of the
-    formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad of 0) go through
-    :func:`chroma_hue_terms`. Other shapes are a ``ValueError``.
+    float64 of ``lab``'s shape without the last axis: the same values as ``ciede2000(ref, lab)`` (to ~1e-12),
+    about twice as fast: trigonometry only where the formula needs an angle. The hue difference term comes
+    from the dot and cross products of the primed ``(a', b)`` vectors (``dH'**2 = 2 (C1' C2' - dot)``, written
+    ``2 cross**2 / (C1' C2' + dot)`` when that cancels; its sign is the cross product's), and the mean hue's
+    direction is the bisector of the two unit vectors, so ``T`` is a polynomial in its cosine and sine; one
+    ``arctan2`` of the bisector gives the angle the rotation term needs. Pairs whose mean hue is (nearly) a
+    branch decision of the formula (hues within ~1e-6 rad of opposite, mean hue within ~1e-9 rad of 0) go
+    through :func:`chroma_hue_terms`. Other shapes are a ``ValueError``.
     """
     lab = np.asarray(lab, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
@@ -334,8 +331,8 @@ def _to_color_kernel(L1: float, a1: float, b1: float, L2, a2, b2) -> np.ndarray:
     dh2 *= 2.0
     np.sqrt(dh2, out=dh2)
     h_term = np.copysign(dh2, cross, out=dh2)
-    # Mean hue direction: bisector of the unit vectors (c2 u1 + c1 u2), or the non-neutral colour's
-    # direction when one chroma is 0.
+    # Mean hue direction: bisector of the unit vectors (c2 u1 + c1 u2), or the non-neutral colour's direction
+    # when one chroma is 0.
     bx = a1p * c2
     bx += a2p * c1
     by = b1 * c2
@@ -374,8 +371,8 @@ def _to_color_kernel(L1: float, a1: float, b1: float, L2, a2, b2) -> np.ndarray:
     np.negative(hbar, out=hbar)
     np.exp(hbar, out=hbar)
     hbar *= 2.0 * _DEG30
-    # sin(z) rounds to z below 1e-8 (z**2 / 6 < 2**-53): call the (scalar, slow) float64 sine only
-    # where the mean hue is near 275 degrees.
+    # sin(z) rounds to z below 1e-8 (z**2 / 6 < 2**-53): call the (scalar, slow) float64 sine only where the
+    # mean hue is near 275 degrees.
     np.sin(hbar, out=hbar, where=hbar > 1e-8)
     c7 = _pow7(cbar_p)
     rc = c7 + _25_POW_7
@@ -388,9 +385,9 @@ def _to_color_kernel(L1: float, a1: float, b1: float, L2, a2, b2) -> np.ndarray:
     d2 += c_term * c_term
     d2 += h_term * h_term
     d2 += rc
-    # Where the mean hue is (nearly) a branch decision of the formula, hues (nearly) opposite (the
-    # bisector vanishes: its direction would be rounding) or a mean hue at 0 = 360 degrees (where
-    # the rotation term jumps), take the formula's own arithmetic.
+    # Where the mean hue is (nearly) a branch decision of the formula, hues (nearly) opposite (the bisector
+    # vanishes: its direction would be rounding) or a mean hue at 0 = 360 degrees (where the rotation term
+    # jumps), take the formula's own arithmetic.
     tie = (norm <= 1e-6 * cc) | ((np.abs(by) <= 1e-9 * norm) & (bx > 0.0))
     tie &= cc > 0.0
     if tie.any():

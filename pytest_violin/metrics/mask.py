@@ -13,8 +13,8 @@ __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
 
 #: Metric names of the mask task, in display order.
 MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
-#: A pixel is blacked out when its OpenCV gray level is at most this (the reference's
-#: ``cv2.threshold(gray, 30, 255, THRESH_BINARY_INV)``).
+#: A pixel is blacked out when its OpenCV gray level is at most this (the reference's ``cv2.threshold(gray,
+#: 30, 255, THRESH_BINARY_INV)``).
 BLACK_THRESHOLD = 30
 #: 3x3 erosions that leave the inner part of a region (band = region - that).
 BAND_ITERATIONS = 5
@@ -27,8 +27,8 @@ ZONE_ITERATIONS = 2
 def black_region(gray_image: np.ndarray) -> np.ndarray:
     """0/255 region of pixels with gray level ``<=`` :data:`BLACK_THRESHOLD`.
 
-    ``THRESH_BINARY_INV`` keeps the pixels *not above* the threshold, so a pixel of gray exactly 30
-    is black, as in the reference (``mask_metric.py``, ``Mask_metrics_from_img_bgr``).
+    ``THRESH_BINARY_INV`` keeps the pixels *not above* the threshold, so a pixel of gray exactly 30 is black,
+    as in the reference (``mask_metric.py``, ``Mask_metrics_from_img_bgr``).
     """
     _, out = cv2.threshold(gray_image, BLACK_THRESHOLD, 255, cv2.THRESH_BINARY_INV)
     return out
@@ -42,9 +42,9 @@ def boundary_band(region: np.ndarray) -> np.ndarray:
 def mean_gradient(gray_image: np.ndarray, zone: np.ndarray, *, crop: bool = True) -> float:
     """Mean 3x3 Sobel gradient magnitude of ``gray_image`` inside ``zone``.
 
-    With ``crop`` the Sobel filters run only on the zone's bounding box grown by one pixel, which
-    gives the same values as filtering the whole image (every zone pixel keeps its real neighbours;
-    at the image border the reflection is the same).
+    With ``crop`` the Sobel filters run only on the zone's bounding box grown by one pixel, which gives the
+    same values as filtering the whole image (every zone pixel keeps its real neighbours; at the image border
+    the reflection is the same).
     """
     if crop:
         x, y, w, h = cv2.boundingRect(zone)
@@ -90,9 +90,9 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
       region, 100, 200), 3x3, 2 times)``; 0.0 when the zone is empty or
       ``g_gt < 1``.
 
-    A masked *photo* can miss 0.0 against itself under ``violin``: natural pixels of gray 30 or
-    darker join the black region, and a filled contour that encloses kept pixels makes ``leak``
-    positive. See docs/metrics.md.
+    A masked *photo* can miss 0.0 against itself under ``violin``: natural pixels of gray 30 or darker join
+    the black region, and a filled contour that encloses kept pixels makes ``leak`` positive. See
+    docs/metrics.md.
     """
     check_profile(profile)
     gen, exp = prepare_pair(image, expected)

@@ -26,8 +26,8 @@ def _binarize(rgb: np.ndarray) -> np.ndarray:
 def _hu_distance(gen: np.ndarray, gt: np.ndarray, profile: str) -> float:
     """``cv2.matchShapes`` I1 between two 0/255 regions.
 
-    ``violin`` passes the 0/255 images (moments weighted by intensity 255); ``strict`` passes 0/1
-    images, i.e. binary moments.
+    ``violin`` passes the 0/255 images (moments weighted by intensity 255); ``strict`` passes 0/1 images, i.e.
+    binary moments.
     """
     if profile == "strict":
         gen = (gen > 0).astype(np.uint8)

@@ -1,11 +1,11 @@
 """``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API, submit, poll, fetch (docs/models.md).
 
-Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take ``aspect_ratio``;
-edit-capable models take input images as base64 in ``input_image``, ``input_image_2``, ...), poll
-``polling_url`` until ``Ready``, download ``result.sample`` without the key. ``Request Moderated`` /
-``Content Moderated`` are refusals. A ``polling_url`` gets the key only on the base URL's origin or
-an ``https`` host under ``bfl.ai``; any other is replaced by ``{base}/get_result?id=ID``. BFL has no
-cancel endpoint: an interrupted job finishes (and is billed) on BFL's side.
+Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take ``aspect_ratio``; edit-capable
+models take input images as base64 in ``input_image``, ``input_image_2``, ...), poll ``polling_url`` until
+``Ready``, download ``result.sample`` without the key. ``Request Moderated`` / ``Content Moderated`` are
+refusals. A ``polling_url`` gets the key only on the base URL's origin or an ``https`` host under ``bfl.ai``;
+any other is replaced by ``{base}/get_result?id=ID``. BFL has no cancel endpoint: an interrupted job finishes
+(and is billed) on BFL's side.
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """``diffusers:PATH_OR_ID``: a local Hugging Face diffusers pipeline (docs/models.md, "Local diffusers pipeline").
 
-Optional: needs ``pip install 'pytest-violin[diffusers]'``; this module imports without torch or
-diffusers and the factory raises :class:`~pytest_violin.errors.ModelSpecError` with the install
-hint. Weights load once, from local files only. From the loaded pipeline
-``AutoPipelineFor*.from_pipe`` builds one pipeline per kind of request (:data:`KINDS`:
-``text2image``, ``image2image``, ``inpaint`` with the mask inverted, as diffusers repaints white),
-usable only when its ``__call__`` *names* the parameters a request needs (``**kwargs`` would drop an
-image). Calls are serialised (one pipeline is not thread-safe), and the libraries' progress bars,
-logs and warnings are kept out of the output.
+Optional: needs ``pip install 'pytest-violin[diffusers]'``; this module imports without torch or diffusers and
+the factory raises :class:`~pytest_violin.errors.ModelSpecError` with the install hint. Weights load once,
+from local files only. From the loaded pipeline ``AutoPipelineFor*.from_pipe`` builds one pipeline per kind of
+request (:data:`KINDS`: ``text2image``, ``image2image``, ``inpaint`` with the mask inverted, as diffusers
+repaints white), usable only when its ``__call__`` *names* the parameters a request needs (``**kwargs`` would
+drop an image). Calls are serialised (one pipeline is not thread-safe), and the libraries' progress bars, logs
+and warnings are kept out of the output.
 """
 
 from __future__ import annotations
@@ -62,11 +61,11 @@ def one_line(text: str, limit: int = 200) -> str:
 def quiet(*, python_warnings: bool = True):
     """Keep diffusers' and transformers' progress bars, logs and warnings out of the output.
 
-    Sets both libraries' log verbosity to ERROR and turns their progress bars off for the duration,
-    then restores what was set before.
+    Sets both libraries' log verbosity to ERROR and turns their progress bars off for the duration, then
+    restores what was set before.
 
-    * ``python_warnings``: also ignore Python warnings (``warnings.catch_warnings``, which is
-      process-wide: use it only while no test runs, e.g. when loading).
+    * ``python_warnings``: also ignore Python warnings (``warnings.catch_warnings``, which is process-wide:
+      use it only while no test runs, e.g. when loading).
     """
     saved = []
     for name in _LIBRARIES:
@@ -161,8 +160,7 @@ _PER_REQUEST = ("prompt", "width", "height", "generator", "image", "mask_image")
 def named_parameters(fn) -> frozenset:
     """The parameter names ``fn`` declares, without ``*args`` and ``**kwargs``.
 
-    A ``**kwargs`` parameter accepts a name without using it, so it does not count as accepting
-    anything.
+    A ``**kwargs`` parameter accepts a name without using it, so it does not count as accepting anything.
     """
     try:
         params = inspect.signature(fn).parameters.values()
@@ -175,9 +173,8 @@ def named_parameters(fn) -> frozenset:
 def request_kind(request: GenerationRequest) -> str:
     """The kind of pipeline ``request`` needs: ``text2image``, ``image2image`` or ``inpaint``.
 
-    Raises :class:`GenerationError`: for input images the adapter has no way to use (a mask request
-    without exactly a source image and a mask, or several images for another task): they are never
-    dropped silently.
+    Raises :class:`GenerationError`: for input images the adapter has no way to use (a mask request without
+    exactly a source image and a mask, or several images for another task): they are never dropped silently.
     """
     count = len(request.images)
     if request.task == "mask":
@@ -212,12 +209,11 @@ def _first_image(output) -> Any:
 class DiffusersAdapter:
     """Sends each request to the pipeline of its kind.
 
-    * ``pipelines``: ``kind -> pipeline`` for the kinds served, ``kind -> str`` (why not) for the
-      others.
+    * ``pipelines``: ``kind -> pipeline`` for the kinds served, ``kind -> str`` (why not) for the others.
     * ``call_kwargs``: passed to the pipelines whose ``__call__`` names them; one named by none is a
       :class:`ModelSpecError`.
-    * ``cancel``: no new generation starts once set, and a running one stops at its next step where
-      the pipeline takes ``callback_on_step_end``.
+    * ``cancel``: no new generation starts once set, and a running one stops at its next step where the
+      pipeline takes ``callback_on_step_end``.
     """
 
     cacheable = True

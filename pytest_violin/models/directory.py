@@ -1,8 +1,8 @@
 """The ``dir:PATH`` model: replay images saved earlier (the layout ``--violin-save-outputs`` writes).
 
-``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``: ``t03.r<k>.png``). A
-sample of the official data is also found where the authors' scripts save it: ``PATH/id_000123.png``
-or ``PATH/id_123.png``, or under ``PATH/<model>_color_var1/`` and its siblings.
+``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``: ``t03.r<k>.png``). A sample of the
+official data is also found where the authors' scripts save it: ``PATH/id_000123.png`` or ``PATH/id_123.png``,
+or under ``PATH/<model>_color_var1/`` and its siblings.
 """
 
 from __future__ import annotations
@@ -46,8 +46,7 @@ def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
     """The file holding a sample's saved answer: :func:`output_path`, else the authors' layout.
 
     For an official sample without a file at :func:`output_path`, the first of ``id_000123.png`` /
-    ``id_123.png`` in ``root`` or its ``*_color_var1``-style folders; :func:`output_path` when none
-    exists.
+    ``id_123.png`` in ``root`` or its ``*_color_var1``-style folders; :func:`output_path` when none exists.
 
     Raises :class:`GenerationError`: answers for the sample in more than one of those folders.
     """

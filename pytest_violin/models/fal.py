@@ -1,11 +1,11 @@
 """``fal:APP``: models on fal.ai through its queue, submit, poll, fetch (docs/models.md).
 
-Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input images as data URIs in
-``image_urls`` for FLUX.2 apps, ``image_url`` for others, ``?image_field=NAME`` to choose), poll
-``status_url`` until ``COMPLETED``, read ``response_url`` and download ``images[0].url`` without the
-key. ``has_nsfw_concepts`` or a ``content_policy_violation`` error is a refusal; Ctrl-C sends ``PUT
-cancel_url`` once. URLs from an answer get the key only on the base URL's origin or an ``https``
-host under ``fal.run``; others are rebuilt from the base, the app and the request id.
+Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input images as data URIs in ``image_urls``
+for FLUX.2 apps, ``image_url`` for others, ``?image_field=NAME`` to choose), poll ``status_url`` until
+``COMPLETED``, read ``response_url`` and download ``images[0].url`` without the key. ``has_nsfw_concepts`` or
+a ``content_policy_violation`` error is a refusal; Ctrl-C sends ``PUT cancel_url`` once. URLs from an answer
+get the key only on the base URL's origin or an ``https`` host under ``fal.run``; others are rebuilt from the
+base, the app and the request id.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ _ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _APP = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$")
 _CANCEL_TIMEOUT = 5.0
 _REFUSAL_TYPES = ("content_policy_violation",)
-#: A 422 result whose message says one of these is a refusal (the client keeps only the message of
-#: an error answer, not its ``type``).
+#: A 422 result whose message says one of these is a refusal (the client keeps only the message of an error
+#: answer, not its ``type``).
 _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety checker")
 
 

@@ -1,11 +1,10 @@
 """``gemini:MODEL``: Gemini image models (Nano-Banana) through the Gemini API (docs/models.md).
 
-``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input images as
-``inlineData`` parts (the mask as the second image: the API has no mask field), the key in
-``x-goog-api-key`` (``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``), the size as the nearest accepted
-aspect ratio (:data:`ASPECT_RATIOS`). The image is the last ``image/*`` part of the first candidate
-that is not a thought; without one, a blocked prompt, a safety finish
-(:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal, anything else a failure.
+``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input images as ``inlineData`` parts
+(the mask as the second image: the API has no mask field), the key in ``x-goog-api-key`` (``GEMINI_API_KEY``
+or ``GOOGLE_API_KEY``), the size as the nearest accepted aspect ratio (:data:`ASPECT_RATIOS`). The image is
+the last ``image/*`` part of the first candidate that is not a thought; without one, a blocked prompt, a
+safety finish (:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal, anything else a failure.
 ``?image_size=2K``, ``?modalities=image``.
 """
 
@@ -95,8 +94,8 @@ def _inline(part) -> dict | None:
 def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answer"):
     """The image in a ``generateContent`` answer (RGB uint8), or the reason there is none.
 
-    Raises :class:`GenerationRefused` for a blocked prompt, a safety ``finishReason`` or text
-    without an image; :class:`GenerationError` for any other answer without a usable image.
+    Raises :class:`GenerationRefused` for a blocked prompt, a safety ``finishReason`` or text without an
+    image; :class:`GenerationError` for any other answer without a usable image.
     """
     if not isinstance(obj, dict):
         raise GenerationError(f"{where} is a JSON {type(obj).__name__}, not an object with 'candidates'")

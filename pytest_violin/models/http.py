@@ -1,11 +1,11 @@
 """``http://`` / ``https://``: any image service over HTTP (docs/models.md, "The plugin's HTTP protocol").
 
-By default the plugin's own protocol: a JSON ``POST`` of ``prompt``, ``width``, ``height``,
-``seed``, ``sample_id``, ``task`` and ``images`` (base64 PNG), answered by image bytes or JSON with
-the image at a known place. Other services without code: a body template (:class:`RequestTemplate`,
-``--violin-request-template``) and a response path; job APIs with ``--violin-poll-url-path``, polled
-until ``--violin-done-values`` (``--violin-failed-values``, ``--violin-refused-values`` end it), a
-status URL on another origin polled without credentials.
+By default the plugin's own protocol: a JSON ``POST`` of ``prompt``, ``width``, ``height``, ``seed``,
+``sample_id``, ``task`` and ``images`` (base64 PNG), answered by image bytes or JSON with the image at a known
+place. Other services without code: a body template (:class:`RequestTemplate`, ``--violin-request-template``)
+and a response path; job APIs with ``--violin-poll-url-path``, polled until ``--violin-done-values``
+(``--violin-failed-values``, ``--violin-refused-values`` end it), a status URL on another origin polled
+without credentials.
 """
 
 from __future__ import annotations
@@ -70,10 +70,10 @@ def request_fields(request: GenerationRequest) -> dict:
 class RequestTemplate:
     """A JSON request body with ``{placeholder}`` fields; :class:`ModelSpecError` for a bad placeholder.
 
-    A string that is exactly one placeholder becomes the value with its type (``"{width}"`` ->
-    ``512``); inside a longer string, its text. ``{{`` and ``}}`` are literal braces.
-    ``{images[N]}`` is the N-th input image as base64 PNG, ``null`` (``""`` in a longer string) when
-    the sample has fewer, so one template serves text-only and editing tasks.
+    A string that is exactly one placeholder becomes the value with its type (``"{width}"`` -> ``512``);
+    inside a longer string, its text. ``{{`` and ``}}`` are literal braces. ``{images[N]}`` is the N-th input
+    image as base64 PNG, ``null`` (``""`` in a longer string) when the sample has fewer, so one template
+    serves text-only and editing tasks.
     """
 
     def __init__(self, body: Any, source: str = "request template"):

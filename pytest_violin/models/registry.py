@@ -1,14 +1,13 @@
 """Turn a ``--violin-model`` spec into a model adapter.
 
-A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs are their own scheme,
-the URL the target). Built-in schemes are listed in :data:`BUILTIN_SCHEMES`; third-party packages
-add schemes with the entry point group ``pytest_violin.models``, whose objects are factories
-``factory(target: str, options: AdapterOptions) -> ModelAdapter``.
+A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs are their own scheme, the URL the
+target). Built-in schemes are listed in :data:`BUILTIN_SCHEMES`; third-party packages add schemes with the
+entry point group ``pytest_violin.models``, whose objects are factories ``factory(target: str, options:
+AdapterOptions) -> ModelAdapter``.
 
-Suffix parameters (``openai:gpt-image-1?quality=low&seed=on``), shared by the factories:
-:func:`split_params` splits and types them, :func:`parse_switch` reads on/off switches,
-:func:`format_params` writes them into identities and :func:`check_model_name` checks the model name
-before them.
+Suffix parameters (``openai:gpt-image-1?quality=low&seed=on``), shared by the factories: :func:`split_params`
+splits and types them, :func:`parse_switch` reads on/off switches, :func:`format_params` writes them into
+identities and :func:`check_model_name` checks the model name before them.
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ def format_params(params: dict) -> str:
 def check_model_name(model: str, pattern, *, what: str, example: str) -> str:
     """``model`` when ``pattern`` matches it, else a :class:`ModelSpecError` that names it.
 
-    ``example``: a spec that works and what names are accepted, such as ``"ark:seedream-4-5-251128
-    (a model ID or an endpoint ID)"``.
+    ``example``: a spec that works and what names are accepted, such as ``"ark:seedream-4-5-251128 (a model ID
+    or an endpoint ID)"``.
     """
     if not model or not pattern.match(model):
         raise ModelSpecError(
@@ -133,22 +132,22 @@ class AdapterOptions:
     """Settings every adapter factory receives.
 
     * ``rootdir``: the pytest rootdir (relative paths and ``python:`` modules resolve against it).
-    * ``headers``: extra HTTP headers; values may contain ``${ENV_VAR}`` references, expanded by the
-      HTTP adapters, never logged.
+    * ``headers``: extra HTTP headers; values may contain ``${ENV_VAR}`` references, expanded by the HTTP
+      adapters, never logged.
     * ``timeout``: seconds per HTTP request.
     * ``retries``: retries after the first attempt on transient failures.
     * ``request_template``: JSON body template for the generic HTTP adapter.
     * ``response_path``: where the image is in a JSON response (``data.0.b64_json``).
     * ``concurrency``: requests in flight at once (adapters may size their pools by it).
     * ``extra``: free-form settings for third-party adapters.
-    * ``basedir``: where relative paths in the model spec (``dir:PATH``, ``diffusers:PATH``)
-      resolve: the directory pytest was started in for a command-line spec, the ini file's directory
-      for an ini spec. ``None``: the rootdir.
+    * ``basedir``: where relative paths in the model spec (``dir:PATH``, ``diffusers:PATH``) resolve: the
+      directory pytest was started in for a command-line spec, the ini file's directory for an ini spec.
+      ``None``: the rootdir.
     * ``max_answer_bytes``: largest model answer read, in bytes after decompression (default 64 MiB,
-      ``--violin-max-answer-mb``): ``Content-Length`` is checked first, then the body while it
-      streams; image URL downloads too.
-    * ``cancel``: set by the runner when the run is interrupted: adapters start no new request,
-      retry or poll once it is set, wait on it instead of sleeping, and raise
+      ``--violin-max-answer-mb``): ``Content-Length`` is checked first, then the body while it streams; image
+      URL downloads too.
+    * ``cancel``: set by the runner when the run is interrupted: adapters start no new request, retry or poll
+      once it is set, wait on it instead of sleeping, and raise
       :class:`~pytest_violin.errors.GenerationCancelled`.
     """
 

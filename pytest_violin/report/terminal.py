@@ -1,7 +1,7 @@
 """The terminal summary: one table per suite and task, rows per variation.
 
-Laid out like the paper's Tables 1-3: metric columns, the mean column, then the pass rate and the
-sample count.
+Laid out like the paper's Tables 1-3: metric columns, the mean column, then the pass rate and the sample
+count.
 """
 
 from __future__ import annotations

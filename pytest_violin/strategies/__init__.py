@@ -1,17 +1,15 @@
 """Hypothesis strategies for writing your own obedience tests.
 
-Every strategy takes keyword-only arguments, validates them when it is called (not when it is drawn
-from) and raises :class:`hypothesis.errors.InvalidArgument` naming the argument and its value. All
-of them are composed from hypothesis's own strategies, so a failing example shrinks:
+Every strategy takes keyword-only arguments, validates them when it is called (not when it is drawn from) and
+raises :class:`hypothesis.errors.InvalidArgument` naming the argument and its value. All of them are composed
+from hypothesis's own strategies, so a failing example shrinks:
 
 * colors shrink toward the 29 named ISCC-NBS Level-2 colors, the darkest first (ISCC-NBS "Black",
-  ``#2B292B``); a color that must not be a named one shrinks channel by channel toward pure black
-  ``(0, 0, 0)``;
+  ``#2B292B``); a color that must not be a named one shrinks channel by channel toward pure black ``(0, 0,
+  0)``;
 * split ratios shrink toward 0.5 (the balanced split a model defaults to);
-* shape placements shrink toward a circle of the smallest size at the canvas centre (the ``center``
-  anchor);
-* masks shrink toward one small blob / one band / one short stroke (any kind: the band on the left
-  side);
+* shape placements shrink toward a circle of the smallest size at the canvas centre (the ``center`` anchor);
+* masks shrink toward one small blob / one band / one short stroke (any kind: the band on the left side);
 * samples shrink through all of the above, and toward prompt template 0.
 
 Examples

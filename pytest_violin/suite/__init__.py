@@ -1,18 +1,17 @@
 """The Violin suites: deterministic samples, prompts and ground truth.
 
-``load_suite(name_or_path="violin", *, tasks=None, limit=None, seed=0, photos_dir=None)`` returns a
-list of :class:`Sample`. Suites:
+``load_suite(name_or_path="violin", *, tasks=None, limit=None, seed=0, photos_dir=None)`` returns a list of
+:class:`Sample`. Suites:
 
 * ``violin`` (7,745): color v1/v2, shape, mask (inpaint/outpaint/random);
 * ``violin-absolute`` (522): hex codes, quadrants, fuzzy ranges, Chinese and French prompts,
   ``rgb()``/``hsl()`` notations;
 * ``violin-extra`` (84): area ratio, pixel border, dot counting;
-* ``violin-probes`` (235): negation, semantic gravity, aesthetic inertia, each probe naming its
-  control.
+* ``violin-probes`` (235): negation, semantic gravity, aesthetic inertia, each probe naming its control.
 
-A path to a ``manifest.jsonl`` (or its folder) loads an exported suite; the published dataset loads
-from ``violin-test.parquet``, the authors' converted folder or ``hf:Perkzi/VIOLIN[@REVISION]``
-(:mod:`.official`; the result then carries ``.dataset``, what was loaded from what).
+A path to a ``manifest.jsonl`` (or its folder) loads an exported suite; the published dataset loads from
+``violin-test.parquet``, the authors' converted folder or ``hf:Perkzi/VIOLIN[@REVISION]`` (:mod:`.official`;
+the result then carries ``.dataset``, what was loaded from what).
 """
 
 from __future__ import annotations
@@ -56,8 +55,8 @@ SUITES = tuple(_BUILDERS)
 
 @functools.lru_cache(maxsize=16)
 def _built(name: str, photos_dir) -> tuple:
-    # Thousands of small immutable objects and no cycles: pausing the cyclic garbage collector while
-    # building roughly halves the load time.
+    # Thousands of small immutable objects and no cycles: pausing the cyclic garbage collector while building
+    # roughly halves the load time.
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -134,15 +133,14 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
 
 # Deterministic, stratified selection of a subset of a suite (``limit`` and ``seed``):
 #
-# ``limit=N`` must still touch every task and variation (and spread colors, shapes, photos) in a
-# small smoke run, and ``seed`` picks another subset.
+# ``limit=N`` must still touch every task and variation (and spread colors, shapes, photos) in a small smoke
+# run, and ``seed`` picks another subset.
 #
-# Algorithm: samples are grouped into *units* (a probe control together with all of its probes,
-# otherwise one sample). Units are grouped by ``(task, variation)`` and, inside a group, into
-# buckets by a *stratum* (first color, anchor, photo, ...). Every list is shuffled by a stable hash
-# of ``(seed, id)``; buckets are interleaved round-robin, then groups are interleaved round-robin;
-# units are taken in that order while they fit into ``N``. The result keeps suite order. A probe is
-# never selected without its control.
+# Algorithm: samples are grouped into *units* (a probe control together with all of its probes, otherwise one
+# sample). Units are grouped by ``(task, variation)`` and, inside a group, into buckets by a *stratum* (first
+# color, anchor, photo, ...). Every list is shuffled by a stable hash of ``(seed, id)``; buckets are
+# interleaved round-robin, then groups are interleaved round-robin; units are taken in that order while they
+# fit into ``N``. The result keeps suite order. A probe is never selected without its control.
 
 
 def stratum(sample) -> str:
@@ -190,9 +188,9 @@ def filter_tasks(samples, tasks, suite_name="suite") -> list:
 def select_stratified(samples, limit, seed: int = 0) -> list:
     """A stratified, deterministic subset of at most ``limit`` samples, in suite order.
 
-    Exactly ``limit`` samples (fewer only when the suite has fewer; None or ``>= len(samples)``: all
-    of them); ``seed`` changes which subset is drawn. Where no whole unit (a control with all its
-    probes) fits the room left, a control comes with as many of its probes as fit.
+    Exactly ``limit`` samples (fewer only when the suite has fewer; None or ``>= len(samples)``: all of them);
+    ``seed`` changes which subset is drawn. Where no whole unit (a control with all its probes) fits the room
+    left, a control comes with as many of its probes as fit.
     """
     samples = list(samples)
     if limit is None:
@@ -230,8 +228,8 @@ def select_stratified(samples, limit, seed: int = 0) -> list:
         if total >= limit:
             break
     if total < limit:
-        # no whole unit fits the room left (e.g. limit=1 in a suite of probes): fill it with
-        # controls, each with as many of its probes as fit
+        # no whole unit fits the room left (e.g. limit=1 in a suite of probes): fill it with controls, each
+        # with as many of its probes as fit
         taken = {s.id for s in chosen}
         for uid in order:
             if uid in taken:

@@ -1,14 +1,14 @@
 """Build one sample from parameters, with its prompt and ground truth.
 
-The public builders (:func:`color_sample`, :func:`block_sample`, :func:`ratio_sample`,
-:func:`shape_sample`, :func:`mask_sample`) are what hypothesis strategies and assertions call; the
-suites use the lower-level ``make_*`` functions with their own ids. Both produce the same
-:class:`~pytest_violin.suite.sample.Sample` class.
+The public builders (:func:`color_sample`, :func:`block_sample`, :func:`ratio_sample`, :func:`shape_sample`,
+:func:`mask_sample`) are what hypothesis strategies and assertions call; the suites use the lower-level
+``make_*`` functions with their own ids. Both produce the same :class:`~pytest_violin.suite.sample.Sample`
+class.
 
 A public builder makes a sample of suite ``custom`` whose id is built from its parameters
-(``custom/color/<rrggbb>[/...]``); its colors are anything :func:`parse_color` accepts, ``notation``
-is how the prompt writes them (``hex``, ``rgb``, ``hsl``, or ``name`` for ISCC-NBS colors only),
-``width`` and ``height`` the image size and ``template`` the prompt template index.
+(``custom/color/<rrggbb>[/...]``); its colors are anything :func:`parse_color` accepts, ``notation`` is how
+the prompt writes them (``hex``, ``rgb``, ``hsl``, or ``name`` for ISCC-NBS colors only), ``width`` and
+``height`` the image size and ``template`` the prompt template index.
 """
 
 from __future__ import annotations
@@ -179,9 +179,9 @@ def block_sample(layout: str, colors, *, notation: str = "hex", width: int = 512
                  height: int = 512, template: int = 0) -> Sample:
     """Two or four uniform color blocks (task ``color``), id ``custom/blocks/<layout>/<rrggbb>-...``.
 
-    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2x2
-    in reading order: top-left, top-right, bottom-left, bottom-right), with 2 colors (4 for
-    ``quad``); ``template`` is ``0..9`` for two blocks, ``0..1`` for quad.
+    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2x2 in
+    reading order: top-left, top-right, bottom-left, bottom-right), with 2 colors (4 for ``quad``);
+    ``template`` is ``0..9`` for two blocks, ``0..1`` for quad.
     """
     width, height = _size(width, height)
     _check_notation(notation)
@@ -212,8 +212,8 @@ def ratio_sample(ratio: float, colors, *, orientation: str = "vertical", notatio
     """An area-ratio split (task ``ratio``): the first color covers ``ratio`` of the width (or height).
 
     ``0 < ratio < 1``; the boundary is at pixel ``round(ratio * width)`` (``height`` for
-    ``orientation="horizontal"``, top / bottom instead of left | right), which must leave both
-    regions non-empty. ``template`` is ``0..1``.
+    ``orientation="horizontal"``, top / bottom instead of left | right), which must leave both regions
+    non-empty. ``template`` is ``0..1``.
     """
     width, height = _size(width, height)
     _check_notation(notation)
@@ -235,12 +235,11 @@ def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: in
                  height: int = 512, template: int = 0) -> Sample:
     """A solid white shape on black (task ``shape``, variation = shape).
 
-    ``shape`` is a ``circle`` (``size`` = diameter), an axis-aligned ``square`` or an upright
-    equilateral ``triangle`` (``size`` = side length), ``size`` a fraction of the image width in
-    ``(0, 1]``. ``anchor`` names the alignment of the bounding box (``left-center``, ``top-right``,
-    ``center``, ... see :data:`~pytest_violin.suite.drawing.ANCHORS`), or ``center`` gives the
-    bounding-box centre ``(fx, fy)`` as fractions of the width and height; neither given:
-    ``anchor="center"``. ``template`` is ``0..9``.
+    ``shape`` is a ``circle`` (``size`` = diameter), an axis-aligned ``square`` or an upright equilateral
+    ``triangle`` (``size`` = side length), ``size`` a fraction of the image width in ``(0, 1]``. ``anchor``
+    names the alignment of the bounding box (``left-center``, ``top-right``, ``center``, ... see
+    :data:`~pytest_violin.suite.drawing.ANCHORS`), or ``center`` gives the bounding-box centre ``(fx, fy)`` as
+    fractions of the width and height; neither given: ``anchor="center"``. ``template`` is ``0..9``.
     """
     width, height = _size(width, height)
     if anchor is None and center is None:
@@ -280,12 +279,11 @@ def mask_sample(image, mask, *, kind: str = "random", template: int = 0,
                 well_formed: bool = True) -> Sample:
     """A mask sample (task ``mask``, id ``custom/mask/<kind>/<digest>``) from any image and a binary mask.
 
-    ``mask`` is of the image's size: bool, 0/1, 0/255, or a black/white RGB image; true / non-zero /
-    white = keep. ``kind`` is the variation to file the sample under, ``template`` ``0..2``.
-    ``well_formed`` (default) makes the ground truth measurable by the mask metrics: the darkest
-    tones of the source are lifted so every channel is >= 40
-    (:func:`~pytest_violin.suite.drawing.lift_dark`) and kept pixels enclosed by black turn black
-    (:func:`~pytest_violin.suite.drawing.fill_enclosed`). The sample holds the pixels (read-only).
+    ``mask`` is of the image's size: bool, 0/1, 0/255, or a black/white RGB image; true / non-zero / white =
+    keep. ``kind`` is the variation to file the sample under, ``template`` ``0..2``. ``well_formed`` (default)
+    makes the ground truth measurable by the mask metrics: the darkest tones of the source are lifted so every
+    channel is >= 40 (:func:`~pytest_violin.suite.drawing.lift_dark`) and kept pixels enclosed by black turn
+    black (:func:`~pytest_violin.suite.drawing.fill_enclosed`). The sample holds the pixels (read-only).
     """
     if kind not in MASK_KINDS:
         raise SuiteError(f"unknown mask kind {kind!r}; accepted: {', '.join(MASK_KINDS)}")

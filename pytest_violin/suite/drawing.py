@@ -1,9 +1,9 @@
 """The ground-truth pixels: shape geometry, base photographs, masks and drawing primitives.
 
-Everything is a pure function of a few numbers (and, for masks, the cached base photographs): the
-geometry is integer arithmetic stored in the sample spec, the drawing functions return a new
-``(height, width, 3)`` uint8 RGB array (or fill one in place). The task families
-(:mod:`pytest_violin.tasks`) draw their ground truths with these.
+Everything is a pure function of a few numbers (and, for masks, the cached base photographs): the geometry is
+integer arithmetic stored in the sample spec, the drawing functions return a new ``(height, width, 3)`` uint8
+RGB array (or fill one in place). The task families (:mod:`pytest_violin.tasks`) draw their ground truths with
+these.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ __all__ = ["SHAPES", "ANCHORS", "shape_extent", "place_bbox", "block_boxes", "SK
 
 # Shape geometry: where a shape of a given size and alignment goes.
 #
-# Everything here is arithmetic on integers; no pixels are touched. The result is stored in the
-# sample spec so rendering and checking never have to re-derive it.
+# Everything here is arithmetic on integers; no pixels are touched. The result is stored in the sample spec so
+# rendering and checking never have to re-derive it.
 
 #: Shapes of the geometric task.
 SHAPES = ("circle", "square", "triangle")
@@ -52,9 +52,9 @@ ANCHORS = {
 def shape_extent(shape: str, size: float, width: int) -> tuple:
     """Bounding-box size ``(bw, bh)`` in pixels of a shape of ``size`` (a fraction of ``width``).
 
-    ``size`` is a circle's diameter, a square's or upright equilateral triangle's side: ``bw =
-    max(1, round(size * width))``; ``bh = bw`` except for the triangle, whose height is ``max(1,
-    round(bw * sqrt(3) / 2))``.
+    ``size`` is a circle's diameter, a square's or upright equilateral triangle's side: ``bw = max(1,
+    round(size * width))``; ``bh = bw`` except for the triangle, whose height is ``max(1, round(bw * sqrt(3) /
+    2))``.
     """
     if shape not in SHAPES:
         raise SuiteError(f"unknown shape {shape!r}; accepted: {', '.join(SHAPES)}")
@@ -69,10 +69,10 @@ def shape_extent(shape: str, size: float, width: int) -> tuple:
 def place_bbox(bw: int, bh: int, width: int, height: int, *, anchor=None, center=None) -> tuple:
     """``(x0, y0, bw, bh)``: a ``bw`` x ``bh`` box placed in the image by a named anchor or a center.
 
-    ``anchor`` is one of :data:`ANCHORS`: ``left`` puts the box on the left edge (x0 = 0), ``right``
-    on the right edge, ``center`` at ``(width - bw) // 2`` (likewise vertically); ``center`` ``(fx,
-    fy)`` puts the box centre at fractions of the width and height. Both or neither given, an
-    unknown anchor or a box that does not fit is a :class:`~pytest_violin.errors.SuiteError`.
+    ``anchor`` is one of :data:`ANCHORS`: ``left`` puts the box on the left edge (x0 = 0), ``right`` on the
+    right edge, ``center`` at ``(width - bw) // 2`` (likewise vertically); ``center`` ``(fx, fy)`` puts the
+    box centre at fractions of the width and height. Both or neither given, an unknown anchor or a box that
+    does not fit is a :class:`~pytest_violin.errors.SuiteError`.
     """
     if (anchor is None) == (center is None):
         raise SuiteError("give exactly one of anchor (e.g. 'left-center') or center=(fx, fy)")
@@ -100,9 +100,9 @@ def place_bbox(bw: int, bh: int, width: int, height: int, *, anchor=None, center
 def block_boxes(layout: str, width: int, height: int) -> tuple:
     """The ``(x0, y0, w, h)`` boxes of a block layout, in reading order.
 
-    ``vertical`` = left | right halves split at ``width // 2``; ``horizontal`` = top / bottom halves
-    split at ``height // 2``; ``quad`` = 2x2 (top-left, top-right, bottom-left, bottom-right);
-    ``single`` = the whole image.
+    ``vertical`` = left | right halves split at ``width // 2``; ``horizontal`` = top / bottom halves split at
+    ``height // 2``; ``quad`` = 2x2 (top-left, top-right, bottom-left, bottom-right); ``single`` = the whole
+    image.
     """
     hw, hh = width // 2, height // 2
     if layout == "single":
@@ -119,14 +119,14 @@ def block_boxes(layout: str, width: int, height: int) -> tuple:
 
 # Base photographs of the mask task.
 #
-# By default the photographs bundled inside scikit-image (they load offline). Users can point the
-# mask task at their own folder of images with ``load_suite("violin", photos_dir=...)`` or the
-# ``VIOLIN_PHOTOS_DIR`` environment variable.
+# By default the photographs bundled inside scikit-image (they load offline). Users can point the mask task at
+# their own folder of images with ``load_suite("violin", photos_dir=...)`` or the ``VIOLIN_PHOTOS_DIR``
+# environment variable.
 #
-# Every base image is a deterministic crop (``zoom``, ``fx``, ``fy``), optional horizontal flip and
-# resize of one photograph, then *lifted*: each channel ``v`` becomes ``LIFT + round(v * (255 -
-# LIFT) / 255)``, so every kept pixel has all channels (and its gray value) at least ``LIFT`` = 40,
-# safely above the mask metrics' black threshold (gray 30 or darker).
+# Every base image is a deterministic crop (``zoom``, ``fx``, ``fy``), optional horizontal flip and resize of
+# one photograph, then *lifted*: each channel ``v`` becomes ``LIFT + round(v * (255 - LIFT) / 255)``, so every
+# kept pixel has all channels (and its gray value) at least ``LIFT`` = 40, safely above the mask metrics'
+# black threshold (gray 30 or darker).
 
 #: scikit-image photographs used by default (all bundled with the package).
 SKIMAGE_PHOTOS = (
@@ -163,8 +163,8 @@ def list_photo_dir(folder) -> tuple:
     return names
 
 
-#: Photos are cached with their short side reduced to at most this many pixels (area averaging, once
-#: per process), so every crop is resized by a factor below 2 and rendering stays fast.
+#: Photos are cached with their short side reduced to at most this many pixels (area averaging, once per
+#: process), so every crop is resized by a factor below 2 and rendering stays fast.
 WORKING_SIDE = 768
 
 
@@ -208,9 +208,8 @@ def _lifted(source: str, name: str, folder, lift: int) -> np.ndarray:
 def load_photo(source: str, name: str, folder=None) -> np.ndarray:
     """Load (and cache per process) one photograph as read-only RGB uint8.
 
-    ``source`` is ``"skimage"`` (``name`` is a scikit-image data name) or ``"dir"`` (``name`` is a
-    file name inside ``folder``). The cached copy has its short side reduced to
-    :data:`WORKING_SIDE`.
+    ``source`` is ``"skimage"`` (``name`` is a scikit-image data name) or ``"dir"`` (``name`` is a file name
+    inside ``folder``). The cached copy has its short side reduced to :data:`WORKING_SIDE`.
     """
     if source == "skimage":
         return _skimage_photo(name)
@@ -233,13 +232,12 @@ def lift_dark(image: np.ndarray, lift: int = LIFT) -> np.ndarray:
 def base_image(photo: dict, width: int, height: int, lift: int = LIFT) -> np.ndarray:
     """Render one ``(height, width, 3)`` uint8 base image from its ``photo`` spec.
 
-    The spec holds ``source``, ``name``, optional ``folder``; ``zoom`` (>= 1: the crop is the
-    largest ``width:height`` window divided by ``zoom``), ``fx``, ``fy`` in ``[0, 1]`` (where the
-    window sits within the slack) and ``flip`` (mirror left-right); dark tones are lifted by
-    :func:`lift_dark`.
+    The spec holds ``source``, ``name``, optional ``folder``; ``zoom`` (>= 1: the crop is the largest
+    ``width:height`` window divided by ``zoom``), ``fx``, ``fy`` in ``[0, 1]`` (where the window sits within
+    the slack) and ``flip`` (mirror left-right); dark tones are lifted by :func:`lift_dark`.
     """
-    # Lifting the cached photo once equals lifting every crop: resizing only takes convex
-    # combinations of pixels, which stay >= lift.
+    # Lifting the cached photo once equals lifting every crop: resizing only takes convex combinations of
+    # pixels, which stay >= lift.
     src = _lifted(photo["source"], photo["name"], photo.get("folder"), int(lift))
     sh, sw = src.shape[:2]
     aspect = width / height
@@ -271,9 +269,9 @@ def base_image(photo: dict, width: int, height: int, lift: int = LIFT) -> np.nda
 # * ``random``: one to three thick free-form strokes (random walks with
 #   bounded turning).
 #
-# Whatever the kind, every kept pixel enclosed by black is finally turned black (each black region
-# is replaced by its filled outer contour), so no black region ever encloses kept pixels: the mask
-# metrics' "largest outer contour, filled" is then exactly a black region of the ground truth.
+# Whatever the kind, every kept pixel enclosed by black is finally turned black (each black region is replaced
+# by its filled outer contour), so no black region ever encloses kept pixels: the mask metrics' "largest outer
+# contour, filled" is then exactly a black region of the ground truth.
 
 #: Mask kinds, in suite order.
 MASK_KINDS = ("inpaint", "outpaint", "random")
@@ -435,11 +433,10 @@ def render_ratio(orientation: str, split: int, colors, width: int, height: int) 
 def shape_pixels(shape: str, bw: int, bh: int) -> np.ndarray:
     """Boolean ``(bh, bw)`` patch of a shape filling its bounding box.
 
-    A pixel belongs to the shape when its centre does: circle of diameter ``bw``; the full square;
-    an upright triangle whose row ``r`` spans the pixels whose centres lie within ``a + (bw/2 - a) *
-    r / (bh - 1)`` of the vertical axis, with ``a`` = 0.5 (odd ``bw``: a one-pixel apex) or 1 (even
-    ``bw``: a two-pixel apex), so the patch is left-right symmetric and touches all four sides of
-    its box.
+    A pixel belongs to the shape when its centre does: circle of diameter ``bw``; the full square; an upright
+    triangle whose row ``r`` spans the pixels whose centres lie within ``a + (bw/2 - a) * r / (bh - 1)`` of
+    the vertical axis, with ``a`` = 0.5 (odd ``bw``: a one-pixel apex) or 1 (even ``bw``: a two-pixel apex),
+    so the patch is left-right symmetric and touches all four sides of its box.
     """
     if shape == "square":
         return np.ones((bh, bw), bool)
@@ -501,8 +498,8 @@ def apply_mask(source: np.ndarray, keep: np.ndarray) -> np.ndarray:
 def contact_sheet(samples, *, columns: int = 10, tile: int = 160, label_height: int = 44) -> np.ndarray:
     """A grid (``columns`` wide) of the samples' expected images as RGB uint8, each captioned with its id.
 
-    Each image is rendered one at a time and shrunk into a ``tile``-pixel square above a caption
-    band ``label_height`` pixels high.
+    Each image is rendered one at a time and shrunk into a ``tile``-pixel square above a caption band
+    ``label_height`` pixels high.
     """
     samples = list(samples)
     rows = max(1, -(-len(samples) // columns))

@@ -1,8 +1,7 @@
 """Prompt templates, written for pytest-violin in the style of the Violin examples.
 
-Templates go from loose to strict: the first ones just name the color or shape, the last ones spell
-out every constraint (no texture, no gradient, exact sizes). Placeholders are filled with
-:meth:`str.format`.
+Templates go from loose to strict: the first ones just name the color or shape, the last ones spell out every
+constraint (no texture, no gradient, exact sizes). Placeholders are filled with :meth:`str.format`.
 """
 
 from __future__ import annotations
@@ -55,8 +54,8 @@ CODE_TEMPLATES = (
 _V = "vertical"
 _H = "horizontal"
 
-#: Two blocks, 20 templates as ``(layout, text)``: ``{first}`` is the left (vertical) or top
-#: (horizontal) color, ``{second}`` the other one.
+#: Two blocks, 20 templates as ``(layout, text)``: ``{first}`` is the left (vertical) or top (horizontal)
+#: color, ``{second}`` the other one.
 BLOCK_TEMPLATES = (
     (_V, "An image split into a left half in {first} and a right half in {second}."),
     (_H, "An image split into a top half in {first} and a bottom half in {second}."),

@@ -1,9 +1,9 @@
 """The :class:`TaskFamily` record: everything the package knows about one task.
 
 This module imports nothing heavy (no numpy, no OpenCV, nothing of :mod:`pytest_violin.suite` or
-:mod:`pytest_violin.metrics`): a family's functions import what they draw and measure with when they
-are called, so the registry (and the threshold tables derived from it) can be read without loading
-the imaging stack.
+:mod:`pytest_violin.metrics`): a family's functions import what they draw and measure with when they are
+called, so the registry (and the threshold tables derived from it) can be read without loading the imaging
+stack.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The families scored on regions: shape (spec kind ``shape``: one solid circle, square or triangle),
-mask (``mask``: the input image kept where the mask is white, pure black elsewhere), and the
-violin-extra area ratio (``ratio``), border (``border``) and dot counting (``dots``).
+mask (``mask``: the input image kept where the mask is white, pure black elsewhere), and the violin-extra area
+ratio (``ratio``), border (``border``) and dot counting (``dots``).
 
-The extra ones are measured by :mod:`pytest_violin.metrics.geometric`. Border and counting have no
-default limits of their own: every metric and the mean get
-:data:`~pytest_violin.tasks.base.DEFAULT_EXTRA_LIMIT`; the area ratio reuses the color limits
-(docs/thresholds.md).
+The extra ones are measured by :mod:`pytest_violin.metrics.geometric`. Border and counting have no default
+limits of their own: every metric and the mean get :data:`~pytest_violin.tasks.base.DEFAULT_EXTRA_LIMIT`; the
+area ratio reuses the color limits (docs/thresholds.md).
 """
 
 from __future__ import annotations
@@ -65,12 +64,12 @@ SHAPE = TaskFamily(
 )
 
 
-#: Inputs: the source photograph and the mask (white = keep), both rendered from the spec
-#: (``photo``, ``lift``, ``mask_kind``, ``mask_seed``).
+#: Inputs: the source photograph and the mask (white = keep), both rendered from the spec (``photo``,
+#: ``lift``, ``mask_kind``, ``mask_seed``).
 MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
 
-#: docs/thresholds.md: JPEG q90 passes; a 1% mask shift, a feathered edge or a gray (not black)
-#: masked area fails.
+#: docs/thresholds.md: JPEG q90 passes; a 1% mask shift, a feathered edge or a gray (not black) masked area
+#: fails.
 MASK_LIMITS = {"iou": 0.02, "dist": 0.01, "biou": 0.10, "leak": 0.02, "edge": 0.05, "mean": 0.03}
 
 

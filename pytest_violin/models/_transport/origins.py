@@ -1,18 +1,16 @@
 """Where a request may go and what goes with it: the environment, the origins rule, credentials.
 
-* :class:`EnvironmentSettings`: proxies, CA bundle and ``~/.netrc`` read once, in the main thread
-  (requests' ``trust_env`` reads ``os.environ`` on every request); the rules stay requests' and
-  urllib's.
+* :class:`EnvironmentSettings`: proxies, CA bundle and ``~/.netrc`` read once, in the main thread (requests'
+  ``trust_env`` reads ``os.environ`` on every request); the rules stay requests' and urllib's.
 * One rule for every place that decides whether a credential goes with a request (:func:`refusal`,
-  :func:`origin_of`, :class:`Origins`, :func:`guard`, :func:`resolve`, :func:`check_path_id`). A URL
-  is judged only when :func:`urllib.parse.urlsplit` and urllib3's ``parse_url`` (what requests
-  connects with) read the same scheme, host and port: ``http://OTHER:1\\@API:2/x`` is host ``API``
-  for one and ``OTHER`` for the other, and a check made with one parser let a key go where the other
-  connected. urllib3 has no "same origin" test.
-* Credentials in the configuration: :func:`expand_env` (``${NAME}``; unset or empty is a usage error
-  naming it), :func:`parse_headers`, :func:`check_url` (``user:password@`` taken out for Basic
-  auth), :func:`provider_endpoint`. Every secret found is registered for
-  :func:`pytest_violin.redaction.redact`.
+  :func:`origin_of`, :class:`Origins`, :func:`guard`, :func:`resolve`, :func:`check_path_id`). A URL is judged
+  only when :func:`urllib.parse.urlsplit` and urllib3's ``parse_url`` (what requests connects with) read the
+  same scheme, host and port: ``http://OTHER:1\\@API:2/x`` is host ``API`` for one and ``OTHER`` for the
+  other, and a check made with one parser let a key go where the other connected. urllib3 has no "same origin"
+  test.
+* Credentials in the configuration: :func:`expand_env` (``${NAME}``; unset or empty is a usage error naming
+  it), :func:`parse_headers`, :func:`check_url` (``user:password@`` taken out for Basic auth),
+  :func:`provider_endpoint`. Every secret found is registered for :func:`pytest_violin.redaction.redact`.
 """
 
 from __future__ import annotations
@@ -59,9 +57,9 @@ def _ipv4_in(host: str, entry: str) -> bool:
 class EnvironmentSettings:
     """What the environment decides for HTTP (proxies, CA bundle, ``~/.netrc``), read once in the main thread.
 
-    requests with ``trust_env`` reads them from ``os.environ`` on every request, in the generation
-    threads, while pytest rewrites ``PYTEST_CURRENT_TEST`` in the main thread: iterating a mapping
-    that changes size raises. Netrc passwords are registered as secrets.
+    requests with ``trust_env`` reads them from ``os.environ`` on every request, in the generation threads,
+    while pytest rewrites ``PYTEST_CURRENT_TEST`` in the main thread: iterating a mapping that changes size
+    raises. Netrc passwords are registered as secrets.
     """
 
     proxies: Mapping[str, str] = field(default_factory=dict)
@@ -276,9 +274,9 @@ def resolve(reference, base: str | None = None, *, what: str = "URL") -> str:
     """An absolute URL from a reference an answer gave (a status, result or image URL, a
     ``Location``), resolved against ``base``; :class:`UrlRefused` when it is refused.
 
-    The reference is judged as the server wrote it, before :func:`urllib.parse.urljoin` (which
-    silently drops tabs and newlines) or requests (which decodes ``%31`` in a host to ``1``) can
-    make it look harmless, and the resolved URL is judged again.
+    The reference is judged as the server wrote it, before :func:`urllib.parse.urljoin` (which silently drops
+    tabs and newlines) or requests (which decodes ``%31`` in a host to ``1``) can make it look harmless, and
+    the resolved URL is judged again.
     """
     if not isinstance(reference, str):
         raise UrlRefused(f"{what} {type(reference).__name__} refused: it is not a URL; never fetched")
@@ -305,8 +303,8 @@ def same_origin(url, other) -> bool:
 class Origins:
     """The origins the user named, which alone get credentials and URLs that carry secrets.
 
-    ``domains``: a provider's own domains; any ``https`` host equal to or under one is named too
-    (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
+    ``domains``: a provider's own domains; any ``https`` host equal to or under one is named too (``"bfl.ai"``
+    names ``https://api.us1.bfl.ai``).
     """
 
     def __init__(self, urls: Iterable[str] = (), domains: Iterable[str] = ()):
@@ -351,8 +349,7 @@ class Origins:
 
 def guard(url, origins: Origins | None = None, *, body=None) -> Origin:
     """The origin of ``url`` when the request may be sent, else :class:`UrlRefused`: a URL :func:`refusal`
-    refuses, or one (or its ``body``) carrying a registered secret to an origin ``origins`` does not
-    name.
+    refuses, or one (or its ``body``) carrying a registered secret to an origin ``origins`` does not name.
     """
     origin = origin_of(url)
     if origins and origin not in origins:
@@ -370,8 +367,7 @@ _ID_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:-]*$")
 
 def check_path_id(value: str, *, what: str, accepted: str, segments: bool = True) -> str:
     """Refuse (:class:`ModelSpecError`) a model or app id that would leave the base path it is appended to:
-    ``..``, ``.``, ``%``, a backslash, a leading ``/``, empty segments, and any ``/`` without
-    ``segments``.
+    ``..``, ``.``, ``%``, a backslash, a leading ``/``, empty segments, and any ``/`` without ``segments``.
     """
     text = value if isinstance(value, str) else ""
     parts = text.split("/") if segments else [text]
@@ -395,8 +391,8 @@ _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|sig|auth|credentia
 def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | None = None) -> str:
     """Replace ``${NAME}`` references in ``value`` (``"Bearer ${HF_TOKEN}"``) by environment variables.
 
-    Expanded values are registered as secrets. Raises :class:`ModelSpecError` naming the variable,
-    never a value, when it is unset or blank (``Bearer ${TOKEN}`` would go out as ``Bearer ``).
+    Expanded values are registered as secrets. Raises :class:`ModelSpecError` naming the variable, never a
+    value, when it is unset or blank (``Bearer ${TOKEN}`` would go out as ``Bearer ``).
     """
     env = os.environ if environ is None else environ
 
@@ -455,10 +451,9 @@ def _no_colon_message(item: str) -> str:
 def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Configured headers (``"Name: value"`` strings or pairs) as a dict, ``${ENV}`` expanded.
 
-    Every value but those of ``Accept``, ``Content-Type``, ``User-Agent`` and the like is registered
-    as a secret, and so is the token of ``Bearer TOKEN``. Raises :class:`ModelSpecError` for a
-    malformed header, an unset variable, or a value HTTP cannot carry (a line break, a character
-    outside latin-1).
+    Every value but those of ``Accept``, ``Content-Type``, ``User-Agent`` and the like is registered as a
+    secret, and so is the token of ``Bearer TOKEN``. Raises :class:`ModelSpecError` for a malformed header, an
+    unset variable, or a value HTTP cannot carry (a line break, a character outside latin-1).
     """
     out: dict[str, str] = {}
     for item in headers or ():
@@ -502,9 +497,8 @@ def _register_userinfo(text: str) -> None:
 def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
     """``url`` validated by the one rule, without ``user:password@``, and that pair for Basic auth (or None).
 
-    The password and query values named like credentials (``key``, ``token``, ``sig``) are
-    registered as secrets. Raises :class:`ModelSpecError` for a URL that is not http(s), has no
-    host, or is refused.
+    The password and query values named like credentials (``key``, ``token``, ``sig``) are registered as
+    secrets. Raises :class:`ModelSpecError` for a URL that is not http(s), has no host, or is refused.
     """
     text = (url or "").strip()
     _register_userinfo(text)
@@ -547,10 +541,9 @@ def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *
                       what: str = "API key") -> tuple[str, str, tuple[str, str] | None]:
     """A provider's key, base URL and the base URL's Basic auth, from the environment; read in the main thread.
 
-    The first of ``key_vars`` set holds the key (registered as a secret at once); ``base_var``
-    overrides ``default_base``. Raises :class:`ModelSpecError` naming the variables, never a value,
-    when none is set or the ones set are empty (a fork's CI without the secret), or for a malformed
-    base URL.
+    The first of ``key_vars`` set holds the key (registered as a secret at once); ``base_var`` overrides
+    ``default_base``. Raises :class:`ModelSpecError` naming the variables, never a value, when none is set or
+    the ones set are empty (a fork's CI without the secret), or for a malformed base URL.
     """
     key = ""
     empty = []

@@ -29,9 +29,9 @@ __all__ = ["PLACEHOLDERS", "ComfyUIAdapter", "Workflow", "create"]
 def create(target: str, options) -> ComfyUIAdapter:
     """Factory for ``comfyui:URL[?output=NODE&mask=rgb|alpha&history=keep]`` (with ``--violin-workflow=FILE``).
 
-    Raises :class:`ModelSpecError`: for a URL without host, a missing ``--violin-workflow``, an
-    invalid workflow file, an unknown parameter or value, several image outputs and no ``?output=``,
-    a ``{mask}`` read through ``LoadImage``'s MASK output without ``?mask=alpha``.
+    Raises :class:`ModelSpecError`: for a URL without host, a missing ``--violin-workflow``, an invalid
+    workflow file, an unknown parameter or value, several image outputs and no ``?output=``, a ``{mask}`` read
+    through ``LoadImage``'s MASK output without ``?mask=alpha``.
     """
     target = (target or "").strip()
     if not target:

@@ -24,19 +24,18 @@ from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
 
-#: Seconds before the first poll of the history (a ``Retry-After`` on the ``/prompt`` answer wins)
-#: and the cap of the backoff between polls.
+#: Seconds before the first poll of the history (a ``Retry-After`` on the ``/prompt`` answer wins) and the cap
+#: of the backoff between polls.
 FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
-#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the ``GET /queue``
-#: look and the ``/interrupt``, together. A deadline, not a per-read time-out: the transport's
-#: watchdog shuts the socket down when it passes, so a server that never answers, or trickles a byte
-#: a second, cannot hold a stopping run; the steps not reached by then are skipped.
+#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the ``GET /queue`` look and the
+#: ``/interrupt``, together. A deadline, not a per-read time-out: the transport's watchdog shuts the socket
+#: down when it passes, so a server that never answers, or trickles a byte a second, cannot hold a stopping
+#: run; the steps not reached by then are skipped.
 CANCEL_DEADLINE = 4.0
 
-#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep); ``alpha`` as an RGBA image
-#: whose alpha is the mask, so ``LoadImage``'s MASK output is 1 where the sample asks for a change
-#: (1 - alpha).
+#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep); ``alpha`` as an RGBA image whose alpha
+#: is the mask, so ``LoadImage``'s MASK output is 1 where the sample asks for a change (1 - alpha).
 MASK_MODES = ("rgb", "alpha")
 
 STATES = JobStates(done=frozenset({"success", "interrupted"}), broken=frozenset({"error"}),
@@ -99,8 +98,8 @@ class ComfyUIAdapter(NetworkAdapter):
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
         """The identity plus a digest of the server's versions (``GET /system_stats``) and of each model file
-        its loaders name (``GET /experiment/models/{folder}``: a swapped checkpoint is a cache
-        miss); None (no cache) when the server cannot tell.
+        its loaders name (``GET /experiment/models/{folder}``: a swapped checkpoint is a cache miss); None (no
+        cache) when the server cannot tell.
         """
         with self._server_lock:
             if not self._server:
@@ -142,10 +141,9 @@ class ComfyUIAdapter(NetworkAdapter):
     def upload(self, request: GenerationRequest) -> list:
         """Upload the input images the workflow uses; their names on the server.
 
-        Raises :class:`SetupError`: (the same message for every sample of the task, so a run of them
-        stops early) A sample with input images the workflow has no placeholder for (a text-to-image
-        workflow on mask samples would ignore them), or a workflow that needs more input images than
-        the sample has.
+        Raises :class:`SetupError`: (the same message for every sample of the task, so a run of them stops
+        early) A sample with input images the workflow has no placeholder for (a text-to-image workflow on
+        mask samples would ignore them), or a workflow that needs more input images than the sample has.
         """
         images = request.images
         missing = self.workflow.missing_placeholders(len(images))
@@ -180,8 +178,7 @@ class ComfyUIAdapter(NetworkAdapter):
     def queue(self, workflow: Any) -> tuple[str, float]:
         """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll.
 
-        Raises :class:`SetupError`: the server refused the workflow (400): every node error in the
-        message.
+        Raises :class:`SetupError`: the server refused the workflow (400): every node error in the message.
         """
         try:
             answer = self.client.post_json(f"{self.base_url}/prompt",
@@ -253,8 +250,8 @@ class ComfyUIAdapter(NetworkAdapter):
         done = threading.Event()
 
         def cancel() -> None:
-            # the client refuses requests once the run is cancelled: these go through the session,
-            # once, all of them within CANCEL_DEADLINE
+            # the client refuses requests once the run is cancelled: these go through the session, once, all
+            # of them within CANCEL_DEADLINE
             if not done.is_set():
                 done.set()
                 self.ledger.cancel(prompt_id, CANCEL_DEADLINE)
@@ -264,8 +261,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
 
-        Raises :class:`SetupError`: no image at all, none from the chosen node, or images from
-        several nodes and no ``?output=`` (listing them).
+        Raises :class:`SetupError`: no image at all, none from the chosen node, or images from several nodes
+        and no ``?output=`` (listing them).
         """
         found = image_outputs(entry)
         chosen = self.workflow.output

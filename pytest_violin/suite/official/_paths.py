@@ -1,10 +1,9 @@
 """Paths from outside stay inside their folder (symlinks followed); text from them is shown cut.
 
-A dataset is hostile until bounded: a metadata CSV may be a symlink to ``/proc/self/environ`` (a
-``git clone`` of someone's dataset repository), a file name or a header cell may hold terminal
-escape codes, an ``id`` cell may be megabytes long. :func:`regular_inside` is the one test a file
-passes before a byte of it is read, and :func:`shown` is how any string that came from a dataset
-enters a message.
+A dataset is hostile until bounded: a metadata CSV may be a symlink to ``/proc/self/environ`` (a ``git clone``
+of someone's dataset repository), a file name or a header cell may hold terminal escape codes, an ``id`` cell
+may be megabytes long. :func:`regular_inside` is the one test a file passes before a byte of it is read, and
+:func:`shown` is how any string that came from a dataset enters a message.
 """
 
 from __future__ import annotations
@@ -59,8 +58,8 @@ def require_inside(path, root, what: str) -> None:
 def shown(value, limit: int = MAX_SHOWN) -> str:
     """``value`` (``str()`` of a cell, a file name, a path or a header from a dataset) as one quoted line.
 
-    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too) and redacted (a
-    registered secret masked); past ``limit`` characters it ends ``...`` with its length.
+    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too) and redacted (a registered
+    secret masked); past ``limit`` characters it ends ``...`` with its length.
 
     Examples
     --------

@@ -26,8 +26,8 @@ __all__ = ["Metadata", "classify", "read_metadata", "MAX_CSV_BYTES"]
 
 #: Largest metadata CSV read, in bytes (16 MiB; the official files are < 2 MiB).
 MAX_CSV_BYTES = 16 * 1024 * 1024
-#: What a header cell must look like to be echoed in an error: a file whose first line is not a row
-#: of column names (a ``.env``, an environment dump) is not echoed at all.
+#: What a header cell must look like to be echoed in an error: a file whose first line is not a row of column
+#: names (a ``.env``, an environment dump) is not echoed at all.
 _COLUMN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ ().-]{0,39}")
 _MAX_COLUMNS_SHOWN = 12
 
@@ -178,8 +178,8 @@ def read_metadata(folder, root=None) -> Metadata:
                                 f"{shown(meta.files[group].name)}); expected one file per task",
                                 path=shown_path(path))
         meta.files[group] = path
-        # read once, at most MAX_CSV_BYTES (by its size before reading, and while reading), from the
-        # resolved path that was checked: the rows and the digest come from the same bytes
+        # read once, at most MAX_CSV_BYTES (by its size before reading, and while reading), from the resolved
+        # path that was checked: the rows and the digest come from the same bytes
         raw = read_option_bytes(os.path.realpath(path), what=f"metadata CSV {shown_path(path)}",
                                 limit=MAX_CSV_BYTES, error=ManifestError)
         meta.rows[group] = _read_one(path, group, raw)
