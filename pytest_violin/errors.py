@@ -7,11 +7,10 @@ generation) without importing anything from this package.
 
 from __future__ import annotations
 
-__all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError",
-           "ImageSizeMismatchError", "InvalidColorError", "SuiteError", "ManifestError",
-           "SampleIdError", "ModelSpecError", "ThresholdError", "GenerationError",
-           "GenerationCancelled", "GenerationRefused", "GenerationUnjudged", "GenerationCrashed",
-           "ServerCrashed", "SetupError", "BaselineError", "ViolinFailure", "ViolinWarning"]
+__all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError", "ImageSizeMismatchError",
+           "InvalidColorError", "SuiteError", "ManifestError", "SampleIdError", "ModelSpecError", "ThresholdError",
+           "GenerationError", "GenerationCancelled", "GenerationRefused", "GenerationUnjudged",
+           "GenerationCrashed", "ServerCrashed", "SetupError", "BaselineError", "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):

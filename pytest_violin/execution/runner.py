@@ -26,16 +26,15 @@ import queue
 import signal
 import threading
 import time
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
-from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
-from ..errors import InvalidImageError, SetupError
+from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
+                      InvalidImageError, SetupError)
 from ..redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",

@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .baseline import dataset_change
-from .comparison import compare
-from .comparison import Comparison
+from .comparison import Comparison, compare
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 
 __all__ = ["EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]

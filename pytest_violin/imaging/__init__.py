@@ -28,30 +28,13 @@ import numpy as np
 from PIL import ExifTags, Image, ImageOps
 
 from ..errors import ImageSizeMismatchError, InvalidImageError
-from ._bounds import (
-    _DECODE_ERRORS,
-    ACCEPTED_INPUTS,
-    DECODE_BUDGET_BYTES,
-    MAX_DECODED_BYTES,
-    MAX_PIXELS,
-    _check_array,
-    _check_bytes,
-    _check_pixels,
-    _fail,
-    _open_checked,
-    _open_regular,
-    _reason,
-    _working_bytes,
-    decoded_size,
-    file_kind,
-    probe_image_file,
-    run_budgeted,
-)
+from ._bounds import (_DECODE_ERRORS, ACCEPTED_INPUTS, DECODE_BUDGET_BYTES, MAX_DECODED_BYTES, MAX_PIXELS,
+                      _check_array, _check_bytes, _check_pixels, _fail, _open_checked, _open_regular, _reason,
+                      _working_bytes, decoded_size, file_kind, probe_image_file, run_budgeted)
 
 __all__ = ["RGB8", "MAX_PIXELS", "png_base64", "png_data_uri", "MAX_DECODED_BYTES", "DECODE_BUDGET_BYTES",
-           "ACCEPTED_INPUTS", "as_rgb8", "decoded_size", "file_kind", "probe_image_file",
-           "encode_png", "decode_image", "resize_rgb8", "check_same_size", "READERS", "set_reader",
-           "current_reader"]
+           "ACCEPTED_INPUTS", "as_rgb8", "decoded_size", "file_kind", "probe_image_file", "encode_png",
+           "decode_image", "resize_rgb8", "check_same_size", "READERS", "set_reader", "current_reader"]
 
 #: Conversions work on blocks of rows of about this many pixels, so no full-size intermediate copy (32-bit or
 #: float) is ever made.

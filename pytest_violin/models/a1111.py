@@ -16,8 +16,7 @@ from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["A1111Adapter", "create"]
 

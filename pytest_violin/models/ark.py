@@ -18,22 +18,13 @@ from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact_url
 from .registry import check_model_name, format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint
 from ._transport.answers import image_from_response, load_json, server_message, truncate
 
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "VOLCENGINE_BASE_URL",
-    "PIXEL_RANGES",
-    "ArkAdapter",
-    "create",
-    "is_refusal_code",
-    "max_input_images",
-    "size_for",
-]
+__all__ = ["DEFAULT_BASE_URL", "VOLCENGINE_BASE_URL", "PIXEL_RANGES", "ArkAdapter", "create", "is_refusal_code",
+           "max_input_images", "size_for"]
 
 DEFAULT_BASE_URL = "https://ark.ap-southeast.bytepluses.com/api/v3"
 VOLCENGINE_BASE_URL = "https://ark.cn-beijing.volces.com/api/v3"

@@ -19,14 +19,11 @@ from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
-from ._transport.answers import HttpResult
+from ._transport.answers import HttpResult, image_from_response, load_json
 from ._transport.retries import parse_retry_after
-from ._transport.origins import provider_endpoint
-from ._transport.answers import image_from_response, load_json
-from ._transport.origins import Origins, check_path_id, same_origin as _same_origin
+from ._transport.origins import Origins, check_path_id, provider_endpoint, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]

@@ -17,13 +17,11 @@ from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from .registry import format_params, split_params
-from .request import NetworkAdapter
+from .request import GenerationRequest, NetworkAdapter
 from .bfl import first_wait_of, json_answer
-from .request import GenerationRequest
 from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
-from ._transport.origins import provider_endpoint
+from ._transport.origins import Origins, check_path_id, provider_endpoint
 from ._transport.answers import image_from_response
-from ._transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 

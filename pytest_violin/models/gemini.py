@@ -20,22 +20,13 @@ from ..errors import GenerationError, GenerationRefused, InvalidImageError, Mode
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
 from .registry import check_model_name, format_params, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint
 from ._transport.answers import load_json, truncate
 
-__all__ = [
-    "ASPECT_RATIOS",
-    "DEFAULT_BASE_URL",
-    "GeminiAdapter",
-    "REFUSAL_BLOCK_REASONS",
-    "REFUSAL_FINISH_REASONS",
-    "create",
-    "nearest_aspect_ratio",
-    "read_answer",
-]
+__all__ = ["ASPECT_RATIOS", "DEFAULT_BASE_URL", "GeminiAdapter", "REFUSAL_BLOCK_REASONS", "REFUSAL_FINISH_REASONS",
+           "create", "nearest_aspect_ratio", "read_answer"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 

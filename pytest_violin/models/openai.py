@@ -19,8 +19,7 @@ from ..imaging import encode_png
 from ._transport.retries import refusal_or
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
 

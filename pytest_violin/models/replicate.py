@@ -20,15 +20,11 @@ from ..errors import GenerationCancelled, GenerationError, GenerationRefused, Mo
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
 from .registry import format_params, split_params
-from .request import NetworkAdapter
+from .request import GenerationRequest, NetworkAdapter
 from .http import RequestTemplate
-from .request import GenerationRequest
 from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
-from ._transport.answers import HttpResult
-from ._transport.origins import origin_or_none
-from ._transport.origins import shown
-from ._transport.origins import provider_endpoint
-from ._transport.answers import image_from_response, load_json
+from ._transport.answers import HttpResult, image_from_response, load_json
+from ._transport.origins import origin_or_none, provider_endpoint, shown
 from ._transport.retries import parse_retry_after
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",

@@ -23,13 +23,6 @@ A property test against your model is one decorator and two lines::
     @given(sample=shape_samples())
     def test_shapes(sample, violin_generate):
         assert_obeys(violin_generate(sample), sample)
-
-Layout
-------
-The pieces are private, one module per kind of thing drawn, each importing
-only those before it: ``_checks`` (the argument checks), ``_colors``,
-``_geometry`` (split ratios, shape placements), ``_masks`` (keep-masks and
-source photos), ``_samples`` (whole samples). Import the strategies from here.
 """
 
 from __future__ import annotations
@@ -39,7 +32,6 @@ from ._geometry import ANCHORS, SHAPES, ShapePlacement, shape_placements, split_
 from ._masks import MASK_KINDS, masks, source_images
 from ._samples import block_samples, color_samples, mask_samples, ratio_samples, shape_samples
 
-__all__ = ["NOTATIONS", "MASK_KINDS", "SHAPES", "ANCHORS", "ShapePlacement", "named_colors",
-           "rgb_colors", "hex_colors", "colors", "split_ratios", "shape_placements", "masks",
-           "source_images", "color_samples", "block_samples", "ratio_samples", "shape_samples",
-           "mask_samples"]
+__all__ = ["NOTATIONS", "MASK_KINDS", "SHAPES", "ANCHORS", "ShapePlacement", "named_colors", "rgb_colors",
+           "hex_colors", "colors", "split_ratios", "shape_placements", "masks", "source_images", "color_samples",
+           "block_samples", "ratio_samples", "shape_samples", "mask_samples"]

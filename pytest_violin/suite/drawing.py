@@ -20,11 +20,10 @@ from ..errors import SuiteError
 from ..imaging import as_rgb8
 
 __all__ = ["SHAPES", "ANCHORS", "shape_extent", "place_bbox", "block_boxes", "SKIMAGE_PHOTOS", "LIFT",
-           "WORKING_SIDE", "PHOTO_EXTENSIONS", "photos_dir_from_env", "list_photo_dir", "load_photo",
-           "lift_dark", "base_image", "MASK_KINDS", "SIDES", "generate_mask", "fill_enclosed", "mask_to_rgb",
-           "paint_ellipse", "paint_band", "paint_stroke", "walk", "contact_sheet", "render_blocks",
-           "render_ratio", "render_shape", "shape_pixels", "render_border", "render_dots",
-           "render_mask_inputs", "apply_mask"]
+           "WORKING_SIDE", "PHOTO_EXTENSIONS", "photos_dir_from_env", "list_photo_dir", "load_photo", "lift_dark",
+           "base_image", "MASK_KINDS", "SIDES", "generate_mask", "fill_enclosed", "mask_to_rgb", "paint_ellipse",
+           "paint_band", "paint_stroke", "walk", "contact_sheet", "render_blocks", "render_ratio", "render_shape",
+           "shape_pixels", "render_border", "render_dots", "render_mask_inputs", "apply_mask"]
 
 
 # Shape geometry: where a shape of a given size and alignment goes.

@@ -12,14 +12,12 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
-from ..request import NetworkAdapter
+from ..request import GenerationRequest, NetworkAdapter
 from ..replicate import first_wait
-from ..request import GenerationRequest
 from .._transport.client import HttpClient, JobStates, poll_job
 from .._transport.answers import image_from_response, load_json
-from ._server import (digest, execution_message, history_state, image_outputs, queue_position,
-                      validation_reason, workflow_files)
-from ._server import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
+from ._server import (CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger, digest, execution_message, history_state,
+                      image_outputs, queue_position, validation_reason, workflow_files)
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TASK_NUMBERS", "MASK_TYPES", "MASK_VARIATIONS", "GT_FOLDERS", "RAW_FOLDER",
-           "IMAGE_COLUMNS", "parse_number", "group_of", "sample_id", "gt_folder", "group_of_sample",
-           "MAX_CELL_BYTES", "MAX_PROMPT_CHARS", "MAX_TEXT_CELL_CHARS", "METADATA_NAMES",
-           "metadata_name"]
+__all__ = ["TASK_NUMBERS", "MASK_TYPES", "MASK_VARIATIONS", "GT_FOLDERS", "RAW_FOLDER", "IMAGE_COLUMNS",
+           "parse_number", "group_of", "sample_id", "gt_folder", "group_of_sample", "MAX_CELL_BYTES",
+           "MAX_PROMPT_CHARS", "MAX_TEXT_CELL_CHARS", "METADATA_NAMES", "metadata_name"]
 
 #: ``task`` value -> (plugin task, variation or None when read per row).
 TASK_NUMBERS = {1: ("color", "v1"), 2: ("color", "v2"), 3: ("shape", None), 4: ("mask", None)}
