@@ -129,17 +129,16 @@ def assert_obeys(image, sample, *, profile: str = "violin",
     Parameters
     ----------
     image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts; another size is
-        resized to the sample's size first (noted in the message).
+        Anything :func:`pytest_violin.as_rgb8` accepts; another size is resized to the sample's size first
+        (noted in the message).
     sample : Sample
-        The sample, e.g. drawn by a :mod:`pytest_violin.strategies`
-        strategy or from :func:`pytest_violin.load_suite`.
+        The sample, e.g. drawn by a :mod:`pytest_violin.strategies` strategy or from
+        :func:`pytest_violin.load_suite`.
     profile : {"violin", "strict"}, optional
         Metric profile.
     thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"``, e.g. the plugin's
-        ``violin_thresholds`` fixture (ini and ``--violin-threshold``
-        overrides included); default: the plugin's default limits.
+        Base limits keyed ``"task.metric"``, e.g. the plugin's ``violin_thresholds`` fixture (ini and
+        ``--violin-threshold`` overrides included); default: the plugin's default limits.
     **limits : float or None
         Per-metric limits (and ``mean``) overriding the base limits.
 
@@ -151,8 +150,7 @@ def assert_obeys(image, sample, *, profile: str = "violin",
     Raises
     ------
     AssertionError
-        With the metric table, the sample described in words, its prompt
-        and id.
+        With the metric table, the sample described in words, its prompt and id.
     TypeError
         For an unknown limit name (the message lists the accepted names).
     """

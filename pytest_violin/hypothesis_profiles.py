@@ -35,8 +35,8 @@ def violin_settings(parent: settings | None = None) -> settings:
     Parameters
     ----------
     parent : hypothesis.settings, optional
-        Settings to start from (default: hypothesis's current default, so
-        a ``derandomize`` or database choice made elsewhere is kept).
+        Settings to start from (default: hypothesis's current default, so a ``derandomize`` or database choice
+        made elsewhere is kept).
 
     Returns
     -------
@@ -91,9 +91,8 @@ def load_for_model_run(chosen: str | None) -> bool:
     Returns
     -------
     bool
-        True when the profile was loaded (call :func:`restore_profile` at
-        the end of the run); False when ``--hypothesis-profile`` was given
-        or another profile than hypothesis's ``default`` is already loaded
+        True when the profile was loaded (call :func:`restore_profile` at the end of the run); False when
+        ``--hypothesis-profile`` was given or another profile than hypothesis's ``default`` is already loaded
         (a conftest's ``settings.load_profile``): the user's choice stands.
     """
     if chosen:

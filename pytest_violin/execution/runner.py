@@ -349,9 +349,8 @@ class Runner:
         Parameters
         ----------
         wait : bool, optional
-            Wait for generations in flight (a normal end). ``False`` after
-            an interrupt: the cancel event is set, so adapters start no new
-            request or retry, and the threads still in flight are abandoned.
+            Wait for generations in flight (a normal end). ``False`` after an interrupt: the cancel event is
+            set, so adapters start no new request or retry, and the threads still in flight are abandoned.
         """
         self._closed = True
         if not wait:

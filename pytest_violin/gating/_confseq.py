@@ -46,19 +46,19 @@ class MeanSequence:
     Parameters
     ----------
     margin : float
-        The gate's margin for this statistic, in [0, 1] (the decision points
-        ``margin + TIE_TOLERANCE`` and ``margin + 2 * TIE_TOLERANCE`` are on
-        the grid, so the decisions follow :func:`~.policy.above_margin` exactly).
+        The gate's margin for this statistic, in [0, 1] (the decision points ``margin + TIE_TOLERANCE`` and
+        ``margin + 2 * TIE_TOLERANCE`` are on the grid, so the decisions follow :func:`~.policy.above_margin`
+        exactly).
     alpha_low, alpha_high : float
         Error rates of the lower and the upper bound, each in (0, 1).
     low, high : float, optional
-        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 <
-        high <= 1`` and ``high - low >= 1``, since metrics span [0, 1]).
+        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 < high <= 1`` and ``high - low >=
+        1``, since metrics span [0, 1]).
 
     Notes
     -----
-    :meth:`add` takes the stream's values in the order they were drawn; the
-    caller keeps that order (the gate buffers answers that arrive early).
+    :meth:`add` takes the stream's values in the order they were drawn; the caller keeps that order (the gate
+    buffers answers that arrive early).
     """
 
     def __init__(self, margin: float, *, alpha_low: float, alpha_high: float,

@@ -102,8 +102,8 @@ def decide(baseline: Mapping, results: Sequence[Mapping], current: Mapping, *,
     baseline_label : str
         How the reports name the baseline (the path as given).
     sequential : Mapping, optional
-        A sequential gate's summary (:meth:`~.sequential.SequentialGate.summary`); a decided
-        one's verdict is the gate's.
+        A sequential gate's summary (:meth:`~.sequential.SequentialGate.summary`); a decided one's verdict is
+        the gate's.
     members : Mapping, optional
         The sequential gate's population: sample id -> :class:`~.sequential.Member`.
     interrupted : bool

@@ -332,29 +332,25 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
     Parameters
     ----------
     obj : array_like, PIL.Image.Image, bytes, str or os.PathLike
-        * numpy array: gray ``(H, W)`` or ``(H, W, 1)``, RGB ``(H, W, 3)``
-          or RGBA ``(H, W, 4)``; dtype ``uint8``, ``uint16`` (rescaled),
-          ``bool`` (0/255) or floating point in ``[0, 1]``; a uint8 RGB array
-          is returned without a copy;
+        * numpy array: gray ``(H, W)`` or ``(H, W, 1)``, RGB ``(H, W, 3)`` or RGBA ``(H, W, 4)``; dtype
+          ``uint8``, ``uint16`` (rescaled), ``bool`` (0/255) or floating point in ``[0, 1]``; a uint8 RGB
+          array is returned without a copy;
         * a PIL image of any mode;
         * encoded image bytes (PNG, JPEG, WebP, ...);
-        * a path to an image file (a regular, non-empty file: directories,
-          FIFOs, devices and ``/proc`` files are refused).
+        * a path to an image file (a regular, non-empty file: directories, FIFOs, devices and ``/proc`` files
+          are refused).
     max_pixels : int, optional
         Largest accepted ``width * height``.
     max_bytes : int, optional
-        Largest accepted decoded size of encoded and PIL images, from the
-        header (:func:`decoded_size`); arrays are bounded by ``max_pixels`` only.
+        Largest accepted decoded size of encoded and PIL images, from the header (:func:`decoded_size`);
+        arrays are bounded by ``max_pixels`` only.
     reader : {"pillow", "opencv"}, optional
-        Default :func:`current_reader`: ``"pillow"`` unless a run of profile
-        ``violin`` set ``"opencv"``. ``"pillow"`` composites alpha over black (a
-        transparent pixel is a black pixel), rounds 16-bit values
-        (``v * 255 / 65535``) and applies the EXIF orientation. ``"opencv"``
-        reads as the Violin reference scripts do, ``cv2.imread(path)``: alpha
-        dropped, 16 bits truncated to the high byte, CMYK and palettes
-        converted by OpenCV's codecs, EXIF orientation applied (an array or
-        PIL image as it reads back from a PNG). The same header checks come
-        first in both.
+        Default :func:`current_reader`: ``"pillow"`` unless a run of profile ``violin`` set ``"opencv"``.
+        ``"pillow"`` composites alpha over black (a transparent pixel is a black pixel), rounds 16-bit values
+        (``v * 255 / 65535``) and applies the EXIF orientation. ``"opencv"`` reads as the Violin reference
+        scripts do, ``cv2.imread(path)``: alpha dropped, 16 bits truncated to the high byte, CMYK and palettes
+        converted by OpenCV's codecs, EXIF orientation applied (an array or PIL image as it reads back from a
+        PNG). The same header checks come first in both.
 
     The conversion works in blocks of rows: besides the result it allocates only a few megabytes, whatever the
     input's dtype and mode. Decodes of encoded images share a process-wide budget

@@ -47,8 +47,7 @@ class Metrics(Mapping):
     profile : str, optional
         The metric profile used.
     info : Mapping, optional
-        Extra read-only facts about the measurement (e.g. the original
-        size of a resized image).
+        Extra read-only facts about the measurement (e.g. the original size of a resized image).
 
     Attributes
     ----------

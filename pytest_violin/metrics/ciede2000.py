@@ -164,9 +164,8 @@ def ciede2000(lab1, lab2) -> np.ndarray:
     Parameters
     ----------
     lab1, lab2 : array_like
-        Arrays of shape ``(..., 3)`` holding ``L*`` (0-100), ``a*`` and
-        ``b*``; they broadcast against each other (e.g. an image against a
-        single colour).
+        Arrays of shape ``(..., 3)`` holding ``L*`` (0-100), ``a*`` and ``b*``; they broadcast against each
+        other (e.g. an image against a single colour).
 
     Returns
     -------
@@ -177,15 +176,13 @@ def ciede2000(lab1, lab2) -> np.ndarray:
     Raises
     ------
     ValueError
-        If either last axis is not of length 3 or the shapes do not
-        broadcast.
+        If either last axis is not of length 3 or the shapes do not broadcast.
 
     Notes
     -----
-    Sharma, Wu & Dalal (2005), "The CIEDE2000 color-difference formula:
-    implementation notes, supplementary test data, and mathematical
-    observations", Color Res. Appl. 30(1). Matches their 34 test pairs to
-    1e-4 and ``skimage.color.deltaE_ciede2000`` to about 1e-12.
+    Sharma, Wu & Dalal (2005), "The CIEDE2000 color-difference formula: implementation notes, supplementary
+    test data, and mathematical observations", Color Res. Appl. 30(1). Matches their 34 test pairs to 1e-4 and
+    ``skimage.color.deltaE_ciede2000`` to about 1e-12.
 
     Examples
     --------

@@ -285,23 +285,19 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
     Parameters
     ----------
     image, expected : image-like
-        The generated image and the ground truth (each block of ``layout``
-        normally one colour).
+        The generated image and the ground truth (each block of ``layout`` normally one colour).
     layout : {"single", "vertical", "horizontal", "quad"}
-        ``vertical`` = left|right halves, ``horizontal`` = top/bottom
-        halves, ``quad`` = 2x2 quadrants; split at ``h // 2`` / ``w // 2``.
-        Each metric is computed per block and averaged over blocks.
+        ``vertical`` = left|right halves, ``horizontal`` = top/bottom halves, ``quad`` = 2x2 quadrants; split
+        at ``h // 2`` / ``w // 2``. Each metric is computed per block and averaged over blocks.
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab codes,
-        the reference's float32 CIEDE2000); ``strict`` uses unquantized
-        float Lab (the formula of ``skimage.color.rgb2lab``) and the float64
-        CIEDE2000.
+        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab codes, the reference's float32
+        CIEDE2000); ``strict`` uses unquantized float Lab (the formula of ``skimage.color.rgb2lab``) and the
+        float64 CIEDE2000.
 
     Returns
     -------
     Metrics
-        ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf`` in ``[0, 1]``
-        (0 = perfect), task ``"color"``.
+        ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf`` in ``[0, 1]`` (0 = perfect), task ``"color"``.
 
     An image too small for the layout is a ``ValueError`` too.
 

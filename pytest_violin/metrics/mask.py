@@ -64,12 +64,10 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     Parameters
     ----------
     image, expected : image-like
-        The generated image and the ground truth (the source image with the
-        masked region pure black).
+        The generated image and the ground truth (the source image with the masked region pure black).
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers: each image's black
-        region (gray <= 30) is reduced to its largest external contour,
-        filled. ``strict`` uses the thresholded regions as they are, so a
+        ``violin`` reproduces the reference numbers: each image's black region (gray <= 30) is reduced to its
+        largest external contour, filled. ``strict`` uses the thresholded regions as they are, so a
         frame-shaped region stays a frame and stray dark pixels count.
 
     Returns
@@ -80,14 +78,12 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     Notes
     -----
     * ``iou``, ``dist``: as for shapes, on the black regions.
-    * ``biou`` (Eq. 7): ``1 - IoU`` of the boundary bands (region minus its
-      5-times 3x3 erosion); 0.0 when both bands are empty.
-    * ``leak`` (Eq. 8): mean gray / 255 of the generated image inside the
-      expected region eroded 3 times by 3x3 (the whole region if that is
-      empty); 0.0 when the expected region is empty.
-    * ``edge`` (Eq. 9): ``max(0, 1 - g_gen / g_gt)`` clipped, with ``g`` the
-      mean 3x3 Sobel magnitude inside the zone ``dilate(Canny(expected
-      region, 100, 200), 3x3, 2 times)``; 0.0 when the zone is empty or
+    * ``biou`` (Eq. 7): ``1 - IoU`` of the boundary bands (region minus its 5-times 3x3 erosion); 0.0 when
+      both bands are empty.
+    * ``leak`` (Eq. 8): mean gray / 255 of the generated image inside the expected region eroded 3 times by
+      3x3 (the whole region if that is empty); 0.0 when the expected region is empty.
+    * ``edge`` (Eq. 9): ``max(0, 1 - g_gen / g_gt)`` clipped, with ``g`` the mean 3x3 Sobel magnitude inside
+      the zone ``dilate(Canny(expected region, 100, 200), 3x3, 2 times)``; 0.0 when the zone is empty or
       ``g_gt < 1``.
 
     A masked *photo* can miss 0.0 against itself under ``violin``: natural pixels of gray 30 or darker join

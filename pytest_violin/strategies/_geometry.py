@@ -34,11 +34,10 @@ class ShapePlacement(NamedTuple):
     size : float
         Diameter or side length as a fraction of the canvas width.
     anchor : str or None
-        A named alignment (``left-center``, ...), or None when ``center``
-        is given.
+        A named alignment (``left-center``, ...), or None when ``center`` is given.
     center : tuple of float or None
-        ``(fx, fy)``: the bounding-box centre as fractions of the width and
-        height, or None when ``anchor`` is given.
+        ``(fx, fy)``: the bounding-box centre as fractions of the width and height, or None when ``anchor`` is
+        given.
     """
 
     shape: str

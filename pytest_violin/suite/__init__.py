@@ -76,22 +76,18 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
     name_or_path : str or path
         One of :data:`SUITES`, or a ``manifest.jsonl`` file / export folder.
     tasks : str or iterable of str, optional
-        Keep only these tasks (``color``, ``shape``, ``mask``, ``ratio``,
-        ``border``, ``count``).
+        Keep only these tasks (``color``, ``shape``, ``mask``, ``ratio``, ``border``, ``count``).
     limit : int, optional
-        Return a deterministic stratified subset of at most ``limit``
-        samples covering every task and variation present before repeating
-        any (see :func:`select_stratified`).
+        Return a deterministic stratified subset of at most ``limit`` samples covering every task and
+        variation present before repeating any (see :func:`select_stratified`).
     seed : int
-        Changes which subset ``limit`` draws; the samples themselves never
-        change.
+        Changes which subset ``limit`` draws; the samples themselves never change.
     photos_dir : path, optional
-        Folder of the user's own base photographs for the mask task of
-        ``violin`` (default: ``$VIOLIN_PHOTOS_DIR``, else scikit-image's
-        bundled photos).
+        Folder of the user's own base photographs for the mask task of ``violin`` (default:
+        ``$VIOLIN_PHOTOS_DIR``, else scikit-image's bundled photos).
     metadata : path, optional
-        The official data's folder of metadata CSVs (default: ``metadata/``
-        beside the parquet or the converted folder).
+        The official data's folder of metadata CSVs (default: ``metadata/`` beside the parquet or the
+        converted folder).
 
     Returns
     -------

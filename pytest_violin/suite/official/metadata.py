@@ -142,19 +142,16 @@ def read_metadata(folder, root=None) -> Metadata:
     folder : path or None
         The metadata folder.
     root : path, optional
-        The folder every CSV must resolve into, symlinks followed (default:
-        ``folder``): the dataset's folder, or a hub repository's cache folder,
-        whose snapshot files are links into its ``blobs/``.
+        The folder every CSV must resolve into, symlinks followed (default: ``folder``): the dataset's folder,
+        or a hub repository's cache folder, whose snapshot files are links into its ``blobs/``.
 
     Raises
     ------
     ManifestError
-        One line naming the file, the line and what was expected: a CSV that
-        resolves outside ``root`` or is no regular file (refused before it is
-        opened), a missing column, an id that is no official id, an id listed
-        twice, an empty prompt, two files for one group, a file that is not
-        UTF-8 CSV, a file over :data:`MAX_CSV_BYTES` (refused by its size,
-        never read whole).
+        One line naming the file, the line and what was expected: a CSV that resolves outside ``root`` or is
+        no regular file (refused before it is opened), a missing column, an id that is no official id, an id
+        listed twice, an empty prompt, two files for one group, a file that is not UTF-8 CSV, a file over
+        :data:`MAX_CSV_BYTES` (refused by its size, never read whole).
     """
     meta = Metadata(folder=None if folder is None else Path(folder))
     if folder is None:
