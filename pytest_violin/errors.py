@@ -119,8 +119,7 @@ class GenerationCancelled(GenerationError):
 
 
 class GenerationRefused(GenerationError):
-    """The provider declined to make the image: moderation, a safety filter,
-    an answer with text but no image.
+    """The provider declined to make the image: moderation, a safety filter, an answer with text but no image.
 
     A refusal is its own outcome (``"refused"``): it fails obedience, is counted apart in the summary, reports
     and baseline, and is never retried.
@@ -142,9 +141,8 @@ class GenerationUnjudged(GenerationError):
 
 
 class GenerationCrashed(GenerationError):
-    """The code that makes the image raised an exception: a ``python:``
-    model's exception other than a :class:`GenerationError` (the message ends with the traceback's last
-    frames).
+    """The code that makes the image raised an exception: a ``python:`` model's exception other than a
+    :class:`GenerationError` (the message ends with the traceback's last frames).
 
     The model's failure for that sample (no image), as before; but when the first samples of a run all end in
     the same crash before any image (glue code raising ``KeyError: 'steps'`` on every call), the runner stops

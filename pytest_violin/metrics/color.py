@@ -173,8 +173,7 @@ STRICT_CHUNK = 8192
 
 
 def _lab00_strict_one(gen: np.ndarray, color: np.ndarray) -> float:
-    """Mean float64 CIEDE2000 / 100 of a block against one colour, in
-    unquantized Lab.
+    """Mean float64 CIEDE2000 / 100 of a block against one colour, in unquantized Lab.
 
     Pixels equal to the colour score exactly 0 (their Lab is the colour's; a vectorized conversion may round
     one colour differently in the last bit at different positions, which would cost a perfect answer its exact
