@@ -6,8 +6,8 @@ implements quickly: per-pixel CIEDE2000 over the whole block, ``numpy.std``, a f
 API.
 
 CIEDE2000 per pixel: under ``violin`` the reference's float32 formula on float32 Lab
-(:func:`._ref32.ciede2000_32` by default; :func:`skimage_ciede2000` is the reference's own call, whose hue
-decisions at exactly opposite hues depend on the platform's float32 ``arctan2``, see :mod:`._ref32`); under
+(:func:`.ciede2000.ciede2000_32` by default; :func:`skimage_ciede2000` is the reference's own call, whose hue
+decisions at exactly opposite hues depend on the platform's float32 ``arctan2``, see :mod:`.ciede2000`); under
 ``strict`` ``skimage.color.rgb2lab`` and ``skimage.color.deltaE_ciede2000`` in float64.
 """
 
@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from ._common import Metrics, check_profile, gray, lab8, lab8_to_cie32, prepare_pair, split_blocks
-from ._ref32 import ciede2000_32
+from .ciede2000 import ciede2000_32
 
 __all__ = ["plain_color_metrics", "plain_hf", "skimage_ciede2000"]
 
@@ -55,7 +55,7 @@ def plain_color_metrics(image, expected, *, layout: str = "single",
 
     Same parameters and result as :func:`pytest_violin.metrics.color_metrics`; ``violin_ciede2000(lab_gen,
     lab_exp)`` is the per-pixel CIEDE2000 of the ``violin`` profile on float32 Lab (default: the reference's
-    arithmetic, :func:`._ref32.ciede2000_32`; :func:`skimage_ciede2000` is the reference's own call).
+    arithmetic, :func:`.ciede2000.ciede2000_32`; :func:`skimage_ciede2000` is the reference's own call).
     """
     from skimage.color import deltaE_ciede2000, rgb2lab
 

@@ -7,7 +7,7 @@ per-pixel distances come from lookup tables indexed by the generated pixel's 8-b
 high-frequency power ratio needs only the few low frequencies of the DFT (Parseval gives the total). Results
 equal the plain path to ~1e-12.
 
-Under ``violin``, ``lab_00`` is the reference's float32 CIEDE2000 (:mod:`._ref32`): the table of the
+Under ``violin``, ``lab_00`` is the reference's float32 CIEDE2000 (:mod:`.ciede2000`): the table of the
 chroma/hue part is built per code pair with the reference's float32 arithmetic, since its hue-branch decisions
 depend on the ``(a, b)`` codes only. ``strict`` computes the float64 formula over the image
 (:mod:`.ciede2000`) on unquantized Lab.
@@ -24,8 +24,7 @@ import numpy as np
 
 from ._common import (LAYOUTS, Metrics, check_layout, check_profile, clip01, float_lab, float_lab_planes,
                       gray, lab8, lab8_to_cie32, mean_channel_std, prepare_pair, split_blocks)
-from ._ref32 import chroma_hue32, ciede2000_32, lightness_sq32
-from .ciede2000 import ciede2000, ciede2000_planes_to_color
+from .ciede2000 import chroma_hue32, ciede2000, ciede2000_32, ciede2000_planes_to_color, lightness_sq32
 
 __all__ = ["COLOR_METRICS", "LAYOUTS", "color_metrics", "RGB_ED_NORM", "HF_RADIUS",
            "CANNY_LOW", "CANNY_HIGH"]
@@ -122,7 +121,7 @@ _CH_TABLES = _ChromaHueTables()
 
 def _chroma_hue_codes32(ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
     """The reference's chroma/hue part of one expected colour against
-    packed ``a << 8 | b`` codes of generated pixels (see :mod:`._ref32`)."""
+    packed ``a << 8 | b`` codes of generated pixels (see :mod:`.ciede2000`)."""
     a_ref, b_ref = np.float32(ref_ab[0] - 128), np.float32(ref_ab[1] - 128)
     a = ((codes >> 8) - 128).astype(np.float32)
     b = ((codes & 255) - 128).astype(np.float32)
