@@ -1,11 +1,9 @@
 """pytest-violin: gate image-generation releases on visual obedience.
 
-The Violin benchmark (Visual obedience Level-4) as a pytest plugin: every
-sample becomes a test that asks a model for an image and asserts its
-metrics against thresholds.
+The Violin benchmark (Visual obedience Level-4) as a pytest plugin: every sample becomes a test that asks a
+model for an image and asserts its metrics against thresholds.
 
-Public names are imported lazily so that installing the plugin costs an
-ordinary pytest run nothing.
+Public names are imported lazily so that installing the plugin costs an ordinary pytest run nothing.
 """
 
 from __future__ import annotations

@@ -1,18 +1,16 @@
 """Command line: ``python -m pytest_violin export|list|sheet|compare`` (``--help`` on each).
 
-``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its
-sample counts per task and variation, ``sheet`` draws a contact sheet, and
-``compare`` compares runs side by side (and with the paper's published
-rows) in the paper's layout.
+``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
+variation, ``sheet`` draws a contact sheet, and ``compare`` compares runs side by side (and with the paper's
+published rows) in the paper's layout.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
-* 1: the command could not finish: an output could not be written (an
-  ``OSError``: disk full, no permission) or an internal error;
-* 4: usage error: a bad argument or option, or input that is not accepted
-  (a RUN that does not exist or is not a run, runs that cannot be compared,
-  a suite or manifest that does not load); one line names the value and
+* 1: the command could not finish: an output could not be written (an ``OSError``: disk full, no permission)
+  or an internal error;
+* 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
+  a run, runs that cannot be compared, a suite or manifest that does not load); one line names the value and
   what is accepted.
 """
 
@@ -34,8 +32,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors exit :data:`EXIT_USAGE` (argparse's own is 2).
 
-    Sub-commands' parsers are of this class too (``add_subparsers`` makes
-    them with the parent's class), so each prints its own usage.
+    Sub-commands' parsers are of this class too (``add_subparsers`` makes them with the parent's class), so
+    each prints its own usage.
     """
 
     def error(self, message):

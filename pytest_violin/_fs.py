@@ -1,13 +1,11 @@
 """Atomic file writes shared by the cache, the runner, baselines and reports, and the one
 bounded reader of files named by options (templates, workflows, baselines).
 
-:func:`read_option_file` is how every file a user names in an option is read:
-it opens without blocking (a FIFO never hangs the session), refuses anything
-that is not a regular file (``/dev/zero``, a directory, a socket), refuses a
-file larger than its limit by its size before reading it (a 2 GB file is never
-read), and reads at most ``limit + 1`` bytes (a file that grows meanwhile).
-:func:`load_json_text` parses JSON after checking its nesting depth, so a
-100,000-deep document is refused with one line instead of a RecursionError.
+:func:`read_option_file` is how every file a user names in an option is read: it opens without blocking (a
+FIFO never hangs the session), refuses anything that is not a regular file (``/dev/zero``, a directory, a
+socket), refuses a file larger than its limit by its size before reading it (a 2 GB file is never read), and
+reads at most ``limit + 1`` bytes (a file that grows meanwhile). :func:`load_json_text` parses JSON after
+checking its nesting depth, so a 100,000-deep document is refused with one line instead of a RecursionError.
 """
 
 from __future__ import annotations
@@ -38,11 +36,10 @@ def _kind(mode: int) -> str:
 def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
     """The bytes of the regular file ``path`` an option names, at most ``limit`` of them.
 
-    Else ``error`` (a :class:`~pytest_violin.errors.ViolinError` subclass its
-    caller turns into a usage error), naming ``what`` (the option, e.g.
-    ``"--violin-workflow"``), the path and the limit: a missing or unreadable
-    path, something that is not a regular file (never opened for reading in a
-    way that blocks), a file over ``limit`` bytes (refused by its size, not read).
+    Else ``error`` (a :class:`~pytest_violin.errors.ViolinError` subclass its caller turns into a usage
+    error), naming ``what`` (the option, e.g. ``"--violin-workflow"``), the path and the limit: a missing or
+    unreadable path, something that is not a regular file (never opened for reading in a way that blocks), a
+    file over ``limit`` bytes (refused by its size, not read).
     """
     shown = f"{what}: {str(path)!r}"
     accepted = f"accepted: a regular file of at most {int(limit):,} bytes"
@@ -95,8 +92,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 def json_depth(text: str) -> int:
     """Deepest nesting of ``[`` / ``{`` in JSON ``text`` (brackets inside strings do not count).
 
-    Linear in the text, without recursion: it can measure what :func:`json.loads`
-    cannot parse.
+    Linear in the text, without recursion: it can measure what :func:`json.loads` cannot parse.
     """
     brackets = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass").translate(
         None, _NOT_BRACKETS)
@@ -139,8 +135,8 @@ def read_option_json(path, *, what: str, limit: int, max_depth: int = DEFAULT_JS
 #: Attempts at a fresh temporary name before giving up (each is 64 random bits).
 _TEMP_NAME_ATTEMPTS = 16
 
-#: File mode requested for new files; the process umask is taken off it by the
-#: operating system, exactly as for ``open(path, "w")``.
+#: File mode requested for new files; the process umask is taken off it by the operating system, exactly as
+#: for ``open(path, "w")``.
 _NEW_FILE_MODE = 0o666
 
 
@@ -148,9 +144,9 @@ def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
     """A new, empty temporary file in ``directory`` (the destination's: the rename stays on
     one file system): an open write-only descriptor and its path.
 
-    Unlike :func:`tempfile.mkstemp` (always ``0600``), the file is created
-    with mode ``0666`` less the umask, so the final file has the permissions
-    any other file the user writes gets; ``O_EXCL`` keeps it our own file.
+    Unlike :func:`tempfile.mkstemp` (always ``0600``), the file is created with mode ``0666`` less the umask,
+    so the final file has the permissions any other file the user writes gets; ``O_EXCL`` keeps it our own
+    file.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -167,15 +163,12 @@ def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
 def atomic_write(path, data, *, fsync: bool = False) -> Path:
     """Write text (UTF-8) or bytes to ``path`` atomically.
 
-    The content goes to a temporary file in the destination's directory,
-    which then replaces ``path`` with :func:`os.replace`: readers (and
-    concurrent pytest-xdist workers) see the old file or the new one, never
-    a partial one. The temporary file is removed on any failure. The file
-    gets the permissions the process umask gives a new file (``0644``
-    under the usual umask ``022``), as with any file the user writes.
-    Parent directories are created; text is written as UTF-8 with ``\\n``
-    line ends; ``fsync`` flushes the file to disk before the rename (for
-    files that must survive a crash, such as baselines). Returns ``path``.
+    The content goes to a temporary file in the destination's directory, which then replaces ``path`` with
+    :func:`os.replace`: readers (and concurrent pytest-xdist workers) see the old file or the new one, never a
+    partial one. The temporary file is removed on any failure. The file gets the permissions the process umask
+    gives a new file (``0644`` under the usual umask ``022``), as with any file the user writes. Parent
+    directories are created; text is written as UTF-8 with ``\\n`` line ends; ``fsync`` flushes the file to
+    disk before the rename (for files that must survive a crash, such as baselines). Returns ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,10 +1,9 @@
 """Obedience assertions for your own tests.
 
-Each assertion scores an image (anything :func:`pytest_violin.as_rgb8`
-accepts) against an exact ground truth, compares every metric with its
-limit and either returns the :class:`~pytest_violin.metrics.Metrics` or
-raises an :class:`AssertionError` whose message is the metric table
-(metric | value | limit | result) followed by what was expected, in words::
+Each assertion scores an image (anything :func:`pytest_violin.as_rgb8` accepts) against an exact ground truth,
+compares every metric with its limit and either returns the :class:`~pytest_violin.metrics.Metrics` or raises
+an :class:`AssertionError` whose message is the metric table (metric | value | limit | result) followed by
+what was expected, in words::
 
     image does not obey: left half #E68697 (pink), right half #3B74C0 (blue)
     over the limit: sd, hf
@@ -14,13 +13,12 @@ raises an :class:`AssertionError` whose message is the metric table
     rgb_ed | 0.0100 | 0.0400 | pass
     ...
 
-Limits are keyword arguments named after the task's metrics plus ``mean``
-(``assert_pure_color(img, "#D9B451", sd=0.01, mean=0.02)``); ``None``
-removes a limit. Unspecified limits come from ``thresholds=`` (a mapping
-keyed ``"task.metric"``, such as the plugin's ``violin_thresholds`` fixture,
-which includes the ini and ``--violin-threshold`` overrides) or else the
-plugin's per-task defaults (:data:`pytest_violin.thresholds.DEFAULT_LIMITS`).
-An unknown limit name raises :class:`TypeError` listing the accepted ones.
+Limits are keyword arguments named after the task's metrics plus ``mean`` (``assert_pure_color(img, "#D9B451",
+sd=0.01, mean=0.02)``); ``None`` removes a limit. Unspecified limits come from ``thresholds=`` (a mapping
+keyed ``"task.metric"``, such as the plugin's ``violin_thresholds`` fixture, which includes the ini and
+``--violin-threshold`` overrides) or else the plugin's per-task defaults
+(:data:`pytest_violin.thresholds.DEFAULT_LIMITS`). An unknown limit name raises :class:`TypeError` listing the
+accepted ones.
 """
 
 from __future__ import annotations
@@ -45,12 +43,10 @@ def resolve_limits(task: str, metric_names: Sequence[str], limits: Mapping[str, 
                    thresholds: Mapping[str, float] | None = None) -> dict:
     """Metric name -> limit, for the metrics of ``metric_names`` that have one.
 
-    The task's base limits (``thresholds``, keyed ``"task.metric"``, e.g. the
-    plugin's ``violin_thresholds`` fixture; default
-    :data:`pytest_violin.thresholds.DEFAULT_LIMITS`) updated by ``limits``,
-    overrides by bare metric name or ``mean`` (``None`` removes a limit). A
-    name that is neither a metric nor ``mean`` is a ``TypeError``; a limit that
-    is not a number in ``[0, 1]`` (or None) a ``ValueError``.
+    The task's base limits (``thresholds``, keyed ``"task.metric"``, e.g. the plugin's ``violin_thresholds``
+    fixture; default :data:`pytest_violin.thresholds.DEFAULT_LIMITS`) updated by ``limits``, overrides by bare
+    metric name or ``mean`` (``None`` removes a limit). A name that is neither a metric nor ``mean`` is a
+    ``TypeError``; a limit that is not a number in ``[0, 1]`` (or None) a ``ValueError``.
     """
     from .thresholds import DEFAULT_LIMITS, limits_for_task
 
@@ -98,7 +94,7 @@ def _self_score_note(sample, profile: str) -> str:
     values = ", ".join(f"{k}={v:.4f}" for k, v in off.items())
     return (f"note: the exact answer itself scores {values}: kept pixels darker than the mask "
             f"metrics' black threshold (gray 30 or darker) or enclosed by black count as black; brighten "
-            f"the source's dark tones (pytest_violin.suite.photos.lift_dark) before asking the "
+            f"the source's dark tones (pytest_violin.suite.drawing.lift_dark) before asking the "
             f"model, as the suite does")
 
 
@@ -133,17 +129,16 @@ def assert_obeys(image, sample, *, profile: str = "violin",
     Parameters
     ----------
     image : image-like
-        Anything :func:`pytest_violin.as_rgb8` accepts; another size is
-        resized to the sample's size first (noted in the message).
+        Anything :func:`pytest_violin.as_rgb8` accepts; another size is resized to the sample's size first
+        (noted in the message).
     sample : Sample
-        The sample, e.g. drawn by a :mod:`pytest_violin.strategies`
-        strategy or from :func:`pytest_violin.load_suite`.
+        The sample, e.g. drawn by a :mod:`pytest_violin.strategies` strategy or from
+        :func:`pytest_violin.load_suite`.
     profile : {"violin", "strict"}, optional
         Metric profile.
     thresholds : Mapping[str, float], optional
-        Base limits keyed ``"task.metric"``, e.g. the plugin's
-        ``violin_thresholds`` fixture (ini and ``--violin-threshold``
-        overrides included); default: the plugin's default limits.
+        Base limits keyed ``"task.metric"``, e.g. the plugin's ``violin_thresholds`` fixture (ini and
+        ``--violin-threshold`` overrides included); default: the plugin's default limits.
     **limits : float or None
         Per-metric limits (and ``mean``) overriding the base limits.
 
@@ -155,8 +150,7 @@ def assert_obeys(image, sample, *, profile: str = "violin",
     Raises
     ------
     AssertionError
-        With the metric table, the sample described in words, its prompt
-        and id.
+        With the metric table, the sample described in words, its prompt and id.
     TypeError
         For an unknown limit name (the message lists the accepted names).
     """
@@ -179,11 +173,9 @@ def assert_pure_color(image, color, *, profile: str = "violin",
                       thresholds: Mapping | None = None, **limits):
     """Assert that ``image`` is one uniform ``color``; returns the color metrics.
 
-    ``color`` is in any notation :func:`pytest_violin.parse_color` reads
-    (``"#D9B451"``, ``"rgb(217, 180, 81)"``, ``"hsl(43, 64%, 58%)"``,
-    ``"yellow"``, ``(217, 180, 81)``); ``profile``, ``thresholds`` and the
-    limits (``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``) are as
-    for :func:`assert_obeys`.
+    ``color`` is in any notation :func:`pytest_violin.parse_color` reads (``"#D9B451"``, ``"rgb(217, 180,
+    81)"``, ``"hsl(43, 64%, 58%)"``, ``"yellow"``, ``(217, 180, 81)``); ``profile``, ``thresholds`` and the
+    limits (``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf``, ``mean``) are as for :func:`assert_obeys`.
     """
     __tracebackhide__ = True
     return assert_blocks(image, "single", [color], profile=profile, thresholds=thresholds,
@@ -194,11 +186,10 @@ def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
                   thresholds: Mapping | None = None, **limits):
     """Assert that ``image`` is made of uniform color blocks; returns the color metrics.
 
-    ``layout`` is ``single``, ``vertical`` (left | right halves),
-    ``horizontal`` (top / bottom) or ``quad`` (2 x 2 in reading order);
-    ``colors`` holds one color per block in any notation (a ``ValueError``
-    for an unknown layout or the wrong number). The metrics are per block,
-    averaged as the task defines; the rest is as for :func:`assert_pure_color`.
+    ``layout`` is ``single``, ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2
+    x 2 in reading order); ``colors`` holds one color per block in any notation (a ``ValueError`` for an
+    unknown layout or the wrong number). The metrics are per block, averaged as the task defines; the rest is
+    as for :func:`assert_pure_color`.
     """
     __tracebackhide__ = True
     from .suite.builders import block_sample, color_sample
@@ -217,8 +208,8 @@ def assert_blocks(image, layout: str, colors, *, profile: str = "violin",
 def _check_sample(image, sample, profile, limits, thresholds, *, show_prompt: bool = False):
     """Score ``image`` against ``sample`` and raise the verdict's message unless it passes.
 
-    ``show_prompt``: end the message with the prompt and sample id (a suite
-    sample) or with the size (the ad-hoc sample an ``assert_*`` built).
+    ``show_prompt``: end the message with the prompt and sample id (a suite sample) or with the size (the
+    ad-hoc sample an ``assert_*`` built).
     """
     __tracebackhide__ = True
     check_profile(profile)
@@ -232,13 +223,12 @@ def assert_shape(image, shape: str, size: float, position, *, profile: str = "vi
                  thresholds: Mapping | None = None, **limits):
     """Assert that ``image`` is one solid white shape on black, where it should be.
 
-    Returns the shape metrics. ``shape`` is ``circle`` (``size`` = diameter), ``square`` (axis-aligned)
-    or ``triangle`` (upright equilateral; ``size`` = side length), ``size`` a
-    fraction of the image width in ``(0, 1]``; ``position`` a named alignment
-    of the bounding box (``"center"``, ``"left-center"``, ``"top-right"``, ...)
-    or the centre ``(fx, fy)`` as fractions of the width and height.
-    ``profile``, ``thresholds`` and the limits (``iou``, ``dist``, ``size``,
-    ``shape``, ``purity``, ``mean``) are as for :func:`assert_obeys`.
+    Returns the shape metrics. ``shape`` is ``circle`` (``size`` = diameter), ``square`` (axis-aligned) or
+    ``triangle`` (upright equilateral; ``size`` = side length), ``size`` a fraction of the image width in
+    ``(0, 1]``; ``position`` a named alignment of the bounding box (``"center"``, ``"left-center"``,
+    ``"top-right"``, ...) or the centre ``(fx, fy)`` as fractions of the width and height. ``profile``,
+    ``thresholds`` and the limits (``iou``, ``dist``, ``size``, ``shape``, ``purity``, ``mean``) are as for
+    :func:`assert_obeys`.
     """
     __tracebackhide__ = True
     from .suite.builders import shape_sample
@@ -255,20 +245,17 @@ def assert_masked(output, image, mask, *, profile: str = "violin",
                   thresholds: Mapping | None = None, **limits):
     """Assert that ``output`` is ``image`` with every pixel where ``mask`` is 0 made black.
 
-    ``mask`` is the keep-mask: a ``bool`` array (True = keep), a 0/1 integer
-    array, or a black/white image (white = keep, gray >= 128), of the size of
-    ``image`` (else a ``ValueError``). Returns the mask metrics; ``profile``,
-    ``thresholds`` and the limits (``iou``, ``dist``, ``biou``, ``leak``,
-    ``edge``, ``mean``) are as for :func:`assert_obeys`.
+    ``mask`` is the keep-mask: a ``bool`` array (True = keep), a 0/1 integer array, or a black/white image
+    (white = keep, gray >= 128), of the size of ``image`` (else a ``ValueError``). Returns the mask metrics;
+    ``profile``, ``thresholds`` and the limits (``iou``, ``dist``, ``biou``, ``leak``, ``edge``, ``mean``) are
+    as for :func:`assert_obeys`.
 
-    The ground truth is the exact rule (``image`` where the mask keeps,
-    ``(0, 0, 0)`` elsewhere), with no lift. The mask metrics find black by
-    thresholding (gray 30 or darker), so a source whose *kept* pixels are that dark,
-    or a mask whose black encloses kept pixels, cannot score 0.0 even for
-    an exact answer (the failure message then says so). Give the model
-    sources with their dark tones lifted, as the suite does
-    (:func:`pytest_violin.suite.photos.lift_dark`), and use
-    :func:`pytest_violin.strategies.masks` for well-formed masks.
+    The ground truth is the exact rule (``image`` where the mask keeps, ``(0, 0, 0)`` elsewhere), with no
+    lift. The mask metrics find black by thresholding (gray 30 or darker), so a source whose *kept* pixels are
+    that dark, or a mask whose black encloses kept pixels, cannot score 0.0 even for an exact answer (the
+    failure message then says so). Give the model sources with their dark tones lifted, as the suite does
+    (:func:`pytest_violin.suite.drawing.lift_dark`), and use :func:`pytest_violin.strategies.masks` for
+    well-formed masks.
     """
     __tracebackhide__ = True
     from .suite.builders import mask_sample

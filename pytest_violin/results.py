@@ -1,9 +1,9 @@
 """The one result model: a sample's :class:`SampleResult`, its (de)serializer and the aggregation.
 
-A result travels as JSON on the item's ``TestReport`` (``violin_result``), so an xdist
-controller collects every worker's results as a single process does; :class:`ResultsStore`
-keeps them in collection order and :func:`aggregate` makes the rows (per suite, task and
-variation, like the paper's tables) that the terminal, the files, the gate and the baseline read.
+A result travels as JSON on the item's ``TestReport`` (``violin_result``), so an xdist controller collects
+every worker's results as a single process does; :class:`ResultsStore` keeps them in collection order and
+:func:`aggregate` makes the rows (per suite, task and variation, like the paper's tables) that the terminal,
+the files, the gate and the baseline read.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from .verdict import Outcome
 __all__ = ["AggregateRow", "NO_IMAGE_VALUE", "Outcome", "ResultsStore", "SampleResult", "aggregate",
            "combine_repeats", "error_result", "generation_failure_result", "sample_value", "score_generation"]
 
-#: What a judged sample without an image (none given, or refused) counts for on every
-#: metric and in every mean: the worst distance, as the gate counts it. Samples whose
-#: outcome is ``error`` (not judged) are left out.
+#: What a judged sample without an image (none given, or refused) counts for on every metric and in every
+#: mean: the worst distance, as the gate counts it. Samples whose outcome is ``error`` (not judged) are left
+#: out.
 NO_IMAGE_VALUE = 1.0
 
 
@@ -33,15 +33,13 @@ _IN_EXTRA = ("diagnosis", "diagnosis_error", "adapter", "definition")
 class SampleResult:
     """Everything known about one sample after its test ran.
 
-    ``metrics`` (with ``mean``) is the mean over repeats, empty without an image;
-    ``repeats`` / ``spread`` / ``worst`` are per repeat, their population std and
-    max; ``failed`` names the metrics over their limit (``generation`` or
-    ``refused`` without an image); ``generations`` counts adapter calls (what a paid
-    API bills), ``cache_hits`` the images from the cache; ``original_size`` is the
-    answer's ``[w, h]`` when it was resized; ``definition`` is the sample's digest,
-    ``adapter`` the model's identity, ``diagnosis`` the findings of what a failing answer
-    did; ``message`` is the failure text shown by the test (never serialized);
-    ``extra`` holds small JSON-able data of other plugins (thumbnails, ...).
+    ``metrics`` (with ``mean``) is the mean over repeats, empty without an image; ``repeats`` / ``spread`` /
+    ``worst`` are per repeat, their population std and max; ``failed`` names the metrics over their limit
+    (``generation`` or ``refused`` without an image); ``generations`` counts adapter calls (what a paid API
+    bills), ``cache_hits`` the images from the cache; ``original_size`` is the answer's ``[w, h]`` when it was
+    resized; ``definition`` is the sample's digest, ``adapter`` the model's identity, ``diagnosis`` the
+    findings of what a failing answer did; ``message`` is the failure text shown by the test (never
+    serialized); ``extra`` holds small JSON-able data of other plugins (thumbnails, ...).
     """
 
     sample_id: str
@@ -198,10 +196,10 @@ def sample_value(metrics: Mapping) -> float:
 class AggregateRow:
     """Means of one (suite, task, variation) group, or of a whole task (``variation=None``).
 
-    ``means``: metric -> mean over the judged samples (every outcome but ``error``), a sample
-    without an image counting :data:`NO_IMAGE_VALUE`; ``mean`` is the mean of the per-sample
-    means; ``None`` where no sample was judged. ``errors``, ``refused`` and ``no_image``
-    (failed without an image, refusals apart) count samples by how they ended.
+    ``means``: metric -> mean over the judged samples (every outcome but ``error``), a sample without an image
+    counting :data:`NO_IMAGE_VALUE`; ``mean`` is the mean of the per-sample means; ``None`` where no sample
+    was judged. ``errors``, ``refused`` and ``no_image`` (failed without an image, refusals apart) count
+    samples by how they ended.
     """
 
     suite: str
@@ -377,8 +375,8 @@ def error_result(sample, generation, settings, *, index: int = 0, reason: str) -
 def score_generation(sample, generation, settings, limits, *, index: int = 0):
     """Score a :class:`~pytest_violin.execution.runner.Generation` and judge it.
 
-    ``settings`` gives ``profile``, ``pass_rule`` and ``seed``; ``limits`` are keyed
-    ``"task.metric"``. Returns ``(result, images)``; ``result.message`` tells a failure.
+    ``settings`` gives ``profile``, ``pass_rule`` and ``seed``; ``limits`` are keyed ``"task.metric"``.
+    Returns ``(result, images)``; ``result.message`` tells a failure.
     """
     from .thresholds import limits_for_task
 

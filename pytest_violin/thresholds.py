@@ -1,11 +1,10 @@
 """Pass/fail limits for Violin metrics.
 
-Every task has a default limit on each of its metrics and on their mean, keyed
-``"task.metric"`` and ``"task.mean"`` (docs/thresholds.md justifies every number).
-Overrides come from ``--violin-threshold`` (repeatable), the ``violin_thresholds`` ini
-key and the ``violin`` marker, as strings ``"color.sd=0.02"`` or mappings. A sample
-passes when every metric that has a limit is ``<=`` it: that comparison is the
-verdict's (:mod:`pytest_violin.verdict`).
+Every task has a default limit on each of its metrics and on their mean, keyed ``"task.metric"`` and
+``"task.mean"`` (docs/thresholds.md justifies every number). Overrides come from ``--violin-threshold``
+(repeatable), the ``violin_thresholds`` ini key and the ``violin`` marker, as strings ``"color.sd=0.02"`` or
+mappings. A sample passes when every metric that has a limit is ``<=`` it: that comparison is the verdict's
+(:mod:`pytest_violin.verdict`).
 """
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ __all__ = ["DEFAULT_EXTRA_LIMIT", "DEFAULT_LIMITS", "KNOWN_METRICS", "build_limi
 #: ``strict_thresholds``: color, shape, mask), in display order.
 KNOWN_METRICS: dict[str, tuple[str, ...]] = known_metrics(builtin_families())
 
-#: Default limits (distances in [0, 1]; a value <= its limit passes) of the built-in task
-#: families, keyed ``"task.metric"`` and ``"task.mean"``: declared by each family
-#: (``pytest_violin/tasks/<family>.py``), justified in docs/thresholds.md.
-#: ``DEFAULT_EXTRA_LIMIT`` is the limit of a metric of a non-strict task without its own.
+#: Default limits (distances in [0, 1]; a value <= its limit passes) of the built-in task families, keyed
+#: ``"task.metric"`` and ``"task.mean"``: declared by each family (``pytest_violin/tasks/<family>.py``),
+#: justified in docs/thresholds.md. ``DEFAULT_EXTRA_LIMIT`` is the limit of a metric of a non-strict task
+#: without its own.
 DEFAULT_LIMITS: dict[str, float] = default_limits(builtin_families())
 
 _FORMS = "'TASK.METRIC=VALUE' or 'TASK.mean=VALUE' with VALUE a number in [0, 1] (e.g. color.sd=0.02)"
@@ -61,9 +60,9 @@ def _check_key(key: str, source: str, metrics: Mapping[str, Iterable[str]] | Non
 def parse_threshold(text: str, metrics: Mapping[str, Iterable[str]] | None = None) -> tuple[str, float]:
     """``(key, limit)`` of one override ``"task.metric=value"`` (e.g. ``"shape.mean=0.1"``).
 
-    With ``metrics`` (known metric names per task), unknown tasks and metrics are refused.
-    Raises :class:`ThresholdError` for a malformed override, a value that is not a number
-    in ``[0, 1]``, or an unknown task or metric.
+    With ``metrics`` (known metric names per task), unknown tasks and metrics are refused. Raises
+    :class:`ThresholdError` for a malformed override, a value that is not a number in ``[0, 1]``, or an
+    unknown task or metric.
     """
     if not isinstance(text, str):
         raise ThresholdError(f"threshold {text!r} is not a string; accepted: {_FORMS}")
@@ -107,8 +106,8 @@ def build_limits(*override_sets: Mapping[str, float], defaults: Mapping[str, flo
 def limits_for_task(limits: Mapping[str, float], task: str, metric_names: Iterable[str]) -> dict[str, float]:
     """The limits of one sample keyed by bare metric name, in metric order, ``mean`` last.
 
-    ``limits`` are keyed ``"task.metric"``; a metric of a task without a built-in default
-    gets :data:`DEFAULT_EXTRA_LIMIT`.
+    ``limits`` are keyed ``"task.metric"``; a metric of a task without a built-in default gets
+    :data:`DEFAULT_EXTRA_LIMIT`.
     """
     family = find_family(task)
     builtin = family is not None and family.strict_thresholds

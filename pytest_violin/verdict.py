@@ -1,10 +1,9 @@
 """One verdict: a sample's metrics against its limits, and the one way it is told.
 
-:func:`evaluate` compares metric values with limits (one :class:`Row` per metric),
-:func:`format_table` renders the rows, :func:`judge` makes a :class:`Verdict` of (sample,
-metric values, limits). The plugin's items, the ``violin_check`` fixture and the
-``assert_*`` functions all render that object, so a failure reads the same wherever it
-happens. :class:`Outcome` is how a sample ended. The limits themselves live in
+:func:`evaluate` compares metric values with limits (one :class:`Row` per metric), :func:`format_table`
+renders the rows, :func:`judge` makes a :class:`Verdict` of (sample, metric values, limits). The plugin's
+items, the ``violin_check`` fixture and the ``assert_*`` functions all render that object, so a failure reads
+the same wherever it happens. :class:`Outcome` is how a sample ended. The limits themselves live in
 :mod:`pytest_violin.thresholds`.
 """
 
@@ -57,9 +56,9 @@ class Row:
 def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[Row]:
     """One :class:`Row` per metric, then ``mean``.
 
-    ``metrics``: a ``Metrics`` object (its ``mean`` is added) or a dict that may hold
-    ``"mean"``; ``limits``: metric name (bare, or ``"task.metric"`` when ``metrics`` has a
-    ``task``) -> limit. Metrics without a limit are reported, never failed.
+    ``metrics``: a ``Metrics`` object (its ``mean`` is added) or a dict that may hold ``"mean"``; ``limits``:
+    metric name (bare, or ``"task.metric"`` when ``metrics`` has a ``task``) -> limit. Metrics without a limit
+    are reported, never failed.
     """
     values = dict(metrics)
     if "mean" not in values:
@@ -102,10 +101,10 @@ def format_table(rows: Iterable[Row]) -> str:
 class Verdict:
     """A sample's metrics judged against its limits.
 
-    ``asked`` is the ground truth in words (``""`` names the sample by its id); ``rows``
-    one per metric, ``mean`` last; ``notes`` lines after the table (resized image,
-    repeats, ...); ``size`` the sample's ``(width, height)``; ``diagnosis`` what the
-    answer did, one line per finding (:func:`pytest_violin.diagnose`).
+    ``asked`` is the ground truth in words (``""`` names the sample by its id); ``rows`` one per metric,
+    ``mean`` last; ``notes`` lines after the table (resized image, repeats, ...); ``size`` the sample's
+    ``(width, height)``; ``diagnosis`` what the answer did, one line per finding
+    (:func:`pytest_violin.diagnose`).
     """
 
     sample_id: str
@@ -158,8 +157,8 @@ def judge(sample, metrics: Mapping[str, float], limits: Mapping[str, float], *,
           notes: Iterable[str] = (), asked: str | None = None) -> Verdict:
     """The :class:`Verdict` of ``sample``'s metric values against per-metric limits.
 
-    ``sample`` gives ``id``, ``prompt``, ``width``, ``height``; ``limits`` are keyed by metric
-    (``"mean"`` included); ``asked`` is by default the sample in its task family's words
+    ``sample`` gives ``id``, ``prompt``, ``width``, ``height``; ``limits`` are keyed by metric (``"mean"``
+    included); ``asked`` is by default the sample in its task family's words
     (:func:`pytest_violin.tasks.describe`).
     """
     if asked is None:

@@ -1,11 +1,9 @@
 """Render a :class:`~pytest_violin.compare.model.Comparison`: terminal, Markdown, LaTeX, CSV.
 
-Every metric is an error (lower is better), as in the paper; the LaTeX table
-sets the best (smallest) value of each column in bold. Labels, tasks,
-variations, metric names and run facts come from outside (a results.json, a
-manifest): each format passes every one of them through its one escape
-(``_line`` for the terminal, ``_md``, ``_tex``, ``_csv_text``), each built on
-:func:`~pytest_violin.report.text.printable`.
+Every metric is an error (lower is better), as in the paper; the LaTeX table sets the best (smallest) value of
+each column in bold. Labels, tasks, variations, metric names and run facts come from outside (a results.json,
+a manifest): each format passes every one of them through its one escape (``_line`` for the terminal, ``_md``,
+``_tex``, ``_csv_text``), each built on :func:`~pytest_violin.report.text.printable`.
 """
 
 from __future__ import annotations
@@ -295,8 +293,8 @@ def _csv(comparison) -> str:
 def _csv_text(text) -> str:
     """Printable, and never a spreadsheet formula (``=``, ``+``, ``-``, ``@`` prefixed by ``'``).
 
-    The one rule of every text cell of the CSV (header and data); a leading
-    tab or carriage return (OWASP's list of formula starts) is treated the same.
+    The one rule of every text cell of the CSV (header and data); a leading tab or carriage return (OWASP's
+    list of formula starts) is treated the same.
     """
     s = printable(text)
     return "'" + s if s[:1] in _FORMULA_STARTS else s

@@ -1,20 +1,16 @@
 """The comparison as one self-contained HTML page, and as a section of ``report.html``.
 
-The page has no external resources at all (a Content-Security-Policy forbids
-them, and only the page's own inline script, pinned by its SHA-256, may run):
-the comparison tables in the paper's layout (task x variation rows, one line
-per run or published model, metric columns, the mean of means, pass rate and
-n), the pairwise paired-bootstrap statements, inline SVG bar charts per task
-with one bar per run and metric, and a gallery: one row per sample, the
-expected image and each run's image side by side with its metric values,
-filterable by task, variation, failures and "runs disagree", failures first.
+The page has no external resources at all (a Content-Security-Policy forbids them, and only the page's own
+inline script, pinned by its SHA-256, may run): the comparison tables in the paper's layout (task x variation
+rows, one line per run or published model, metric columns, the mean of means, pass rate and n), the pairwise
+paired-bootstrap statements, inline SVG bar charts per task with one bar per run and metric, and a gallery:
+one row per sample, the expected image and each run's image side by side with its metric values, filterable by
+task, variation, failures and "runs disagree", failures first.
 
-The page is rendered by ``report/templates/compare.html.j2`` and the section
-by ``comparison.html.j2`` (:mod:`pytest_violin.report._pages`: autoescape on,
-so every string read from runs, prompts, labels, sample ids, paths and
-metadata, is escaped where the template writes it); thumbnails are embedded
-only when they are ``data:image/png|jpeg;base64`` URIs and only up to a byte
-budget.
+The page is rendered by ``report/templates/compare.html.j2`` and the section by ``comparison.html.j2``
+(:mod:`pytest_violin.report._pages`: autoescape on, so every string read from runs, prompts, labels, sample
+ids, paths and metadata, is escaped where the template writes it); thumbnails are embedded only when they are
+``data:image/png|jpeg;base64`` URIs and only up to a byte budget.
 """
 
 from __future__ import annotations
@@ -33,19 +29,17 @@ from ..results import Outcome
 __all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
 
-#: Bytes of thumbnail data URIs embedded at most (the report's budget);
-#: samples past it (passes and agreements come last) show placeholders.
+#: Bytes of thumbnail data URIs embedded at most (the report's budget); samples past it (passes and agreements
+#: come last) show placeholders.
 DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 #: Gallery rows at most (a full suite is 7,745 samples).
 DEFAULT_MAX_SAMPLES = 20_000
 
-#: Gallery rows (disagreements and failures first) whose missing pictures are
-#: made here: the expected image rendered from the built-in suite the run
-#: names, and a ``dir:`` run's saved image read from its folder.
-#: results.json carries no thumbnails (``--violin-report`` drops them), so
-#: without this the gallery of report folders would be placeholders only.
-#: About 1.5 ms per expected image and a few ms per saved image.
+#: Gallery rows (disagreements and failures first) whose missing pictures are made here: the expected image
+#: rendered from the built-in suite the run names, and a ``dir:`` run's saved image read from its folder.
+#: results.json carries no thumbnails (``--violin-report`` drops them), so without this the gallery of report
+#: folders would be placeholders only. About 1.5 ms per expected image and a few ms per saved image.
 DEFAULT_RENDER_LIMIT = 500
 
 
@@ -121,9 +115,8 @@ def _charts(comparison) -> Markup:
 def comparison_section(comparison, *, heading: str = "Comparison with other runs") -> str:
     """The comparison's tables, pairwise statements and charts as an escaped HTML fragment.
 
-    A ``<section id="violin-compare">`` under an ``<h2>`` ``heading``, used by
-    :func:`render_html` and embedded in ``report.html`` for
-    ``--violin-compare``. It holds no script, so it fits any page whose CSP
+    A ``<section id="violin-compare">`` under an ``<h2>`` ``heading``, used by :func:`render_html` and
+    embedded in ``report.html`` for ``--violin-compare``. It holds no script, so it fits any page whose CSP
     allows inline styles and ``data:`` images.
     """
     from .paper import comparability_notes
@@ -265,8 +258,8 @@ def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> t
 
 def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> dict:
     ids = _sample_ids(runs, bool(comparison.all_samples))
-    # failures first: disagreements, then samples a run fails, then passes (a stable
-    # partition in one pass: linear in the samples, which may be 1,000,000)
+    # failures first: disagreements, then samples a run fails, then passes (a stable partition in one pass:
+    # linear in the samples, which may be 1,000,000)
     buckets: tuple = ([], [], [])
     task_set, variation_set = set(), set()
     for sid in ids:
@@ -296,13 +289,11 @@ def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBN
                 max_samples: int = DEFAULT_MAX_SAMPLES, render_limit: int = DEFAULT_RENDER_LIMIT) -> str:
     """The complete HTML document of the comparison page.
 
-    ``runs`` (default ``comparison.runs``) fill the gallery: only samples every
-    run holds unless ``comparison.all_samples``, at most ``max_samples`` rows.
-    At most ``thumbnail_budget`` bytes of thumbnail data URIs are embedded
-    (disagreements and failures get theirs first; the rest show placeholders).
-    For the first ``render_limit`` rows, pictures the records lack are made
-    here: the expected image from the built-in suite the run names, a ``dir:``
-    run's image from its folder (0: never).
+    ``runs`` (default ``comparison.runs``) fill the gallery: only samples every run holds unless
+    ``comparison.all_samples``, at most ``max_samples`` rows. At most ``thumbnail_budget`` bytes of thumbnail
+    data URIs are embedded (disagreements and failures get theirs first; the rest show placeholders). For the
+    first ``render_limit`` rows, pictures the records lack are made here: the expected image from the built-in
+    suite the run names, a ``dir:`` run's image from its folder (0: never).
     """
     runs = list(comparison.runs if runs is None else runs)
     title = " vs ".join(run.label for run in runs) or "comparison"

@@ -19,22 +19,21 @@ class Run:
     kind: str
     #: ``suite``, ``fingerprint``, ``profile``, ``package_version``, ``adapter``, ... as recorded.
     metadata: dict = field(default_factory=dict)
-    #: sample id -> record (a dict with at least ``task``, ``suite``, ``variation``,
-    #: ``outcome``, ``metrics``; where the run holds them also ``failed`` (a tuple of metric
-    #: names, left out when empty), ``prompt``, ``error`` and ``extra`` with thumbnails), in
-    #: suite order. Records loaded from files hold only these keys (cut to bounded lengths):
-    #: a run may hold 1,000,000 of them, so they are not in the repr either.
+    #: sample id -> record (a dict with at least ``task``, ``suite``, ``variation``, ``outcome``, ``metrics``;
+    #: where the run holds them also ``failed`` (a tuple of metric names, left out when empty), ``prompt``,
+    #: ``error`` and ``extra`` with thumbnails), in suite order. Records loaded from files hold only these
+    #: keys (cut to bounded lengths): a run may hold 1,000,000 of them, so they are not in the repr either.
     records: dict = field(default_factory=dict, repr=False)
-    #: The sample definition digests the run recorded (16 bytes each, in the order of
-    #: ``records``), or None when some record has none; what the suite fingerprint is made
-    #: of, so runs holding different samples of one suite tell apart from a changed suite.
+    #: The sample definition digests the run recorded (16 bytes each, in the order of ``records``), or None
+    #: when some record has none; what the suite fingerprint is made of, so runs holding different samples of
+    #: one suite tell apart from a changed suite.
     digests: bytes | None = field(default=None, repr=False)
 
     def definitions(self, ids) -> dict | None:
         """Sample id -> definition digest (32 hex digits) of ``ids``; None when one is unknown.
 
-        From :attr:`digests`, else from the records themselves (a run built
-        from full result records, ``extra.definition``).
+        From :attr:`digests`, else from the records themselves (a run built from full result records,
+        ``extra.definition``).
         """
         if self.digests is not None and len(self.digests) == 16 * len(self.records):
             at = {sid: i for i, sid in enumerate(self.records)}
@@ -72,8 +71,7 @@ class PublishedRow:
 class ComparedRow:
     """A (task, variation) row for one run or published model.
 
-    ``variation`` None is the task's row; ``pass_rate`` and ``n`` are None for
-    published rows.
+    ``variation`` None is the task's row; ``pass_rate`` and ``n`` are None for published rows.
     """
 
     label: str
@@ -124,6 +122,6 @@ class Comparison:
     dropped_reasons: dict = field(default_factory=dict)
     #: :class:`~pytest_violin.compare.modes.TaskModes`: failure modes per task and run.
     modes: list = field(default_factory=list)
-    #: Facts shown above the table that are no warning (runs holding different samples of one
-    #: suite: why their fingerprints differ).
+    #: Facts shown above the table that are no warning (runs holding different samples of one suite: why their
+    #: fingerprints differ).
     notes: list = field(default_factory=list)

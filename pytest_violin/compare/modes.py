@@ -1,19 +1,15 @@
 """Failure modes per task and run: which way the failing samples failed, and what changed.
 
 A failing sample counts by the first finding of its diagnosis (the rule of
-:func:`pytest_violin.diagnosis.summary.failure_modes`, which this module
-calls): per task and run the share of failing samples whose diagnosis starts
-with each kind, and for every run after the first the change against the
-first in percentage points, so a comparison of two model versions says which
-failure mode grew ("gradient 61% -> 20%, -41 points").
+:func:`pytest_violin.diagnosis.summary.failure_modes`, which this module calls): per task and run the share of
+failing samples whose diagnosis starts with each kind, and for every run after the first the change against
+the first in percentage points, so a comparison of two model versions says which failure mode grew ("gradient
+61% -> 20%, -41 points").
 
-A run that recorded no diagnosis (a results.json written before diagnoses
-existed, a baseline file) says ``no diagnoses`` instead of a share: an
-absent diagnosis is not a sample without defects. The failure-mode table
-is built by :func:`build_modes` (called by
-:func:`pytest_violin.compare.table.build`) and rendered by
-:func:`table_cells` as a :class:`~pytest_violin.report._tables.Table` that every format
-escapes its own way.
+A run that recorded no diagnosis (a results.json written before diagnoses existed, a baseline file) says ``no
+diagnoses`` instead of a share: an absent diagnosis is not a sample without defects. The failure-mode table is
+built by :func:`build_modes` (called by :func:`pytest_violin.compare.table.build`) and rendered by
+:func:`table_cells` as a :class:`~pytest_violin.report._tables.Table` that every format escapes its own way.
 """
 
 from __future__ import annotations
@@ -80,8 +76,8 @@ def build_modes(runs, selected=None) -> list:
     """The failure-mode table of ``runs``: one :class:`TaskModes` per task with a failing sample
     in some run (first-seen order), empty when no run has one.
 
-    ``selected`` maps a run's label to the records compared (the shared
-    samples); default every record of each run.
+    ``selected`` maps a run's label to the records compared (the shared samples); default every record of each
+    run.
     """
     per_run = []
     for run in runs:
@@ -128,11 +124,9 @@ def _count_cell(cell: RunModes) -> str:
 def table_cells(modes) -> tuple[list, list]:
     """``(header, rows)`` of plain-text cells (every format escapes them).
 
-    One block per task: a ``failing`` row (the count, and how many have a
-    finding or that none was recorded), then one row per kind (share, with
-    the direction where it has one; ``-`` where the run has no shares) and
-    the change against the first run in points; kinds past
-    :data:`MAX_ROWS` are summed as ``other``.
+    One block per task: a ``failing`` row (the count, and how many have a finding or that none was recorded),
+    then one row per kind (share, with the direction where it has one; ``-`` where the run has no shares) and
+    the change against the first run in points; kinds past :data:`MAX_ROWS` are summed as ``other``.
     """
     if not modes:
         return [], []

@@ -1,22 +1,19 @@
 """The paper's published rows (Tables 1, 2, 3 and 7), from package data.
 
-``pytest_violin/data/paper_tables.json`` is a transcription of the Violin
-paper (``violin-paper.txt``); every row keeps the line it was read from in
-``source`` (``violin-paper.txt:LINE``). Metric names are the package's
-(:data:`~pytest_violin.metrics.COLOR_METRICS`, ``SHAPE_METRICS``,
-``MASK_METRICS``) plus ``mean``, the paper's per-task mean column.
+``pytest_violin/data/paper_tables.json`` is a transcription of the Violin paper (``violin-paper.txt``); every
+row keeps the line it was read from in ``source`` (``violin-paper.txt:LINE``). Metric names are the package's
+(:data:`~pytest_violin.metrics.COLOR_METRICS`, ``SHAPE_METRICS``, ``MASK_METRICS``) plus ``mean``, the paper's
+per-task mean column.
 
-* Table 1, pure color (task ``color``): the paper prints only its ``Var-1``
-  group, so the rows have variation ``v1``.
-* Table 2, image mask (task ``mask``) and Table 3, geometric shape (task
-  ``shape``): no variation groups; variation ``None`` is the task's row. The
-  paper's captions swap the mean columns' labels (Table 2 prints
-  ``shape-mean``, Table 3 ``mask-mean``); the values are read by their metric
-  columns, so each row's ``mean`` is the mean of its own task.
-* Table 7, Violin-Absolute-Color (task ``absolute``): variations ``v1`` to
-  ``v4``, ``v5-zh`` / ``v5-fr`` (the paper's ``Var-5(C)`` / ``Var-5(F)``)
-  and ``v6-rgb`` / ``v6-hsl`` (``Var-6(rgb)`` / ``Var-6(hsl)``), matching the
-  ``language`` and ``notation`` of the ``violin-absolute`` suite's samples.
+* Table 1, pure color (task ``color``): the paper prints only its ``Var-1`` group, so the rows have variation
+  ``v1``.
+* Table 2, image mask (task ``mask``) and Table 3, geometric shape (task ``shape``): no variation groups;
+  variation ``None`` is the task's row. The paper's captions swap the mean columns' labels (Table 2 prints
+  ``shape-mean``, Table 3 ``mask-mean``); the values are read by their metric columns, so each row's ``mean``
+  is the mean of its own task.
+* Table 7, Violin-Absolute-Color (task ``absolute``): variations ``v1`` to ``v4``, ``v5-zh`` / ``v5-fr`` (the
+  paper's ``Var-5(C)`` / ``Var-5(F)``) and ``v6-rgb`` / ``v6-hsl`` (``Var-6(rgb)`` / ``Var-6(hsl)``), matching
+  the ``language`` and ``notation`` of the ``violin-absolute`` suite's samples.
 """
 
 from __future__ import annotations
@@ -39,12 +36,11 @@ __all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_d
 PAPER_SAMPLES = ("the official Violin samples (Hugging Face dataset Perkzi/VIOLIN: 7,745 "
                  "samples at 512x512, the mask task on 1,800 BrushNet photographs)")
 
-#: The published dataset's identity, as far as it is published. The paper states the
-#: samples per task (``violin-paper.txt:306``: 435 colour var-1, 1,160 var-2, 750 shapes,
-#: 1,800 per mask type); no SHA-256 of ``violin-test.parquet`` is published in the paper,
-#: the authors' README or a dataset card we could read, so ``sha256`` is None and the
-#: counts are what a run's data is checked against. Set ``sha256`` (the LFS object id of
-#: the hub's ``violin-test.parquet``) to check the file itself.
+#: The published dataset's identity, as far as it is published. The paper states the samples per task
+#: (``violin-paper.txt:306``: 435 colour var-1, 1,160 var-2, 750 shapes, 1,800 per mask type); no SHA-256 of
+#: ``violin-test.parquet`` is published in the paper, the authors' README or a dataset card we could read, so
+#: ``sha256`` is None and the counts are what a run's data is checked against. Set ``sha256`` (the LFS object
+#: id of the hub's ``violin-test.parquet``) to check the file itself.
 PAPER_DATASET = {
     "per_task": {"color/v1": 435, "color/v2": 1160, "shape": 750, "mask/inpainting": 1800,
                  "mask/outpainting": 1800, "mask/random": 1800},
@@ -63,9 +59,8 @@ def _on_official_data(run) -> bool:
 def dataset_differences(data: dict) -> list:
     """How a run's official data (its ``metadata["dataset"]``) differs from :data:`PAPER_DATASET`.
 
-    ``"color/v1 2 of 435"`` for each task whose count differs, and
-    ``"sha256 ... (published ...)"`` when a published hash is known and no file
-    of the run's data has it; empty when it matches.
+    ``"color/v1 2 of 435"`` for each task whose count differs, and ``"sha256 ... (published ...)"`` when a
+    published hash is known and no file of the run's data has it; empty when it matches.
     """
     per = data.get("per_task") if isinstance(data.get("per_task"), dict) else {}
     out = []
@@ -124,14 +119,12 @@ def _run_note(run) -> list:
 def comparability_notes(comparison) -> list:
     """Lines saying where the paper's rows and each run were measured (empty without paper rows).
 
-    The paper's rows come from :data:`PAPER_SAMPLES`. A run is said to be on
-    the official data only when its data's identity matches
-    :data:`PAPER_DATASET` (the samples per task; the sha256 when one is
-    published) and it scored all of it; a run on any other suite or data
-    (the built-in ``violin`` suite generates its own photos, masks, prompts,
-    colour pairs and shape placements; a hand-made parquet in the official
-    format), on a subset, or under a profile other than ``violin`` is said
-    to be so, its numbers beside the paper's indicative only.
+    The paper's rows come from :data:`PAPER_SAMPLES`. A run is said to be on the official data only when its
+    data's identity matches :data:`PAPER_DATASET` (the samples per task; the sha256 when one is published) and
+    it scored all of it; a run on any other suite or data (the built-in ``violin`` suite generates its own
+    photos, masks, prompts, colour pairs and shape placements; a hand-made parquet in the official format), on
+    a subset, or under a profile other than ``violin`` is said to be so, its numbers beside the paper's
+    indicative only.
     """
     if not any(r.published for r in comparison.rows):
         return []
@@ -206,10 +199,9 @@ def _row(index: int, record) -> PublishedRow:
 def rows_from_data(data) -> list[PublishedRow]:
     """The rows of the parsed data file, in file order, validated.
 
-    ``data`` is an object whose ``rows`` is a list of records with ``table``,
-    ``task``, ``variation``, ``model``, ``metrics``, ``source``. A malformed
-    record (the message names the row, the value and what is accepted) or two
-    records for one table x model x variation raise
+    ``data`` is an object whose ``rows`` is a list of records with ``table``, ``task``, ``variation``,
+    ``model``, ``metrics``, ``source``. A malformed record (the message names the row, the value and what is
+    accepted) or two records for one table x model x variation raise
     :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
@@ -255,10 +247,9 @@ def _table_name(value) -> str:
 def published_rows(tables=None) -> list[PublishedRow]:
     """The paper's published rows from the package data, in the paper's order (table, then row).
 
-    ``tables`` keeps ``"Table 1"``, ``"Table 2"``, ``"Table 3"``, ``"Table 7"``
-    (or their numbers; one or several; None: all). A table that is not
-    transcribed is an :class:`~pytest_violin.errors.InvalidArgumentError`;
-    package data that is missing or does not validate an
+    ``tables`` keeps ``"Table 1"``, ``"Table 2"``, ``"Table 3"``, ``"Table 7"`` (or their numbers; one or
+    several; None: all). A table that is not transcribed is an
+    :class:`~pytest_violin.errors.InvalidArgumentError`; package data that is missing or does not validate an
     :class:`~pytest_violin.errors.InternalError`.
 
     Examples

@@ -1,9 +1,8 @@
 """Load a RUN to compare: a report folder / ``results.json``, a baseline file, or ``dir:``.
 
-Everything read here comes from outside: JSON files are size-capped before
-they are parsed, every error names the file, and a ``dir:`` folder is read
-only at the paths :func:`pytest_violin.models.directory.output_path` gives
-for the suite's sample ids (never outside the folder).
+Everything read here comes from outside: JSON files are size-capped before they are parsed, every error names
+the file, and a ``dir:`` folder is read only at the paths :func:`pytest_violin.models.directory.output_path`
+gives for the suite's sample ids (never outside the folder).
 """
 
 from __future__ import annotations
@@ -13,13 +12,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..diagnosis.summary import slim_diagnosis
 from ..errors import InvalidArgumentError, ViolinError
-from ..report.json_report import THUMBNAILS_FILE
-from ..report.text import is_image_data_uri
-from ..verdict import Outcome
-from .model import Run
+
+if TYPE_CHECKING:
+    from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
 
@@ -36,17 +34,14 @@ _LABEL_MAX = 80
 def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) -> Run:
     """Load one run to compare.
 
-    ``spec`` is a report folder (holding ``results.json``), a ``results.json``,
-    a baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of images
-    saved by ``--violin-save-outputs``, scored here with ``Sample.score``: that
-    needs ``suite``, a suite name or manifest path (``load_suite``) or the
-    loaded samples, and shows ``progress`` on stderr (True) or on a stream.
-    ``label`` is shown in the tables (default the adapter recorded in the run;
-    for ``dir:`` the folder name).
+    ``spec`` is a report folder (holding ``results.json``), a ``results.json``, a baseline file
+    (``--violin-save-baseline``), or ``dir:FOLDER`` of images saved by ``--violin-save-outputs``, scored here
+    with ``Sample.score``: that needs ``suite``, a suite name or manifest path (``load_suite``) or the loaded
+    samples, and shows ``progress`` on stderr (True) or on a stream. ``label`` is shown in the tables (default
+    the adapter recorded in the run; for ``dir:`` the folder name).
 
-    An unknown or unreadable spec, a file too large or a document of another
-    format is an :class:`~pytest_violin.errors.InvalidArgumentError` naming the
-    file; a baseline that does not validate a
+    An unknown or unreadable spec, a file too large or a document of another format is an
+    :class:`~pytest_violin.errors.InvalidArgumentError` naming the file; a baseline that does not validate a
     :class:`~pytest_violin.errors.BaselineError`.
     """
     if not isinstance(spec, str) or not spec.strip():
@@ -81,9 +76,9 @@ def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) 
 def _read_json(path: Path):
     """Parse ``path`` after checking its size (a hostile file cannot exhaust memory).
 
-    Read with :func:`pytest_violin._fs.read_option_bytes` (a regular file only,
-    refused by its size before it is read); the bytes are dropped once decoded,
-    so a 250 MB results.json is held once as text while it is parsed.
+    Read with :func:`pytest_violin._fs.read_option_bytes` (a regular file only, refused by its size before it
+    is read); the bytes are dropped once decoded, so a 250 MB results.json is held once as text while it is
+    parsed.
     """
     from .._fs import read_option_bytes
 
@@ -117,8 +112,8 @@ def _metrics(path, sid, raw) -> dict:
     if not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'metrics' must be an object, "
                                    f"got {type(raw).__name__}")
-    # fast path (every record pytest-violin writes): a small dict of finite floats under
-    # short names is kept as parsed; ``v - v == 0.0`` is False for inf and NaN
+    # fast path (every record pytest-violin writes): a small dict of finite floats under short names is kept
+    # as parsed; ``v - v == 0.0`` is False for inf and NaN
     if type(raw) is dict and len(raw) <= _MAX_METRICS:
         for k, v in raw.items():
             if type(v) is not float or v - v != 0.0 or len(k) > _METRIC_NAME_MAX:
@@ -150,6 +145,8 @@ def _failed(raw, interned: dict) -> tuple:
 
 def _clean_thumbnails(thumbs) -> dict:
     """The ``expected``, ``generated`` and ``diff`` thumbnails of ``thumbs`` that are image data URIs."""
+    from ..report.text import is_image_data_uri
+
     if not isinstance(thumbs, Mapping):
         return {}
     return {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
@@ -169,10 +166,12 @@ def _short(value, limit: int, interned: dict) -> str:
 def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, dict]:
     """The fields a comparison uses, checked and cut (``interned`` shares repeated strings).
 
-    Only these are kept (a results.json record also holds limits, repeats,
-    timings...): 1,000,000 records must fit in memory. The common case (what
-    pytest-violin writes) takes the fast paths: type checks, no copies.
+    Only these are kept (a results.json record also holds limits, repeats, timings...): 1,000,000 records must
+    fit in memory. The common case (what pytest-violin writes) takes the fast paths: type checks, no copies.
     """
+    from ..diagnosis.summary import slim_diagnosis
+    from ..verdict import Outcome
+
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: every sample must be an object, got "
                                    f"{type(raw).__name__}")
@@ -187,8 +186,8 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     if not isinstance(task, str) or not task:
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'task' must be a string")
     own_suite, variation, outcome = get("suite"), get("variation"), get("outcome")
-    # five keys in the common case (a passed sample): the smallest dict CPython makes; the
-    # sample id is the key of Run.records, and an empty "failed" is left out
+    # five keys in the common case (a passed sample): the smallest dict CPython makes; the sample id is the
+    # key of Run.records, and an empty "failed" is left out
     rec = {"task": _short(task, 40, interned),
            "suite": suite if own_suite is None or own_suite == "" else _short(own_suite, 200, interned),
            "variation": None if variation is None else _short(variation, 60, interned),
@@ -273,6 +272,9 @@ def _meta(path, doc) -> dict:
 
 def _from_file(path: Path, doc, label, kind: str) -> Run:
     """A results.json (``kind="results"``, with its thumbnails file) or a baseline as a Run."""
+    from ..report.json_report import THUMBNAILS_FILE
+    from .model import Run
+
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
     results = kind == "results"
@@ -287,8 +289,8 @@ def _from_file(path: Path, doc, label, kind: str) -> Run:
 def _attach_thumbnails(path: Path, records: dict) -> None:
     """Give the records the thumbnails ``--violin-report`` wrote beside results.json (for the gallery).
 
-    Optional and bounded: a missing, oversized or malformed file leaves the
-    records as they are; only ``data:image/png;base64`` strings are taken.
+    Optional and bounded: a missing, oversized or malformed file leaves the records as they are; only
+    ``data:image/png;base64`` strings are taken.
     """
     if not path.is_file():
         return
@@ -311,6 +313,8 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
 
 
 def _load_dir(spec: str, *, label, suite, progress) -> Run:
+    from .model import Run
+
     root = Path(spec[4:])
     if not spec[4:] or not root.is_dir():
         raise InvalidArgumentError(f"{spec}: {str(root)!r} is not a folder of saved images "
@@ -340,9 +344,10 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
     from ..diagnosis import diagnose_failure
+    from ..diagnosis.summary import slim_diagnosis
     from ..models.directory import saved_image
     from ..thresholds import build_limits, limits_for_task
-    from ..verdict import evaluate
+    from ..verdict import Outcome, evaluate
 
     limits = build_limits()
     resolved = root.resolve()

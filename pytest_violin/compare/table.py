@@ -24,15 +24,14 @@ def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = F
           resamples: int = 2000, seed: int = 0) -> Comparison:
     """Compare ``runs`` (at least one; labels made unique here: ``A``, ``A #2``) in the paper's layout.
 
-    ``paper`` rows are shown as reference (only tasks some run holds; all of
-    them when no run is given). ``all_samples`` compares every run on all its
-    samples instead of only the samples every run holds; ``allow_mismatch``
-    compares runs whose suite fingerprint, profile or package version differ
-    (the differences are listed in ``mismatches``). ``resamples`` and ``seed``
-    are those of the pairwise bootstrap intervals.
+    ``paper`` rows are shown as reference (only tasks some run holds; all of them when no run is given).
+    ``all_samples`` compares every run on all its samples instead of only the samples every run holds;
+    ``allow_mismatch`` compares runs whose suite fingerprint, profile or package version differ (the
+    differences are listed in ``mismatches``). ``resamples`` and ``seed`` are those of the pairwise bootstrap
+    intervals.
 
-    No run, runs that differ (without ``allow_mismatch``) or runs that share no
-    sample are an :class:`~pytest_violin.errors.InvalidArgumentError`.
+    No run, runs that differ (without ``allow_mismatch``) or runs that share no sample are an
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     runs = list(runs)
     if not runs:
@@ -115,11 +114,10 @@ def _mismatches(runs) -> dict:
 def _held_samples(runs, shared_ids, all_samples: bool) -> tuple:
     """Whether differing suite fingerprints only say that the runs hold different samples.
 
-    The fingerprint covers the samples a run holds, so a sequential gate's run,
-    a ``--violin-limit`` or a ``-k`` selection differs from the full run of
-    the same suite. Returns ``(note, "")`` when every run recorded the
-    definitions of the samples they share and those agree, else ``(None, why)``
-    with why the difference stands (added to the mismatch's message).
+    The fingerprint covers the samples a run holds, so a sequential gate's run, a ``--violin-limit`` or a
+    ``-k`` selection differs from the full run of the same suite. Returns ``(note, "")`` when every run
+    recorded the definitions of the samples they share and those agree, else ``(None, why)`` with why the
+    difference stands (added to the mismatch's message).
     """
     if not shared_ids:
         return None, ""
@@ -154,8 +152,7 @@ def _held_samples(runs, shared_ids, all_samples: bool) -> tuple:
 def _shown(text, limit: int = 80) -> str:
     """Outside text (a label, a recorded value) in a message or note: cut, then made printable.
 
-    The one place this module formats text read from runs; the renderers
-    escape it again for their format.
+    The one place this module formats text read from runs; the renderers escape it again for their format.
     """
     return printable(str(text)[:limit])
 
@@ -201,13 +198,11 @@ def _sample_mean(rec) -> float | None:
     return float(m)
 
 
-#: Pairs above which a task's interval is the normal approximation of the
-#: paired bootstrap (mean difference +- z * s / sqrt(n)) instead of the
-#: bootstrap itself, whose cost is resamples x n (2,000 x 333,333 pairs took
-#: 19 s per task on 2 shared cores). At this n the bootstrap distribution of a
-#: mean is normal to within its own Monte Carlo error at 2,000 resamples
-#: (the skewness term of the percentile interval is O(1/sqrt(n)): under a
-#: hundredth of the standard error here, against ~6% for the resampling).
+#: Pairs above which a task's interval is the normal approximation of the paired bootstrap (mean difference +-
+#: z * s / sqrt(n)) instead of the bootstrap itself, whose cost is resamples x n (2,000 x 333,333 pairs took
+#: 19 s per task on 2 shared cores). At this n the bootstrap distribution of a mean is normal to within its
+#: own Monte Carlo error at 2,000 resamples (the skewness term of the percentile interval is O(1/sqrt(n)):
+#: under a hundredth of the standard error here, against ~6% for the resampling).
 BOOTSTRAP_MAX_PAIRS = 100_000
 
 
@@ -229,8 +224,8 @@ def _pairs(runs, all_samples, shared_ids, resamples, seed) -> list:
     out = []
     for i, j in itertools.combinations(range(len(runs)), 2):
         a, b = runs[i], runs[j]
-        # one pass over the samples both hold: per task (in first-seen order) the
-        # paired sample means, skipping samples without a mean in either run
+        # one pass over the samples both hold: per task (in first-seen order) the paired sample means,
+        # skipping samples without a mean in either run
         by_task: dict = {}
         b_records = b.records
         for sid, ra in a.records.items():

@@ -1,23 +1,18 @@
 """Shape diagnoses: where, how big and what the answer drew instead of the requested shape.
 
-The answer's foreground is the pixels nearer (RGB) to the requested shape
-colour than to the background (:func:`pytest_violin.metrics.geometric.nearer_first`,
-as the extra tasks classify), split into 8-connected components
-(``cv2.connectedComponentsWithStats``); the largest is the shape. Its class
-comes from its outer contour (``cv2.approxPolyDP`` vertices, circularity
-``4 pi A / P^2``, fill of ``cv2.minAreaRect``), its place and size from
-its moments (or bounding box when it is another class than requested).
+The answer's foreground is the pixels nearer (RGB) to the requested shape colour than to the background
+(:func:`pytest_violin.metrics.geometric.nearer_first`, as the extra tasks classify), split into 8-connected
+components (``cv2.connectedComponentsWithStats``); the largest is the shape. Its class comes from its outer
+contour (``cv2.approxPolyDP`` vertices, circularity ``4 pi A / P^2``, fill of ``cv2.minAreaRect``), its place
+and size from its moments (or bounding box when it is another class than requested).
 
-Weights decompose the shape's IoU loss ``1 - IoU``: the offset explains what
-moving the shape back by ``(-dx, -dy)`` recovers, the scale what scaling
-it back recovers after that; a wrong class explains the whole loss.
+Weights decompose the shape's IoU loss ``1 - IoU``: the offset explains what moving the shape back by ``(-dx,
+-dy)`` recovers, the scale what scaling it back recovers after that; a wrong class explains the whole loss.
 
-The border and dot-counting tasks are diagnosed here too, from the metrics'
-own measurements (:func:`~pytest_violin.metrics.geometric.border_metrics`
-reports the median run of border pixels per side,
-:func:`~pytest_violin.metrics.geometric.count_metrics` the 8-connected
-components it counts), so a finding's numbers are the numbers the metric
-was computed from.
+The border and dot-counting tasks are diagnosed here too, from the metrics' own measurements
+(:func:`~pytest_violin.metrics.geometric.border_metrics` reports the median run of border pixels per side,
+:func:`~pytest_violin.metrics.geometric.count_metrics` the 8-connected components it counts), so a finding's
+numbers are the numbers the metric was computed from.
 """
 
 from __future__ import annotations
@@ -36,26 +31,26 @@ __all__ = ["OFFSET_MIN_PX", "SCALE_MIN", "ROTATION_MIN_DEG", "HOLE_MIN_SHARE",
            "EXTRA_MIN_SHARE", "WRONG_COLORS_DE", "THICKNESS_MIN_PX", "DOT_SIZE_MIN", "classify",
            "diagnose_shape", "diagnose_border", "diagnose_count"]
 
-#: Centre offset (px, either axis) reported: an exact answer is off by 0 and
-#: the rounding of a box's place by at most 0.5.
+#: Centre offset (px, either axis) reported: an exact answer is off by 0 and the rounding of a box's place by
+#: at most 0.5.
 OFFSET_MIN_PX = 1.5
 #: Departure of the linear size ratio from 1 reported (3%: one pixel of a 33 px shape).
 SCALE_MIN = 0.03
-#: Rotation (degrees) of a square or triangle reported; the digital contour
-#: of an upright shape fits within ~1 degree.
+#: Rotation (degrees) of a square or triangle reported; the digital contour of an upright shape fits within ~1
+#: degree.
 ROTATION_MIN_DEG = 3.0
 #: Share of the filled outline that is background inside it (an outline only).
 HOLE_MIN_SHARE = 0.05
 #: Area of further components, as a share of the requested shape's, reported.
 EXTRA_MIN_SHARE = 0.01
-#: CIEDE2000 of the shape or background colour reported (the shape metrics
-#: binarize at gray 127, so small colour changes do not fail them).
+#: CIEDE2000 of the shape or background colour reported (the shape metrics binarize at gray 127, so small
+#: colour changes do not fail them).
 WRONG_COLORS_DE = 3.0
 #: Components below this many pixels are specks, not shapes.
 MIN_COMPONENT_PX = 4
-#: Largest standard deviation (levels, any channel) of an answer that is one
-#: uniform colour, so no shape at all: the smallest shape of the suites (10%
-#: of the side, 0.8% of the image) gives about 22, JPEG noise about 1.
+#: Largest standard deviation (levels, any channel) of an answer that is one uniform colour, so no shape at
+#: all: the smallest shape of the suites (10% of the side, 0.8% of the image) gives about 22, JPEG noise about
+#: 1.
 UNIFORM_MAX_STD = 2.0
 
 
@@ -100,8 +95,8 @@ def _rotation(region: np.ndarray, cls: str):
 def nearer(image: np.ndarray, first, second) -> np.ndarray:
     """0/1 uint8 map of the pixels nearer (RGB) to ``first`` than to ``second``.
 
-    The test of :func:`pytest_violin.metrics.geometric.nearer_first`
-    (``2 x.(b - a) < |b|^2 - |a|^2``) as one ``cv2.transform``.
+    The test of :func:`pytest_violin.metrics.geometric.nearer_first` (``2 x.(b - a) < |b|^2 -
+    |a|^2``) as one ``cv2.transform``.
     """
     a = np.asarray(first, np.float64)
     b = np.asarray(second, np.float64)

@@ -1,56 +1,127 @@
 """Generate images ahead of the tests that need them.
 
-:class:`Runner` generates the images of *this process's* samples in a bounded thread pool,
-in the order declared with :meth:`Runner.plan`, while the tests score earlier images; a
-test waits only for its own sample (:meth:`Runner.get`). At most ``2 * concurrency``
-generations are submitted and not yet consumed, so memory stays flat.
+:class:`Runner` generates the images of *this process's* samples in a bounded thread pool, in the order
+declared with :meth:`Runner.plan`, while the tests score earlier images; a test waits only for its own sample
+(:meth:`Runner.get`). At most ``2 * concurrency`` generations are submitted and not yet consumed, so memory
+stays flat.
 
-What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`, an answer that
-is not an image) is ``Generation.error`` with a redacted reason: the model failed that
-sample. Anything else (a bug, a full disk) is ``Generation.fault``: a pytest *error*,
-never the model's failure, never a score in a baseline. A failed sample never stops the run.
+What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`, an answer that is not an image) is
+``Generation.error`` with a redacted reason: the model failed that sample. Anything else (a bug, a full disk)
+is ``Generation.fault``: a pytest *error*, never the model's failure, never a score in a baseline. A failed
+sample never stops the run.
 
-The ``cancel`` event (shared with the adapters through
-:class:`~pytest_violin.models.AdapterOptions`) stops new requests, retries and polls;
-:meth:`Runner.close` with ``wait=False`` abandons what is in flight (daemon threads). The
-runner stops calling the adapter, failing the remaining samples at once, after
-``dead_after`` consecutive transport failures over ``dead_window`` seconds with no image
-in between (a dead endpoint), or when the first ``setup_after`` samples all end in the
-same :class:`~pytest_violin.errors.SetupError` or
-:class:`~pytest_violin.errors.GenerationCrashed` before any image
-(:attr:`Runner.setup_stop`). A sample's ``attempts`` count the adapter calls that reached
-the server (:func:`~.usage.sent_marker`). The cache key uses the adapter's
-``cache_identity()`` where it has one, so a swapped checkpoint is a cache miss.
+The ``cancel`` event (shared with the adapters through :class:`~pytest_violin.models.AdapterOptions`) stops
+new requests, retries and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in flight (daemon
+threads). The runner stops calling the adapter, failing the remaining samples at once, after ``dead_after``
+consecutive transport failures over ``dead_window`` seconds with no image in between (a dead endpoint), or
+when the first ``setup_after`` samples all end in the same :class:`~pytest_violin.errors.SetupError` or
+:class:`~pytest_violin.errors.GenerationCrashed` before any image (:attr:`Runner.setup_stop`). A sample's
+``attempts`` count the adapter calls that reached the server (:func:`~.usage.sent_marker`). The cache key uses
+the adapter's ``cache_identity()`` where it has one, so a swapped checkpoint is a cache miss.
 """
 
 from __future__ import annotations
 
+import queue
+import signal
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
 from .cache import cache_identity
-from ._pool import DaemonPool, wait_for
 from .usage import CallLimitReached, sent_marker
-from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
-from ..errors import InvalidImageError, SetupError
-from ..models.directory import output_path
+from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
+                      InvalidImageError, SetupError)
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "exception_line"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
+           "exception_line", "wait_for"]
 
-#: Consecutive transport failures (no answer at all) after which the runner
-#: stops calling the adapter for the rest of the run ...
+#: Seconds the main thread waits for a future at a time (see :func:`wait_for`).
+SIGNAL_SLICE = 0.2
+
+#: The signals the run handles in its main thread (pytest_plugin/signals.py).
+_MAIN_THREAD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def wait_for(future: Future):
+    """``future.result()``, waited for in slices of :data:`SIGNAL_SLICE` seconds.
+
+    The kernel may hand a process's SIGINT to any of its threads; Python then runs the handler in the main
+    thread, but only when that thread next runs Python code, and a lock wait without a time-out never returns
+    to it. So a Ctrl-C taken by a generation thread left the main thread waiting for a generation stuck in a
+    socket read (on a loaded machine, about one run in five).
+    """
+    while True:
+        try:
+            return future.result(timeout=SIGNAL_SLICE)
+        except FutureTimeout:
+            continue
+
+
+def _main_thread_takes_signals() -> None:
+    """Block the run's signals in this (pool) thread, so the kernel delivers them to the main
+    thread, which handles them (POSIX; elsewhere signals go to the main thread anyway)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _MAIN_THREAD_SIGNALS)
+
+
+class DaemonPool:
+    """A fixed set of daemon threads running submitted callables as futures.
+
+    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the interpreter exits, so one
+    generation stuck in a socket read holds up the end of an interrupted run; daemon threads do not.
+    """
+
+    def __init__(self, workers: int, name: str):
+        self._workers = int(workers)
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"{self._name}-{len(self._threads)}")
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _work(self) -> None:
+        _main_thread_takes_signals()
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # delivered to the waiting test
+                    future.set_exception(exc)
+            del item, future, fn, args
+
+    def shutdown(self, *, wait: bool) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+
+#: Consecutive transport failures (no answer at all) after which the runner stops calling the adapter for the
+#: rest of the run ...
 DEAD_AFTER = 10
-#: ... provided they span at least this many seconds: the failures of the
-#: generations in flight during a short restart of a server arrive together
-#: and are no dead endpoint.
+#: ... provided they span at least this many seconds: the failures of the generations in flight during a short
+#: restart of a server arrive together and are no dead endpoint.
 DEAD_WINDOW = 10.0
-#: Samples in a row ending in the same setup error (or the same crash), before
-#: any image, after which the runner stops calling the adapter.
+#: Samples in a row ending in the same setup error (or the same crash), before any image, after which the
+#: runner stops calling the adapter.
 SETUP_AFTER = 5
 
 
@@ -65,10 +136,10 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
 @dataclass
 class Generation:
     """The images of one sample (one per repeat, :class:`~pytest_violin.imaging.RGB8`, already
-    resized to the sample's size; the answer's size in ``original_size`` when it differed), or
-    why there are none: ``error`` (the model's, redacted) or ``fault`` (a bug or the
-    environment, one redacted line; ``capped`` when the run's call cap refused the call).
-    ``attempts`` counts adapter calls (cache hits excluded); ``cached``: every image came from
+    resized to the sample's size; the answer's size in ``original_size`` when it differed), or why there are
+    none: ``error`` (the model's, redacted) or ``fault`` (a bug or the environment, one redacted line;
+    ``capped`` when the run's call cap refused the call). ``attempts`` counts adapter calls (cache hits
+    excluded); ``cached``: every image came from
     the cache."""
 
     images: list = field(default_factory=list)
@@ -84,11 +155,10 @@ class Generation:
 class Runner:
     """Prefetching image generation for one process.
 
-    ``concurrency`` threads generate at once (fewer when the adapter declares
-    ``max_concurrency``); ``cache`` (skipped for adapters that are not ``cacheable``) keys
-    images by the adapter's identity and the request; per-sample seeds derive from
-    ``base_seed``; ``repeats`` images per sample; ``save_outputs`` writes every image as
-    ``<sample id>.png``; ``cancel`` is the event the adapters watch; ``usage`` (a
+    ``concurrency`` threads generate at once (fewer when the adapter declares ``max_concurrency``); ``cache``
+    (skipped for adapters that are not ``cacheable``) keys images by the adapter's identity and the request;
+    per-sample seeds derive from ``base_seed``; ``repeats`` images per sample; ``save_outputs`` writes every
+    image as ``<sample id>.png``; ``cancel`` is the event the adapters watch; ``usage`` (a
     :class:`~.usage.CallCounter`) counts the images served from the cache.
     """
 
@@ -100,11 +170,10 @@ class Runner:
         if int(repeats) < 1:
             raise InvalidArgumentError(f"repeats must be >= 1, got {repeats!r}")
         self.adapter = adapter
-        # an adapter that can serve fewer requests at once (a local pipeline
-        # behind a lock declares ``max_concurrency``) gets no more threads than
-        # that: queued samples then wait in the pool's queue, not inside
-        # ``generate``, so ``seconds`` measures generation; the prefetch window
-        # still follows ``concurrency``
+        # an adapter that can serve fewer requests at once (a local pipeline behind a lock declares
+        # ``max_concurrency``) gets no more threads than that: queued samples then wait in the pool's queue,
+        # not inside ``generate``, so ``seconds`` measures generation; the prefetch window still follows
+        # ``concurrency``
         limit = getattr(adapter, "max_concurrency", None)
         self.concurrency = int(concurrency) if not limit else max(1, min(int(concurrency), int(limit)))
         self.cache = cache if getattr(adapter, "cacheable", True) else None
@@ -112,9 +181,9 @@ class Runner:
         self.repeats = int(repeats)
         self.save_outputs = None if save_outputs is None else Path(save_outputs)
         self.window = 2 * int(concurrency)
-        # A sample's ground truth is rendered when its image is generated and
-        # again when it is scored, up to ``window`` samples later (plus the
-        # xdist look-ahead): keep that many renders (bounded, see RenderCache).
+        # A sample's ground truth is rendered when its image is generated and again when it is scored, up to
+        # ``window`` samples later (plus the xdist look-ahead): keep that many renders (bounded, see
+        # RenderCache).
         from ..suite.sample import RENDER_CACHE
 
         RENDER_CACHE.ensure_capacity(self.window + 8)
@@ -141,20 +210,20 @@ class Runner:
         self._closed = False
         self.generated = 0  # generations started (for tests and benchmarks)
         self.usage = usage  # the run's CallCounter: cache hits counted here (calls: CountingAdapter)
-        #: ``admit(sample_id) -> bool``: whether a planned sample may still be prefetched
-        #: (the sequential gate's say; None admits every sample)
+        #: ``admit(sample_id) -> bool``: whether a planned sample may still be prefetched (the sequential
+        #: gate's say; None admits every sample)
         self.admit = None
 
     # -- planning -------------------------------------------------------
     def plan(self, samples) -> None:
         """Declare the order in which this process will need ``samples``.
 
-        Replaces the previous plan; samples already submitted stay. Prefetch
-        starts at once, bounded by ``2 * concurrency`` unconsumed results.
+        Replaces the previous plan; samples already submitted stay. Prefetch starts at once, bounded by ``2 *
+        concurrency`` unconsumed results.
         """
         self._plan = [s for s in samples if s.id not in self._futures]
-        # a sample may be planned more than once (a ``violin::`` item and a
-        # user test of the same sample): keep every position, in order
+        # a sample may be planned more than once (a ``violin::`` item and a user test of the same sample):
+        # keep every position, in order
         positions: dict[str, list[int]] = {}
         for i, s in enumerate(self._plan):
             positions.setdefault(s.id, []).append(i)
@@ -186,12 +255,11 @@ class Runner:
     def _warm_up(self, sample) -> None:
         """Import, in the calling (main) thread, what generating ``sample``'s task imports lazily.
 
-        CPython 3.11.0-3.11.7 shares the AST constructor's recursion counter
-        between threads (cpython gh-106905): a module that calls ``ast.parse``
-        while it is imported in a generation thread (scikit-image's lazy
-        loader, ``numpy.ma``) can make pytest's own ``ast.parse``, formatting a
-        failure in the main thread, raise ``SystemError`` (an INTERNALERROR).
-        Rendering one sample of each task here, once, imports all of it first.
+        CPython 3.11.0-3.11.7 shares the AST constructor's recursion counter between threads (cpython
+        gh-106905): a module that calls ``ast.parse`` while it is imported in a generation thread
+        (scikit-image's lazy loader, ``numpy.ma``) can make pytest's own ``ast.parse``, formatting a failure
+        in the main thread, raise ``SystemError`` (an INTERNALERROR). Rendering one sample of each task here,
+        once, imports all of it first.
         """
         self._warm.add(sample.task)
         try:
@@ -210,10 +278,9 @@ class Runner:
     def get(self, sample) -> Generation:
         """Block until the images of ``sample`` are ready and return them.
 
-        A sample that was not planned (or not yet submitted) is submitted
-        at once. Consuming a planned sample drops prefetched results of
-        samples planned *before* it that were never asked for (deselected
-        or skipped), so they do not occupy the window.
+        A sample that was not planned (or not yet submitted) is submitted at once. Consuming a planned sample
+        drops prefetched results of samples planned *before* it that were never asked for (deselected or
+        skipped), so they do not occupy the window.
         """
         entry = self._futures.pop(sample.id, None)
         positions = self._plan_pos.get(sample.id)
@@ -237,9 +304,8 @@ class Runner:
     def withdraw(self, sample) -> bool:
         """Take ``sample`` out of the prefetch; True when nothing was sent for it.
 
-        False when its generation is running or done (it was paid for: consume
-        it with :meth:`get`); True when it was never submitted or its queued
-        submission was cancelled before a thread took it.
+        False when its generation is running or done (it was paid for: consume it with :meth:`get`); True when
+        it was never submitted or its queued submission was cancelled before a thread took it.
         """
         entry = self._futures.get(sample.id)
         if entry is None:
@@ -283,9 +349,8 @@ class Runner:
         Parameters
         ----------
         wait : bool, optional
-            Wait for generations in flight (a normal end). ``False`` after
-            an interrupt: the cancel event is set, so adapters start no new
-            request or retry, and the threads still in flight are abandoned.
+            Wait for generations in flight (a normal end). ``False`` after an interrupt: the cancel event is
+            set, so adapters start no new request or retry, and the threads still in flight are abandoned.
         """
         self._closed = True
         if not wait:
@@ -337,8 +402,8 @@ class Runner:
                                     else f"the same error in the first {n} samples, before any image: {why}")
 
     def _key_identity(self, identity: str) -> str | None:
-        # its own lock: the first thread asks the server (cache_identity may make HTTP calls)
-        # while the others wait for the answer, without holding up _note_transport / _note_answer
+        # its own lock: the first thread asks the server (cache_identity may make HTTP calls) while the others
+        # wait for the answer, without holding up _note_transport / _note_answer
         with self._identity_lock:
             if not self._cache_identity:
                 self._cache_identity.append(cache_identity(self.adapter, identity))
@@ -361,6 +426,7 @@ class Runner:
                 image = self._image(sample, request, identity, gen)
                 if self.save_outputs is not None:
                     from ..imaging import encode_png
+                    from ..models.directory import output_path
 
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 gen.images.append(image)

@@ -1,15 +1,11 @@
 """Baselines and regression gating (pure functions, no pytest).
 
-``records`` (digests, the suite fingerprint), ``baseline`` (the file),
-``comparison`` (the paired bootstrap and the groups' deltas) and ``decide`` (the gate's
-verdict and the session's exit status); the terminal lines of a
-comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
 Names load on first use, so importing the constants costs nothing.
 
-A *baseline* freezes one run: every sample's metric values, the aggregates and the facts
-that say whether two runs are comparable (docs/gating.md). :func:`compare` decides per
-task and per (task, variation) whether the model got *credibly worse* on the samples both
-runs share; samples on one side only, or redefined, are listed, never compared.
+A *baseline* freezes one run: every sample's metric values, the aggregates and the facts that say whether two
+runs are comparable (docs/gating.md). :func:`compare` decides per task and per (task, variation) whether the
+model got *credibly worse* on the samples both runs share; samples on one side only, or redefined, are listed,
+never compared.
 
 The functions take :class:`~pytest_violin.results.SampleResult` objects or their records.
 """

@@ -1,19 +1,16 @@
 """An anytime-valid confidence sequence for the expected value of an i.i.d. stream of paired differences.
 
-The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means of bounded
-random variables by betting" (JRSS-B 86(1), 2024), with their approximate-GRAPA bets
-(section 5.3), one-sided on each side. The differences ``d = new - old`` lie in
-``[low, high]`` (``[-b_max, 1 - b_min]`` for a group whose baseline values span
-``[b_min, b_max]``: a narrower range lets the bets be larger) and are mapped to
-``y = (d - low) / (high - low)``. For a candidate mean ``m`` (``c`` on the y scale) the
-capital ``K+_t(m) = prod_i (1 + l_i (y_i - c))``, with ``l_i >= 0`` chosen from the past
-only, is a non-negative supermartingale whenever ``E[d] <= m`` (``K-`` likewise with
-``c - y_i``), so by Ville's inequality ``P(sup_t K+_t(m) >= 1/alpha) <= alpha`` at every
-look, with any stopping rule. The sequence is every ``m`` of a grid (``GRID`` points plus
-the decision points at the margin) not yet rejected, intersected over time. The target is
-the *expected* ``E[d]``, not the realised mean of one run: a without-replacement sequence
-fails an unchanged model that redraws some of its answers far more often than ``alpha``
-(docs/gating.md).
+The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means of bounded random variables by
+betting" (JRSS-B 86(1), 2024), with their approximate-GRAPA bets (section 5.3), one-sided on each side. The
+differences ``d = new - old`` lie in ``[low, high]`` (``[-b_max, 1 - b_min]`` for a group whose baseline
+values span ``[b_min, b_max]``: a narrower range lets the bets be larger) and are mapped to ``y = (d - low) /
+(high - low)``. For a candidate mean ``m`` (``c`` on the y scale) the capital ``K+_t(m) = prod_i (1 + l_i (y_i
+- c))``, with ``l_i >= 0`` chosen from the past only, is a non-negative supermartingale whenever ``E[d] <= m``
+(``K-`` likewise with ``c - y_i``), so by Ville's inequality ``P(sup_t K+_t(m) >= 1/alpha) <= alpha`` at every
+look, with any stopping rule. The sequence is every ``m`` of a grid (``GRID`` points plus the decision points
+at the margin) not yet rejected, intersected over time. The target is the *expected* ``E[d]``, not the
+realised mean of one run: a without-replacement sequence fails an unchanged model that redraws some of its
+answers far more often than ``alpha`` (docs/gating.md).
 """
 
 from __future__ import annotations
@@ -27,13 +24,12 @@ from .policy import TIE_TOLERANCE, above_margin
 
 __all__ = ["GRID", "BET_CAP", "MeanSequence"]
 
-#: Candidate means of ``d`` tested at once, spread over ``[low, high]`` (the
-#: decision points at the margin are added): a resolution of 0.001 on [-1, 1].
+#: Candidate means of ``d`` tested at once, spread over ``[low, high]`` (the decision points at the margin are
+#: added): a resolution of 0.001 on [-1, 1].
 GRID = 2001
 
-#: The largest bet, as a share of what keeps the capital non-negative
-#: (WSR 2024 truncate at ``c / m`` with ``c`` in [1/2, 3/4]; with a
-#: variance-adaptive bet a larger ``c`` only matters when the stream barely
+#: The largest bet, as a share of what keeps the capital non-negative (WSR 2024 truncate at ``c / m`` with
+#: ``c`` in [1/2, 3/4]; with a variance-adaptive bet a larger ``c`` only matters when the stream barely
 #: varies, where it is what lets a zero difference be certified early).
 BET_CAP = 0.9
 
@@ -50,19 +46,19 @@ class MeanSequence:
     Parameters
     ----------
     margin : float
-        The gate's margin for this statistic, in [0, 1] (the decision points
-        ``margin + TIE_TOLERANCE`` and ``margin + 2 * TIE_TOLERANCE`` are on
-        the grid, so the decisions follow :func:`~.policy.above_margin` exactly).
+        The gate's margin for this statistic, in [0, 1] (the decision points ``margin + TIE_TOLERANCE`` and
+        ``margin + 2 * TIE_TOLERANCE`` are on the grid, so the decisions follow :func:`~.policy.above_margin`
+        exactly).
     alpha_low, alpha_high : float
         Error rates of the lower and the upper bound, each in (0, 1).
     low, high : float, optional
-        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 <
-        high <= 1`` and ``high - low >= 1``, since metrics span [0, 1]).
+        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 < high <= 1`` and ``high - low >=
+        1``, since metrics span [0, 1]).
 
     Notes
     -----
-    :meth:`add` takes the stream's values in the order they were drawn; the
-    caller keeps that order (the gate buffers answers that arrive early).
+    :meth:`add` takes the stream's values in the order they were drawn; the caller keeps that order (the gate
+    buffers answers that arrive early).
     """
 
     def __init__(self, margin: float, *, alpha_low: float, alpha_high: float,
@@ -106,13 +102,12 @@ class MeanSequence:
         live = (c > 0.0) & (c < 1.0)
         t = self.seen + 1
         var = self._var_sum / t
-        # the mean so far against each candidate, shrunk toward the candidate itself (one pseudo
-        # value at c, so the first bet is 0): a fixed prior of 1/2 (WSR) would bet the wrong way
-        # for dozens of samples when the differences sit at one end of their range (d = 0
-        # against a perfect baseline is y = 0)
+        # the mean so far against each candidate, shrunk toward the candidate itself (one pseudo value at c,
+        # so the first bet is 0): a fixed prior of 1/2 (WSR) would bet the wrong way for dozens of samples
+        # when the differences sit at one end of their range (d = 0 against a perfect baseline is y = 0)
         gap = (self._sum_y - self.seen * c) / t
-        # aGRAPA: l = gap / (var + gap^2), truncated to [0, BET_CAP / c] on the
-        # upper side and [0, BET_CAP / (1 - c)] on the lower side, so every factor stays > 0
+        # aGRAPA: l = gap / (var + gap^2), truncated to [0, BET_CAP / c] on the upper side and [0, BET_CAP /
+        # (1 - c)] on the lower side, so every factor stays > 0
         with np.errstate(divide="ignore", invalid="ignore"):
             bet = gap / (var + gap * gap)
             up = np.clip(bet, 0.0, np.where(live, BET_CAP / np.maximum(c, 1e-12), 0.0))
@@ -121,8 +116,8 @@ class MeanSequence:
             self._log_down += np.where(live, np.log1p(down * (c - y)), 0.0)
         self._above |= self._log_up >= math.log(1.0 / self.alpha_low)
         self._below |= self._log_down >= math.log(1.0 / self.alpha_high)
-        # the ends of the range: a mean of `low` means every value is `low`, so one value above it
-        # rejects it for sure (and alike at `high`)
+        # the ends of the range: a mean of `low` means every value is `low`, so one value above it rejects it
+        # for sure (and alike at `high`)
         self._above |= (c <= 0.0) & (y > 1e-12)
         self._below |= (c >= 1.0) & (y < 1.0 - 1e-12)
         self.seen = t
@@ -143,8 +138,7 @@ class MeanSequence:
         """``(low, high)``: the expected difference is above ``low`` (at ``1 - alpha_low``) and
         below ``high`` (at ``1 - alpha_high``), at this look and every later one."""
         grid = self.grid
-        # the highest grid value rejected with every one below it, the lowest rejected with
-        # every one above it
+        # the highest grid value rejected with every one below it, the lowest rejected with every one above it
         open_low = np.flatnonzero(~self._above)
         open_high = np.flatnonzero(~self._below)
         low = grid[open_low[0] - 1] if open_low.size and open_low[0] > 0 else (

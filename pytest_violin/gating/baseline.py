@@ -33,10 +33,9 @@ def build_baseline(results: Iterable, *, suite: str, profile: str, seed: int, ad
     """The baseline document (docs/gating.md) of a run's ``results`` (results or records).
 
     ``adapter`` is the adapter's identity (free of secrets); ``fingerprint`` defaults to
-    :func:`suite_fingerprint` of the results' definitions; ``created`` (now by default) is
-    the only field that differs between two identical runs; ``extra_metadata`` adds
-    JSON-able facts (``repeats``, ``pass_rule``, ...). Samples are sorted by id, so the
-    document does not depend on how the run was distributed.
+    :func:`suite_fingerprint` of the results' definitions; ``created`` (now by default) is the only field that
+    differs between two identical runs; ``extra_metadata`` adds JSON-able facts (``repeats``, ``pass_rule``,
+    ...). Samples are sorted by id, so the document does not depend on how the run was distributed.
     """
     samples = sorted((as_result(r).baseline_entry() for r in results), key=lambda s: s["id"])
     ids = [s["id"] for s in samples]
@@ -71,9 +70,8 @@ def _dataset_identity(meta: Mapping):
 def dataset_change(old_meta: Mapping, new_meta: Mapping) -> str | None:
     """One line when two runs' metadata name different data (official data), else None.
 
-    A baseline of the built-in suite against a run on the official data (or
-    the other way round), or two official runs on other revisions / files,
-    are named, never compared silently.
+    A baseline of the built-in suite against a run on the official data (or the other way round), or two
+    official runs on other revisions / files, are named, never compared silently.
     """
     old, new = _dataset_identity(old_meta), _dataset_identity(new_meta)
     if old == new:
@@ -126,8 +124,8 @@ def read_baseline(path) -> dict:
     if not os.path.lexists(path):
         raise BaselineError(f"{path}: baseline file does not exist "
                             "(write one with --violin-save-baseline=PATH)")
-    # a regular file of at most MAX_BASELINE_BYTES, nested at most 64 deep: a FIFO,
-    # /dev/zero or a 2 GB file is refused with one line, never read
+    # a regular file of at most MAX_BASELINE_BYTES, nested at most 64 deep: a FIFO, /dev/zero or a 2 GB file
+    # is refused with one line, never read
     doc = read_option_json(path, what="baseline", limit=MAX_BASELINE_BYTES, error=BaselineError)
     validate_baseline(doc, source=str(path))
     return doc

@@ -1,9 +1,8 @@
 """Compare a run with a baseline, per task and per (task, variation): did the model get worse?
 
-:func:`compare` finds one :class:`GroupDelta` per group, each with three paired statistics
-(:class:`Stat`: the mean metric, the pass rate, the refusal rate) tested against their
-margins by a paired bootstrap (:func:`paired_bootstrap`), and the :class:`Comparison` that
-holds them with the facts of the two runs.
+:func:`compare` finds one :class:`GroupDelta` per group, each with three paired statistics (:class:`Stat`: the
+mean metric, the pass rate, the refusal rate) tested against their margins by a paired bootstrap
+(:func:`paired_bootstrap`), and the :class:`Comparison` that holds them with the facts of the two runs.
 """
 
 from __future__ import annotations
@@ -40,10 +39,9 @@ def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence
                      seed: int | Sequence[int] = 0) -> tuple[float, float]:
     """Percentile interval of ``mean(new - old)`` by a paired bootstrap.
 
-    Pairs are drawn with replacement; the pairing keeps the per-sample difficulty out of
-    the noise. Same inputs and seed, same interval; ``(nan, nan)`` for no pairs. Raises
-    :class:`InvalidArgumentError` for different lengths, ``resamples < 1`` or
-    ``confidence`` outside (0, 1).
+    Pairs are drawn with replacement; the pairing keeps the per-sample difficulty out of the noise. Same
+    inputs and seed, same interval; ``(nan, nan)`` for no pairs. Raises :class:`InvalidArgumentError` for
+    different lengths, ``resamples < 1`` or ``confidence`` outside (0, 1).
     """
     d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
     if np.asarray(old).shape != np.asarray(new).shape or d.ndim != 1:
@@ -61,9 +59,9 @@ def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence
     rng = np.random.default_rng(seed)
     values, counts = np.unique(d, return_counts=True)
     if values.size <= _FEW_VALUES:
-        # few distinct differences (pass/fail and refusal indicators): how often each value is
-        # drawn is multinomial, the same distribution as drawing the pairs, at a cost per
-        # resample of the distinct values instead of the pairs
+        # few distinct differences (pass/fail and refusal indicators): how often each value is drawn is
+        # multinomial, the same distribution as drawing the pairs, at a cost per resample of the distinct
+        # values instead of the pairs
         means = rng.multinomial(n, counts / n, size=int(resamples)) @ values / n
     else:
         means = np.empty(int(resamples), dtype=np.float64)
@@ -86,8 +84,8 @@ def _finite_or_none(x):
 @dataclass(frozen=True)
 class Stat:
     """One paired statistic of a group: baseline and current value, ``new - old``, the
-    bootstrap bounds of the expected ``delta`` and its ``status``: ``regressed`` (shown worse
-    than its margin), ``improved`` (shown better by more than it), ``unchanged`` or
+    bootstrap bounds of the expected ``delta`` and its ``status``: ``regressed`` (shown worse than its
+    margin), ``improved`` (shown better by more than it), ``unchanged`` or
     ``not-compared`` (no samples)."""
 
     old: float = math.nan
@@ -107,14 +105,13 @@ class Stat:
 class GroupDelta:
     """One task (``variation=None``) or (task, variation) compared between two runs.
 
-    ``n`` samples are compared (shared, same definition, judged on both sides); ``mean`` is
-    the mean metric (margin ``max_regression``), ``pass_rate`` the share within their limits
-    (``max_pass_drop``), ``refusal_rate`` the share refused (``max_regression``).
-    ``metric_deltas``: metric -> ``(old, new, delta)`` over the samples with an image on both
-    sides. ``no_image`` counts shared samples without an image now that had one in the
-    baseline (each counts 1.0), ``no_image_causes`` their ``(cause, count)`` most frequent
-    first; ``imaged_delta`` is the mean metric's change over the ``imaged_n`` samples with an
-    image on both sides.
+    ``n`` samples are compared (shared, same definition, judged on both sides); ``mean`` is the mean metric
+    (margin ``max_regression``), ``pass_rate`` the share within their limits (``max_pass_drop``),
+    ``refusal_rate`` the share refused (``max_regression``). ``metric_deltas``: metric -> ``(old, new,
+    delta)`` over the samples with an image on both sides. ``no_image`` counts shared samples without an image
+    now that had one in the baseline (each counts 1.0), ``no_image_causes`` their ``(cause, count)`` most
+    frequent first; ``imaged_delta`` is the mean metric's change over the ``imaged_n`` samples with an image
+    on both sides.
     """
 
     task: str
@@ -173,14 +170,13 @@ class GroupDelta:
 class Comparison:
     """Everything :func:`compare` found.
 
-    ``groups``: task rows then (task, variation) rows, sorted. ``tests``: statistics tested
-    (three per compared group), each side of each interval at ``alpha / tests``.
-    ``too_few``: ``(task, shared, in_run)`` of the tasks the gate cannot decide (fewer than
-    :data:`~.policy.MIN_SHARED` comparable samples, or fewer than half the run's, in the
-    baseline). ``errored``: shared ids that ended in an error now (the gate is not green
-    while there is one); ``errored_in_baseline``: in the baseline only (reported).
-    ``missing`` / ``added``: ids on one side only; ``changed``: shared ids redefined (not
-    compared). ``metadata_changes``: field -> ``(baseline, current)``.
+    ``groups``: task rows then (task, variation) rows, sorted. ``tests``: statistics tested (three per
+    compared group), each side of each interval at ``alpha / tests``. ``too_few``: ``(task, shared, in_run)``
+    of the tasks the gate cannot decide (fewer than :data:`~.policy.MIN_SHARED` comparable samples, or fewer
+    than half the run's, in the baseline). ``errored``: shared ids that ended in an error now (the gate is not
+    green while there is one); ``errored_in_baseline``: in the baseline only (reported). ``missing`` /
+    ``added``: ids on one side only; ``changed``: shared ids redefined (not compared). ``metadata_changes``:
+    field -> ``(baseline, current)``.
     """
 
     groups: tuple
@@ -202,8 +198,8 @@ class Comparison:
     baseline_path: str | None = None
     baseline_samples: int = 0
     current_samples: int = 0
-    #: Why the baseline samples this run lacks were not run, when it is not a selection: e.g.
-    #: "the sequential gate (--violin-sequential) did not need" (read by :func:`selection_text`).
+    #: Why the baseline samples this run lacks were not run, when it is not a selection: e.g. "the sequential
+    #: gate (--violin-sequential) did not need" (read by :func:`selection_text`).
     unrun_reason: str = ""
     #: ``"sequential"`` when --violin-sequential decided the gate (its verdict is then
     #: :attr:`sequential_regressions`, the groups it showed regressed); else ``"fixed-sample"``.
@@ -283,8 +279,8 @@ class Comparison:
             "regressions": list(self.sequential_regressions) if sequential else fixed["regressions"],
             **{k: [] if sequential else fixed[k]
                for k in ("mean_regressions", "pass_rate_regressions", "refusal_regressions")},
-            # what the fixed-sample rule says of the samples a sequential gate generated (for
-            # information: a prefix the gate stopped; not the verdict)
+            # what the fixed-sample rule says of the samples a sequential gate generated (for information: a
+            # prefix the gate stopped; not the verdict)
             **({"fixed_sample": fixed} if sequential else {}),
             "improvements": [g.label for g in self.improvements],
             "newly_passing": list(self.newly_passing),
@@ -471,14 +467,13 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
             population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
     """Compare a run with a baseline (:func:`read_baseline`): did the model get worse?
 
-    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Each
-    statistic *regresses* when its lower bound is above its margin (``max_regression`` for
-    the mean metric and the refusal rate, ``max_pass_drop`` for the pass rate) and
-    *improves* when its upper bound is below minus the margin; each side of each interval is
-    at ``alpha / tests`` (Bonferroni), and the bootstrap over samples measures a stochastic
-    model's run-to-run variation along with the samples' spread. ``population`` (task ->
-    ``(shared, in_run)``, a sequential gate's) is what the overlap is judged on instead of
-    the samples compared; ``allow_mismatch`` decides tasks that share too few samples.
+    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Each statistic
+    *regresses* when its lower bound is above its margin (``max_regression`` for the mean metric and the
+    refusal rate, ``max_pass_drop`` for the pass rate) and *improves* when its upper bound is below minus the
+    margin; each side of each interval is at ``alpha / tests`` (Bonferroni), and the bootstrap over samples
+    measures a stochastic model's run-to-run variation along with the samples' spread. ``population`` (task ->
+    ``(shared, in_run)``, a sequential gate's) is what the overlap is judged on instead of the samples
+    compared; ``allow_mismatch`` decides tasks that share too few samples.
     """
     _check_margins(max_regression, max_pass_drop, alpha)
     old, new = _by_id(baseline), _by_id(current)

@@ -1,10 +1,10 @@
 """The gate's decision: one run against its baseline, as a pure function.
 
 :func:`decide` takes the run's sample records, the run as a baseline document
-(:func:`~.baseline.build_baseline`), the baseline it is held against and the gate's
-limits, and returns a :class:`GateVerdict`: the groups' deltas (a :class:`~.comparison.Comparison`),
-the lines the reports print beside them, and :meth:`GateVerdict.exit_status`, the session's
-exit status once the gate has spoken. The pytest plugin only calls it and renders the verdict.
+(:func:`~.baseline.build_baseline`), the baseline it is held against and the gate's limits, and returns a
+:class:`GateVerdict`: the groups' deltas (a :class:`~.comparison.Comparison`), the lines the reports print
+beside them, and :meth:`GateVerdict.exit_status`, the session's exit status once the gate has spoken. The
+pytest plugin only calls it and renders the verdict.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from .baseline import dataset_change
-from .comparison import compare
-from .comparison import Comparison
+from .comparison import Comparison, compare
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 
 __all__ = ["EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]
@@ -63,17 +62,16 @@ class GateVerdict:
     def exit_status(self, current: int, *, others_failed: bool = False) -> int:
         """The session's exit status given its status without the gate (``current``).
 
-        A regression, or a baseline sample that ended in an error, fails the session
-        (:data:`EXIT_REGRESSED`); a baseline that shares no comparable sample with the run,
-        or too few to decide (:attr:`Comparison.too_few`), is a usage error
-        (:data:`EXIT_UNDECIDED`) unless tests of the team's own failed too
-        (``others_failed``, they keep their exit status) or the run was interrupted.
+        A regression, or a baseline sample that ended in an error, fails the session (:data:`EXIT_REGRESSED`);
+        a baseline that shares no comparable sample with the run, or too few to decide
+        (:attr:`Comparison.too_few`), is a usage error (:data:`EXIT_UNDECIDED`) unless tests of the team's own
+        failed too (``others_failed``, they keep their exit status) or the run was interrupted.
         """
         c = self.comparison
         if c is None or c.ok:
             return current
-        # a regression shown on few samples is shown (the error rate holds at any size); only a
-        # gate that found none on too few samples cannot say "not worse"
+        # a regression shown on few samples is shown (the error rate holds at any size); only a gate that
+        # found none on too few samples cannot say "not worse"
         undecided = (c.compared == 0 or c.undecidable) and not c.regressed_groups and not (
             c.decided_by == "sequential" and c.sequential_regressions)
         if undecided and not c.errored and not self.interrupted and not others_failed:
@@ -104,8 +102,8 @@ def decide(baseline: Mapping, results: Sequence[Mapping], current: Mapping, *,
     baseline_label : str
         How the reports name the baseline (the path as given).
     sequential : Mapping, optional
-        A sequential gate's summary (:meth:`~.sequential.SequentialGate.summary`); a decided
-        one's verdict is the gate's.
+        A sequential gate's summary (:meth:`~.sequential.SequentialGate.summary`); a decided one's verdict is
+        the gate's.
     members : Mapping, optional
         The sequential gate's population: sample id -> :class:`~.sequential.Member`.
     interrupted : bool

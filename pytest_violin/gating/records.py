@@ -26,8 +26,8 @@ def suite_fingerprint(items: Iterable) -> str:
     """``"blake2b:"`` and 32 hex digits for a selection of samples, whatever their order or
     how the run was split over processes.
 
-    ``items``: ``Sample.to_manifest()`` mappings (each with an ``id``) or ``(sample_id,
-    digest)`` pairs from :func:`sample_digest`.
+    ``items``: ``Sample.to_manifest()`` mappings (each with an ``id``) or ``(sample_id, digest)`` pairs from
+    :func:`sample_digest`.
     """
     pairs = []
     for item in items:

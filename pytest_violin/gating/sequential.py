@@ -1,18 +1,17 @@
 """The sequential gate: decide a release from the first samples of a random order.
 
-Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin._sequential`);
-docs/gating.md ("The sequential gate") is the full account. Every task, and every
-(task, variation) of a task with several, is a group watching three paired statistics of
-the samples it shares with the baseline (:data:`STATISTICS`: the mean metric, the fail
-rate, the refusal rate), each with an anytime-valid :class:`~._confseq.MeanSequence` for
-its *expected* value. A group is regressed as soon as a lower bound is above its margin,
-not regressed once all three upper bounds are at or below theirs (every comparison by
-:func:`~.policy.above_margin`); the gate passes when every group is not regressed, and a
-group whose samples ran out undecided leaves it undecided. The error rates are split over
-every group and statistic (Bonferroni). Samples ending in an error are left out.
+Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin._sequential`); docs/gating.md
+("The sequential gate") is the full account. Every task, and every (task, variation) of a task with several,
+is a group watching three paired statistics of the samples it shares with the baseline (:data:`STATISTICS`:
+the mean metric, the fail rate, the refusal rate), each with an anytime-valid :class:`~._confseq.MeanSequence`
+for its *expected* value. A group is regressed as soon as a lower bound is above its margin, not regressed
+once all three upper bounds are at or below theirs (every comparison by :func:`~.policy.above_margin`); the
+gate passes when every group is not regressed, and a group whose samples ran out undecided leaves it
+undecided. The error rates are split over every group and statistic (Bonferroni). Samples ending in an error
+are left out.
 
-The strata of :func:`sequential_order` must be the tasks: each next value of a group must
-be a random draw of the group, which an order stratified *within* a task breaks.
+The strata of :func:`sequential_order` must be the tasks: each next value of a group must be a random draw of
+the group, which an order stratified *within* a task breaks.
 """
 
 from __future__ import annotations
@@ -89,8 +88,8 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
             by_group.setdefault(groups[sid], []).append(sid)
     key = {}
     for label, members in by_group.items():
-        # a seeded permutation of the group, spread evenly over [0, 1): position k of n
-        # sits at (k + u) / n, so every group is drawn from the start, in proportion
+        # a seeded permutation of the group, spread evenly over [0, 1): position k of n sits at (k + u) / n,
+        # so every group is drawn from the start, in proportion
         members.sort(key=lambda sid: _rank(seed, sid))
         n = len(members)
         for k, sid in enumerate(members):
@@ -102,8 +101,8 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
 
 def _ranges(olds: list) -> dict:
     """Each statistic's range of ``d`` in a group, from its baseline members (the new side of a
-    pair is anything in [0, 1] / {0, 1}). A range that is all <= 0 (the baseline at the worst
-    everywhere) is widened by a hair above 0, as :class:`MeanSequence` needs ``high > 0``: the
+    pair is anything in [0, 1] / {0, 1}). A range that is all <= 0 (the baseline at the worst everywhere) is
+    widened by a hair above 0, as :class:`MeanSequence` needs ``high > 0``: the
     group's upper bound is then at once below any margin."""
     values = [m.old for m in olds]
     failed = [m.old_failed for m in olds]
@@ -149,8 +148,8 @@ class _Group:
 
 class SequentialGate:
     """The state of one sequential gate over ``members`` (:func:`population`) in ``order``
-    (:func:`sequential_order`); ``margin`` is the mean metric's and the refusal rate's,
-    ``max_pass_drop`` the fail rate's, ``alpha`` the error rate over every group and statistic.
+    (:func:`sequential_order`); ``margin`` is the mean metric's and the refusal rate's, ``max_pass_drop`` the
+    fail rate's, ``alpha`` the error rate over every group and statistic.
     """
 
     def __init__(self, members: Mapping, order, *, cached=(), margin: float,
@@ -268,10 +267,10 @@ class SequentialGate:
         """Move each group's next member to the end of its stream while it has not arrived and at
         least ``slack`` later samples of the gate's order have; returns the members moved.
 
-        For a crashed xdist worker: the samples it held are handed out again only after every
-        other sample, so a stream waiting for them would stall until the end of the suite. A
-        sample still in flight on a live worker arrives within a few later ones (``slack`` is
-        more than the workers hold), so only the stranded ones move; which those are depends on
+        For a crashed xdist worker: the samples it held are handed out again only after every other sample, so
+        a stream waiting for them would stall until the end of the suite. A sample still in flight on a live
+        worker arrives within a few later ones (``slack`` is more than the workers hold), so only the stranded
+        ones move; which those are depends on
         the crash, not on their values, so each next value stays a random draw of its group."""
         position, arrived = self._position, self._arrived
         moved: list = []

@@ -1,13 +1,11 @@
 """What an image may be before a pixel is decoded: the caps, the header checks, the files.
 
-Every reader of :mod:`pytest_violin.imaging` runs these first: the pixel
-cap (:data:`MAX_PIXELS`) and the decoded-size cap (:data:`MAX_DECODED_BYTES`,
-from the header: :func:`decoded_size`), the process-wide budget that
-decodes in progress share (:data:`DECODE_BUDGET_BYTES`), the opening of a
-path as a regular, non-empty file without blocking (:func:`_open_regular`),
-and the one-line error every refusal becomes (:func:`_fail`, which names
-what was received and what is accepted, never the bytes of a file).
-:func:`probe_image_file` applies the same checks to a file's header alone.
+Every reader of :mod:`pytest_violin.imaging` runs these first: the pixel cap (:data:`MAX_PIXELS`) and the
+decoded-size cap (:data:`MAX_DECODED_BYTES`, from the header: :func:`decoded_size`), the process-wide budget
+that decodes in progress share (:data:`DECODE_BUDGET_BYTES`), the opening of a path as a regular, non-empty
+file without blocking (:func:`_open_regular`), and the one-line error every refusal becomes (:func:`_fail`,
+which names what was received and what is accepted, never the bytes of a file). :func:`probe_image_file`
+applies the same checks to a file's header alone.
 """
 
 from __future__ import annotations
@@ -29,34 +27,29 @@ from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
 from ..errors import InvalidImageError
 
-#: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels).
-#: A guard against decompression bombs in model answers.
+#: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels). A guard against decompression bombs
+#: in model answers.
 MAX_PIXELS = 8192 * 8192
 
-#: Largest decoded size, in bytes, of an encoded or PIL image that
-#: :func:`as_rgb8` accepts: ``width * height * channels * bytes per
-#: channel`` as the file's header declares it, read before any pixel is
-#: decoded (:func:`decoded_size`). 256 MiB: a 64-megapixel 8-bit RGBA
-#: image, or a 32-megapixel 16-bit RGBA one. The second guard against
-#: decompression bombs: a 16-bit RGBA PNG of 8192 x 8192 passes
-#: :data:`MAX_PIXELS` but is refused here.
+#: Largest decoded size, in bytes, of an encoded or PIL image that :func:`as_rgb8` accepts: ``width
+#: * height * channels * bytes per channel`` as the file's header declares it, read before any pixel
+#: is decoded (:func:`decoded_size`). 256 MiB: a 64-megapixel 8-bit RGBA image, or a 32-megapixel
+#: 16-bit RGBA one. The second guard against decompression bombs: a 16-bit RGBA PNG of 8192 x 8192
+#: passes :data:`MAX_PIXELS` but is refused here.
 MAX_DECODED_BYTES = 256 * 1024 * 1024
 
-#: Working memory, in bytes, that the decodes of encoded images in
-#: progress may hold together in one process (512 MiB). Each decode
-#: reserves an estimate (:func:`_working_bytes`: Pillow's decoded image plus
-#: the RGB result) before decoding and waits while the budget is taken:
-#: many small images decode side by side, the largest ones (about 450 MiB
-#: for 64-megapixel RGBA) one at a time, whatever the number of threads.
+#: Working memory, in bytes, that the decodes of encoded images in progress may hold together in one process
+#: (512 MiB). Each decode reserves an estimate (:func:`_working_bytes`: Pillow's decoded image plus the RGB
+#: result) before decoding and waits while the budget is taken: many small images decode side by side, the
+#: largest ones (about 450 MiB for 64-megapixel RGBA) one at a time, whatever the number of threads.
 DECODE_BUDGET_BYTES = 512 * 1024 * 1024
 
 
 class _Budget:
     """A process-wide byte budget shared by threads (a counting semaphore in bytes).
 
-    A reservation larger than the whole budget is cut to it, so it runs
-    alone rather than never. ``peak`` records the most ever reserved at
-    once; ``waiting`` is set whenever a thread starts to wait (for tests).
+    A reservation larger than the whole budget is cut to it, so it runs alone rather than never. ``peak``
+    records the most ever reserved at once; ``waiting`` is set whenever a thread starts to wait (for tests).
     """
 
     def __init__(self, capacity: int):
@@ -89,29 +82,26 @@ _DECODE_BUDGET = _Budget(DECODE_BUDGET_BYTES)
 def _hold_budget(nbytes: int):
     """Reserve ``nbytes`` of the process-wide decode budget while the ``with`` block runs.
 
-    Reads :data:`_DECODE_BUDGET` when called, so both readers share the one
-    budget (and a test that replaces it replaces it for both).
+    Reads :data:`_DECODE_BUDGET` when called, so both readers share the one budget (and a test that replaces
+    it replaces it for both).
     """
     return _DECODE_BUDGET.hold(nbytes)
 
 
-#: Work that allocates at least this many bytes (a decode's working memory, the
-#: parse of a large answer) runs in the one large-work thread (:func:`run_large`).
+#: Work that allocates at least this many bytes (a decode's working memory, the parse of a large answer) runs
+#: in the one large-work thread (:func:`run_large`).
 LARGE_WORK_BYTES = 16 * 2**20
 
 
 class _LargeWork:
     """One daemon thread that runs the process's large decodes and parses, one at a time.
 
-    Why one thread: the C allocator (glibc) gives each thread its own arena
-    and keeps what is freed there for that thread's next allocations. Pillow
-    holds an image in 16 MiB blocks and a large JSON object grows its tables
-    in pieces under 32 MiB, below the size that is mapped and unmapped on
-    its own: when every generation thread decoded its own large answer, the
-    freed blocks stayed resident in every thread's arena, and a run's peak
-    memory grew with ``--violin-concurrency`` (2.6 GB at 16 for 59 MB
-    JPEGs) although the budget above let one decode run at a time. Done
-    here, they are kept (and reused) in one arena only.
+    Why one thread: the C allocator (glibc) gives each thread its own arena and keeps what is freed there for
+    that thread's next allocations. Pillow holds an image in 16 MiB blocks and a large JSON object grows its
+    tables in pieces under 32 MiB, below the size that is mapped and unmapped on its own: when every
+    generation thread decoded its own large answer, the freed blocks stayed resident in every thread's arena,
+    and a run's peak memory grew with ``--violin-concurrency`` (2.6 GB at 16 for 59 MB JPEGs) although the
+    budget above let one decode run at a time. Done here, they are kept (and reused) in one arena only.
     """
 
     def __init__(self):
@@ -157,8 +147,7 @@ _LARGE_WORK = _LargeWork()
 def run_large(nbytes: int, fn, *args):
     """``fn(*args)``, in the large-work thread when it allocates ``nbytes`` >= :data:`LARGE_WORK_BYTES`.
 
-    The caller waits for the result (or the exception) as for a direct call.
-    See :class:`_LargeWork` for why.
+    The caller waits for the result (or the exception) as for a direct call. See :class:`_LargeWork` for why.
     """
     if int(nbytes) < LARGE_WORK_BYTES:
         return fn(*args)
@@ -179,8 +168,8 @@ ACCEPTED_INPUTS = (
     "or float in [0, 1]; a PIL image; encoded PNG/JPEG/WebP bytes; or a path to such a file"
 )
 
-# Everything a hostile file can make Pillow raise while identifying or
-# decoding it; each becomes one InvalidImageError line.
+# Everything a hostile file can make Pillow raise while identifying or decoding it; each becomes one
+# InvalidImageError line.
 _DECODE_ERRORS = (OSError, ValueError, SyntaxError, EOFError, struct.error, IndexError,
                   KeyError, TypeError, ZeroDivisionError, OverflowError, MemoryError)
 
@@ -221,10 +210,9 @@ def file_kind(mode: int) -> str:
 def _reason(exc: BaseException) -> str:
     """Pillow's message for ``exc``, or only its type when the message may quote data.
 
-    Some decoders put bytes of the file into their messages (a PNG chunk
-    name, a header field); a file given by path may be anything, so a
-    message holding a bytes repr, control characters or more than a short
-    line is replaced by the exception's type name.
+    Some decoders put bytes of the file into their messages (a PNG chunk name, a header field); a file given
+    by path may be anything, so a message holding a bytes repr, control characters or more than a short line
+    is replaced by the exception's type name.
     """
     text = str(exc)
     if (not text or len(text) > 120 or re.search(r"""\bb['"]""", text)
@@ -261,10 +249,9 @@ def _raw_bits(img: Image.Image) -> int:
 def decoded_size(img: Image.Image) -> int:
     """Bytes an opened (not necessarily loaded) PIL image holds decoded, from its header.
 
-    That is ``w * h * channels * bytes/channel``, the bytes per channel the
-    larger of the image mode's sample size (``I;16``: 2, ``I``/``F``: 4, else
-    1) and the sample size the file declares (a 16-bit RGBA PNG opens in mode
-    ``RGBA`` but declares 16 bits). Nothing is decoded.
+    That is ``w * h * channels * bytes/channel``, the bytes per channel the larger of the image mode's sample
+    size (``I;16``: 2, ``I``/``F``: 4, else 1) and the sample size the file declares (a 16-bit RGBA PNG opens
+    in mode ``RGBA`` but declares 16 bits). Nothing is decoded.
     """
     width, height = img.size
     try:
@@ -300,10 +287,9 @@ def _check_bytes(obj, img: Image.Image, max_bytes: int) -> None:
 def _open_checked(fh, original, max_pixels: int, max_bytes: int) -> Image.Image:
     """Pillow's image of the encoded data in ``fh``, its header checked, no pixel decoded.
 
-    Both readers open encoded data here first, so :data:`MAX_PIXELS`,
-    :data:`MAX_DECODED_BYTES` and a corrupt header are refused with the same
-    one line whichever of them decodes the pixels. A refused image is
-    closed; the caller closes the one returned.
+    Both readers open encoded data here first, so :data:`MAX_PIXELS`, :data:`MAX_DECODED_BYTES` and a corrupt
+    header are refused with the same one line whichever of them decodes the pixels. A refused image is closed;
+    the caller closes the one returned.
     """
     img = None
     try:
@@ -331,9 +317,8 @@ def _open_checked(fh, original, max_pixels: int, max_bytes: int) -> Image.Image:
 def _working_bytes(img: Image.Image) -> int:
     """Memory a decode of ``img`` holds at its peak: Pillow's image and the RGB result.
 
-    Pillow keeps 3- and 4-channel 8-bit images at 4 bytes a pixel; the
-    result is 3 bytes a pixel; an EXIF rotation may briefly double
-    Pillow's image, which the budget's margin covers.
+    Pillow keeps 3- and 4-channel 8-bit images at 4 bytes a pixel; the result is 3 bytes a pixel; an EXIF
+    rotation may briefly double Pillow's image, which the budget's margin covers.
     """
     width, height = img.size
     return max(decoded_size(img), width * height * 4) + width * height * 3
@@ -342,10 +327,9 @@ def _working_bytes(img: Image.Image) -> int:
 def _open_regular(path: Path, original) -> io.BufferedReader:
     """Open ``path`` for reading if it is a regular, non-empty file, without blocking.
 
-    A FIFO cannot hang the run (``O_NONBLOCK``), and the checks use
-    ``fstat`` on the open descriptor, so what is checked is what is read.
-    Zero-size files are refused: that includes ``/proc`` files, whose size
-    reads as 0.
+    A FIFO cannot hang the run (``O_NONBLOCK``), and the checks use ``fstat`` on the open descriptor, so what
+    is checked is what is read. Zero-size files are refused: that includes ``/proc`` files, whose size reads
+    as 0.
     """
     name = str(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -374,10 +358,10 @@ def probe_image_file(path, *, max_pixels: int = MAX_PIXELS,
                      max_bytes: int = MAX_DECODED_BYTES) -> tuple:
     """Read only the header of the image file at ``path``: its ``(width, height)``, EXIF orientation applied.
 
-    The same checks as :func:`as_rgb8` before decoding (a regular, non-empty
-    file; a recognised format; ``max_pixels``; ``max_bytes``), without decoding
-    a pixel; an :class:`~pytest_violin.errors.InvalidImageError` names the file,
-    never its content. Used to validate manifests when they load.
+    The same checks as :func:`as_rgb8` before decoding (a regular, non-empty file; a recognised format;
+    ``max_pixels``; ``max_bytes``), without decoding a pixel; an
+    :class:`~pytest_violin.errors.InvalidImageError` names the file, never its content. Used to validate
+    manifests when they load.
     """
     with _open_regular(Path(path), path) as fh:
         try:
@@ -387,8 +371,8 @@ def probe_image_file(path, *, max_pixels: int = MAX_PIXELS,
                     width, height = img.size
                     _check_pixels(path, height, width, max_pixels)
                     _check_bytes(path, img, max_bytes)
-                    # EXIF from the header only: Pillow's getexif() would decode a
-                    # PNG to look for an eXIf chunk after the pixels
+                    # EXIF from the header only: Pillow's getexif() would decode a PNG to look for an eXIf
+                    # chunk after the pixels
                     orientation = (img.getexif().get(ExifTags.Base.Orientation, 1)
                                    if "exif" in img.info else 1)
         except InvalidImageError:

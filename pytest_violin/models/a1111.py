@@ -1,11 +1,9 @@
 """``a1111:URL``: AUTOMATIC1111 / SD.Next web UI API (docs/models.md).
 
-``txt2img`` for text-only samples, ``img2img`` with the first input as
-``init_images`` otherwise; the mask task sends the mask with
-``inpainting_mask_invert: 1`` (A1111 repaints white, the task changes the
-black part; ``?mask=off`` leaves it to the prompt). ``user:password@`` in
-the URL becomes Basic auth, registered as a secret. Other ``?name=value``
-parameters are added to every body, typed.
+``txt2img`` for text-only samples, ``img2img`` with the first input as ``init_images`` otherwise; the mask
+task sends the mask with ``inpainting_mask_invert: 1`` (A1111 repaints white, the task changes the black part;
+``?mask=off`` leaves it to the prompt). ``user:password@`` in the URL becomes Basic auth, registered as a
+secret. Other ``?name=value`` parameters are added to every body, typed.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["A1111Adapter", "create"]
 

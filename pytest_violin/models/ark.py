@@ -1,14 +1,11 @@
 """``ark:MODEL``: Seedream (and SeedEdit) through BytePlus ModelArk / Volcengine Ark (docs/models.md).
 
-``POST {base}/images/generations`` with ``response_format: b64_json`` and
-``watermark: false``; input images go as data URIs in ``image`` (the mask as
-the second reference image: Ark has no mask field). Content-safety codes
-(HTTP 400, or a per-image ``data[0].error``) are refusals. Sizes outside a
-model's pixel range (:data:`PIXEL_RANGES`) are scaled to the nearest inside,
-keeping the aspect ratio; a model taking fewer input images than a sample
-has (:func:`max_input_images`) fails that sample with one line. Other
-suffix parameters are sent as typed extra fields; ``?seed=off`` leaves the
-seed out.
+``POST {base}/images/generations`` with ``response_format: b64_json`` and ``watermark: false``; input images
+go as data URIs in ``image`` (the mask as the second reference image: Ark has no mask field). Content-safety
+codes (HTTP 400, or a per-image ``data[0].error``) are refusals. Sizes outside a model's pixel range
+(:data:`PIXEL_RANGES`) are scaled to the nearest inside, keeping the aspect ratio; a model taking fewer input
+images than a sample has (:func:`max_input_images`) fails that sample with one line. Other suffix parameters
+are sent as typed extra fields; ``?seed=off`` leaves the seed out.
 """
 
 from __future__ import annotations
@@ -21,22 +18,13 @@ from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact_url
 from .registry import check_model_name, format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint
 from ._transport.answers import image_from_response, load_json, server_message, truncate
 
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "VOLCENGINE_BASE_URL",
-    "PIXEL_RANGES",
-    "ArkAdapter",
-    "create",
-    "is_refusal_code",
-    "max_input_images",
-    "size_for",
-]
+__all__ = ["DEFAULT_BASE_URL", "VOLCENGINE_BASE_URL", "PIXEL_RANGES", "ArkAdapter", "create", "is_refusal_code",
+           "max_input_images", "size_for"]
 
 DEFAULT_BASE_URL = "https://ark.ap-southeast.bytepluses.com/api/v3"
 VOLCENGINE_BASE_URL = "https://ark.cn-beijing.volces.com/api/v3"
@@ -77,8 +65,8 @@ def max_input_images(model: str) -> int:
 def size_for(model: str, width: int, height: int) -> str:
     """The ``size`` sent for a ``width`` x ``height`` request.
 
-    Scaled, keeping the aspect ratio, into the model's range of total
-    pixels (:data:`PIXEL_RANGES`); unknown models get the requested size.
+    Scaled, keeping the aspect ratio, into the model's range of total pixels (:data:`PIXEL_RANGES`); unknown
+    models get the requested size.
 
     Examples
     --------

@@ -1,13 +1,11 @@
 """``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API, submit, poll, fetch (docs/models.md).
 
-Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take
-``aspect_ratio``; edit-capable models take input images as base64 in
-``input_image``, ``input_image_2``, ...), poll ``polling_url`` until
-``Ready``, download ``result.sample`` without the key. ``Request
-Moderated`` / ``Content Moderated`` are refusals. A ``polling_url`` gets the
-key only on the base URL's origin or an ``https`` host under ``bfl.ai``;
-any other is replaced by ``{base}/get_result?id=ID``. BFL has no cancel
-endpoint: an interrupted job finishes (and is billed) on BFL's side.
+Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take ``aspect_ratio``; edit-capable
+models take input images as base64 in ``input_image``, ``input_image_2``, ...), poll ``polling_url`` until
+``Ready``, download ``result.sample`` without the key. ``Request Moderated`` / ``Content Moderated`` are
+refusals. A ``polling_url`` gets the key only on the base URL's origin or an ``https`` host under ``bfl.ai``;
+any other is replaced by ``{base}/get_result?id=ID``. BFL has no cancel endpoint: an interrupted job finishes
+(and is billed) on BFL's side.
 """
 
 from __future__ import annotations
@@ -21,15 +19,11 @@ from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
-from ._transport.answers import HttpResult
+from .request import GenerationRequest, NetworkAdapter
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.answers import HttpResult, image_from_response, load_json
 from ._transport.retries import parse_retry_after
-from ._transport.origins import provider_endpoint
-from ._transport.answers import image_from_response, load_json
-from ._transport.jobs import JobStates, poll_job
-from ._transport.origins import Origins, check_path_id, same_origin as _same_origin
+from ._transport.origins import Origins, check_path_id, provider_endpoint, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]
@@ -43,7 +37,7 @@ EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
 STATES = JobStates(
     done=frozenset({"Ready"}),
     failed=frozenset({"Error"}),
-    # a job the API no longer knows: an error after a few polls (_transport/jobs.py), not a failure
+    # a job the API no longer knows: an error after a few polls (_transport/client.py), not a failure
     vanished=frozenset({"Task not found"}),
     refused=frozenset({"Request Moderated", "Content Moderated"}),
     state_of=lambda body: str(body.get("status", "")),

@@ -1,15 +1,12 @@
 """``diffusers:PATH_OR_ID``: a local Hugging Face diffusers pipeline (docs/models.md, "Local diffusers pipeline").
 
-Optional: needs ``pip install 'pytest-violin[diffusers]'``; this module
-imports without torch or diffusers and the factory raises
-:class:`~pytest_violin.errors.ModelSpecError` with the install hint. Weights
-load once, from local files only. From the loaded pipeline
-``AutoPipelineFor*.from_pipe`` builds one pipeline per kind of request
-(:data:`KINDS`: ``text2image``, ``image2image``, ``inpaint`` with the mask
-inverted, as diffusers repaints white), usable only when its ``__call__``
-*names* the parameters a request needs (``**kwargs`` would drop an image).
-Calls are serialised (one pipeline is not thread-safe), and the libraries'
-progress bars, logs and warnings are kept out of the output.
+Optional: needs ``pip install 'pytest-violin[diffusers]'``; this module imports without torch or diffusers and
+the factory raises :class:`~pytest_violin.errors.ModelSpecError` with the install hint. Weights load once,
+from local files only. From the loaded pipeline ``AutoPipelineFor*.from_pipe`` builds one pipeline per kind of
+request (:data:`KINDS`: ``text2image``, ``image2image``, ``inpaint`` with the mask inverted, as diffusers
+repaints white), usable only when its ``__call__`` *names* the parameters a request needs (``**kwargs`` would
+drop an image). Calls are serialised (one pipeline is not thread-safe), and the libraries' progress bars, logs
+and warnings are kept out of the output.
 """
 
 from __future__ import annotations
@@ -64,8 +61,8 @@ def one_line(text: str, limit: int = 200) -> str:
 def quiet(*, python_warnings: bool = True):
     """Keep diffusers' and transformers' progress bars, logs and warnings out of the output.
 
-    Sets both libraries' log verbosity to ERROR and turns their progress
-    bars off for the duration, then restores what was set before.
+    Sets both libraries' log verbosity to ERROR and turns their progress bars off for the duration, then
+    restores what was set before.
 
     * ``python_warnings``: also ignore Python warnings (``warnings.catch_warnings``, which is process-wide:
       use it only while no test runs, e.g. when loading).
@@ -163,8 +160,7 @@ _PER_REQUEST = ("prompt", "width", "height", "generator", "image", "mask_image")
 def named_parameters(fn) -> frozenset:
     """The parameter names ``fn`` declares, without ``*args`` and ``**kwargs``.
 
-    A ``**kwargs`` parameter accepts a name without using it, so it does not
-    count as accepting anything.
+    A ``**kwargs`` parameter accepts a name without using it, so it does not count as accepting anything.
     """
     try:
         params = inspect.signature(fn).parameters.values()

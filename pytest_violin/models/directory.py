@@ -1,9 +1,8 @@
 """The ``dir:PATH`` model: replay images saved earlier (the layout ``--violin-save-outputs`` writes).
 
-``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``:
-``t03.r<k>.png``). A sample of the official data is also found where the
-authors' scripts save it: ``PATH/id_000123.png`` or ``PATH/id_123.png``, or
-under ``PATH/<model>_color_var1/`` and its siblings.
+``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``: ``t03.r<k>.png``). A sample of the
+official data is also found where the authors' scripts save it: ``PATH/id_000123.png`` or ``PATH/id_123.png``,
+or under ``PATH/<model>_color_var1/`` and its siblings.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ __all__ = ["ReplayAdapter", "create", "output_path", "saved_image"]
 def output_path(root, sample_id: str, repeat: int = 0) -> Path:
     """Where ``--violin-save-outputs`` / ``dir:`` keep an image.
 
-    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png``
-    for repeat ``k > 0``.
+    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png`` for repeat ``k > 0``.
     """
     suffix = ".png" if repeat == 0 else f".r{int(repeat)}.png"
     return Path(root) / (sample_id + suffix)
@@ -47,9 +45,8 @@ def _official_candidates(root: Path, sample_id: str) -> list:
 def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
     """The file holding a sample's saved answer: :func:`output_path`, else the authors' layout.
 
-    For an official sample without a file at :func:`output_path`, the
-    first of ``id_000123.png`` / ``id_123.png`` in ``root`` or its
-    ``*_color_var1``-style folders; :func:`output_path` when none exists.
+    For an official sample without a file at :func:`output_path`, the first of ``id_000123.png`` /
+    ``id_123.png`` in ``root`` or its ``*_color_var1``-style folders; :func:`output_path` when none exists.
 
     Raises :class:`GenerationError`: answers for the sample in more than one of those folders.
     """

@@ -1,13 +1,11 @@
 """``fal:APP``: models on fal.ai through its queue, submit, poll, fetch (docs/models.md).
 
-Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input
-images as data URIs in ``image_urls`` for FLUX.2 apps, ``image_url`` for
-others, ``?image_field=NAME`` to choose), poll ``status_url`` until
-``COMPLETED``, read ``response_url`` and download ``images[0].url`` without
-the key. ``has_nsfw_concepts`` or a ``content_policy_violation`` error is a
-refusal; Ctrl-C sends ``PUT cancel_url`` once. URLs from an answer get the
-key only on the base URL's origin or an ``https`` host under ``fal.run``;
-others are rebuilt from the base, the app and the request id.
+Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input images as data URIs in ``image_urls``
+for FLUX.2 apps, ``image_url`` for others, ``?image_field=NAME`` to choose), poll ``status_url`` until
+``COMPLETED``, read ``response_url`` and download ``images[0].url`` without the key. ``has_nsfw_concepts`` or
+a ``content_policy_violation`` error is a refusal; Ctrl-C sends ``PUT cancel_url`` once. URLs from an answer
+get the key only on the base URL's origin or an ``https`` host under ``fal.run``; others are rebuilt from the
+base, the app and the request id.
 """
 
 from __future__ import annotations
@@ -19,14 +17,11 @@ from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
 from .registry import format_params, split_params
-from .request import NetworkAdapter
+from .request import GenerationRequest, NetworkAdapter
 from .bfl import first_wait_of, json_answer
-from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
-from ._transport.origins import provider_endpoint
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.origins import Origins, check_path_id, provider_endpoint
 from ._transport.answers import image_from_response
-from ._transport.jobs import JobStates, poll_job
-from ._transport.origins import Origins, check_path_id
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 
@@ -36,7 +31,7 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 STATES = JobStates(
     done=frozenset({"COMPLETED"}),
     failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
-    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/jobs.py)
+    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/client.py)
     queued=frozenset({"IN_QUEUE"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: str(body.get("error") or body.get("detail") or ""),
@@ -46,8 +41,8 @@ _ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _APP = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$")
 _CANCEL_TIMEOUT = 5.0
 _REFUSAL_TYPES = ("content_policy_violation",)
-#: A 422 result whose message says one of these is a refusal (the client keeps
-#: only the message of an error answer, not its ``type``).
+#: A 422 result whose message says one of these is a refusal (the client keeps only the message of an error
+#: answer, not its ``type``).
 _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety checker")
 
 

@@ -1,13 +1,11 @@
 """``gemini:MODEL``: Gemini image models (Nano-Banana) through the Gemini API (docs/models.md).
 
-``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input
-images as ``inlineData`` parts (the mask as the second image: the API has no
-mask field), the key in ``x-goog-api-key`` (``GEMINI_API_KEY`` or
-``GOOGLE_API_KEY``), the size as the nearest accepted aspect ratio
-(:data:`ASPECT_RATIOS`). The image is the last ``image/*`` part of the first
-candidate that is not a thought; without one, a blocked prompt, a safety
-finish (:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal,
-anything else a failure. ``?image_size=2K``, ``?modalities=image``.
+``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input images as ``inlineData`` parts
+(the mask as the second image: the API has no mask field), the key in ``x-goog-api-key`` (``GEMINI_API_KEY``
+or ``GOOGLE_API_KEY``), the size as the nearest accepted aspect ratio (:data:`ASPECT_RATIOS`). The image is
+the last ``image/*`` part of the first candidate that is not a thought; without one, a blocked prompt, a
+safety finish (:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal, anything else a failure.
+``?image_size=2K``, ``?modalities=image``.
 """
 
 from __future__ import annotations
@@ -22,22 +20,13 @@ from ..errors import GenerationError, GenerationRefused, InvalidImageError, Mode
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
 from .registry import check_model_name, format_params, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 from ._transport.client import HttpClient, client_from_options
 from ._transport.origins import provider_endpoint
 from ._transport.answers import load_json, truncate
 
-__all__ = [
-    "ASPECT_RATIOS",
-    "DEFAULT_BASE_URL",
-    "GeminiAdapter",
-    "REFUSAL_BLOCK_REASONS",
-    "REFUSAL_FINISH_REASONS",
-    "create",
-    "nearest_aspect_ratio",
-    "read_answer",
-]
+__all__ = ["ASPECT_RATIOS", "DEFAULT_BASE_URL", "GeminiAdapter", "REFUSAL_BLOCK_REASONS", "REFUSAL_FINISH_REASONS",
+           "create", "nearest_aspect_ratio", "read_answer"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 

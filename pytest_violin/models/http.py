@@ -1,13 +1,10 @@
 """``http://`` / ``https://``: any image service over HTTP (docs/models.md, "The plugin's HTTP protocol").
 
-By default the plugin's own protocol: a JSON ``POST`` of ``prompt``,
-``width``, ``height``, ``seed``, ``sample_id``, ``task`` and ``images``
-(base64 PNG), answered by image bytes or JSON with the image at a known
-place. Other services without code: a body template
-(:class:`RequestTemplate`, ``--violin-request-template``) and a response
-path; job APIs with ``--violin-poll-url-path``, polled until
-``--violin-done-values`` (``--violin-failed-values``,
-``--violin-refused-values`` end it), a status URL on another origin polled
+By default the plugin's own protocol: a JSON ``POST`` of ``prompt``, ``width``, ``height``, ``seed``,
+``sample_id``, ``task`` and ``images`` (base64 PNG), answered by image bytes or JSON with the image at a known
+place. Other services without code: a body template (:class:`RequestTemplate`, ``--violin-request-template``)
+and a response path; job APIs with ``--violin-poll-url-path``, polled until ``--violin-done-values``
+(``--violin-failed-values``, ``--violin-refused-values`` end it), a status URL on another origin polled
 without credentials.
 """
 
@@ -19,19 +16,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._transport.origins import check_url
-from ._transport.answers import _walk, image_from_response, load_json, parse_response_path
-from ._transport.client import HttpClient, client_from_options
-from ._transport.answers import HttpResult
-from ._transport.retries import parse_retry_after
-from ._transport.origins import UrlRefused, resolve
-from ._transport.jobs import JobStates, poll_job
-from ._transport.retries import is_loopback
+from ._transport.origins import UrlRefused, check_url, resolve
+from ._transport.answers import HttpResult, _walk, image_from_response, load_json, parse_response_path
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.retries import is_loopback, parse_retry_after
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestTemplate", "PLACEHOLDERS",
            "create", "encode_inputs", "request_fields"]

@@ -1,11 +1,9 @@
 """``openai:MODEL``: the OpenAI Images API and compatible servers (docs/models.md).
 
-``POST {base}/images/generations`` (JSON) for text-only samples,
-``POST {base}/images/edits`` (multipart, every input image as ``image[]``)
-for samples with input images; the size is mapped to the nearest the model
-accepts (:data:`MODEL_SIZES`). ``seed=auto`` sends the seed except to
-``api.openai.com``, which rejects unknown fields (``?seed=on``/``off``);
-other suffix parameters are sent as extra fields.
+``POST {base}/images/generations`` (JSON) for text-only samples, ``POST {base}/images/edits`` (multipart,
+every input image as ``image[]``) for samples with input images; the size is mapped to the nearest the model
+accepts (:data:`MODEL_SIZES`). ``seed=auto`` sends the seed except to ``api.openai.com``, which rejects
+unknown fields (``?seed=on``/``off``); other suffix parameters are sent as extra fields.
 """
 
 from __future__ import annotations
@@ -21,8 +19,7 @@ from ..imaging import encode_png
 from ._transport.retries import refusal_or
 from ..redaction import redact_url
 from .registry import format_params, parse_switch, split_params
-from .request import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
 
@@ -52,8 +49,8 @@ MODEL_SIZES = {
 def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
     """The accepted size nearest to ``width`` x ``height`` for ``model``.
 
-    Nearest means the closest aspect ratio first, then the closest area
-    (both on a log scale). Unknown models get the requested size.
+    Nearest means the closest aspect ratio first, then the closest area (both on a log scale). Unknown models
+    get the requested size.
 
     Examples
     --------

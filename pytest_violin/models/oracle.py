@@ -1,7 +1,7 @@
 """The ``oracle`` model: renders each sample's ground truth.
 
-Every sample passes with it; it is the default that makes the README's main
-command work on any machine, and the harness-overhead benchmark.
+Every sample passes with it; it is the default that makes the README's main command work on any machine, and
+the harness-overhead benchmark.
 """
 
 from __future__ import annotations

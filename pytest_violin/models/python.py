@@ -1,14 +1,12 @@
 """The ``python:MODULE:ATTR`` model: a callable from the user's own code (docs/models.md).
 
-``ATTR`` is ``f(request) -> image``, an object with ``generate(request)``, or
-a class with such a method; the module is imported with the rootdir, the
-invocation directory and the test directories on ``sys.path``. Images are
-cached only with ``cacheable = True`` (the key cannot see code edits). What
-it raises decides the outcome: :class:`~pytest_violin.errors.GenerationRefused`
-refused, :class:`~pytest_violin.errors.GenerationUnjudged` an error, another
-:class:`~pytest_violin.errors.GenerationError` failed; any other exception is
-a :class:`~pytest_violin.errors.GenerationCrashed` (failed, with the
-traceback's last frames; the same crash on the first samples stops the run).
+``ATTR`` is ``f(request) -> image``, an object with ``generate(request)``, or a class with such a method; the
+module is imported with the rootdir, the invocation directory and the test directories on ``sys.path``. Images
+are cached only with ``cacheable = True`` (the key cannot see code edits). What it raises decides the outcome:
+:class:`~pytest_violin.errors.GenerationRefused` refused, :class:`~pytest_violin.errors.GenerationUnjudged` an
+error, another :class:`~pytest_violin.errors.GenerationError` failed; any other exception is a
+:class:`~pytest_violin.errors.GenerationCrashed` (failed, with the traceback's last frames; the same crash on
+the first samples stops the run).
 """
 
 from __future__ import annotations

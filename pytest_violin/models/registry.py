@@ -1,15 +1,13 @@
 """Turn a ``--violin-model`` spec into a model adapter.
 
-A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs
-are their own scheme, the URL the target). Built-in schemes are listed in
-:data:`BUILTIN_SCHEMES`; third-party packages add schemes with the entry
-point group ``pytest_violin.models``, whose objects are factories
-``factory(target: str, options: AdapterOptions) -> ModelAdapter``.
+A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs are their own scheme, the URL the
+target). Built-in schemes are listed in :data:`BUILTIN_SCHEMES`; third-party packages add schemes with the
+entry point group ``pytest_violin.models``, whose objects are factories ``factory(target: str, options:
+AdapterOptions) -> ModelAdapter``.
 
-Suffix parameters (``openai:gpt-image-1?quality=low&seed=on``), shared by the
-factories: :func:`split_params` splits and types them, :func:`parse_switch`
-reads on/off switches, :func:`format_params` writes them into identities and
-:func:`check_model_name` checks the model name before them.
+Suffix parameters (``openai:gpt-image-1?quality=low&seed=on``), shared by the factories: :func:`split_params`
+splits and types them, :func:`parse_switch` reads on/off switches, :func:`format_params` writes them into
+identities and :func:`check_model_name` checks the model name before them.
 """
 
 from __future__ import annotations
@@ -90,8 +88,8 @@ def format_params(params: dict) -> str:
 def check_model_name(model: str, pattern, *, what: str, example: str) -> str:
     """``model`` when ``pattern`` matches it, else a :class:`ModelSpecError` that names it.
 
-    ``example``: a spec that works and what names are accepted, such as
-    ``"ark:seedream-4-5-251128 (a model ID or an endpoint ID)"``.
+    ``example``: a spec that works and what names are accepted, such as ``"ark:seedream-4-5-251128 (a model ID
+    or an endpoint ID)"``.
     """
     if not model or not pattern.match(model):
         raise ModelSpecError(

@@ -1,15 +1,12 @@
 """``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate (docs/models.md, "Replicate").
 
-A prediction is created (``POST .../models/OWNER/NAME/predictions``, or
-``POST .../predictions`` with a pinned ``version``; ``?wait=N`` sends
-``Prefer: wait=N``), then ``urls.get`` is polled until ``succeeded``,
-``failed`` or ``canceled`` and the first ``output`` fetched (without the
-token on another host); Ctrl-C cancels through ``urls.cancel``. The
-``input`` object comes from ``--violin-replicate-input=FILE`` with the
-placeholders of :class:`~pytest_violin.models.http.RequestTemplate` (a key
-whose image is missing is left out); default :data:`DEFAULT_INPUT`. No
-output, or an error naming a safety filter (:data:`REFUSAL_WORDS`), is a
-refusal.
+A prediction is created (``POST .../models/OWNER/NAME/predictions``, or ``POST .../predictions`` with a pinned
+``version``; ``?wait=N`` sends ``Prefer: wait=N``), then ``urls.get`` is polled until ``succeeded``,
+``failed`` or ``canceled`` and the first ``output`` fetched (without the token on another host); Ctrl-C
+cancels through ``urls.cancel``. The ``input`` object comes from ``--violin-replicate-input=FILE`` with the
+placeholders of :class:`~pytest_violin.models.http.RequestTemplate` (a key whose image is missing is left
+out); default :data:`DEFAULT_INPUT`. No output, or an error naming a safety filter (:data:`REFUSAL_WORDS`), is
+a refusal.
 """
 
 from __future__ import annotations
@@ -23,25 +20,20 @@ from ..errors import GenerationCancelled, GenerationError, GenerationRefused, Mo
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
 from .registry import format_params, split_params
-from .request import NetworkAdapter
+from .request import GenerationRequest, NetworkAdapter
 from .http import RequestTemplate
-from .request import GenerationRequest
-from ._transport.client import HttpClient, client_from_options
-from ._transport.answers import HttpResult
-from ._transport.origins import origin_or_none
-from ._transport.origins import shown
-from ._transport.origins import provider_endpoint
-from ._transport.answers import image_from_response, load_json
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.answers import HttpResult, image_from_response, load_json
+from ._transport.origins import origin_or_none, provider_endpoint, shown
 from ._transport.retries import parse_retry_after
-from ._transport.jobs import JobStates, poll_job
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
            "parse_target"]
 
 DEFAULT_BASE_URL = "https://api.replicate.com/v1"
 
-#: The ``input`` object without ``--violin-replicate-input``: the names most
-#: image models on Replicate use (``image`` and ``mask`` only for editing tasks).
+#: The ``input`` object without ``--violin-replicate-input``: the names most image models on Replicate use
+#: (``image`` and ``mask`` only for editing tasks).
 DEFAULT_INPUT = {
     "prompt": "{prompt}",
     "seed": "{seed}",
@@ -57,19 +49,19 @@ REFUSAL_WORDS = re.compile(r"nsfw|safety|moderat|flagged|sensitive content|conte
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9]{1,128}$")
 
-#: Seconds before the first poll (a ``Retry-After`` on the create answer
-#: wins) and the cap of the backoff between polls.
+#: Seconds before the first poll (a ``Retry-After`` on the create answer wins) and the cap of the backoff
+#: between polls.
 FIRST_WAIT, MAX_WAIT = 0.5, 5.0
 
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
 
-#: Terminal states of a prediction; all end the polling, :meth:`ReplicateAdapter.generate`
-#: reads them (a failure may be a refusal, told by its error message).
+#: Terminal states of a prediction; all end the polling, :meth:`ReplicateAdapter.generate` reads them (a
+#: failure may be a refusal, told by its error message).
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 FAILED = frozenset({"failed", "canceled"})
 
-#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/jobs.py)
+#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/client.py)
 STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 
 
@@ -167,8 +159,8 @@ class ReplicateAdapter(NetworkAdapter):
         done = threading.Event()
 
         def cancel() -> None:
-            # the client refuses requests once the run is cancelled: this one
-            # goes through the session, bounded by CANCEL_TIMEOUT, once
+            # the client refuses requests once the run is cancelled: this one goes through the session,
+            # bounded by CANCEL_TIMEOUT, once
             if not url or done.is_set():
                 return
             done.set()

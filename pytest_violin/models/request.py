@@ -1,8 +1,7 @@
 """What a model is asked for one sample, and the adapter protocol that answers it.
 
-An adapter turns a :class:`GenerationRequest` into an image (anything
-:func:`pytest_violin.as_rgb8` accepts); :class:`NetworkAdapter` is what the
-adapters calling a service through an
+An adapter turns a :class:`GenerationRequest` into an image (anything :func:`pytest_violin.as_rgb8` accepts);
+:class:`NetworkAdapter` is what the adapters calling a service through an
 :class:`~pytest_violin.models._transport.client.HttpClient` share.
 """
 
@@ -22,8 +21,8 @@ __all__ = ["GenerationRequest", "LazyImages", "ModelAdapter", "NetworkAdapter", 
 def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
     """A per-sample seed in ``[0, 2**31 - 1]`` from the run seed, the sample id and the repeat index.
 
-    Stable across processes, machines and Python versions (BLAKE2b, not ``hash()``), so a team can replay
-    one sample with the same seed.
+    Stable across processes, machines and Python versions (BLAKE2b, not ``hash()``), so a team can replay one
+    sample with the same seed.
     """
     digest = hashlib.blake2b(
         f"{int(base_seed)}\x00{sample_id}\x00{int(repeat)}".encode(), digest_size=8
@@ -79,8 +78,8 @@ class LazyImages(Sequence):
 class GenerationRequest:
     """What a model is asked to produce for one sample.
 
-    * ``images``: input images for editing tasks, RGB uint8 (for the mask task the source, then the mask as
-      a black/white image); a :class:`LazyImages` when built by :meth:`from_sample`.
+    * ``images``: input images for editing tasks, RGB uint8 (for the mask task the source, then the mask as a
+      black/white image); a :class:`LazyImages` when built by :meth:`from_sample`.
     * ``sample``: the sample itself, for adapters that need more (the oracle); never sent over the wire.
     * ``repeat``: repeat index (0 unless ``--violin-repeats`` is above 1).
     """
@@ -129,8 +128,7 @@ class ModelAdapter(Protocol):
     def generate(self, request: GenerationRequest) -> Any:
         """Return an image for ``request`` (anything ``as_rgb8`` accepts).
 
-        Raise :class:`~pytest_violin.errors.GenerationError` with a one-line
-        reason when the model fails.
+        Raise :class:`~pytest_violin.errors.GenerationError` with a one-line reason when the model fails.
         """
 
     def close(self) -> None:

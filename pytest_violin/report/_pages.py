@@ -1,14 +1,12 @@
 """The HTML pages' templates: report.html and the comparison page.
 
-One jinja2 environment with autoescape on, so every value a template shows
-(prompts, labels, sample ids, server messages, metadata) is escaped where it
-is written; only values made as :class:`markupsafe.Markup` here (inline SVG
-charts, whose text :mod:`~pytest_violin.report._svg` escapes) go in as they
-are. The templates live in ``templates/``: one base page, one stylesheet
-(``violin.css``) and each page's script. The base page pins its script by
-the SHA-256 of the text rendered between its ``<script>`` tags in the
-Content-Security-Policy, which forbids everything else (no external
-resource, no other script; images only as ``data:`` URIs).
+One jinja2 environment with autoescape on, so every value a template shows (prompts, labels, sample ids,
+server messages, metadata) is escaped where it is written; only values made as :class:`markupsafe.Markup` here
+(inline SVG charts, whose text :mod:`~pytest_violin.report._svg` escapes) go in as they are. The templates
+live in ``templates/``: one base page, one stylesheet (``violin.css``) and each page's script. The base page
+pins its script by the SHA-256 of the text rendered between its ``<script>`` tags in the
+Content-Security-Policy, which forbids everything else (no external resource, no other script; images only as
+``data:`` URIs).
 """
 
 from __future__ import annotations

@@ -32,10 +32,10 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
               highlight: Sequence[str] = ()) -> str:
     """A grouped vertical bar chart as self-contained inline ``<svg>`` markup.
 
-    One group of bars per category (metric names), one bar per series ``(name, {category:
-    value})`` in each (missing or non-finite values draw none), each with a ``<title>``
-    tooltip of its value; ``title`` is drawn above and is the accessible label;
-    ``highlight`` series get a red outline (regressed variations). Labels are escaped.
+    One group of bars per category (metric names), one bar per series ``(name, {category: value})`` in each
+    (missing or non-finite values draw none), each with a ``<title>`` tooltip of its value; ``title`` is drawn
+    above and is the accessible label; ``highlight`` series get a red outline (regressed variations). Labels
+    are escaped.
     """
     cats = [str(c) for c in categories]
     values = [v for _, vals in series for v in vals.values()
@@ -93,10 +93,9 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
     return "".join(parts)
 
 
-#: Upper bounds of the advance width of characters of the legend's 10 px text,
-#: in pixels, from DejaVu Sans (the widest of the common sans-serif fonts browsers
-#: fall back to; its W is 9.9 px, m 9.7 px, M 8.6 px at 10 px): labels laid out
-#: with them never meet, whatever the font.
+#: Upper bounds of the advance width of characters of the legend's 10 px text, in pixels, from DejaVu Sans
+#: (the widest of the common sans-serif fonts browsers fall back to; its W is 9.9 px, m 9.7 px, M 8.6 px at 10
+#: px): labels laid out with them never meet, whatever the font.
 _WIDE_PX = {"W": 10.0, "m": 9.8, "M": 8.8, "w": 8.4, "@": 10.0, "%": 9.6, "&": 7.9, "+": 8.4, "=": 8.4,
             "<": 8.4, ">": 8.4, "~": 8.4, "^": 8.4, "#": 8.4}
 _NARROW = set(".,:;'|!()[]/-\"` ")

@@ -1,11 +1,9 @@
 """One table, four text formats: terminal columns, Markdown, LaTeX (booktabs) and CSV.
 
-A :class:`Table` is a header, rows of cells and one alignment letter per
-column. Cells are plain text: each renderer passes every text cell through
-the escape it is given (the format's one escape), except a :class:`Raw` cell,
-markup its caller assembled from parts it escaped itself (a Markdown
-``**all**``, a LaTeX ``\\textbf{0.050}``). Numbers that are not text (a CSV's
-floats and counts) are written as they are.
+A :class:`Table` is a header, rows of cells and one alignment letter per column. Cells are plain text: each
+renderer passes every text cell through the escape it is given (the format's one escape), except a
+:class:`Raw` cell, markup its caller assembled from parts it escaped itself (a Markdown ``**all**``, a LaTeX
+``\\textbf{0.050}``). Numbers that are not text (a CSV's floats and counts) are written as they are.
 """
 
 from __future__ import annotations

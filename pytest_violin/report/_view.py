@@ -1,9 +1,8 @@
 """The run summary's tables as data: what summary.md and report.html both show.
 
-One table per task (rows = its variations, then the task's own row, as the
-paper's Tables 1-3), with the no-image and refused columns wherever the run
-has any, and the gate's group of each row when a baseline was given. The
-formats render it: :mod:`~pytest_violin.report.markdown` through
+One table per task (rows = its variations, then the task's own row, as the paper's Tables 1-3), with the
+no-image and refused columns wherever the run has any, and the gate's group of each row when a baseline was
+given. The formats render it: :mod:`~pytest_violin.report.markdown` through
 :mod:`~pytest_violin.report._tables`, report.html through its template.
 """
 
@@ -26,8 +25,8 @@ class SummaryRow:
     total: bool
     row: AggregateRow
     group: object = None
-    #: a decided sequential gate's verdict on the row (True: it showed the group regressed);
-    #: None when the fixed-sample comparison's statuses apply
+    #: a decided sequential gate's verdict on the row (True: it showed the group regressed); None when the
+    #: fixed-sample comparison's statuses apply
     marked: bool | None = None
 
     @property
@@ -81,9 +80,9 @@ class TaskTable:
 def task_tables(agg, groups, marks=None) -> list[TaskTable]:
     """The tables of ``agg`` (:func:`pytest_violin.results.aggregate_records`).
 
-    ``groups`` maps ``(task, variation)`` to the gate's group (empty without a baseline; then
-    the tables have no difference column); ``marks``, the ``(task, variation)`` a decided
-    sequential gate showed regressed (None otherwise).
+    ``groups`` maps ``(task, variation)`` to the gate's group (empty without a baseline; then the tables have
+    no difference column); ``marks``, the ``(task, variation)`` a decided sequential gate showed regressed
+    (None otherwise).
     """
     tasks = [AggregateRow.from_baseline_dict(r) for r in agg.get("tasks", [])]
     variations = [AggregateRow.from_baseline_dict(r) for r in agg.get("variations", [])]

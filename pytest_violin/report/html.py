@@ -1,16 +1,14 @@
 """``report.html``: one self-contained page a person opens after a CI run.
 
-The page has no external resources at all (a Content-Security-Policy forbids
-them, and only the page's own inline script, pinned by its SHA-256, may run):
-summary tables per task and variation, inline SVG bar charts of the metric
-means, the regression gate's verdict when a baseline was given, and one row
-per sample (failures first) with expected / generated / difference
-thumbnails and filters (failures only, by outcome, by task, by text).
+The page has no external resources at all (a Content-Security-Policy forbids them, and only the page's own
+inline script, pinned by its SHA-256, may run): summary tables per task and variation, inline SVG bar charts
+of the metric means, the regression gate's verdict when a baseline was given, and one row per sample (failures
+first) with expected / generated / difference thumbnails and filters (failures only, by outcome, by task, by
+text).
 
-The page is rendered by ``templates/report.html.j2`` (:mod:`._pages`: autoescape
-on, so every string that comes from prompts, manifests, model servers or the
-environment is escaped where the template writes it); this module gathers
-what it shows.
+The page is rendered by ``templates/report.html.j2`` (:mod:`._pages`: autoescape on, so every string that
+comes from prompts, manifests, model servers or the environment is escaped where the template writes it); this
+module gathers what it shows.
 """
 
 from __future__ import annotations
@@ -28,9 +26,8 @@ from ._view import task_tables
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
 
-#: Bytes of thumbnail data URIs embedded at most; samples past the budget
-#: (passes come last) are listed without pictures. Keeps 7,745 samples of
-#: a real model's noisy images well under 50 MB.
+#: Bytes of thumbnail data URIs embedded at most; samples past the budget (passes come last) are listed
+#: without pictures. Keeps 7,745 samples of a real model's noisy images well under 50 MB.
 DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 
@@ -169,10 +166,10 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                 thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET, runs_comparison=None) -> str:
     """The complete HTML report page.
 
-    ``results`` carry ``extra["thumbnails"]`` data URIs when they were computed (at most
-    ``thumbnail_budget`` bytes are embedded, failures first); ``metadata`` are the run facts
-    shown at the top; ``comparison`` adds the gate section and highlights regressed rows and
-    newly failing samples; ``runs_comparison`` (``--violin-compare``) follows the summary.
+    ``results`` carry ``extra["thumbnails"]`` data URIs when they were computed (at most ``thumbnail_budget``
+    bytes are embedded, failures first); ``metadata`` are the run facts shown at the top; ``comparison`` adds
+    the gate section and highlights regressed rows and newly failing samples; ``runs_comparison``
+    (``--violin-compare``) follows the summary.
     """
     records = records_of(results)
     agg = aggregates if aggregates is not None else aggregate_records(records)

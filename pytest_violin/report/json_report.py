@@ -1,8 +1,7 @@
 """``results.json``: every sample's result and the aggregates of a run.
 
-The schema is documented in docs/reports.md. This module also holds the
-small helpers (records, ordering, number formats, atomic writes) that the
-Markdown and HTML writers share.
+The schema is documented in docs/reports.md. This module also holds the small helpers (records, ordering,
+number formats, atomic writes) that the Markdown and HTML writers share.
 """
 
 from __future__ import annotations
@@ -88,14 +87,13 @@ def failures_first(records) -> list[dict]:
 
 def run_usage(records, *, price=None, counted=None) -> dict:
     """``generations`` (model calls made; HTTP retries not among them), ``cache_hits``,
-    ``price`` and ``estimated_cost`` (``generations * price``; None without a price) of a
-    run's records (``generations``, ``cache_hits``).
+    ``price`` and ``estimated_cost`` (``generations * price``; None without a price) of a run's records
+    (``generations``, ``cache_hits``).
 
     ``counted``: the calls counted where they were made
-    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`: reruns, samples prefetched
-    before ``-x`` stopped the run, repeats and fixture calls included; a record holds only
-    the last run of its sample): the totals are then these, plus ``retries`` and
-    ``calls_refused`` (at the cap).
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`: reruns, samples prefetched before ``-x``
+    stopped the run, repeats and fixture calls included; a record holds only the last run of its sample): the
+    totals are then these, plus ``retries`` and ``calls_refused`` (at the cap).
     """
     extra = {}
     if counted is not None:
@@ -152,8 +150,8 @@ def _clean(obj):
 
 def build_results(results, *, metadata=None, comparison=None, aggregates=None) -> dict:
     """The ``results.json`` document: ``format``, ``schema_version``, ``metadata`` (run facts
-    and counts), ``aggregates`` (precomputed :func:`~pytest_violin.results.aggregate_records`
-    or computed), ``comparison`` (the gate's, or None) and ``samples``; strict JSON (no NaN).
+    and counts), ``aggregates`` (precomputed :func:`~pytest_violin.results.aggregate_records` or computed),
+    ``comparison`` (the gate's, or None) and ``samples``; strict JSON (no NaN).
     """
     records = records_of(results, keep_thumbnails=False)
     meta = dict(metadata or {})
@@ -194,9 +192,8 @@ THUMBNAILS_BUDGET = 35_000_000
 def write_thumbnails_json(path, results, *, budget: int = THUMBNAILS_BUDGET) -> Path:
     """Write the samples' thumbnails (``{sample_id: {"expected", "generated", "diff"}}``) to ``path``.
 
-    results.json leaves them out (they are plumbing for the HTML); a
-    comparison of report folders (``python -m pytest_violin compare``) reads
-    them from here for its gallery. Failures first; samples past ``budget``
+    results.json leaves them out (they are plumbing for the HTML); a comparison of report folders (``python -m
+    pytest_violin compare``) reads them from here for its gallery. Failures first; samples past ``budget``
     bytes of data URIs are left out.
     """
     records = records_of(results, keep_thumbnails=True)

@@ -1,7 +1,7 @@
 """The terminal summary: one table per suite and task, rows per variation.
 
-Laid out like the paper's Tables 1-3: metric columns, the mean column,
-then the pass rate and the sample count.
+Laid out like the paper's Tables 1-3: metric columns, the mean column, then the pass rate and the sample
+count.
 """
 
 from __future__ import annotations
@@ -26,10 +26,29 @@ def _fmt(value) -> str:
     return f"{value:.3f}"
 
 
+def _diagnosis_lines(results) -> list:
+    """The failure modes and the probe readings (docs/diagnoses.md); diagnosis loads only when either is due."""
+    lines = []
+    failed = [r.to_dict() for r in results if r.outcome is Outcome.FAILED]
+    if failed:
+        from ..diagnosis.summary import failure_mode_lines
+
+        modes = failure_mode_lines(failed)
+        if modes:
+            lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
+    if any(r.suite == "violin-probes" for r in results):  # diagnosis.probes.PROBES_SUITE
+        from ..diagnosis.probes import PROBES_SUITE, probe_lines
+
+        probes = probe_lines([r.to_dict() for r in results if r.suite == PROBES_SUITE])
+        if probes:
+            lines += ["", f"probe readings ({PROBES_SUITE}):", *(f"  {p}" for p in probes)]
+    return lines
+
+
 def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]:
     """The lines (no newlines) of ``store``'s aggregate tables, headed by the model, profile and
-    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call
-    counts (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
+    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call counts
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
     the cost are computed from when given."""
     rows = store.aggregate(totals=True)
     lines: list[str] = []
@@ -62,16 +81,7 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         lines += ["", f"{suite} / {task}", *text_lines(table, rule=True)]
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
-    from ..diagnosis.summary import failure_mode_lines
-
-    modes = failure_mode_lines(r.to_dict() for r in store.results if r.outcome is Outcome.FAILED)
-    if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
-        lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
-    from ..diagnosis.probes import PROBES_SUITE, probe_lines
-
-    probes = probe_lines([r.to_dict() for r in store.results if r.suite == PROBES_SUITE])
-    if probes:  # the paper's three observations, measured (docs/diagnoses.md)
-        lines += ["", f"probe readings ({PROBES_SUITE}):", *(f"  {p}" for p in probes)]
+    lines += _diagnosis_lines(store.results)
     if any(getattr(row, "no_image", 0) or row.refused for row in rows):
         lines.append("")
         lines.append(NO_IMAGE_NOTE)
@@ -84,8 +94,8 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
     if total:
         from .json_report import run_usage, usage_text
 
-        # usage: the calls counted where they were made (reruns, -x, repeats,
-        # fixtures; pytest_violin.execution.usage), else the records' own counts
+        # usage: the calls counted where they were made (reruns, -x, repeats, fixtures;
+        # pytest_violin.execution.usage), else the records' own counts
         usage = run_usage(store.results, price=price, counted=usage)
         if usage["generations"] or usage["cache_hits"] or price is not None:
             lines.append(usage_text(usage))

@@ -1,9 +1,8 @@
 """Small data-URI thumbnails for the HTML report.
 
-For each sample the report shows three thumbnails: the expected image, the
-generated image and a heat map of their difference. They are computed on
-the process that scored the sample (an xdist worker), encoded as tiny PNG
-or JPEG data URIs, and travel to the controller in ``SampleResult.extra``.
+For each sample the report shows three thumbnails: the expected image, the generated image and a heat map of
+their difference. They are computed on the process that scored the sample (an xdist worker), encoded as tiny
+PNG or JPEG data URIs, and travel to the controller in ``SampleResult.extra``.
 """
 
 from __future__ import annotations
@@ -57,10 +56,10 @@ def diff_heatmap(image, expected, size: int = THUMBNAIL_SIZE) -> np.ndarray:
     """RGB heat map of ``|image - expected|`` at thumbnail size (*inferno*: black identical,
     yellow a full-range difference).
 
-    ``image`` is first resized to the expected size (as scoring does); the difference is
-    taken at twice the thumbnail resolution (a full-resolution one costs more than the rest
-    of the report), averaged over the channels and put on a square-root scale, so that small
-    deviations stay visible (10/255 is already a fifth of the way up).
+    ``image`` is first resized to the expected size (as scoring does); the difference is taken at twice the
+    thumbnail resolution (a full-resolution one costs more than the rest of the report), averaged over the
+    channels and put on a square-root scale, so that small deviations stay visible (10/255 is already a fifth
+    of the way up).
     """
     exp = as_rgb8(expected)
     gen = resize_rgb8(as_rgb8(image), exp.shape[1], exp.shape[0])
@@ -130,9 +129,9 @@ def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE, inputs=(
     """Data URIs of one sample's ``source`` and ``mask`` (its ``inputs``: the mask task),
     ``expected``, ``generated`` and ``diff`` thumbnails, where they exist.
 
-    ``expected`` None skips the expected and difference thumbnails (the plugin does so for
-    passing samples, whose difference is near black: no second render of the ground
-    truth); ``generated`` is None when generation failed.
+    ``expected`` None skips the expected and difference thumbnails (the plugin does so for passing samples,
+    whose difference is near black: no second render of the ground truth); ``generated`` is None when
+    generation failed.
     """
     out = {}
     for name, image in zip(("source", "mask"), inputs or ()):

@@ -1,8 +1,7 @@
 """Argument checks shared by the strategies: each raises ``InvalidArgument`` naming the value.
 
-Every public strategy validates its arguments when it is called, not when
-it is drawn from, through these helpers, so a wrong argument reads the same
-in every strategy: ``name=value is invalid: expected ...``.
+Every public strategy validates its arguments when it is called, not when it is drawn from, through these
+helpers, so a wrong argument reads the same in every strategy: ``name=value is invalid: expected ...``.
 """
 
 from __future__ import annotations

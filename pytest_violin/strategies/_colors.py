@@ -1,8 +1,7 @@
 """Color strategies: RGB tuples and color strings in every notation the prompts use.
 
-Colors shrink toward the 29 named ISCC-NBS Level-2 colors, the darkest
-first; a color that must not be a named one shrinks channel by channel
-toward pure black.
+Colors shrink toward the 29 named ISCC-NBS Level-2 colors, the darkest first; a color that must not be a named
+one shrinks channel by channel toward pure black.
 """
 
 from __future__ import annotations
@@ -30,9 +29,8 @@ def _named_rgbs() -> tuple:
 def named_colors() -> st.SearchStrategy:
     """One of the 29 ISCC-NBS Level-2 colors, as an ``(r, g, b)`` tuple of ints.
 
-    Shrinks toward the darkest (ISCC-NBS "Black", ``(43, 41, 43)``); the
-    order is by luma, so a failure shrinks to the darkest named color that
-    still fails.
+    Shrinks toward the darkest (ISCC-NBS "Black", ``(43, 41, 43)``); the order is by luma, so a failure
+    shrinks to the darkest named color that still fails.
     """
     return st.sampled_from(_named_rgbs())
 
@@ -40,11 +38,10 @@ def named_colors() -> st.SearchStrategy:
 def rgb_colors(*, named: bool = True) -> st.SearchStrategy:
     """Any 8-bit color as an ``(r, g, b)`` tuple of ints.
 
-    With ``named`` (the default) part of the draws are the 29 ISCC-NBS colors:
-    a trivially failing example shrinks to the darkest of them, and an
-    arbitrary color shrinks channel by channel toward ``(0, 0, 0)`` (the
-    shrinker stays in the branch where it found the failure). Without, only the
-    uniform channel strategy (shrinks to pure black).
+    With ``named`` (the default) part of the draws are the 29 ISCC-NBS colors: a trivially failing example
+    shrinks to the darkest of them, and an arbitrary color shrinks channel by channel toward ``(0, 0, 0)``
+    (the shrinker stays in the branch where it found the failure). Without, only the uniform channel strategy
+    (shrinks to pure black).
     """
     check_bool("named", named)
     channel = st.integers(min_value=0, max_value=255)
@@ -68,11 +65,10 @@ def hex_colors(*, named: bool = True) -> st.SearchStrategy:
 def colors(*, notation: str | None = None, named: bool = True) -> st.SearchStrategy:
     """Color strings in one notation, or in any of them, that :func:`pytest_violin.parse_color` reads back exactly.
 
-    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the
-    shortest ``hsl(...)`` that parses back to the exact 8-bit color; ``name``
-    -> an ISCC-NBS Level-2 name such as ``"yellowish pink"`` (only the 29 named
-    colors). None (the default): any notation, shrinking toward ``hex``.
-    ``named`` is as for :func:`rgb_colors` (ignored for ``notation="name"``).
+    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the shortest ``hsl(...)`` that parses
+    back to the exact 8-bit color; ``name`` -> an ISCC-NBS Level-2 name such as ``"yellowish pink"`` (only the
+    29 named colors). None (the default): any notation, shrinking toward ``hex``. ``named`` is as for
+    :func:`rgb_colors` (ignored for ``notation="name"``).
     """
     check_choice("notation", notation, NOTATIONS, allow_none=True)
     check_bool("named", named)

@@ -1,9 +1,8 @@
 """Where things go: split ratios and shape placements that always fit the canvas.
 
-Split ratios shrink toward 0.5 (the balanced split a model defaults to);
-shape placements shrink toward a circle of the smallest size at the canvas
-centre (the ``center`` anchor). :func:`grid_around_half` is the grid both
-(and the photo crops of the mask strategies) draw from.
+Split ratios shrink toward 0.5 (the balanced split a model defaults to); shape placements shrink toward a
+circle of the smallest size at the canvas centre (the ``center`` anchor). :func:`grid_around_half` is the grid
+both (and the photo crops of the mask strategies) draw from.
 """
 
 from __future__ import annotations
@@ -15,13 +14,13 @@ from typing import NamedTuple
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..suite import geometry as _geometry
+from ..suite import drawing as _geometry
 from ._checks import check, check_bool, check_canvas, check_subset, is_real
 
 #: Shape kinds of the geometric task.
 SHAPES = _geometry.SHAPES
-#: Named alignments of a shape's bounding box, simplest first (the centre,
-#: then the rest in the order :data:`pytest_violin.suite.geometry.ANCHORS` lists them).
+#: Named alignments of a shape's bounding box, simplest first (the centre, then the rest in the order
+#: :data:`pytest_violin.suite.drawing.ANCHORS` lists them).
 ANCHORS = ("center", *(name for name in _geometry.ANCHORS if name != "center"))
 
 
@@ -35,11 +34,10 @@ class ShapePlacement(NamedTuple):
     size : float
         Diameter or side length as a fraction of the canvas width.
     anchor : str or None
-        A named alignment (``left-center``, ...), or None when ``center``
-        is given.
+        A named alignment (``left-center``, ...), or None when ``center`` is given.
     center : tuple of float or None
-        ``(fx, fy)``: the bounding-box centre as fractions of the width and
-        height, or None when ``anchor`` is given.
+        ``(fx, fy)``: the bounding-box centre as fractions of the width and height, or None when ``anchor`` is
+        given.
     """
 
     shape: str
@@ -68,11 +66,10 @@ def split_ratios(*, min_value: float = 0.05, max_value: float = 0.95,
                  step: float = 0.005) -> st.SearchStrategy:
     """Area ratios for two-region layouts (the first region's share).
 
-    Floats in ``[min_value, max_value]`` (``0 < min_value <= max_value < 1``)
-    on the ``step`` grid (default 0.005, half a percent, so ``0.315`` can be
-    drawn; prompts state ratios as percentages, ``step`` in ``(0, 0.5]``),
-    shrinking toward 0.5 (or the grid point nearest 0.5 inside the bounds);
-    bounds with no grid point between them are refused.
+    Floats in ``[min_value, max_value]`` (``0 < min_value <= max_value < 1``) on the ``step`` grid (default
+    0.005, half a percent, so ``0.315`` can be drawn; prompts state ratios as percentages, ``step`` in ``(0,
+    0.5]``), shrinking toward 0.5 (or the grid point nearest 0.5 inside the bounds); bounds with no grid point
+    between them are refused.
     """
     check(is_real(min_value) and 0.0 < min_value < 1.0, "min_value", min_value,
           "a number strictly between 0 and 1")
@@ -89,14 +86,14 @@ def split_ratios(*, min_value: float = 0.05, max_value: float = 0.95,
 
 # ---------------------------------------------------------------- shapes
 def _bbox_px(shape: str, size: float, width: int) -> tuple:
-    from ..suite.geometry import shape_extent
+    from ..suite.drawing import shape_extent
 
     return shape_extent(shape, size, width)
 
 
 def _centers(shape: str, size: float, width: int, height: int, step: float) -> st.SearchStrategy:
     """Center fractions on the ``step`` grid whose box fits, shrinking to the middle."""
-    from ..suite.geometry import place_bbox
+    from ..suite.drawing import place_bbox
 
     bw, bh = _bbox_px(shape, size, width)
 
@@ -125,16 +122,13 @@ def shape_placements(*, width: int = 512, height: int = 512, shapes: Sequence[st
                      centers: bool = True, step: float = 0.01) -> st.SearchStrategy:
     """:class:`ShapePlacement` tuples ``(shape, size, anchor, center)`` that always fit the canvas.
 
-    ``shapes`` are the allowed kinds among ``circle``, ``square``,
-    ``triangle`` (shrinks toward the first). ``min_size`` and ``max_size`` bound
-    the size as a fraction of the width (whole percents are drawn, shrinking
-    toward ``min_size``); the shape must fit vertically too, so
-    ``max_size * width`` may not exceed the height. ``anchors`` are the allowed
-    named alignments (see :data:`ANCHORS`; shrinks toward the first; None or
-    empty for centers only); ``centers`` also draws free positions: the
-    bounding-box centre as fractions of the width and height on the ``step``
-    grid (default one percent), always far enough from the edges that the
-    whole shape is inside the canvas. At least one of the two must be allowed.
+    ``shapes`` are the allowed kinds among ``circle``, ``square``, ``triangle`` (shrinks toward the first).
+    ``min_size`` and ``max_size`` bound the size as a fraction of the width (whole percents are drawn,
+    shrinking toward ``min_size``); the shape must fit vertically too, so ``max_size * width`` may not exceed
+    the height. ``anchors`` are the allowed named alignments (see :data:`ANCHORS`; shrinks toward the first;
+    None or empty for centers only); ``centers`` also draws free positions: the bounding-box centre as
+    fractions of the width and height on the ``step`` grid (default one percent), always far enough from the
+    edges that the whole shape is inside the canvas. At least one of the two must be allowed.
     """
     width, height = check_canvas(width, height, 8)
     shapes = check_subset("shapes", shapes, SHAPES)

@@ -1,8 +1,7 @@
 """Masks and source images of the mask task.
 
-Masks shrink toward one small blob (``inpaint``), one band (``outpaint``)
-or one short stroke (``random``); any kind: the band on the left side.
-Every mask is well formed as in the suite. Source images are crops of the
+Masks shrink toward one small blob (``inpaint``), one band (``outpaint``) or one short stroke (``random``);
+any kind: the band on the left side. Every mask is well formed as in the suite. Source images are crops of the
 photographs bundled with scikit-image, lifted as the suite's are.
 """
 
@@ -13,7 +12,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from ..suite import masks as _masks
+from ..suite import drawing as _masks
 from ._checks import check, check_canvas, check_choice
 from ._geometry import grid_around_half
 
@@ -29,8 +28,8 @@ def _draw_inpaint(draw, black: np.ndarray, w: int, h: int) -> None:
         a = draw(st.integers(6, 20)) / 100.0 * s
         b = draw(st.integers(6, 20)) / 100.0 * s
         angle = draw(st.integers(0, 179))
-        # offset of the ellipse centre within half its smaller axis keeps the
-        # common point (cx, cy) inside every ellipse: the union is star-shaped.
+        # offset of the ellipse centre within half its smaller axis keeps the common point (cx, cy) inside
+        # every ellipse: the union is star-shaped.
         r = draw(st.integers(0, 50)) / 100.0 * min(a, b)
         t = math.radians(draw(st.integers(0, 359)))
         _masks.paint_ellipse(black, cx + r * math.cos(t), cy + r * math.sin(t), a, b, angle)
@@ -65,16 +64,13 @@ def masks(*, width: int = 64, height: int = 64, kind: str | None = None,
           dtype=bool) -> st.SearchStrategy:
     """Binary keep-masks of the mask task, ``(height, width)`` arrays (True / 1 = keep, False / 0 = black).
 
-    The size is 16..4096 pixels a side (default 64 x 64; masks scale, so tests
-    rarely need the suite's 512); ``dtype`` is ``bool`` or ``uint8`` (0 and 1).
-    ``kind`` ``inpaint`` is one interior star-shaped blob of 1-3 ellipses;
-    ``outpaint`` bands along one to three adjacent sides (never a closed
-    frame); ``random`` one to three thick strokes with bounded turning; None
-    (default): any kind, shrinking toward the simplest mask, one band of 10% on
-    the left side. Every mask is well formed as in the suite: at least one kept
-    and one black pixel, and no black region encloses kept pixels (enclosed
-    kept pixels are blacked out), so its ground truth scores 0.0 in both metric
-    profiles.
+    The size is 16..4096 pixels a side (default 64 x 64; masks scale, so tests rarely need the suite's 512);
+    ``dtype`` is ``bool`` or ``uint8`` (0 and 1). ``kind`` ``inpaint`` is one interior star-shaped blob of 1-3
+    ellipses; ``outpaint`` bands along one to three adjacent sides (never a closed frame); ``random`` one to
+    three thick strokes with bounded turning; None (default): any kind, shrinking toward the simplest mask,
+    one band of 10% on the left side. Every mask is well formed as in the suite: at least one kept and one
+    black pixel, and no black region encloses kept pixels (enclosed kept pixels are blacked out), so its
+    ground truth scores 0.0 in both metric profiles.
     """
     width, height = check_canvas(width, height, 16)
     check_choice("kind", kind, MASK_KINDS, allow_none=True)
@@ -90,7 +86,7 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 
     @st.composite
     def pair(draw):
-        from ..suite.masks import fill_enclosed
+        from ..suite.drawing import fill_enclosed
 
         chosen = draw(st.sampled_from(kinds))
         black = np.zeros((height, width), np.uint8)
@@ -104,13 +100,12 @@ def kind_and_mask(width: int, height: int, kind: str | None) -> st.SearchStrateg
 def source_images(*, width: int = 64, height: int = 64) -> st.SearchStrategy:
     """Natural ``(height, width, 3)`` uint8 source images for the mask task (default 64 x 64).
 
-    Each image is a crop (zoom 1-2x, position, optional mirror) of one of the
-    photographs bundled with scikit-image, lifted so every channel is at least
-    40 (above the mask metrics' black threshold), exactly as the suite's base
-    images; shrinks toward the first photo, uncropped, centred, not mirrored.
+    Each image is a crop (zoom 1-2x, position, optional mirror) of one of the photographs bundled with
+    scikit-image, lifted so every channel is at least 40 (above the mask metrics' black threshold), exactly as
+    the suite's base images; shrinks toward the first photo, uncropped, centred, not mirrored.
     """
     width, height = check_canvas(width, height, 8)
-    from ..suite.photos import SKIMAGE_PHOTOS, base_image
+    from ..suite.drawing import SKIMAGE_PHOTOS, base_image
 
     spec = st.fixed_dictionaries({
         "source": st.just("skimage"),

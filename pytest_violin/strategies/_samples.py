@@ -1,16 +1,13 @@
 """Sample strategies: whole :class:`pytest_violin.Sample` objects of every task.
 
-Each composes the strategies of its parts (colors, ratios, placements,
-masks) with a prompt template and builds the sample with
-:mod:`pytest_violin.suite.builders`, so a failing sample shrinks through its
-parts and toward prompt template 0.
+Each composes the strategies of its parts (colors, ratios, placements, masks) with a prompt template and
+builds the sample with :mod:`pytest_violin.suite.builders`, so a failing sample shrinks through its parts and
+toward prompt template 0.
 
-Each returns a strategy of :class:`pytest_violin.Sample` objects of its task
-and takes, where they apply: ``notation`` (``"hex"``, ``"rgb"``, ``"hsl"``,
-``"name"``: how the colors are written in the prompt; None draws one,
-shrinking toward hex), ``width`` and ``height`` (the image size, default
-the suite's 512 x 512) and ``template`` (a fixed prompt template, or None
-to draw one).
+Each returns a strategy of :class:`pytest_violin.Sample` objects of its task and takes, where they apply:
+``notation`` (``"hex"``, ``"rgb"``, ``"hsl"``, ``"name"``: how the colors are written in the prompt; None
+draws one, shrinking toward hex), ``width`` and ``height`` (the image size, default the suite's 512 x 512) and
+``template`` (a fixed prompt template, or None to draw one).
 """
 
 from __future__ import annotations
@@ -119,9 +116,8 @@ def block_samples(*, layout: str | None = None, notation: str | None = None,
                   template: int | None = None) -> st.SearchStrategy:
     """Multi-block color samples: halves or quadrants, each block a distinct color.
 
-    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top /
-    bottom) or ``quad`` (2 x 2 in reading order); None draws one (shrinking
-    toward ``vertical``). The image is at least 2 x 2.
+    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2 x 2 in
+    reading order); None draws one (shrinking toward ``vertical``). The image is at least 2 x 2.
     """
     check_choice("layout", layout, _LAYOUTS, allow_none=True)
     width, height = _check_colored(notation, width, height, 2)
@@ -143,9 +139,9 @@ def ratio_samples(*, orientation: str | None = None, min_value: float = 0.05,
                   height: int = 512, template: int | None = None) -> st.SearchStrategy:
     """Area-ratio samples: "the left 31.5% pure blue, the rest pure red".
 
-    ``orientation`` is ``vertical`` (left | right) or ``horizontal`` (top /
-    bottom); None draws one. ``min_value`` and ``max_value`` bound the first
-    region's share (see :func:`split_ratios`); the ratio shrinks toward 0.5.
+    ``orientation`` is ``vertical`` (left | right) or ``horizontal`` (top / bottom); None draws one.
+    ``min_value`` and ``max_value`` bound the first region's share (see :func:`split_ratios`); the ratio
+    shrinks toward 0.5.
     """
     check_choice("orientation", orientation, _ORIENTATIONS, allow_none=True)
     ratios = split_ratios(min_value=min_value, max_value=max_value)
@@ -190,9 +186,8 @@ def mask_samples(*, width: int = 64, height: int = 64, kind: str | None = None,
                  template: int | None = None) -> st.SearchStrategy:
     """Mask samples: an image, a keep-mask and "black out every pixel where the mask is 0".
 
-    The image is 64 x 64 by default; ``kind`` is as for :func:`masks`.
-    ``images`` draws the source images of ``(height, width)`` (default
-    :func:`source_images`): keep their darkest pixels above the mask metrics'
+    The image is 64 x 64 by default; ``kind`` is as for :func:`masks`. ``images`` draws the source images of
+    ``(height, width)`` (default :func:`source_images`): keep their darkest pixels above the mask metrics'
     black threshold (gray 30 or darker), or the ground truth cannot score 0.
     """
     masks(width=width, height=height, kind=kind)  # validates the arguments

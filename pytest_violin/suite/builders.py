@@ -1,16 +1,14 @@
 """Build one sample from parameters, with its prompt and ground truth.
 
-The public builders (:func:`color_sample`, :func:`block_sample`,
-:func:`ratio_sample`, :func:`shape_sample`, :func:`mask_sample`) are what
-hypothesis strategies and assertions call; the suites use the lower-level
-``make_*`` functions with their own ids. Both produce the same
-:class:`~pytest_violin.suite.sample.Sample` class.
+The public builders (:func:`color_sample`, :func:`block_sample`, :func:`ratio_sample`, :func:`shape_sample`,
+:func:`mask_sample`) are what hypothesis strategies and assertions call; the suites use the lower-level
+``make_*`` functions with their own ids. Both produce the same :class:`~pytest_violin.suite.sample.Sample`
+class.
 
-A public builder makes a sample of suite ``custom`` whose id is built from
-its parameters (``custom/color/<rrggbb>[/...]``); its colors are anything
-:func:`parse_color` accepts, ``notation`` is how the prompt writes them
-(``hex``, ``rgb``, ``hsl``, or ``name`` for ISCC-NBS colors only), ``width``
-and ``height`` the image size and ``template`` the prompt template index.
+A public builder makes a sample of suite ``custom`` whose id is built from its parameters
+(``custom/color/<rrggbb>[/...]``); its colors are anything :func:`parse_color` accepts, ``notation`` is how
+the prompt writes them (``hex``, ``rgb``, ``hsl``, or ``name`` for ISCC-NBS colors only), ``width`` and
+``height`` the image size and ``template`` the prompt template index.
 """
 
 from __future__ import annotations
@@ -22,9 +20,7 @@ import numpy as np
 from ..errors import ImageSizeMismatchError, SuiteError
 from ..imaging import as_rgb8
 from .colors import format_color, parse_color
-from .geometry import place_bbox, shape_extent
-from .masks import MASK_KINDS, fill_enclosed
-from .photos import LIFT, lift_dark
+from .drawing import LIFT, MASK_KINDS, fill_enclosed, lift_dark, place_bbox, shape_extent
 from .prompts import (ANCHOR_PHRASES, BLOCK_TEMPLATES, CODE_TEMPLATES, COLOR_TEMPLATES,
                       MASK_TEMPLATES, NOTATION_LABELS, QUAD_TEMPLATES, RATIO_TEMPLATES,
                       SHAPE_PHRASES, SHAPE_TEMPLATES, percent, pick)
@@ -140,7 +136,7 @@ def make_shape(sample_id, suite, variation, shape, size, template, width=512, he
 
 def make_photo_mask(sample_id, suite, kind, photo, mask_seed, template, width=512,
                     height=512) -> Sample:
-    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.photos`)."""
+    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.drawing`)."""
     spec = {"kind": "mask", "mask_kind": kind, "mask_seed": int(mask_seed), "photo": photo,
             "lift": LIFT, "template": template}
     prompt = pick(MASK_TEMPLATES, template, "mask")
@@ -183,10 +179,9 @@ def block_sample(layout: str, colors, *, notation: str = "hex", width: int = 512
                  height: int = 512, template: int = 0) -> Sample:
     """Two or four uniform color blocks (task ``color``), id ``custom/blocks/<layout>/<rrggbb>-...``.
 
-    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top /
-    bottom) or ``quad`` (2x2 in reading order: top-left, top-right,
-    bottom-left, bottom-right), with 2 colors (4 for ``quad``); ``template`` is
-    ``0..9`` for two blocks, ``0..1`` for quad.
+    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2x2 in
+    reading order: top-left, top-right, bottom-left, bottom-right), with 2 colors (4 for ``quad``);
+    ``template`` is ``0..9`` for two blocks, ``0..1`` for quad.
     """
     width, height = _size(width, height)
     _check_notation(notation)
@@ -216,9 +211,9 @@ def ratio_sample(ratio: float, colors, *, orientation: str = "vertical", notatio
                  width: int = 512, height: int = 512, template: int = 0) -> Sample:
     """An area-ratio split (task ``ratio``): the first color covers ``ratio`` of the width (or height).
 
-    ``0 < ratio < 1``; the boundary is at pixel ``round(ratio * width)``
-    (``height`` for ``orientation="horizontal"``, top / bottom instead of left |
-    right), which must leave both regions non-empty. ``template`` is ``0..1``.
+    ``0 < ratio < 1``; the boundary is at pixel ``round(ratio * width)`` (``height`` for
+    ``orientation="horizontal"``, top / bottom instead of left | right), which must leave both regions
+    non-empty. ``template`` is ``0..1``.
     """
     width, height = _size(width, height)
     _check_notation(notation)
@@ -240,13 +235,11 @@ def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: in
                  height: int = 512, template: int = 0) -> Sample:
     """A solid white shape on black (task ``shape``, variation = shape).
 
-    ``shape`` is a ``circle`` (``size`` = diameter), an axis-aligned ``square``
-    or an upright equilateral ``triangle`` (``size`` = side length), ``size`` a
-    fraction of the image width in ``(0, 1]``. ``anchor`` names the alignment of
-    the bounding box (``left-center``, ``top-right``, ``center``, ... see
-    :data:`~pytest_violin.suite.geometry.ANCHORS`), or ``center`` gives the
-    bounding-box centre ``(fx, fy)`` as fractions of the width and height;
-    neither given: ``anchor="center"``. ``template`` is ``0..9``.
+    ``shape`` is a ``circle`` (``size`` = diameter), an axis-aligned ``square`` or an upright equilateral
+    ``triangle`` (``size`` = side length), ``size`` a fraction of the image width in ``(0, 1]``. ``anchor``
+    names the alignment of the bounding box (``left-center``, ``top-right``, ``center``, ... see
+    :data:`~pytest_violin.suite.drawing.ANCHORS`), or ``center`` gives the bounding-box centre ``(fx, fy)`` as
+    fractions of the width and height; neither given: ``anchor="center"``. ``template`` is ``0..9``.
     """
     width, height = _size(width, height)
     if anchor is None and center is None:
@@ -286,14 +279,11 @@ def mask_sample(image, mask, *, kind: str = "random", template: int = 0,
                 well_formed: bool = True) -> Sample:
     """A mask sample (task ``mask``, id ``custom/mask/<kind>/<digest>``) from any image and a binary mask.
 
-    ``mask`` is of the image's size: bool, 0/1, 0/255, or a black/white RGB
-    image; true / non-zero / white = keep. ``kind`` is the variation to file
-    the sample under, ``template`` ``0..2``. ``well_formed`` (default) makes the
-    ground truth measurable by the mask metrics: the darkest tones of the
-    source are lifted so every channel is >= 40
-    (:func:`~pytest_violin.suite.photos.lift_dark`) and kept pixels enclosed by
-    black turn black (:func:`~pytest_violin.suite.masks.fill_enclosed`). The
-    sample holds the pixels (read-only).
+    ``mask`` is of the image's size: bool, 0/1, 0/255, or a black/white RGB image; true / non-zero / white =
+    keep. ``kind`` is the variation to file the sample under, ``template`` ``0..2``. ``well_formed`` (default)
+    makes the ground truth measurable by the mask metrics: the darkest tones of the source are lifted so every
+    channel is >= 40 (:func:`~pytest_violin.suite.drawing.lift_dark`) and kept pixels enclosed by black turn
+    black (:func:`~pytest_violin.suite.drawing.fill_enclosed`). The sample holds the pixels (read-only).
     """
     if kind not in MASK_KINDS:
         raise SuiteError(f"unknown mask kind {kind!r}; accepted: {', '.join(MASK_KINDS)}")

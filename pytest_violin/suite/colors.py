@@ -1,14 +1,11 @@
 """Colors: the ISCC-NBS Level-2 table and color notations.
 
-Notations understood by :func:`parse_color` and written by
-:func:`format_color`:
+Notations understood by :func:`parse_color` and written by :func:`format_color`:
 
-* ``name``: one of the 29 ISCC-NBS Level-2 names (``"yellowish pink"``),
-  case and spacing insensitive;
+* ``name``: one of the 29 ISCC-NBS Level-2 names (``"yellowish pink"``), case and spacing insensitive;
 * ``hex``: ``#RRGGBB`` or ``#RGB`` (the ``#`` is optional);
 * ``rgb``: ``rgb(217, 180, 81)``, components 0-255 or percentages;
-* ``hsl``: ``hsl(43, 64%, 58%)``, hue in degrees, saturation and lightness
-  in percent (decimals allowed);
+* ``hsl``: ``hsl(43, 64%, 58%)``, hue in degrees, saturation and lightness in percent (decimals allowed);
 * a sequence of three integers in ``0..255``.
 """
 
@@ -120,8 +117,8 @@ def _fail(value, problem: str = "is in no accepted notation") -> InvalidColorErr
 def parse_color(value) -> tuple:
     """Parse a color in any notation of the module docstring to an ``(r, g, b)`` tuple of ints in ``0..255``.
 
-    Anything else is an :class:`~pytest_violin.errors.InvalidColorError` naming
-    ``value`` and the accepted forms.
+    Anything else is an :class:`~pytest_violin.errors.InvalidColorError` naming ``value`` and the accepted
+    forms.
 
     Examples
     --------
@@ -209,11 +206,10 @@ def _format_hsl(rgb: tuple) -> str:
 def format_color(rgb, notation: str = "hex") -> str:
     """Write a color (anything :func:`parse_color` accepts) in one notation.
 
-    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the
-    shortest ``hsl(...)`` (0 to 3 decimals) that parses back to exactly the
-    color; ``name`` -> the ISCC-NBS name in lower case (only for the 29 table
-    colors). An unparseable color, an unknown notation or ``name`` of a color
-    not in the table is an :class:`~pytest_violin.errors.InvalidColorError`.
+    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the shortest ``hsl(...)`` (0 to 3
+    decimals) that parses back to exactly the color; ``name`` -> the ISCC-NBS name in lower case (only for the
+    29 table colors). An unparseable color, an unknown notation or ``name`` of a color not in the table is an
+    :class:`~pytest_violin.errors.InvalidColorError`.
     """
     rgb = parse_color(rgb)
     if notation == "hex":

@@ -1,9 +1,8 @@
 """Sample ids: validation, slugs and stable seeds.
 
-Sample ids become file paths (exports, replays, saved outputs), so they are
-restricted to relative, ``/``-separated segments of ``[a-z0-9._-]``.
-Seeds are derived with BLAKE2b, never with ``hash()``, so they are the same
-in every process, on every machine and Python version.
+Sample ids become file paths (exports, replays, saved outputs), so they are restricted to relative,
+``/``-separated segments of ``[a-z0-9._-]``. Seeds are derived with BLAKE2b, never with ``hash()``, so they
+are the same in every process, on every machine and Python version.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ _MAX_ID = 200
 def validate_sample_id(sample_id) -> str:
     """``sample_id`` (e.g. ``"color/v1/yellowish-pink/t07"``) if it is a safe relative path.
 
-    Else a :class:`~pytest_violin.errors.SampleIdError`: not a string, empty,
-    longer than 200 characters, absolute, an empty, ``.`` or ``..`` segment, or
-    a character outside ``[a-z0-9._-]`` in a segment.
+    Else a :class:`~pytest_violin.errors.SampleIdError`: not a string, empty, longer than 200 characters,
+    absolute, an empty, ``.`` or ``..`` segment, or a character outside ``[a-z0-9._-]`` in a segment.
     """
     accepted = ("accepted: relative '/'-separated segments of [a-z0-9._-], "
                 "no empty, '.' or '..' segment, at most 200 characters")
@@ -46,8 +44,8 @@ def validate_sample_id(sample_id) -> str:
 def slugify(text: str) -> str:
     """Turn free text into one id segment: lower case, runs of other characters -> ``-``.
 
-    ``"Yellowish pink"`` -> ``"yellowish-pink"``, ``"IMG 0001.JPG"`` -> ``"img-0001.jpg"``;
-    ``"x"`` if nothing usable is left.
+    ``"Yellowish pink"`` -> ``"yellowish-pink"``, ``"IMG 0001.JPG"`` -> ``"img-0001.jpg"``; ``"x"`` if nothing
+    usable is left.
     """
     slug = re.sub(r"[^a-z0-9.]+", "-", str(text).lower()).strip("-.")
     return slug or "x"

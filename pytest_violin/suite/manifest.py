@@ -7,18 +7,15 @@ Layout of an export folder::
     OUT_DIR/inputs/<sample id>/image.png    mask task: source image
     OUT_DIR/inputs/<sample id>/mask.png     mask task: the mask (white = keep)
 
-Each line holds ``id, suite, task, variation, prompt, width, height, layout,
-control, metric_names, spec`` (see :meth:`Sample.to_manifest`) plus
-``expected`` and ``inputs``: paths relative to the manifest's folder.
-Loaded samples read their ground truth and inputs from those files; a line
-without ``expected`` must have a spec that can be rendered.
+Each line holds ``id, suite, task, variation, prompt, width, height, layout, control, metric_names, spec``
+(see :meth:`Sample.to_manifest`) plus ``expected`` and ``inputs``: paths relative to the manifest's folder.
+Loaded samples read their ground truth and inputs from those files; a line without ``expected`` must have a
+spec that can be rendered.
 
-A manifest is read as untrusted input: every path must resolve
-(symlinks followed) to a regular, non-empty file inside the manifest's
-folder; the image header of each file is read when the manifest loads
-(a recognised format, the sample's size, within the image limits of
-:mod:`pytest_violin.imaging`); ``width`` and ``height`` lie in
-``1..MAX_SIDE``; a line holds at most :data:`MAX_LINE_BYTES` bytes.
+A manifest is read as untrusted input: every path must resolve (symlinks followed) to a regular, non-empty
+file inside the manifest's folder; the image header of each file is read when the manifest loads (a recognised
+format, the sample's size, within the image limits of :mod:`pytest_violin.imaging`); ``width`` and ``height``
+lie in ``1..MAX_SIDE``; a line holds at most :data:`MAX_LINE_BYTES` bytes.
 """
 
 from __future__ import annotations
@@ -41,9 +38,8 @@ __all__ = ["MANIFEST_NAME", "MAX_SIDE", "MAX_LINE_BYTES", "ProgressBar", "export
            "manifest_path"]
 
 MANIFEST_NAME = "manifest.jsonl"
-#: Largest ``width`` or ``height`` of a manifest sample: 8192, so that a
-#: sample's images stay within the 64-megapixel limit of
-#: :data:`pytest_violin.imaging.MAX_PIXELS`.
+#: Largest ``width`` or ``height`` of a manifest sample: 8192, so that a sample's images stay within the
+#: 64-megapixel limit of :data:`pytest_violin.imaging.MAX_PIXELS`.
 MAX_SIDE = math.isqrt(MAX_PIXELS)
 #: Longest manifest line, in bytes (1 MiB; an exported line is < 2 KiB).
 MAX_LINE_BYTES = 1024 * 1024
@@ -60,8 +56,8 @@ def manifest_path(path) -> Path:
 
 
 def _write(path: Path, data: bytes) -> None:
-    # atomic: a new file renamed over the name, so a symlink already in the
-    # output folder is replaced, never written through
+    # atomic: a new file renamed over the name, so a symlink already in the output folder is replaced, never
+    # written through
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data)
 
@@ -70,11 +66,10 @@ def export_samples(samples, out_dir, *, progress: bool = True, stream=None,
                    compression: int = 1) -> Path:
     """Write a manifest and the PNGs of ``samples`` into ``out_dir``; return the manifest file.
 
-    Streams: one sample is rendered, written and dropped at a time, so memory
-    stays flat whatever the suite size. ``out_dir`` is created if missing (an
-    existing manifest there is overwritten); ``progress`` shows a text progress
-    bar on ``stream`` (default stderr; a list of samples gives it its total);
-    ``compression`` is the PNG zlib level 0-9.
+    Streams: one sample is rendered, written and dropped at a time, so memory stays flat whatever the suite
+    size. ``out_dir`` is created if missing (an existing manifest there is overwritten); ``progress`` shows a
+    text progress bar on ``stream`` (default stderr; a list of samples gives it its total); ``compression`` is
+    the PNG zlib level 0-9.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,13 +137,11 @@ def _check(record, name, kind, where, *, required=True):
 def _resolve(base: str, rel, field, where, size) -> str:
     """The real path of ``rel``: a regular, non-empty image file inside ``base``.
 
-    ``base`` is the manifest folder's real path. Symlinks are followed
-    (``os.path.realpath``) and the target must still lie inside ``base``;
-    directories, FIFOs, devices, sockets and empty files (``/proc`` files
-    read as empty) are refused, and so is a file whose image header is not
-    of a recognised format, of ``size`` (``(width, height)``), or within
-    the image limits. Nothing but the header is read, and no message
-    quotes the file's content.
+    ``base`` is the manifest folder's real path. Symlinks are followed (``os.path.realpath``) and the target
+    must still lie inside ``base``; directories, FIFOs, devices, sockets and empty files (``/proc`` files read
+    as empty) are refused, and so is a file whose image header is not of a recognised format, of ``size``
+    (``(width, height)``), or within the image limits. Nothing but the header is read, and no message quotes
+    the file's content.
     """
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts:
         raise ManifestError(f"{field} path {rel!r} must be a relative path inside the "
@@ -255,15 +248,12 @@ def _files(record, base: str, where, size, task: str, spec: dict) -> dict:
 def load_manifest(path) -> list:
     """The samples of ``manifest.jsonl`` (or the folder holding it), in file order.
 
-    Ground truth and inputs are read from the PNG files. A
-    :class:`~pytest_violin.errors.ManifestError` names the file, 1-based line and
-    field at fault: invalid JSON, a missing or mistyped field, a width or
-    height outside ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing
-    PNG, a path that leaves the manifest folder (through ``..`` or a symlink),
-    a directory, FIFO, device or empty file, an image file that is not an
-    image of the sample's size (header only; the message never quotes a file's
-    content), an over-long line, or a control that names no sample of the
-    manifest.
+    Ground truth and inputs are read from the PNG files. A :class:`~pytest_violin.errors.ManifestError` names
+    the file, 1-based line and field at fault: invalid JSON, a missing or mistyped field, a width or height
+    outside ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing PNG, a path that leaves the manifest
+    folder (through ``..`` or a symlink), a directory, FIFO, device or empty file, an image file that is not
+    an image of the sample's size (header only; the message never quotes a file's content), an over-long line,
+    or a control that names no sample of the manifest.
     """
     mpath = manifest_path(path)
     if not mpath.is_file():
@@ -313,9 +303,8 @@ def load_manifest(path) -> list:
 class ProgressBar:
     """``label [#######.......] 123/7745  1.6%  12.3/s`` on one line of ``stream`` (default stderr).
 
-    On a terminal the line is redrawn at most 10 times a second; when the
-    stream is not a terminal (CI logs) one line is written per 10 %. ``width``
-    is the bar's width in characters.
+    On a terminal the line is redrawn at most 10 times a second; when the stream is not a terminal (CI logs)
+    one line is written per 10 %. ``width`` is the bar's width in characters.
     """
 
     def __init__(self, total: int, stream=None, label: str = "", width: int = 30):

@@ -19,8 +19,8 @@ from .ids import validate_sample_id
 __all__ = ["Sample", "TASKS", "LAYOUTS", "default_metric_names", "RenderCache", "RENDER_CACHE",
            "FrozenMap", "freeze", "thaw", "canonical_json"]
 
-#: Tasks a sample can have (the built-in task families; families registered
-#: later are accepted too, see :func:`pytest_violin.tasks.task_names`).
+#: Tasks a sample can have (the built-in task families; families registered later are accepted too, see
+#: :func:`pytest_violin.tasks.task_names`).
 TASKS = tasks.task_names()
 #: Layouts of color samples.
 LAYOUTS = _color_family.LAYOUTS
@@ -32,8 +32,8 @@ LAYOUTS = _color_family.LAYOUTS
 class FrozenMap(dict):
     """A ``dict`` that refuses every mutation (so ``json.dumps`` still works).
 
-    Values are frozen recursively by :func:`freeze`: nested dicts become
-    ``FrozenMap`` and lists become tuples.
+    Values are frozen recursively by :func:`freeze`: nested dicts become ``FrozenMap`` and lists become
+    tuples.
     """
 
     __slots__ = ()
@@ -98,16 +98,13 @@ def canonical_json(value) -> str:
 class RenderCache:
     """A small per-process LRU of rendered ground truths.
 
-    A run asks for one sample's ground truth several times in a row (the
-    oracle renders it, :meth:`Sample.score` renders it again, a report may
-    want it once more), and for mask samples and exported suites that is
-    the expensive part (cropping and resizing a photo, decoding a PNG). The
-    cache keeps the last ``maxsize`` renders, keyed by the identity of the
-    :class:`Sample` object (the entry holds the sample, so the key cannot be
-    reused while it lives), stored read-only; :meth:`Sample.expected`
-    returns a fresh writable copy, so callers can never alter a shared
-    array. Bounded, so nothing is held for the whole suite: ``maxsize``
-    images of at most ``width * height * 3`` bytes each.
+    A run asks for one sample's ground truth several times in a row (the oracle renders it,
+    :meth:`Sample.score` renders it again, a report may want it once more), and for mask samples and exported
+    suites that is the expensive part (cropping and resizing a photo, decoding a PNG). The cache keeps the
+    last ``maxsize`` renders, keyed by the identity of the :class:`Sample` object (the entry holds the sample,
+    so the key cannot be reused while it lives), stored read-only; :meth:`Sample.expected` returns a fresh
+    writable copy, so callers can never alter a shared array. Bounded, so nothing is held for the whole suite:
+    ``maxsize`` images of at most ``width * height * 3`` bytes each.
     """
 
     def __init__(self, maxsize: int = 16):
@@ -168,9 +165,8 @@ def default_metric_names(task: str) -> tuple:
 class Sample:
     """One Violin sample: a prompt, its input images and its ground truth.
 
-    Samples are immutable, hashable and cheap: no pixel is held; the
-    ground truth is returned by :meth:`expected` as a new array on each
-    call (the last few expensive renders are kept in the bounded
+    Samples are immutable, hashable and cheap: no pixel is held; the ground truth is returned by
+    :meth:`expected` as a new array on each call (the last few expensive renders are kept in the bounded
     process-wide :data:`RENDER_CACHE`, not on the sample).
 
     Parameters
@@ -252,13 +248,13 @@ class Sample:
     def inputs(self) -> tuple:
         """Input images (RGB uint8), rendered or loaded on each access.
 
-        ``(source_image, mask_as_black_white_rgb)`` for mask samples (white
-        = keep), ``()`` for generation tasks.
+        ``(source_image, mask_as_black_white_rgb)`` for mask samples (white = keep), ``()`` for generation
+        tasks.
         """
         if self.files is not None and self.files.get("inputs"):
             return tuple(self._read_file(p, "input image") for p in self.files["inputs"])
         if self.payload is not None:
-            from .masks import mask_to_rgb
+            from .drawing import mask_to_rgb
 
             source, keep = self.payload
             return (source.copy(), mask_to_rgb(keep))
@@ -267,9 +263,8 @@ class Sample:
     def expected(self) -> np.ndarray:
         """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand.
 
-        Always a new writable array. Expensive ground truths (mask samples
-        cropped from a photo, exported suites read from PNG) come from a
-        small bounded LRU of recent renders (:data:`RENDER_CACHE`), copied.
+        Always a new writable array. Expensive ground truths (mask samples cropped from a photo, exported
+        suites read from PNG) come from a small bounded LRU of recent renders (:data:`RENDER_CACHE`), copied.
         """
         if not self._costly_render():
             return self._render_expected()
@@ -304,9 +299,8 @@ class Sample:
     def score(self, image, *, profile: str = "violin"):
         """Score a generated image (resized to ``(width, height)`` first when it has another size).
 
-        Returns the :class:`~pytest_violin.metrics.Metrics` named by
-        :attr:`metric_names`; their ``info`` holds ``original_size`` ``(w, h)``,
-        ``resized`` and ``sample_id``.
+        Returns the :class:`~pytest_violin.metrics.Metrics` named by :attr:`metric_names`; their ``info``
+        holds ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
         """
 
         # profile "violin" reads an answer as the reference scripts do (cv2.imread)

@@ -207,7 +207,8 @@ def test_large_decodes_run_in_the_one_large_work_thread_and_small_ones_in_place(
     import numpy as np
 
     from pytest_violin.imaging import _bounds as bounds
-    from pytest_violin.imaging import _readers, as_rgb8
+    from pytest_violin import imaging as _readers
+    from pytest_violin.imaging import as_rgb8
     from _servers import png_bytes
 
     name = "_load_rgb8" if reader == "pillow" else "_cv_rgb8"

@@ -45,7 +45,7 @@ def _preload():
 
     import requests
 
-    from pytest_violin.suite import load_suite, photos
+    from pytest_violin.suite import drawing as photos, load_suite
 
     for name in ("http", "openai", "a1111"):
         importlib.import_module(f"pytest_violin.models.{name}")

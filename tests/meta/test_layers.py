@@ -29,10 +29,8 @@ LAYERS = [
      "pytest_violin.report.text"),
     # 1: pure metrics (arrays in, Metrics out)
     ("pytest_violin.metrics",),
-    # 2: drawing primitives and color tables the task families render with
-    ("pytest_violin.suite.colors", "pytest_violin.suite.geometry", "pytest_violin.suite.drawing",
-     "pytest_violin.suite.masks", "pytest_violin.suite.photos",
-     "pytest_violin.suite.ids"),
+    # 2: ground-truth pixels (geometry, photos, masks, drawing) and color tables the task families render with
+    ("pytest_violin.suite.colors", "pytest_violin.suite.drawing", "pytest_violin.suite.ids"),
     # 3: task families (metric names, limits, render, score, describe)
     ("pytest_violin.tasks",),
     # 4: suites and samples

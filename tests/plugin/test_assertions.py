@@ -13,8 +13,8 @@ from pytest_violin.assertions import (assert_blocks, assert_masked, assert_obeys
                                       assert_pure_color, assert_shape, describe_sample,
                                       resolve_limits)
 from pytest_violin.suite.builders import block_sample, color_sample, shape_sample
-from pytest_violin.suite.masks import generate_mask
-from pytest_violin.suite.photos import lift_dark
+from pytest_violin.suite.drawing import generate_mask
+from pytest_violin.suite.drawing import lift_dark
 from pytest_violin.thresholds import DEFAULT_LIMITS
 
 YELLOW = (217, 180, 81)

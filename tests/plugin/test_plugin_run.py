@@ -13,7 +13,7 @@ def _preload():
     In-process pytester runs drop modules first imported during the run; some
     extension modules (scikit-image's data loaders) cannot be imported twice.
     """
-    from pytest_violin.suite import load_suite, photos
+    from pytest_violin.suite import drawing as photos, load_suite
 
     for name in photos.SKIMAGE_PHOTOS:
         photos.load_photo("skimage", name)

@@ -26,7 +26,7 @@ from pytest_violin.errors import (GenerationCrashed, GenerationError, Generation
 from pytest_violin.execution.runner import SETUP_AFTER, Runner
 from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
 from pytest_violin.models._transport.client import HttpClient
-from pytest_violin.models._transport.jobs import VANISHED_POLLS, JobStates, poll_job
+from pytest_violin.models._transport.client import VANISHED_POLLS, JobStates, poll_job
 from pytest_violin.models._transport.retries import is_loopback
 from pytest_violin.pytest_plugin._planning import adapter_bills
 from pytest_violin.suite import load_suite

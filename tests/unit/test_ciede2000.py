@@ -153,7 +153,7 @@ def test_to_color_sharma_pairs_and_shapes():
 
 # ------------------------------------------------------------ the reference's float32 formula
 
-from pytest_violin.metrics._ref32 import atan2f, ciede2000_32  # noqa: E402
+from pytest_violin.metrics.ciede2000 import atan2f, ciede2000_32  # noqa: E402
 
 
 def _codes_to_lab32(codes):
@@ -236,8 +236,8 @@ try:
 except ImportError:  # numpy < 2
     from numpy.core._multiarray_umath import __cpu_features__ as features
 from pytest_violin.metrics import color_metrics
-from pytest_violin.metrics._lab import lab8_to_cie32
-from pytest_violin.metrics._ref32 import ciede2000_32
+from pytest_violin.metrics._common import lab8_to_cie32
+from pytest_violin.metrics.ciede2000 import ciede2000_32
 
 exp = np.full((16, 16, 3), (0x2E, 0x8B, 0x57), np.uint8)
 gen = np.full((16, 16, 3), (0xF5, 0x00, 0xD9), np.uint8)

@@ -98,8 +98,8 @@ def _reference_pil(img: Image.Image) -> np.ndarray:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of ~7 pixels, so a 13x9 image spans many blocks of unequal content."""
-    monkeypatch.setattr(imaging._readers, "_BLOCK_PIXELS", 7)  # read there, at call time
-    assert imaging._readers._rows_per_block(9) == 1     # the patch takes effect
+    monkeypatch.setattr(imaging, "_BLOCK_PIXELS", 7)  # read there, at call time
+    assert imaging._rows_per_block(9) == 1     # the patch takes effect
 
 
 def _arrays():

@@ -16,7 +16,7 @@ whose promotion rules the reference values follow) with numpy's AVX-512
 dispatch disabled: the reference's float32 ``arctan2`` decides the
 CIEDE2000 hue branch for exactly opposite hues, and only numpy's portable
 loop (the C library's ``atan2f``) is the reference's arithmetic (see
-``pytest_violin/metrics/_ref32.py``). If this platform's portable float32
+``pytest_violin/metrics/ciede2000.py``). If this platform's portable float32
 ``arctan2`` is not that function (another C library), the child-process
 checks are skipped with that reason; the golden cases still run.
 
@@ -194,7 +194,7 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from pytest_violin.metrics import color_metrics, mask_metrics, shape_metrics  # noqa: E402
-from pytest_violin.metrics._ref32 import atan2f  # noqa: E402
+from pytest_violin.metrics.ciede2000 import atan2f  # noqa: E402
 
 
 def _golden_cases():
@@ -499,9 +499,9 @@ def _tie_code_pairs(kind):
 def test_every_tie_pair_takes_the_reference_branch(tmp_path):
     # All exactly opposite and mirrored code pairs (~800k): where the float32
     # rounding of the hue angles decides the branch. Away from them the
-    # decision is the same in any precision (see _ref32), so this covers
+    # decision is the same in any precision (see metrics/ciede2000.py), so this covers
     # every pair of 8-bit codes.
-    from pytest_violin.metrics._ref32 import ciede2000_32
+    from pytest_violin.metrics.ciede2000 import ciede2000_32
 
     pairs = np.concatenate([_tie_code_pairs("opposite"), _tie_code_pairs("mirror")])
     assert len(pairs) > 700_000

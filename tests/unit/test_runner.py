@@ -463,7 +463,7 @@ def test_a_burst_of_failures_shorter_than_the_window_is_no_dead_endpoint():
 def test_a_signal_another_thread_took_still_reaches_the_main_thread_waiting_for_a_generation():
     """The kernel may hand a process's SIGINT to any thread; the main thread waiting for a stuck
     generation must still run the handler (and the pool's threads leave the signal to it)."""
-    from pytest_violin.execution._pool import DaemonPool, wait_for
+    from pytest_violin.execution.runner import DaemonPool, wait_for
 
     class Stop(Exception):
         pass

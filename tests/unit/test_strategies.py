@@ -27,7 +27,7 @@ def find(strategy, condition, *, explain=False):
 from pytest_violin import strategies as S
 from pytest_violin.hypothesis_profiles import PROFILE_NAME, VIOLIN_MAX_EXAMPLES, register_profiles
 from pytest_violin.suite.colors import ISCC_NBS_COLORS, format_color, parse_color
-from pytest_violin.suite.geometry import shape_extent
+from pytest_violin.suite.drawing import shape_extent
 
 NAMED = {c.rgb for c in ISCC_NBS_COLORS}
 FAST = settings(max_examples=15, deadline=None,
@@ -93,7 +93,7 @@ def test_bad_arguments_raise_invalid_argument_naming_the_value(factory, kwargs, 
 
 
 def test_strategy_vocabulary_matches_the_suite():
-    from pytest_violin.suite import geometry, masks
+    from pytest_violin.suite import drawing as geometry, drawing as masks
 
     assert set(S.ANCHORS) == set(geometry.ANCHORS)
     assert S.SHAPES == geometry.SHAPES

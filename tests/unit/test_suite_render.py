@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import ndimage
 
 from pytest_violin.suite import SUITES, load_suite, shape_sample
-from pytest_violin.suite.geometry import ANCHORS
+from pytest_violin.suite.drawing import ANCHORS
 
 SUBSET = {"violin": 90, "violin-absolute": 40, "violin-extra": 84, "violin-probes": 40}
 

@@ -134,7 +134,7 @@ def test_samples_are_frozen_hashable_and_equal_by_value():
 
 def test_loading_does_no_image_work(monkeypatch):
     from pytest_violin import tasks
-    from pytest_violin.suite import photos
+    from pytest_violin.suite import drawing as photos
 
     def boom(*args, **kwargs):
         raise AssertionError("image work during load")

@@ -1,15 +1,11 @@
 """Reading what an answer says: bounded JSON, one-line messages, :class:`HttpResult`, the image.
 
-* :func:`load_json`: a few kilobytes of ``[[[[...`` make Python's parser
-  raise :class:`RecursionError`, so the nesting is measured first, linearly
-  (:func:`json_depth_over`); long answers are parsed in the process's one
+* :func:`load_json`: a few kilobytes of ``[[[[...`` make Python's parser raise :class:`RecursionError`, so the
+  nesting is measured first, linearly (:func:`json_depth_over`); long answers are parsed in the process's one
   large-work thread (:func:`pytest_violin.imaging.bounds.run_large`).
-* :func:`truncate`, :func:`server_message`: text from outside on one short,
-  redacted line.
-* :func:`image_from_response`: raw image bytes, or JSON with base64, a
-  ``data:`` URI or an http(s) URL at a known place
-  (:data:`DEFAULT_IMAGE_PATHS`) or a response path
-  (:func:`parse_response_path`); every failure a
+* :func:`truncate`, :func:`server_message`: text from outside on one short, redacted line.
+* :func:`image_from_response`: raw image bytes, or JSON with base64, a ``data:`` URI or an http(s) URL at a
+  known place (:data:`DEFAULT_IMAGE_PATHS`) or a response path (:func:`parse_response_path`); every failure a
   :class:`~pytest_violin.errors.GenerationError` with a redacted reason.
 """
 
@@ -33,14 +29,13 @@ from ...redaction import redact, redact_url
 from .origins import UrlRefused, resolve
 
 
-#: Deepest nesting of arrays and objects read from an answer; real image APIs
-#: nest a handful of levels, and Python's parser raises RecursionError (not a
-#: ValueError) somewhere past a thousand.
+#: Deepest nesting of arrays and objects read from an answer; real image APIs nest a handful of levels, and
+#: Python's parser raises RecursionError (not a ValueError) somewhere past a thousand.
 MAX_JSON_DEPTH = 64
 
-#: Answers longer than this are parsed in the process's one large-work thread: a
-#: few megabytes of JSON can make hundreds of megabytes of objects, and what one
-#: thread frees stays in its own allocator arena (:func:`pytest_violin.imaging.bounds.run_large`).
+#: Answers longer than this are parsed in the process's one large-work thread: a few megabytes of JSON can
+#: make hundreds of megabytes of objects, and what one thread frees stays in its own allocator arena
+#: (:func:`pytest_violin.imaging.bounds.run_large`).
 LARGE_JSON_BYTES = 4 * 2**20
 
 
@@ -56,9 +51,8 @@ _DEPTH_CHUNK = 1 << 20
 def json_depth_over(data: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``data`` (JSON text) nests arrays and objects deeper than ``limit``.
 
-    Linear and bounded in memory: answers whose brackets cannot reach the
-    limit (base64 images have none) are let through after a count; others
-    are scanned, strings blanked, a chunk at a time.
+    Linear and bounded in memory: answers whose brackets cannot reach the limit (base64 images have none) are
+    let through after a count; others are scanned, strings blanked, a chunk at a time.
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
@@ -320,8 +314,8 @@ def _head(text: str, limit: int = 40) -> str:
 def _b64(text: str, where: str) -> bytes:
     """Decode standard or URL-safe base64, copying the text only when it must.
 
-    Answers near the size limit hold tens of megabytes of base64: whitespace
-    and URL-safe characters are handled only when present.
+    Answers near the size limit hold tens of megabytes of base64: whitespace and URL-safe characters are
+    handled only when present.
     """
     if _WHITESPACE.search(text):
         text = "".join(text.split())
@@ -338,8 +332,7 @@ def _b64(text: str, where: str) -> bytes:
 def _is_b64_image(text: str) -> bool:
     """Whether ``text`` is base64 whose bytes start like an image.
 
-    Base64 JPEG data starts with ``/9j/`` (``FF D8 FF``), which must not be
-    taken for a relative URL.
+    Base64 JPEG data starts with ``/9j/`` (``FF D8 FF``), which must not be taken for a relative URL.
     """
     head = "".join(text[:64].split())[:16]
     if len(head) < 8 or not _B64_CHARS.match(head):
@@ -396,8 +389,8 @@ def _image_from_response(result: HttpResult, response_path, fetch, max_pixels) -
         raise _ValueFail(
             f"{origin} is an HTML page, not an image: {server_message(body, ctype)}"
         )
-    # Only JSON fields can hold base64 (or a URL): a text body is never
-    # decoded as base64, and is not parsed unless it starts like JSON.
+    # Only JSON fields can hold base64 (or a URL): a text body is never decoded as base64, and is not parsed
+    # unless it starts like JSON.
     obj = None
     if body[:256].lstrip()[:1] in (b"{", b"[", b'"'):
         try:

@@ -1,25 +1,20 @@
 """What bounds one attempt and one sample: the deadline, the byte caps, the rate and the samples in flight.
 
-* :class:`Attempt` and its watchdog: requests' ``timeout`` bounds each socket
-  operation, not the whole answer (a server sending a byte a second keeps a
-  read alive for ever), and urllib3's ``Timeout(total=)`` does not bound a
-  trickling body; so one daemon thread shuts an attempt's socket down at its
-  deadline or on cancel, seeing the sockets through urllib3's connection and
-  pool classes (:class:`WatchedAdapter`).
-* :func:`read_body`: refused before more than ``limit`` bytes are held
-  (``Content-Length``, then while streaming, after decompression); gzip and
-  deflate are decoded here with :mod:`zlib`'s ``max_length`` (raw bytes read,
-  ``decode_content=False``) so a bomb stops one piece past the limit with
-  every supported urllib3. Answers over :data:`LARGE_ANSWER_BYTES` share one
-  process-wide budget (:data:`LARGE_ANSWER_BUDGET`), each in an anonymous
-  memory map.
-* :class:`RateLimiter` (``--violin-rate``): request starts spaced ``1/rate``
-  apart, per process (with ``-n N`` divide the rate by N); downloads from
-  another origin take no token. :class:`AdaptiveLimit`: samples in flight,
-  lowered on a 429 to the others then in flight and grown by ``1/limit``
-  per success up to ``--violin-concurrency``.
-* :func:`sample_scope`: one sample's requests share one time budget, a large
-  answer's reservation and one place of the limit.
+* :class:`Attempt` and its watchdog: requests' ``timeout`` bounds each socket operation, not the whole answer
+  (a server sending a byte a second keeps a read alive for ever), and urllib3's ``Timeout(total=)`` does not
+  bound a trickling body; so one daemon thread shuts an attempt's socket down at its deadline or on cancel,
+  seeing the sockets through urllib3's connection and pool classes (:class:`WatchedAdapter`).
+* :func:`read_body`: refused before more than ``limit`` bytes are held (``Content-Length``, then while
+  streaming, after decompression); gzip and deflate are decoded here with :mod:`zlib`'s ``max_length`` (raw
+  bytes read, ``decode_content=False``) so a bomb stops one piece past the limit with every supported urllib3.
+  Answers over :data:`LARGE_ANSWER_BYTES` share one process-wide budget (:data:`LARGE_ANSWER_BUDGET`), each in
+  an anonymous memory map.
+* :class:`RateLimiter` (``--violin-rate``): request starts spaced ``1/rate`` apart, per process (with ``-n N``
+  divide the rate by N); downloads from another origin take no token. :class:`AdaptiveLimit`: samples in
+  flight, lowered on a 429 to the others then in flight and grown by ``1/limit`` per success up to
+  ``--violin-concurrency``.
+* :func:`sample_scope`: one sample's requests share one time budget, a large answer's reservation and one
+  place of the limit.
 """
 
 from __future__ import annotations
@@ -45,9 +40,9 @@ from .answers import truncate
 #: Longest wait between two looks of the watchdog (and of slot waits) at deadlines and cancel.
 WATCH_POLL = 0.05
 
-#: The transport's per-thread state: ``attempt`` (the attempt in flight,
-#: here), ``large`` (the bytes :mod:`.body`'s budget reserved), ``sent``, ``budget_end``,
-#: ``depth`` and ``slot`` (:mod:`.client`'s sample scope).
+#: The transport's per-thread state: ``attempt`` (the attempt in flight, here), ``large`` (the bytes
+#: :mod:`.body`'s budget reserved), ``sent``, ``budget_end``, ``depth`` and ``slot`` (:mod:`.client`'s sample
+#: scope).
 state = threading.local()
 _local = state
 
@@ -57,14 +52,13 @@ class _Stopped(Exception):
 
 
 def _kill(conn) -> None:
-    # http.client drops ``conn.sock`` once a "Connection: close" answer owns
-    # the socket: the one kept at connect time is still the one being read
+    # http.client drops ``conn.sock`` once a "Connection: close" answer owns the socket: the one kept at
+    # connect time is still the one being read
     sock = getattr(conn, "sock", None) or getattr(conn, "_violin_sock", None)
     if sock is None:
         return
     try:
-        # the plain socket's shutdown, also for TLS sockets: a blocked read in
-        # another thread ends at once
+        # the plain socket's shutdown, also for TLS sockets: a blocked read in another thread ends at once
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except (OSError, TypeError, ValueError):
         pass
@@ -84,17 +78,16 @@ class Attempt:
         self._lock = threading.Lock()
 
     def add(self, conn) -> None:
-        # requests follows redirects one hop at a time and gives each hop's
-        # connection back to the pool before the next: only the newest
-        # connection belongs to this attempt
+        # requests follows redirects one hop at a time and gives each hop's connection back to the pool before
+        # the next: only the newest connection belongs to this attempt
         with self._lock:
             self.conns = [conn]
             if self.fired:
                 _kill(conn)
 
     def fire(self, why: str) -> None:
-        # under the lock: once finish() returned, the connections (back in
-        # the pool, maybe serving another thread) are never touched
+        # under the lock: once finish() returned, the connections (back in the pool, maybe serving another
+        # thread) are never touched
         with self._lock:
             if self.fired or self.done:
                 return
@@ -213,8 +206,8 @@ class WatchedAdapter(HTTPAdapter):
         return manager
 
 
-#: Largest answer accepted by default, in bytes after decompression
-#: (``--violin-max-answer-mb``); far above any real image answer.
+#: Largest answer accepted by default, in bytes after decompression (``--violin-max-answer-mb``); far above
+#: any real image answer.
 DEFAULT_MAX_ANSWER_BYTES = 64 * 2**20
 
 #: Former name of :data:`DEFAULT_MAX_ANSWER_BYTES`.
@@ -223,15 +216,14 @@ MAX_BODY_BYTES = DEFAULT_MAX_ANSWER_BYTES
 #: Bytes read from a non-2xx answer: enough for the server's message.
 ERROR_BODY_BYTES = 64 * 1024
 
-#: Answers larger than this are read and decoded within :data:`LARGE_ANSWER_BUDGET`,
-#: so concurrency does not multiply their memory.
+#: Answers larger than this are read and decoded within :data:`LARGE_ANSWER_BUDGET`, so concurrency does not
+#: multiply their memory.
 LARGE_ANSWER_BYTES = 4 * 2**20
 
-#: Bytes of large answers a process reads and decodes at once: each reserves its
-#: ``Content-Length`` (the answer cap when the length is unknown or compressed)
-#: from the first byte read to the end of its sample, decoding included. One
-#: answer near the default cap at a time (two of them, with the decode of one,
-#: made a run at concurrency 32 peak near 1 GB), sixteen of 4 MiB.
+#: Bytes of large answers a process reads and decodes at once: each reserves its ``Content-Length`` (the
+#: answer cap when the length is unknown or compressed) from the first byte read to the end of its sample,
+#: decoding included. One answer near the default cap at a time (two of them, with the decode of one, made a
+#: run at concurrency 32 peak near 1 GB), sixteen of 4 MiB.
 LARGE_ANSWER_BUDGET = DEFAULT_MAX_ANSWER_BYTES
 
 #: Encodings asked for and decoded (with a bound on the decoded size).
@@ -313,8 +305,8 @@ class _Decoder:
     def feed(self, data: bytes) -> Iterator[bytes]:
         """The decoded bytes of ``data``, in pieces of at most :data:`_PIECE` bytes.
 
-        A few kilobytes of a gzip bomb decode to gigabytes: the caller checks
-        its limit between pieces, so no more than one piece past it is held.
+        A few kilobytes of a gzip bomb decode to gigabytes: the caller checks its limit between pieces, so no
+        more than one piece past it is held.
         """
         if self._zlib is None:
             yield data
@@ -357,9 +349,8 @@ class _AnswerBudget:
     def acquire(self, nbytes: int, attempt: Attempt) -> int:
         """Reserve ``nbytes`` (cut to the capacity); wait while it is taken.
 
-        A cancel of the run ends the wait (:class:`_Stopped`). The time spent
-        waiting moves the attempt's deadline on: the endpoint's time-out
-        measures the endpoint, not this process's queue for memory.
+        A cancel of the run ends the wait (:class:`_Stopped`). The time spent waiting moves the attempt's
+        deadline on: the endpoint's time-out measures the endpoint, not this process's queue for memory.
         """
         n = max(1, min(int(nbytes), self.capacity))
         with self._cond:
@@ -409,9 +400,8 @@ def release_large() -> None:
 def read_body(response: requests.Response, attempt: Attempt, *, limit: int, cut: bool) -> bytes:
     """The decoded body, at most ``limit`` bytes.
 
-    ``cut``: stop quietly at the limit (error bodies, read for their
-    message); otherwise a larger body raises :class:`_BodyTooLarge`
-    before more than ``limit`` bytes are held.
+    ``cut``: stop quietly at the limit (error bodies, read for their message); otherwise a larger body raises
+    :class:`_BodyTooLarge` before more than ``limit`` bytes are held.
     """
     try:
         decoder = _Decoder(response.headers.get("Content-Encoding"))
@@ -539,9 +529,8 @@ class AdaptiveLimit:
     def acquire(self, cancel: threading.Event, deadline: float | None = None, *, urgent: bool = False) -> bool:
         """Take a place; False when the run is cancelled or ``deadline`` passes first.
 
-        ``urgent``: a sample that gave its place back on a 429 and whose
-        time budget is running; it goes before samples that have not
-        started.
+        ``urgent``: a sample that gave its place back on a 429 and whose time budget is running; it goes
+        before samples that have not started.
         """
         with self._cond:
             if urgent:
@@ -599,9 +588,8 @@ def budget_left(budget: float) -> float:
 def sample_scope(limit: AdaptiveLimit | None, cancel: threading.Event, budget: float) -> Iterator[None]:
     """The scope of one sample's requests (see :meth:`.client.HttpClient.sample`).
 
-    The outermost scope waits, before its budget starts, for a place in
-    ``limit`` (while as many samples as it allows are in flight) and gives it
-    back at the end; a sample that ends without error lets the limit grow.
+    The outermost scope waits, before its budget starts, for a place in ``limit`` (while as many samples as it
+    allows are in flight) and gives it back at the end; a sample that ends without error lets the limit grow.
     """
     outer = getattr(_local, "budget_end", None)
     holder = None

@@ -1,21 +1,16 @@
 """Where a request may go and what goes with it: the environment, the origins rule, credentials.
 
-* :class:`EnvironmentSettings`: proxies, CA bundle and ``~/.netrc`` read once,
-  in the main thread (requests' ``trust_env`` reads ``os.environ`` on every
-  request); the rules stay requests' and urllib's.
-* One rule for every place that decides whether a credential goes with a
-  request (:func:`refusal`, :func:`origin_of`, :class:`Origins`,
-  :func:`guard`, :func:`resolve`, :func:`check_path_id`). A URL is judged
-  only when :func:`urllib.parse.urlsplit` and urllib3's ``parse_url`` (what
-  requests connects with) read the same scheme, host and port:
-  ``http://OTHER:1\\@API:2/x`` is host ``API`` for one and ``OTHER`` for the
-  other, and a check made with one parser let a key go where the other
-  connected. urllib3 has no "same origin" test.
-* Credentials in the configuration: :func:`expand_env` (``${NAME}``; unset or
-  empty is a usage error naming it), :func:`parse_headers`,
-  :func:`check_url` (``user:password@`` taken out for Basic auth),
-  :func:`provider_endpoint`. Every secret found is registered for
-  :func:`pytest_violin.redaction.redact`.
+* :class:`EnvironmentSettings`: proxies, CA bundle and ``~/.netrc`` read once, in the main thread (requests'
+  ``trust_env`` reads ``os.environ`` on every request); the rules stay requests' and urllib's.
+* One rule for every place that decides whether a credential goes with a request (:func:`refusal`,
+  :func:`origin_of`, :class:`Origins`, :func:`guard`, :func:`resolve`, :func:`check_path_id`). A URL is judged
+  only when :func:`urllib.parse.urlsplit` and urllib3's ``parse_url`` (what requests connects with) read the
+  same scheme, host and port: ``http://OTHER:1\\@API:2/x`` is host ``API`` for one and ``OTHER`` for the
+  other, and a check made with one parser let a key go where the other connected. urllib3 has no "same origin"
+  test.
+* Credentials in the configuration: :func:`expand_env` (``${NAME}``; unset or empty is a usage error naming
+  it), :func:`parse_headers`, :func:`check_url` (``user:password@`` taken out for Basic auth),
+  :func:`provider_endpoint`. Every secret found is registered for :func:`pytest_violin.redaction.redact`.
 """
 
 from __future__ import annotations
@@ -279,10 +274,9 @@ def resolve(reference, base: str | None = None, *, what: str = "URL") -> str:
     """An absolute URL from a reference an answer gave (a status, result or image URL, a
     ``Location``), resolved against ``base``; :class:`UrlRefused` when it is refused.
 
-    The reference is judged as the server wrote it, before
-    :func:`urllib.parse.urljoin` (which silently drops tabs and newlines) or
-    requests (which decodes ``%31`` in a host to ``1``) can make it look
-    harmless, and the resolved URL is judged again.
+    The reference is judged as the server wrote it, before :func:`urllib.parse.urljoin` (which silently drops
+    tabs and newlines) or requests (which decodes ``%31`` in a host to ``1``) can make it look harmless, and
+    the resolved URL is judged again.
     """
     if not isinstance(reference, str):
         raise UrlRefused(f"{what} {type(reference).__name__} refused: it is not a URL; never fetched")
@@ -309,8 +303,8 @@ def same_origin(url, other) -> bool:
 class Origins:
     """The origins the user named, which alone get credentials and URLs that carry secrets.
 
-    ``domains``: a provider's own domains; any ``https`` host equal to or under one is named too
-    (``"bfl.ai"`` names ``https://api.us1.bfl.ai``).
+    ``domains``: a provider's own domains; any ``https`` host equal to or under one is named too (``"bfl.ai"``
+    names ``https://api.us1.bfl.ai``).
     """
 
     def __init__(self, urls: Iterable[str] = (), domains: Iterable[str] = ()):
@@ -397,8 +391,8 @@ _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|sig|auth|credentia
 def expand_env(value: str, *, what: str = "value", environ: Mapping[str, str] | None = None) -> str:
     """Replace ``${NAME}`` references in ``value`` (``"Bearer ${HF_TOKEN}"``) by environment variables.
 
-    Expanded values are registered as secrets. Raises :class:`ModelSpecError` naming the variable, never
-    a value, when it is unset or blank (``Bearer ${TOKEN}`` would go out as ``Bearer ``).
+    Expanded values are registered as secrets. Raises :class:`ModelSpecError` naming the variable, never a
+    value, when it is unset or blank (``Bearer ${TOKEN}`` would go out as ``Bearer ``).
     """
     env = os.environ if environ is None else environ
 
@@ -458,8 +452,8 @@ def parse_headers(headers: Iterable, *, environ: Mapping[str, str] | None = None
     """Configured headers (``"Name: value"`` strings or pairs) as a dict, ``${ENV}`` expanded.
 
     Every value but those of ``Accept``, ``Content-Type``, ``User-Agent`` and the like is registered as a
-    secret, and so is the token of ``Bearer TOKEN``. Raises :class:`ModelSpecError` for a malformed header,
-    an unset variable, or a value HTTP cannot carry (a line break, a character outside latin-1).
+    secret, and so is the token of ``Bearer TOKEN``. Raises :class:`ModelSpecError` for a malformed header, an
+    unset variable, or a value HTTP cannot carry (a line break, a character outside latin-1).
     """
     out: dict[str, str] = {}
     for item in headers or ():
@@ -548,8 +542,8 @@ def provider_endpoint(scheme: str, key_vars, base_var: str, default_base: str, *
     """A provider's key, base URL and the base URL's Basic auth, from the environment; read in the main thread.
 
     The first of ``key_vars`` set holds the key (registered as a secret at once); ``base_var`` overrides
-    ``default_base``. Raises :class:`ModelSpecError` naming the variables, never a value, when none is set
-    or the ones set are empty (a fork's CI without the secret), or for a malformed base URL.
+    ``default_base``. Raises :class:`ModelSpecError` naming the variables, never a value, when none is set or
+    the ones set are empty (a fork's CI without the secret), or for a malformed base URL.
     """
     key = ""
     empty = []

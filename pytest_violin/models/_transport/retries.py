@@ -1,19 +1,16 @@
 """What an attempt's failure means, and the retry loop on tenacity.
 
-* :func:`answer_failure` / :func:`exception_failure`: a :class:`Failure` on
-  one redacted line; transient ones (connection errors, time-outs, 408, 429,
-  5xx) are retried. :data:`SETUP_STATUSES` make a
-  :class:`~pytest_violin.errors.SetupError`, unless an adapter turns a
-  sample's refusal into :class:`~pytest_violin.errors.GenerationRefused`
-  (:func:`refusal_or`). ``Retry-After`` is read with
-  :func:`email.utils.parsedate_to_datetime` (urllib3's reads dates without a
-  zone as local time and drops fractions).
-* :class:`Request`: one request's attempts on :class:`tenacity.Retrying`;
-  the wait is ``Retry-After`` (up to its cap) or full-jitter exponential
-  backoff, the stop is the retries made, a ``Retry-After`` over its cap or
-  the sample's budget (:data:`SAMPLE_BUDGET_FACTOR` x the timeout), the
-  sleep is the run's cancel event. urllib3's ``Retry`` does not retry
-  ``POST``, has no full jitter, and knows neither the budget nor the cancel.
+* :func:`answer_failure` / :func:`exception_failure`: a :class:`Failure` on one redacted line; transient ones
+  (connection errors, time-outs, 408, 429, 5xx) are retried. :data:`SETUP_STATUSES` make a
+  :class:`~pytest_violin.errors.SetupError`, unless an adapter turns a sample's refusal into
+  :class:`~pytest_violin.errors.GenerationRefused` (:func:`refusal_or`). ``Retry-After`` is read with
+  :func:`email.utils.parsedate_to_datetime` (urllib3's reads dates without a zone as local time and drops
+  fractions).
+* :class:`Request`: one request's attempts on :class:`tenacity.Retrying`; the wait is ``Retry-After`` (up to
+  its cap) or full-jitter exponential backoff, the stop is the retries made, a ``Retry-After`` over its cap or
+  the sample's budget (:data:`SAMPLE_BUDGET_FACTOR` x the timeout), the sleep is the run's cancel event.
+  urllib3's ``Retry`` does not retry ``POST``, has no full jitter, and knows neither the budget nor the
+  cancel.
 """
 
 from __future__ import annotations
@@ -95,8 +92,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
         if when is None:
             return None
         if when.tzinfo is None:
-            # asctime dates ("Sun Nov  6 08:49:37 1994") and "-0000" carry no
-            # zone; HTTP dates are always GMT, never the machine's local time
+            # asctime dates ("Sun Nov  6 08:49:37 1994") and "-0000" carry no zone; HTTP dates are always GMT,
+            # never the machine's local time
             when = when.replace(tzinfo=_dt.timezone.utc)
         seconds = when.timestamp() - (time.time() if now is None else now)
     if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN / inf
@@ -130,10 +127,9 @@ def exception_failure(failure: BaseException, *, fired: str | None, status: int 
     """What ``failure`` (raised while sending or reading) means; None for what is not ours to explain
     (a :class:`~.origins.UrlRefused` redirect, a bug), which the caller raises.
 
-    ``fired``: what ended the attempt (``"deadline"``), ``status``: the
-    answer's status when the failure came while reading its body,
-    ``allowed``: the seconds this attempt had (less than ``timeout`` when
-    the sample's budget ran short).
+    ``fired``: what ended the attempt (``"deadline"``), ``status``: the answer's status when the failure came
+    while reading its body, ``allowed``: the seconds this attempt had (less than ``timeout`` when the sample's
+    budget ran short).
     """
     if fired == "deadline" or isinstance(failure, requests.Timeout) or _is_read_timeout(failure):
         if allowed >= timeout:
@@ -188,8 +184,8 @@ def _describe_exception(exc: BaseException) -> str:
 
 
 def _is_read_timeout(exc: BaseException) -> bool:
-    # requests wraps a read timeout met while streaming the body in a
-    # ConnectionError around urllib3's ReadTimeoutError.
+    # requests wraps a read timeout met while streaming the body in a ConnectionError around urllib3's
+    # ReadTimeoutError.
     from urllib3.exceptions import ReadTimeoutError
 
     return isinstance(exc, ReadTimeoutError) or any(
@@ -199,8 +195,7 @@ def _is_read_timeout(exc: BaseException) -> bool:
 
 log = logging.getLogger("pytest_violin.http")
 
-#: One sample spends at most this many times the timeout in all its
-#: attempts and retry waits together.
+#: One sample spends at most this many times the timeout in all its attempts and retry waits together.
 SAMPLE_BUDGET_FACTOR = 2
 
 

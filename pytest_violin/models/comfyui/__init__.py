@@ -1,15 +1,13 @@
 """``comfyui:URL`` with ``--violin-workflow=FILE``: a ComfyUI server (docs/models.md, "ComfyUI").
 
-The workflow (:mod:`.workflow`, API format with ``{prompt}``, ``{seed}``,
-``{image}``, ``{mask}`` ... placeholders) is checked against the server
-before the first prompt: which nodes put images in the history comes from
-``GET /object_info`` (:mod:`._server`), so several image outputs without
-``?output=NODE`` are a usage error, and so is a ``{mask}`` read through
-``LoadImage``'s MASK output without ``?mask=alpha``. One sample uploads its
-input images, queues the prompt (a 400 is a setup error naming every node
-error), polls its history with the queue telling waiting from running from
-vanished (:mod:`.adapter`), downloads the chosen output, and leaves nothing
-in the queue or history (:mod:`._server`).
+The workflow (:mod:`.workflow`, API format with ``{prompt}``, ``{seed}``, ``{image}``, ``{mask}``
+... placeholders) is checked against the server before the first prompt: which nodes put images in
+the history comes from ``GET /object_info`` (:mod:`._server`), so several image outputs without
+``?output=NODE`` are a usage error, and so is a ``{mask}`` read through ``LoadImage``'s MASK output
+without ``?mask=alpha``. One sample uploads its input images, queues the prompt (a 400 is a setup
+error naming every node error), polls its history with the queue telling waiting from running from
+vanished (:mod:`.adapter`), downloads the chosen output, and leaves nothing in the queue or history
+(:mod:`._server`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
 """What the ComfyUI server says and what is left on it: answers, image nodes, housekeeping.
 
-The answers' shapes were recorded from a real ComfyUI 0.3.64 server; the
-test fake (tests/_comfyui_fake.py) answers with the same bodies. What the
-code relies on: a workflow that fails validation is a 400 with
-``node_errors``; ``GET /history/ID`` is ``{}`` until the prompt ends, then
-holds ``outputs`` and ``status`` (``error`` with ``execution_interrupted``
-or ``execution_error``); ``GET /queue`` lists ``queue_running`` and
-``queue_pending``; the deletes and ``/interrupt`` answer an empty 200, and a
-history entry is written in the step that takes a prompt out of
-``queue_running``, never for one deleted from ``queue_pending``.
+The answers' shapes were recorded from a real ComfyUI 0.3.64 server; the test fake (tests/_comfyui_fake.py)
+answers with the same bodies. What the code relies on: a workflow that fails validation is a 400 with
+``node_errors``; ``GET /history/ID`` is ``{}`` until the prompt ends, then holds ``outputs`` and ``status``
+(``error`` with ``execution_interrupted`` or ``execution_error``); ``GET /queue`` lists ``queue_running`` and
+``queue_pending``; the deletes and ``/interrupt`` answer an empty 200, and a history entry is written in the
+step that takes a prompt out of ``queue_running``, never for one deleted from ``queue_pending``.
 
-Which nodes put images in the history (:func:`image_output_classes`): an
-*output node* one of whose inputs takes an ``IMAGE`` or a ``MASK``, as
-``GET /object_info/CLASS`` says; a server that cannot tell leaves the core
-classes (:data:`~.workflow.IMAGE_OUTPUTS`).
+Which nodes put images in the history (:func:`image_output_classes`): an *output node* one of whose inputs
+takes an ``IMAGE`` or a ``MASK``, as ``GET /object_info/CLASS`` says; a server that cannot tell leaves the
+core classes (:data:`~.workflow.IMAGE_OUTPUTS`).
 
-Housekeeping (:class:`Ledger`): every prompt is taken off the server when its
-sample ends, whatever the outcome (deleted from the queue, interrupted, its
-history entry deleted once it exists; an entry still to come stays on the
-ledger for a later sample's end or :meth:`Ledger.close`). Best effort and
-bounded: each request once, each group within one deadline the transport's
-watchdog enforces; a failure never fails the sample.
+Housekeeping (:class:`Ledger`): every prompt is taken off the server when its sample ends, whatever the
+outcome (deleted from the queue, interrupted, its history entry deleted once it exists; an entry still to come
+stays on the ledger for a later sample's end or :meth:`Ledger.close`). Best effort and bounded: each request
+once, each group within one deadline the transport's watchdog enforces; a failure never fails the sample.
 """
 
 from __future__ import annotations
@@ -47,9 +41,8 @@ def _text(value) -> str:
 def validation_reason(body) -> str | None:
     """The reason of a ``POST /prompt`` 400 answer, every node error in full; None if not one.
 
-    ``node 4 (CheckpointLoaderSimple) input ckpt_name: Value not in list:
-    ckpt_name: 'v1-5-pruned-emaonly.safetensors' not in []``, one per error,
-    joined with ``; ``.
+    ``node 4 (CheckpointLoaderSimple) input ckpt_name: Value not in list: ckpt_name:
+    'v1-5-pruned-emaonly.safetensors' not in []``, one per error, joined with ``; ``.
     """
     if not isinstance(body, dict) or not ("error" in body or "node_errors" in body):
         return None
@@ -118,10 +111,9 @@ def history_state(status: dict) -> str:
 def execution_message(status: dict) -> str:
     """The one line of an ``execution_error`` (or interrupt) message.
 
-    ``node 3 (KSampler): torch.OutOfMemoryError: CUDA error: out of memory``:
-    the node, its class, the exception's type and message (ComfyUI adds
-    advice after the message, such as its out-of-memory tips: kept, on the one
-    line).
+    ``node 3 (KSampler): torch.OutOfMemoryError: CUDA error: out of memory``: the node, its class, the
+    exception's type and message (ComfyUI adds advice after the message, such as its out-of-memory tips: kept,
+    on the one line).
     """
     entry = status.get("history") if isinstance(status.get("history"), dict) else {}
     info = entry.get("status") if isinstance(entry.get("status"), dict) else {}
@@ -183,9 +175,8 @@ def digest(value) -> str:
 #: Seconds one of these requests may take (each is also bounded by its group's deadline).
 CANCEL_TIMEOUT = 3.0
 
-#: Seconds a sample's end may wait for its interrupted prompt to leave the
-#: queue before its history entry is deleted; past it, a later sample or the
-#: run's end deletes it.
+#: Seconds a sample's end may wait for its interrupted prompt to leave the queue before its history entry is
+#: deleted; past it, a later sample or the run's end deletes it.
 FORGET_DEADLINE = 4.0
 
 #: Seconds the run's end may wait for the prompts still queued or running to leave the queue.
@@ -202,8 +193,8 @@ def bounded(seconds: float, steps, what: str, *, each: float = CANCEL_TIMEOUT) -
     """Run ``steps(limit)`` within ``seconds``; ``limit()`` is the ``timeout=`` of each request
     (at most ``each`` seconds).
 
-    ``limit()`` raises :class:`~pytest_violin.errors.GenerationCancelled`
-    once the deadline passed; the watchdog shuts down a socket still open then.
+    ``limit()`` raises :class:`~pytest_violin.errors.GenerationCancelled` once the deadline passed; the
+    watchdog shuts down a socket still open then.
     """
     attempt = Attempt(time.monotonic() + seconds, None)
     outer = getattr(_transport_state, "attempt", None)
@@ -264,9 +255,8 @@ class Ledger:
     def cancel_steps(self, prompt_id: str, limit) -> None:
         """Delete ``prompt_id`` from the queue and interrupt it if it runs (see :meth:`cancel`)."""
         self.session.post(f"{self.base_url}/queue", json={"delete": [prompt_id]}, timeout=limit())
-        # /interrupt stops whatever runs now on servers that ignore the prompt_id:
-        # send it only while this prompt is the running one (a server without
-        # GET /queue cannot say: nothing is interrupted there)
+        # /interrupt stops whatever runs now on servers that ignore the prompt_id: send it only while this
+        # prompt is the running one (a server without GET /queue cannot say: nothing is interrupted there)
         if queue_position(self.read_queue(limit), prompt_id) == "running":
             self.session.post(f"{self.base_url}/interrupt", json={"prompt_id": prompt_id}, timeout=limit())
 
@@ -333,8 +323,8 @@ class Ledger:
             if queue is not None:
                 gone |= {p for p in left - gone if queue_position(queue, p) == "absent"}
             elif left - gone:
-                # without GET /queue nothing says when an interrupted prompt's entry
-                # exists: delete now, and once more at the run's end
+                # without GET /queue nothing says when an interrupted prompt's entry exists: delete now, and
+                # once more at the run's end
                 with self._lock:
                     self._unsure |= left - gone
                     self._left -= left - gone
@@ -379,9 +369,8 @@ def image_output_classes(session, base_url: str, classes, *,
                          timeout: float = 30.0) -> tuple[frozenset | None, str | None]:
     """``(classes that show images, None)``, or ``(None, why)`` when the server cannot tell.
 
-    One ``GET /object_info/CLASS`` per class, through ``session``, each within
-    ``timeout`` seconds (``--violin-timeout``), all within
-    :data:`NODE_INFO_DEADLINE` seconds. A class the server does not know
+    One ``GET /object_info/CLASS`` per class, through ``session``, each within ``timeout`` seconds
+    (``--violin-timeout``), all within :data:`NODE_INFO_DEADLINE` seconds. A class the server does not know
     (``{}``) shows nothing: its ``POST /prompt`` is refused anyway.
     """
     found, why = set(), []

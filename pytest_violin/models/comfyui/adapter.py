@@ -12,33 +12,28 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
-from ..request import NetworkAdapter
+from ..request import GenerationRequest, NetworkAdapter
 from ..replicate import first_wait
-from ..request import GenerationRequest
-from .._transport.client import HttpClient
+from .._transport.client import HttpClient, JobStates, poll_job
 from .._transport.answers import image_from_response, load_json
-from .._transport.jobs import JobStates, poll_job
-from ._server import (digest, execution_message, history_state, image_outputs, queue_position,
-                      validation_reason, workflow_files)
-from ._server import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
+from ._server import (CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger, digest, execution_message, history_state,
+                      image_outputs, queue_position, validation_reason, workflow_files)
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
 
-#: Seconds before the first poll of the history (a ``Retry-After`` on the
-#: ``/prompt`` answer wins) and the cap of the backoff between polls.
+#: Seconds before the first poll of the history (a ``Retry-After`` on the ``/prompt`` answer wins) and the cap
+#: of the backoff between polls.
 FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
-#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the
-#: ``GET /queue`` look and the ``/interrupt``, together. A deadline, not a per-read
-#: time-out: the transport's watchdog shuts the socket down when it passes, so a
-#: server that never answers, or trickles a byte a second, cannot hold a stopping run;
-#: the steps not reached by then are skipped.
+#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the ``GET /queue`` look and the
+#: ``/interrupt``, together. A deadline, not a per-read time-out: the transport's watchdog shuts the socket
+#: down when it passes, so a server that never answers, or trickles a byte a second, cannot hold a stopping
+#: run; the steps not reached by then are skipped.
 CANCEL_DEADLINE = 4.0
 
-#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep);
-#: ``alpha`` as an RGBA image whose alpha is the mask, so ``LoadImage``'s MASK
-#: output is 1 where the sample asks for a change (1 - alpha).
+#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep); ``alpha`` as an RGBA image whose alpha
+#: is the mask, so ``LoadImage``'s MASK output is 1 where the sample asks for a change (1 - alpha).
 MASK_MODES = ("rgb", "alpha")
 
 STATES = JobStates(done=frozenset({"success", "interrupted"}), broken=frozenset({"error"}),
@@ -242,8 +237,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def take_notices(self) -> list:
         """What the user should be told once (a server without ``GET /queue``), not yet taken.
 
-        Found in a generation thread; the plugin warns from the test's thread
-        (a :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
+        Found in a generation thread; the plugin warns from the test's thread (a
+        :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
         """
         with self._live_lock:
             taken, self._notices = self._notices, []
@@ -253,8 +248,8 @@ class ComfyUIAdapter(NetworkAdapter):
         done = threading.Event()
 
         def cancel() -> None:
-            # the client refuses requests once the run is cancelled: these go
-            # through the session, once, all of them within CANCEL_DEADLINE
+            # the client refuses requests once the run is cancelled: these go through the session, once, all
+            # of them within CANCEL_DEADLINE
             if not done.is_set():
                 done.set()
                 self.ledger.cancel(prompt_id, CANCEL_DEADLINE)

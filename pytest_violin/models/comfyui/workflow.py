@@ -1,19 +1,15 @@
 """A ComfyUI workflow in the API format, with placeholders and one scored output.
 
-The workflow is exported from ComfyUI in the **API format** ("Export
-(API)"): a JSON object of nodes ``{"3": {"class_type": ..., "inputs": ...}}``.
-String values hold placeholders (:data:`PLACEHOLDERS`): ``{prompt}``,
-``{seed}``, ``{width}``, ``{height}``, ``{image}`` and ``{mask}`` (plus
-``{sample_id}``, ``{task}``, ``{repeat}`` and ``{size}``). A string that is
-exactly one placeholder keeps the value's type (``"{seed}"`` becomes an
-integer); ``{{`` and ``}}`` are literal braces.
+The workflow is exported from ComfyUI in the **API format** ("Export (API)"): a JSON object of nodes ``{"3":
+{"class_type": ..., "inputs": ...}}``. String values hold placeholders (:data:`PLACEHOLDERS`): ``{prompt}``,
+``{seed}``, ``{width}``, ``{height}``, ``{image}`` and ``{mask}`` (plus ``{sample_id}``, ``{task}``,
+``{repeat}`` and ``{size}``). A string that is exactly one placeholder keeps the value's type (``"{seed}"``
+becomes an integer); ``{{`` and ``}}`` are literal braces.
 
-The scored image comes from one output node: ``output`` (``?output=`` of
-the spec: a node id or a node's ``_meta.title``) names it; without it the
-workflow must have exactly one image output node, or the spec is refused with
-the list of them. Which classes are image outputs the server says
-(``image_classes``, from its ``/object_info``: see :mod:`._server`); without
-its word, the core ones (:data:`IMAGE_OUTPUTS`).
+The scored image comes from one output node: ``output`` (``?output=`` of the spec: a node id or a node's
+``_meta.title``) names it; without it the workflow must have exactly one image output node, or the spec is
+refused with the list of them. Which classes are image outputs the server says (``image_classes``, from its
+``/object_info``: see :mod:`._server`); without its word, the core ones (:data:`IMAGE_OUTPUTS`).
 """
 
 from __future__ import annotations
@@ -34,8 +30,8 @@ PLACEHOLDERS = ("prompt", "seed", "width", "height", "image", "mask", "sample_id
 #: ``{image}`` and ``{mask}`` are the request's first and second input images.
 IMAGE_SLOTS = {"image": 0, "mask": 1}
 
-#: Core node classes whose history output carries ``images`` (ComfyUI 0.3.64: the
-#: output nodes with an IMAGE or MASK input), for a server that cannot say.
+#: Core node classes whose history output carries ``images`` (ComfyUI 0.3.64: the output nodes with an IMAGE
+#: or MASK input), for a server that cannot say.
 IMAGE_OUTPUTS = frozenset({"SaveImage", "PreviewImage", "MaskPreview", "SaveAnimatedWEBP", "SaveAnimatedPNG",
                            "SaveWEBM"})
 
@@ -137,8 +133,8 @@ class Workflow:
     def masks_read_from_alpha(self) -> list:
         """``LoadImage`` nodes reading ``{mask}`` whose MASK output (its second) a node uses.
 
-        ``LoadImage``'s MASK is ``1 - alpha`` of the file, all zeros for an image
-        without alpha: an RGB mask upload read that way is an empty mask.
+        ``LoadImage``'s MASK is ``1 - alpha`` of the file, all zeros for an image without alpha: an RGB mask
+        upload read that way is an empty mask.
         """
         readers = {str(k) for k, node in self.body.items() if node.get("class_type") == "LoadImage"
                    and any(isinstance(v, str) and "{mask}" in v for v in (node.get("inputs") or {}).values())}

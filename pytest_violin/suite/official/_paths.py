@@ -1,11 +1,9 @@
 """Paths from outside stay inside their folder (symlinks followed); text from them is shown cut.
 
-A dataset is hostile until bounded: a metadata CSV may be a symlink to
-``/proc/self/environ`` (a ``git clone`` of someone's dataset repository), a
-file name or a header cell may hold terminal escape codes, an ``id`` cell may
-be megabytes long. :func:`regular_inside` is the one test a file passes
-before a byte of it is read, and :func:`shown` is how any string that came
-from a dataset enters a message.
+A dataset is hostile until bounded: a metadata CSV may be a symlink to ``/proc/self/environ`` (a ``git clone``
+of someone's dataset repository), a file name or a header cell may hold terminal escape codes, an ``id`` cell
+may be megabytes long. :func:`regular_inside` is the one test a file passes before a byte of it is read, and
+:func:`shown` is how any string that came from a dataset enters a message.
 """
 
 from __future__ import annotations
@@ -36,10 +34,9 @@ def inside(path, folder) -> bool:
 def regular_inside(path, folder) -> str | None:
     """None when ``path`` resolves to a regular file inside ``folder``, else why not.
 
-    Symlinks are followed, so a link that stays inside (a Hugging Face cache
-    snapshot's link to its ``blobs/``, with ``folder`` the repository's cache
-    folder) is accepted, and one that leaves it (``/proc/self/environ``, a
-    ``.env`` beside the clone) is refused before it is opened.
+    Symlinks are followed, so a link that stays inside (a Hugging Face cache snapshot's link to its
+    ``blobs/``, with ``folder`` the repository's cache folder) is accepted, and one that leaves it
+    (``/proc/self/environ``, a ``.env`` beside the clone) is refused before it is opened.
     """
     if not inside(path, folder):
         return f"resolves outside {quoted_path(os.path.realpath(folder))}"
@@ -61,9 +58,8 @@ def require_inside(path, root, what: str) -> None:
 def shown(value, limit: int = MAX_SHOWN) -> str:
     """``value`` (``str()`` of a cell, a file name, a path or a header from a dataset) as one quoted line.
 
-    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too)
-    and redacted (a registered secret masked); past ``limit`` characters it
-    ends ``...`` with its length.
+    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too) and redacted (a registered
+    secret masked); past ``limit`` characters it ends ``...`` with its length.
 
     Examples
     --------
