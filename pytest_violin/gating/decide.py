@@ -87,28 +87,11 @@ def sequential_decided(summary) -> bool:
 def decide(baseline: Mapping, results: Sequence[Mapping], current: Mapping, *,
            limits: GateLimits = GateLimits(), baseline_label: str = "", sequential: Mapping | None = None,
            members: Mapping | None = None, interrupted: bool = False) -> GateVerdict:
-    """Hold a run against its baseline.
-
-    Parameters
-    ----------
-    baseline : Mapping
-        The baseline document (:func:`~.baseline.read_baseline`).
-    results : sequence of Mapping
-        The run's sample records.
-    current : Mapping
-        The run as a baseline document (:func:`~.baseline.build_baseline` of ``results``).
-    limits : GateLimits
-        The margins and the error rate.
-    baseline_label : str
-        How the reports name the baseline (the path as given).
-    sequential : Mapping, optional
-        A sequential gate's summary (:meth:`~.sequential.SequentialGate.summary`); a decided one's verdict is
-        the gate's.
-    members : Mapping, optional
-        The sequential gate's population: sample id -> :class:`~.sequential.Member`.
-    interrupted : bool
-        The run ended before its last sample (the samples it lacks are said so).
-    """
+    """Hold a run against its baseline: ``baseline`` and ``current`` are baseline documents
+    (:func:`~.baseline.read_baseline`, :func:`~.baseline.build_baseline` of ``results``, the run's
+    sample records); ``baseline_label`` names the baseline in the words; a decided ``sequential``
+    summary's verdict is the gate's, ``members`` its population (sample id ->
+    :class:`~.sequential.Member`); ``interrupted`` says the run ended before its last sample."""
     if not results:
         # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
         unrun = f"baseline {baseline_label} not compared: no Violin sample ran in this session"

@@ -84,6 +84,8 @@ class GateState:
 
     def _load_compare_runs(self, config) -> None:
         """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
+        if not self.settings.compare:
+            return
         from ..compare.runs import load_run
         from ..errors import ViolinError
         for spec in self.settings.compare:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import math
 
-__all__ = ["decided", "regressed_groups", "sequential_html", "sequential_lines", "sequential_markdown"]
+__all__ = ["regressed_groups", "sequential_html", "sequential_lines", "sequential_markdown"]
 
 _STATUS = {"regressed": "REGRESSED", "not-regressed": "not regressed", "undecided": "undecided"}
 
@@ -21,11 +21,6 @@ def regressed_groups(summary) -> set:
         return set()
     return {(g.get("task"), g.get("variation")) for g in summary.get("groups", ()) if isinstance(g, Mapping)
             and g.get("status") == "regressed"}
-
-
-def decided(summary) -> bool:
-    """True when the sequential gate reached a verdict (it then decides the session)."""
-    return isinstance(summary, Mapping) and summary.get("verdict") in ("regressed", "not-regressed")
 
 
 def _headline(summary: Mapping) -> tuple:
