@@ -82,9 +82,9 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     for t in task_tables(agg, groups, marks):
         head = ["Variation", "n", "pass rate", *(["no image"] if t.no_image else []),
                 *(["refused"] if t.refused else []), *t.names, *(["Δ mean vs baseline"] if t.baseline else [])]
-        body = [[Raw("**all**") if r.total else r.label, str(r.n), f"{100 * r.pass_rate:.1f}%",
-                 *([str(r.no_image)] if t.no_image else []), *([str(r.refused)] if t.refused else []),
-                 *(fmt(r.metrics.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
+        body = [[Raw("**all**") if r.total else r.label, str(r.row.count), f"{100 * r.row.pass_rate:.1f}%",
+                 *([str(r.row.no_image)] if t.no_image else []), *([str(r.row.refused)] if t.refused else []),
+                 *(fmt(r.row.means.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
                 for r in t.rows]
         lines += [f"### {md_escape(t.task)}", "", *markdown_lines(Table.make(head, body), esc=md_escape), ""]
     from ..diagnosis.summary import failure_mode_lines
