@@ -49,12 +49,7 @@ def _num(value) -> float | None:
 
 def task_metrics(rows) -> list:
     """Metric names of ``rows`` (one task's rows) in first-seen order."""
-    names: list = []
-    for row in rows:
-        for k in row.metrics:
-            if k not in names:
-                names.append(k)
-    return names
+    return list(dict.fromkeys(k for row in rows for k in row.metrics))
 
 
 def _tasks(comparison) -> list:

@@ -407,10 +407,7 @@ class _Rule:
 
 
 def _metric_deltas(imaged: list) -> dict:
-    names: list[str] = []
-    for pair in imaged:
-        for r in pair:
-            names += [k for k in r.metrics if k != "mean" and k not in names]
+    names = dict.fromkeys(k for pair in imaged for r in pair for k in r.metrics if k != "mean")
     out = {}
     for k in names:
         pairs = [(x.metrics[k], y.metrics[k]) for x, y in imaged if k in x.metrics and k in y.metrics]

@@ -64,11 +64,7 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         if len(members) == 2:
             members.pop()
     for (suite, task), members in groups.items():
-        names = []
-        for row in members:
-            for n in row.metric_names:
-                if n not in names:
-                    names.append(n)
+        names = list(dict.fromkeys(n for row in members for n in row.metric_names))
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
