@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["StatRow", "cause_line", "group_rows", "headline", "ratchet_line", "rule_line", "too_few_line"]
+__all__ = ["StatRow", "cause_line", "group_rows", "headline", "not_compared", "ratchet_line", "rule_line",
+           "too_few_line"]
 
 #: Statistic key -> how the reports name it.
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
@@ -160,3 +161,12 @@ def ratchet_line(comparison) -> str | None:
     return (f"ratchet: {'; '.join(parts)}: make this run the new baseline (save it with "
             f"--violin-save-baseline=FILE beside --violin-baseline, then commit FILE as {target}; "
             f"docs/gating.md, 'The ratchet')")
+
+
+def not_compared(comparison, selection) -> list[tuple[str, tuple]]:
+    """``(title, ids)`` of the samples on one side only or redefined (the missing ones not for a
+    ``selection``: :func:`~pytest_violin.gating.comparison.selection_text` says it), non-empty lists only."""
+    return [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
+                                            ("Not in the baseline", comparison.added),
+                                            ("Redefined since the baseline (not compared)", comparison.changed))
+            if ids]

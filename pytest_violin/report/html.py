@@ -50,7 +50,7 @@ def _run_facts(meta, records) -> list:
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
-    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -81,12 +81,8 @@ def _gate_view(comparison) -> dict:
             sections.append((title, css, causes, [
                 (g, rows, sorted(((k, v[2]) for k, v in g.metric_deltas.items()), key=lambda kv: -abs(kv[1]))[:3])
                 for g, rows in found]))
-    lists = [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                                             ("Not in the baseline", comparison.added),
-                                             ("Redefined since the baseline (not compared)", comparison.changed))
-             if ids]
     return {"sequential": sequential, "lines": lines, "metadata_changes": list(comparison.metadata_changes.items()),
-            "sections": sections, "lists": lists}
+            "sections": sections, "lists": not_compared(comparison, selection)}
 
 
 def _charts(tables) -> list:

@@ -116,7 +116,7 @@ def _delta(row) -> str:
 
 
 def _gate_section(comparison) -> list[str]:
-    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -157,11 +157,8 @@ def _gate_section(comparison) -> list[str]:
     elif comparison.fingerprint_changed:
         lines += ["**The suite definition changed since the baseline** "
                   f"({len(comparison.changed)} sample(s) redefined and not compared).", ""]
-    for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                       ("Not in the baseline", comparison.added),
-                       ("Redefined since the baseline (not compared)", comparison.changed)):
-        if ids:
-            lines += [f"{title} ({len(ids)}): {_ids(ids)}", ""]
+    for title, ids in not_compared(comparison, selection):
+        lines += [f"{title} ({len(ids)}): {_ids(ids)}", ""]
     for key, (a, b) in comparison.metadata_changes.items():
         lines += [f"Note: {md_escape(key)} changed from {_code(a)} to {_code(b)}.", ""]
     return lines

@@ -210,9 +210,6 @@ class WatchedAdapter(HTTPAdapter):
 #: any real image answer.
 DEFAULT_MAX_ANSWER_BYTES = 64 * 2**20
 
-#: Former name of :data:`DEFAULT_MAX_ANSWER_BYTES`.
-MAX_BODY_BYTES = DEFAULT_MAX_ANSWER_BYTES
-
 #: Bytes read from a non-2xx answer: enough for the server's message.
 ERROR_BODY_BYTES = 64 * 1024
 
