@@ -79,15 +79,6 @@ class _Budget:
 _DECODE_BUDGET = _Budget(DECODE_BUDGET_BYTES)
 
 
-def _hold_budget(nbytes: int):
-    """Reserve ``nbytes`` of the process-wide decode budget while the ``with`` block runs.
-
-    Reads :data:`_DECODE_BUDGET` when called, so both readers share the one budget (and a test that replaces
-    it replaces it for both).
-    """
-    return _DECODE_BUDGET.hold(nbytes)
-
-
 #: Work that allocates at least this many bytes (a decode's working memory, the parse of a large answer) runs
 #: in the one large-work thread (:func:`run_large`).
 LARGE_WORK_BYTES = 16 * 2**20
@@ -155,9 +146,10 @@ def run_large(nbytes: int, fn, *args):
 
 
 def run_budgeted(nbytes: int, fn, *args):
-    """``fn(*args)`` holding ``nbytes`` of the decode budget, in the large-work thread when large."""
+    """``fn(*args)`` holding ``nbytes`` of the decode budget (:data:`_DECODE_BUDGET`, read at the call: both
+    readers share it), in the large-work thread when large."""
     def budgeted():
-        with _hold_budget(nbytes):
+        with _DECODE_BUDGET.hold(nbytes):
             return fn(*args)
 
     return run_large(nbytes, budgeted)
