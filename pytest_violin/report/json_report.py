@@ -42,12 +42,7 @@ def records_of(results, *, keep_thumbnails: bool = True) -> list[dict]:
 
 def metric_names(rows) -> list[str]:
     """Metric names of ``rows`` (mappings with ``metrics``) in first-seen order, ``mean`` last."""
-    names: list[str] = []
-    for row in rows:
-        for k in (row.get("metrics") or {}):
-            if k != "mean" and k not in names:
-                names.append(k)
-    return [*names, "mean"]
+    return [*dict.fromkeys(k for row in rows for k in (row.get("metrics") or {}) if k != "mean"), "mean"]
 
 
 def fmt(value, digits: int = 3) -> str:
