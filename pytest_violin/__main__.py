@@ -176,12 +176,8 @@ def _print_counts(samples, suite, out) -> None:
     tasks = Counter(s.task for s in samples)
     out.write(f"suite {suite}: {len(samples)} samples\n")
     out.write(f"  {'task':<8} {'variation':<12} {'count':>6}\n")
-    order = []
-    for s in samples:
-        if (s.task, s.variation) not in order:
-            order.append((s.task, s.variation))
     last = None
-    for task, variation in order:
+    for task, variation in counts:  # first-seen order
         if last is not None and task != last:
             out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
         out.write(f"  {task:<8} {variation:<12} {counts[(task, variation)]:>6}\n")
