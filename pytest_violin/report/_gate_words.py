@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["StatRow", "cause_line", "group_rows", "headline", "not_compared", "ratchet_line", "rule_line",
+__all__ = ["StatRow", "cause_line", "group_rows", "headline", "id_list", "not_compared", "ratchet_line", "rule_line",
            "too_few_line"]
 
 #: Statistic key -> how the reports name it.
@@ -170,3 +170,9 @@ def not_compared(comparison, selection) -> list[tuple[str, tuple]]:
                                             ("Not in the baseline", comparison.added),
                                             ("Redefined since the baseline (not compared)", comparison.changed))
             if ids]
+
+
+def id_list(ids, each=str, limit: int = 10) -> str:
+    """At most ``limit`` sample ids, each written by ``each``, then "and N more"."""
+    ids = list(ids)
+    return ", ".join(map(each, ids[:limit])) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

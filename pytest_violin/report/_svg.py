@@ -140,15 +140,15 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
 
 
 def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float, str]], *,
-                title: str = "", width: int = 360, height: int = 46, gradient_id: str = "violin-scale") -> str:
+                title: str = "", width: int = 360, height: int = 46) -> str:
     """A horizontal colour-scale legend as inline ``<svg>``: a gradient bar of ``(position,
-    "#rrggbb")`` ``stops`` with ``(position, label)`` ``ticks`` under it, positions in [0, 1];
-    ``gradient_id`` must be unique within the page. Labels are escaped."""
+    "#rrggbb")`` ``stops`` with ``(position, label)`` ``ticks`` under it, positions in [0, 1] (one per page:
+    its gradient's id is fixed). Labels are escaped."""
     left, right = 8, 14
     bar_y = 18 if title else 4
     bar_h = 12
     bar_w = max(10, width - left - right)
-    gid = escape(gradient_id)
+    gid = "violin-scale"
     parts = [f'<svg class="scale" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
              f'role="img" aria-label="{escape(title)}"><defs><linearGradient id="{gid}" x1="0" x2="1" y1="0" y2="0">']
     for pos, color in stops:

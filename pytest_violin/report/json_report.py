@@ -62,12 +62,10 @@ def fmt_signed(value, digits: int = 3) -> str:
     return text if text == "n/a" or text.startswith("-") else "+" + text
 
 
-def fmt_pct(value, signed: bool = False) -> str:
-    """A rate in ``[0, 1]`` as a percentage with one decimal (``+12.5%``); ``n/a`` otherwise."""
+def fmt_pct(value) -> str:
+    """A rate in ``[0, 1]`` as a percentage with one decimal (``12.5%``); ``n/a`` otherwise."""
     text = fmt(None if value is None or isinstance(value, bool) else 100 * float(value), 1)
-    if text == "n/a":
-        return text
-    return (text if text.startswith("-") or not signed else "+" + text) + "%"
+    return text if text == "n/a" else text + "%"
 
 
 def failures_first(records) -> list[dict]:
