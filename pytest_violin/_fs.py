@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import InvalidArgumentError
@@ -182,9 +183,7 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path

@@ -57,11 +57,9 @@ def _kill(conn) -> None:
     sock = getattr(conn, "sock", None) or getattr(conn, "_violin_sock", None)
     if sock is None:
         return
-    try:
-        # the plain socket's shutdown, also for TLS sockets: a blocked read in another thread ends at once
+    # the plain socket's shutdown, also for TLS sockets: a blocked read in another thread ends at once
+    with contextlib.suppress(OSError, TypeError, ValueError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except (OSError, TypeError, ValueError):
-        pass
 
 
 class Attempt:

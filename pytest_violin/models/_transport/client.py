@@ -453,9 +453,6 @@ def _next_wait(answer, states: JobStates, status: Mapping, wait: float, first_wa
 
 def cancel_quietly(cancel_job) -> None:
     """Call ``cancel_job`` (when given), whatever it raises: the run is stopping anyway."""
-    if cancel_job is None:
-        return
-    try:
-        cancel_job()
-    except Exception:
-        pass
+    if cancel_job is not None:
+        with contextlib.suppress(Exception):
+            cancel_job()
