@@ -56,10 +56,6 @@ def _tasks(comparison) -> list:
     return list(dict.fromkeys(r.task for r in comparison.rows))
 
 
-def _var(variation) -> str:
-    return "(all)" if variation is None else (variation or "-")
-
-
 def _line(text) -> str:
     """Outside text as one printable terminal line: control characters escaped
     (:func:`~pytest_violin.report.text.printable`), line breaks and tabs as spaces.
@@ -119,8 +115,9 @@ def _task_tables(comparison, paper_label):
         rows = [r for r in comparison.rows if r.task == task]
         metrics = task_metrics(rows)
         yield task, Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
-                               ([_var(r.variation), paper_label(r.label) if r.published else r.label,
-                                 *_cells(r, metrics)] for r in rows), left=2)
+                               (["(all)" if r.variation is None else (r.variation or "-"),
+                                 paper_label(r.label) if r.published else r.label, *_cells(r, metrics)]
+                                for r in rows), left=2)
 
 
 def _modes_table(modes, left: int = 2) -> Table:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
+from .._fs import file_kind
 from ..errors import InvalidImageError
 
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels). A guard against decompression bombs
@@ -187,16 +188,6 @@ def _fail(obj, problem: str) -> InvalidImageError:
     exc = InvalidImageError(f"{problem}: got {_describe(obj)}; accepted: {ACCEPTED_INPUTS}")
     exc.problem = problem
     return exc
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, from its ``st_mode``: ``"a FIFO"``, ``"a directory"``, ..."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 def _reason(exc: BaseException) -> str:
