@@ -49,11 +49,6 @@ def _num(value) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _order(values) -> list:
-    """Distinct values in first-seen order (None kept); linear (a dict keeps the order)."""
-    return list(dict.fromkeys(values))
-
-
 # --------------------------------------------------------------------------- tables
 
 
@@ -64,7 +59,7 @@ def _row_metrics(row) -> dict:
 def _task_table(task: str, rows: list) -> dict:
     """One task's table: a block of rows per variation (the task's total last), the best value bold."""
     names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-    variations = [v for v in _order(r.variation for r in rows) if v is not None]
+    variations = [v for v in dict.fromkeys(r.variation for r in rows) if v is not None]
     groups = [*variations, None] if any(r.variation is None for r in rows) else variations
     out = []
     for variation in groups:
@@ -102,7 +97,7 @@ def _modes(modes) -> dict | None:
 def _charts(comparison) -> Markup:
     charts = []
     run_rows = [r for r in comparison.rows if not r.published and r.variation is None]
-    for task in _order(r.task for r in run_rows):
+    for task in dict.fromkeys(r.task for r in run_rows):
         rows = [r for r in run_rows if r.task == task]
         names = metric_names([{"metrics": r.metrics or {}} for r in rows])
         series = [(r.label, {k: _num(v) for k, v in _row_metrics(r).items()}) for r in rows]
@@ -138,7 +133,7 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
                                 for k, v in dropped.items())))
     tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
-              for task in _order(r.task for r in comparison.rows)]
+              for task in dict.fromkeys(r.task for r in comparison.rows)]
     return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
                               tables=tables, modes=_modes(comparison.modes),
                               pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
@@ -161,7 +156,7 @@ def _suite_samples(runs) -> dict:
     from ..suite import SUITES, load_suite
 
     out: dict = {}
-    for name in _order(str((run.metadata or {}).get("suite") or "") for run in runs):
+    for name in dict.fromkeys(str((run.metadata or {}).get("suite") or "") for run in runs):
         if name in SUITES:
             try:
                 out.update((sample.id, sample) for sample in load_suite(name))
@@ -201,7 +196,7 @@ def _saved_image(run, sid) -> str | None:
 
 def _sample_ids(runs, all_samples: bool) -> list:
     if all_samples or not runs:
-        return _order(sid for run in runs for sid in (run.records or {}))
+        return list(dict.fromkeys(sid for run in runs for sid in (run.records or {})))
     # held by every run: in the first run's order (one pass, no list of every id first)
     others = [run.records or {} for run in runs[1:]]
     return [sid for sid in (runs[0].records or {}) if all(sid in o for o in others)]
