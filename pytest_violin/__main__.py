@@ -127,14 +127,9 @@ def _compare(args, parser, out) -> None:
     if args.format == "html" and not args.output:
         parser.error("argument --format: html needs --output FILE")
     if args.suite is not None:
-        from .suite import SUITES
-
-        if args.suite not in SUITES and not Path(args.suite).exists():
-            parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                         f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+        _check_suite(args.suite, parser)
     labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
-    progress = False if args.no_progress else True
-    runs = [load_run(spec, label=label, suite=args.suite, progress=progress)
+    runs = [load_run(spec, label=label, suite=args.suite, progress=not args.no_progress)
             for spec, label in zip(args.runs, labels)]
     paper = ()
     if args.paper:
@@ -147,24 +142,28 @@ def _compare(args, parser, out) -> None:
         from .compare.html import write_html
 
         write_html(args.output, comparison, runs)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
-        return
-    text = render(comparison, args.format)
-    if args.output:
+    elif args.output:
         from ._fs import atomic_write
 
-        atomic_write(args.output, text)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+        atomic_write(args.output, render(comparison, args.format))
     else:
-        out.write(text)
+        out.write(render(comparison, args.format))
+        return
+    out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+
+
+def _check_suite(suite, parser) -> None:
+    from .suite import SUITES
+
+    if suite not in SUITES and not Path(suite).exists():
+        parser.error(f"argument --suite: {suite!r} is neither a built-in suite "
+                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
 
 
 def _load(args, parser):
-    from .suite import SUITES, load_suite
+    from .suite import load_suite
 
-    if args.suite not in SUITES and not Path(args.suite).exists():
-        parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    _check_suite(args.suite, parser)
     if args.photos_dir is not None and not Path(args.photos_dir).is_dir():
         parser.error(f"argument --photos-dir: {args.photos_dir!r} is not a directory")
     return load_suite(args.suite, tasks=args.tasks, limit=args.limit, seed=args.seed,
