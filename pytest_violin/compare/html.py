@@ -15,12 +15,11 @@ ids, paths and metadata, is escaped where the template writes it); thumbnails ar
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
 from .._fs import atomic_write
-from ..report.json_report import fmt, fmt_pct, metric_names
+from ..report.json_report import finite, fmt, fmt_pct, metric_names
 from ..report._pages import BADGES, Markup, render_page
 from ..report._svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
@@ -43,12 +42,6 @@ DEFAULT_MAX_SAMPLES = 20_000
 DEFAULT_RENDER_LIMIT = 500
 
 
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
 # --------------------------------------------------------------------------- tables
 
 
@@ -66,11 +59,11 @@ def _task_table(task: str, rows: list) -> dict:
         members = [r for r in rows if r.variation == variation]
         best = {}
         for n in names:
-            vals = [v for v in (_num(_row_metrics(r).get(n)) for r in members) if v is not None]
+            vals = [v for v in (finite(_row_metrics(r).get(n)) for r in members) if v is not None]
             if len(vals) > 1:
                 best[n] = min(vals)
         for i, r in enumerate(members):
-            vals = {n: _num(_row_metrics(r).get(n)) for n in names}
+            vals = {n: finite(_row_metrics(r).get(n)) for n in names}
             out.append({
                 "css": " ".join(c for c in ("pub" if r.published else "", "total" if variation is None else "",
                                             "gstart" if i == 0 else "") if c),
@@ -100,7 +93,7 @@ def _charts(comparison) -> Markup:
     for task in dict.fromkeys(r.task for r in run_rows):
         rows = [r for r in run_rows if r.task == task]
         names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-        series = [(r.label, {k: _num(v) for k, v in _row_metrics(r).items()}) for r in rows]
+        series = [(r.label, {k: finite(v) for k, v in _row_metrics(r).items()}) for r in rows]
         width = max(340, min(1200, 60 + len(names) * (24 + 12 * len(series))))
         charts.append(Markup(bar_chart(names, series, title=f"{task}: metric means per run (lower is better)",
                                        width=width, height=230 + 16 * ((len(series) + 3) // 4))))

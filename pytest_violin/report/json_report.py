@@ -15,7 +15,7 @@ from .._fs import atomic_write
 from ..results import Outcome, aggregate_records, as_result
 
 __all__ = ["RESULTS_FORMAT", "RESULTS_SCHEMA_VERSION", "THUMBNAILS_FILE", "build_results", "failures_first",
-           "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
+           "finite", "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
            "write_results_json", "write_thumbnails_json"]
 
 RESULTS_FORMAT = "pytest-violin-results"
@@ -45,15 +45,21 @@ def metric_names(rows) -> list[str]:
     return [*dict.fromkeys(k for row in rows for k in (row.get("metrics") or {}) if k != "mean"), "mean"]
 
 
-def fmt(value, digits: int = 3) -> str:
-    """A number with ``digits`` decimals (the paper's tables use 3); ``n/a`` otherwise."""
+def finite(value) -> float | None:
+    """``value`` as a finite float; None for None, a bool, what is no number, NaN and infinity."""
     if value is None or isinstance(value, bool):
-        return "n/a"
+        return None
     try:
         v = float(value)
     except (TypeError, ValueError):
-        return "n/a"
-    return f"{v:.{digits}f}" if math.isfinite(v) else "n/a"
+        return None
+    return v if math.isfinite(v) else None
+
+
+def fmt(value, digits: int = 3) -> str:
+    """A number with ``digits`` decimals (the paper's tables use 3); ``n/a`` otherwise."""
+    v = finite(value)
+    return "n/a" if v is None else f"{v:.{digits}f}"
 
 
 def fmt_signed(value, digits: int = 3) -> str:
