@@ -221,10 +221,6 @@ class Comparison:
         return self._with("mean")
 
     @property
-    def pass_regressions(self) -> tuple:
-        return self._with("pass_rate")
-
-    @property
     def refusal_regressions(self) -> tuple:
         return self._with("refusal_rate")
 
@@ -267,7 +263,7 @@ class Comparison:
         # "regressions": every group the fixed-sample rule shows worse, on any statistic
         fixed = {"regressions": [g.label for g in self.regressed_groups],
                  "mean_regressions": [g.label for g in self.regressions],
-                 "pass_rate_regressions": [g.label for g in self.pass_regressions],
+                 "pass_rate_regressions": [g.label for g in self._with("pass_rate")],
                  "refusal_regressions": [g.label for g in self.refusal_regressions]}
         return {
             "baseline": self.baseline_path, "max_regression": self.max_regression,
