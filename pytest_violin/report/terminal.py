@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ..results import Outcome
-from ._gate_words import id_list
+from ._gate_words import id_list, where
 from ._tables import Table, text_lines
 from .json_report import fmt_signed
 from .text import printable
@@ -109,10 +109,6 @@ def write_summary(terminalreporter, store, *, settings=None, price=None, usage=N
 # --------------------------------------------------------------------------- the gate's verdict
 
 
-def _where(comparison) -> str:
-    return f" {comparison.baseline_path}" if comparison.baseline_path else ""
-
-
 def _group_lines(g, rows, which: str, level: str) -> list[tuple[str, str]]:
     """A regressed or improved group: causes before numbers, its statistics, what moved."""
     from ._gate_words import cause_line
@@ -154,7 +150,7 @@ def comparison_lines(comparison) -> list[tuple[str, str]]:
             out.append((ratchet, "good"))
     elif comparison.errored:
         out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error and could "
-                    f"not be compared with baseline{_where(comparison)}: {id_list(comparison.errored)}", "bad"))
+                    f"not be compared with baseline{where(comparison)}: {id_list(comparison.errored)}", "bad"))
     if sequential and comparison.too_few:
         out.append((too_few_line(comparison), "bad" if comparison.undecidable else "warn"))
     elif comparison.too_few and comparison.allow_mismatch:
