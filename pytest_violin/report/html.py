@@ -177,10 +177,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         for g in comparison.groups:
             if g.variation is None:
                 newly_failing.update(g.newly_failing)
-    from ._sequential import sequential_html
+    from ._sequential import regressed_groups, sequential_html
     from .terminal import NO_IMAGE_NOTE
-
-    from ._sequential import regressed_groups
 
     marks = (regressed_groups(meta.get("sequential"))
              if getattr(comparison, "decided_by", "") == "sequential" else None)
@@ -208,7 +206,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         no_image_note=NO_IMAGE_NOTE if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", []))
         else None, charts=_charts(tables), comparison=Markup(section),
         tasks=sorted({str(r.get("task", "")) for r in records}), kinds=_kinds(records),
-        scale=_scale() if _any_diff(records) else None, samples=samples, skipped=skipped,
+        scale=_scale() if any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
+                              for r in records) else None, samples=samples, skipped=skipped,
         budget=thumbnail_budget)
 
 
@@ -216,11 +215,6 @@ def _kinds(records) -> list:
     """The diagnosis kinds the records hold (docs/diagnoses.md), for the filter; none without any."""
     return sorted({str(f.get("kind", "")) for r in records
                    for f in (r.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)})
-
-
-def _any_diff(records) -> bool:
-    return any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
-               for r in records)
 
 
 def write_html(path, results, **kwargs) -> Path:
