@@ -212,17 +212,12 @@ def main(argv=None) -> int:
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
-    except ViolinError as exc:
+    except (ViolinError, OSError) as exc:
         from .errors import InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED if isinstance(exc, InternalError) else EXIT_USAGE
-    except OSError as exc:
-        from .report.text import printable
-
-        sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, ViolinError) and not isinstance(exc, InternalError) else EXIT_FAILED
     return EXIT_OK
 
 

@@ -61,15 +61,12 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
-    from ._sequential import sequential_markdown
+    from ._sequential import regressed_groups, sequential_markdown
 
     lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
         lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
-
-    from ._sequential import regressed_groups
-
     marks = (regressed_groups(meta.get("sequential"))  # a decided sequential gate: its verdict marks
              if getattr(comparison, "decided_by", "") == "sequential" else None)
     for t in task_tables(agg, groups, marks):
