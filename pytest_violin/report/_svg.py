@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from .json_report import fmt
+
 __all__ = ["PALETTE", "bar_chart", "color_scale", "text_width"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
@@ -21,10 +23,6 @@ def _nice_max(value: float) -> float:
         if top >= value - 1e-12:
             return top
     return 10 ** (exp + 1)  # pragma: no cover
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.3f}" if math.isfinite(v) else "n/a"
 
 
 def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float]]], *,
@@ -77,7 +75,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
             extra = ' stroke="#c00" stroke-width="2"' if name in highlight else ""
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar_w - 1, 0.5):.1f}" height="{max(h, 0.5):.1f}" '
-                f'fill="{color}"{extra}><title>{escape(str(name))} {escape(cat)} = {_fmt(v)}</title></rect>'
+                f'fill="{color}"{extra}><title>{escape(str(name))} {escape(cat)} = {fmt(v)}</title></rect>'
             )
         parts.append(
             f'<text x="{left + (ci + 0.5) * group_w:.1f}" y="{top_pad + plot_h + 14:.1f}" '
