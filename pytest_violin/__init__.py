@@ -8,7 +8,7 @@ Public names are imported lazily so that installing the plugin costs an ordinary
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -28,14 +28,4 @@ _LAZY = {name: module for module, names in _PUBLIC.items() for name in names}
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_violin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

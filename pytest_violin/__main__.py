@@ -127,14 +127,9 @@ def _compare(args, parser, out) -> None:
     if args.format == "html" and not args.output:
         parser.error("argument --format: html needs --output FILE")
     if args.suite is not None:
-        from .suite import SUITES
-
-        if args.suite not in SUITES and not Path(args.suite).exists():
-            parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                         f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+        _check_suite(args.suite, parser)
     labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
-    progress = False if args.no_progress else True
-    runs = [load_run(spec, label=label, suite=args.suite, progress=progress)
+    runs = [load_run(spec, label=label, suite=args.suite, progress=not args.no_progress)
             for spec, label in zip(args.runs, labels)]
     paper = ()
     if args.paper:
@@ -147,24 +142,28 @@ def _compare(args, parser, out) -> None:
         from .compare.html import write_html
 
         write_html(args.output, comparison, runs)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
-        return
-    text = render(comparison, args.format)
-    if args.output:
+    elif args.output:
         from ._fs import atomic_write
 
-        atomic_write(args.output, text)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+        atomic_write(args.output, render(comparison, args.format))
     else:
-        out.write(text)
+        out.write(render(comparison, args.format))
+        return
+    out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+
+
+def _check_suite(suite, parser) -> None:
+    from .suite import SUITES
+
+    if suite not in SUITES and not Path(suite).exists():
+        parser.error(f"argument --suite: {suite!r} is neither a built-in suite "
+                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
 
 
 def _load(args, parser):
-    from .suite import SUITES, load_suite
+    from .suite import load_suite
 
-    if args.suite not in SUITES and not Path(args.suite).exists():
-        parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    _check_suite(args.suite, parser)
     if args.photos_dir is not None and not Path(args.photos_dir).is_dir():
         parser.error(f"argument --photos-dir: {args.photos_dir!r} is not a directory")
     return load_suite(args.suite, tasks=args.tasks, limit=args.limit, seed=args.seed,
@@ -176,12 +175,8 @@ def _print_counts(samples, suite, out) -> None:
     tasks = Counter(s.task for s in samples)
     out.write(f"suite {suite}: {len(samples)} samples\n")
     out.write(f"  {'task':<8} {'variation':<12} {'count':>6}\n")
-    order = []
-    for s in samples:
-        if (s.task, s.variation) not in order:
-            order.append((s.task, s.variation))
     last = None
-    for task, variation in order:
+    for task, variation in counts:  # first-seen order
         if last is not None and task != last:
             out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
         out.write(f"  {task:<8} {variation:<12} {counts[(task, variation)]:>6}\n")
@@ -217,17 +212,12 @@ def main(argv=None) -> int:
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
-    except ViolinError as exc:
+    except (ViolinError, OSError) as exc:
         from .errors import InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED if isinstance(exc, InternalError) else EXIT_USAGE
-    except OSError as exc:
-        from .report.text import printable
-
-        sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, ViolinError) and not isinstance(exc, InternalError) else EXIT_FAILED
     return EXIT_OK
 
 

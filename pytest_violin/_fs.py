@@ -14,23 +14,24 @@ import json
 import os
 import re
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import InvalidArgumentError
 
-__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "json_depth", "load_json_text",
+__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "file_kind", "json_depth", "load_json_text",
            "read_option_bytes", "read_option_file", "read_option_json"]
 
 #: Deepest JSON nesting accepted from an option file (a ComfyUI workflow is ~4 deep).
 DEFAULT_JSON_DEPTH = 64
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, from its ``st_mode``: ``"a FIFO"``, ``"a directory"``, ..."""
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
 def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
@@ -54,7 +55,7 @@ def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"{shown} is {_kind(info.st_mode)}; {accepted}")
+            raise error(f"{shown} is {file_kind(info.st_mode)}; {accepted}")
         if info.st_size > limit:
             raise error(f"{shown} is {info.st_size:,} bytes, larger than the limit of "
                         f"{int(limit):,} bytes; {accepted}")
@@ -182,9 +183,7 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path

@@ -271,12 +271,8 @@ def aggregate_records(records) -> dict:
 def _metric_names(members: list[SampleResult]) -> list:
     """A group's metrics in order of first appearance; a sample without an image names its
     task's metrics by its limits, so a task where no sample had an image still has columns."""
-    names: list[str] = []
-    for m in members:
-        for key in m.metrics or (m.limits if m.outcome.judged else ()):
-            if key != "mean" and key not in names:
-                names.append(key)
-    return names
+    return list(dict.fromkeys(key for m in members for key in m.metrics or (m.limits if m.outcome.judged else ())
+                              if key != "mean"))
 
 
 def _aggregate_group(suite, task, variation, members: list[SampleResult], names) -> AggregateRow:

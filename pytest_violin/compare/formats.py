@@ -8,11 +8,10 @@ a manifest): each format passes every one of them through its one escape (``_lin
 
 from __future__ import annotations
 
-import math
 import re
 
 from ..errors import InvalidArgumentError
-from ..report.json_report import fmt, fmt_pct, fmt_signed
+from ..report.json_report import finite, fmt, fmt_pct, fmt_signed
 from ..report._tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
 from ..report.text import printable
 from . import modes as _modes
@@ -37,32 +36,13 @@ def render(comparison, fmt_name: str) -> str:
 # --------------------------------------------------------------------------- shared
 
 
-def _num(value) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def task_metrics(rows) -> list:
     """Metric names of ``rows`` (one task's rows) in first-seen order."""
-    names: list = []
-    for row in rows:
-        for k in row.metrics:
-            if k not in names:
-                names.append(k)
-    return names
+    return list(dict.fromkeys(k for row in rows for k in row.metrics))
 
 
 def _tasks(comparison) -> list:
     return list(dict.fromkeys(r.task for r in comparison.rows))
-
-
-def _var(variation) -> str:
-    return "(all)" if variation is None else (variation or "-")
 
 
 def _line(text) -> str:
@@ -124,8 +104,9 @@ def _task_tables(comparison, paper_label):
         rows = [r for r in comparison.rows if r.task == task]
         metrics = task_metrics(rows)
         yield task, Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
-                               ([_var(r.variation), paper_label(r.label) if r.published else r.label,
-                                 *_cells(r, metrics)] for r in rows), left=2)
+                               (["(all)" if r.variation is None else (r.variation or "-"),
+                                 paper_label(r.label) if r.published else r.label, *_cells(r, metrics)]
+                                for r in rows), left=2)
 
 
 def _modes_table(modes, left: int = 2) -> Table:
@@ -219,9 +200,9 @@ def _latex_task(task, rows, footer=()) -> list:
         mine = {r.variation: r for r in rows if r.label == label and r.published == published}
         main = mine.get(None) or (mine[variations[0]] if variations and variations[0] in mine
                                   else next(iter(mine.values())))
-        values = ([_num(main.metrics.get(m)) for m in metrics] + [_num(main.mean)]
-                  + [_num(mine[v].mean) if v in mine else None for v in variations]
-                  + [_num(main.pass_rate), main.n])
+        values = ([finite(main.metrics.get(m)) for m in metrics] + [finite(main.mean)]
+                  + [finite(mine[v].mean) if v in mine else None for v in variations]
+                  + [finite(main.pass_rate), main.n])
         table.append((label, published, values))
     n_best = len(metrics) + 1 + len(variations)  # pass rate and n are not ranked
     best = []
@@ -283,8 +264,8 @@ def _csv(comparison) -> str:
     # header cells too: a metric name is outside text (``=HYPERLINK(...)`` must stay text)
     header = ["label", "published", "task", "variation", *metrics, "mean", "pass_rate", "n"]
     rows = ([r.label, int(r.published), r.task, "" if r.variation is None else r.variation,
-             *("" if _num(r.metrics.get(m)) is None else _num(r.metrics.get(m)) for m in metrics),
-             "" if _num(r.mean) is None else _num(r.mean),
+             *("" if finite(r.metrics.get(m)) is None else finite(r.metrics.get(m)) for m in metrics),
+             "" if finite(r.mean) is None else finite(r.mean),
              "" if r.pass_rate is None else float(r.pass_rate), "" if r.n is None else int(r.n)]
             for r in comparison.rows)
     return csv_text(Table.make(header, rows), esc=_csv_text)

@@ -15,12 +15,11 @@ ids, paths and metadata, is escaped where the template writes it); thumbnails ar
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
 from .._fs import atomic_write
-from ..report.json_report import fmt, fmt_pct, metric_names
+from ..report.json_report import finite, fmt, fmt_pct, metric_names
 from ..report._pages import BADGES, Markup, render_page
 from ..report._svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
@@ -43,17 +42,6 @@ DEFAULT_MAX_SAMPLES = 20_000
 DEFAULT_RENDER_LIMIT = 500
 
 
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _order(values) -> list:
-    """Distinct values in first-seen order (None kept); linear (a dict keeps the order)."""
-    return list(dict.fromkeys(values))
-
-
 # --------------------------------------------------------------------------- tables
 
 
@@ -64,18 +52,18 @@ def _row_metrics(row) -> dict:
 def _task_table(task: str, rows: list) -> dict:
     """One task's table: a block of rows per variation (the task's total last), the best value bold."""
     names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-    variations = [v for v in _order(r.variation for r in rows) if v is not None]
+    variations = [v for v in dict.fromkeys(r.variation for r in rows) if v is not None]
     groups = [*variations, None] if any(r.variation is None for r in rows) else variations
     out = []
     for variation in groups:
         members = [r for r in rows if r.variation == variation]
         best = {}
         for n in names:
-            vals = [v for v in (_num(_row_metrics(r).get(n)) for r in members) if v is not None]
+            vals = [v for v in (finite(_row_metrics(r).get(n)) for r in members) if v is not None]
             if len(vals) > 1:
                 best[n] = min(vals)
         for i, r in enumerate(members):
-            vals = {n: _num(_row_metrics(r).get(n)) for n in names}
+            vals = {n: finite(_row_metrics(r).get(n)) for n in names}
             out.append({
                 "css": " ".join(c for c in ("pub" if r.published else "", "total" if variation is None else "",
                                             "gstart" if i == 0 else "") if c),
@@ -102,10 +90,10 @@ def _modes(modes) -> dict | None:
 def _charts(comparison) -> Markup:
     charts = []
     run_rows = [r for r in comparison.rows if not r.published and r.variation is None]
-    for task in _order(r.task for r in run_rows):
+    for task in dict.fromkeys(r.task for r in run_rows):
         rows = [r for r in run_rows if r.task == task]
         names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-        series = [(r.label, {k: _num(v) for k, v in _row_metrics(r).items()}) for r in rows]
+        series = [(r.label, {k: finite(v) for k, v in _row_metrics(r).items()}) for r in rows]
         width = max(340, min(1200, 60 + len(names) * (24 + 12 * len(series))))
         charts.append(Markup(bar_chart(names, series, title=f"{task}: metric means per run (lower is better)",
                                        width=width, height=230 + 16 * ((len(series) + 3) // 4))))
@@ -138,7 +126,7 @@ def comparison_section(comparison, *, heading: str = "Comparison with other runs
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
                                 for k, v in dropped.items())))
     tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
-              for task in _order(r.task for r in comparison.rows)]
+              for task in dict.fromkeys(r.task for r in comparison.rows)]
     return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
                               tables=tables, modes=_modes(comparison.modes),
                               pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
@@ -161,7 +149,7 @@ def _suite_samples(runs) -> dict:
     from ..suite import SUITES, load_suite
 
     out: dict = {}
-    for name in _order(str((run.metadata or {}).get("suite") or "") for run in runs):
+    for name in dict.fromkeys(str((run.metadata or {}).get("suite") or "") for run in runs):
         if name in SUITES:
             try:
                 out.update((sample.id, sample) for sample in load_suite(name))
@@ -201,7 +189,7 @@ def _saved_image(run, sid) -> str | None:
 
 def _sample_ids(runs, all_samples: bool) -> list:
     if all_samples or not runs:
-        return _order(sid for run in runs for sid in (run.records or {}))
+        return list(dict.fromkeys(sid for run in runs for sid in (run.records or {})))
     # held by every run: in the first run's order (one pass, no list of every id first)
     others = [run.records or {} for run in runs[1:]]
     return [sid for sid in (runs[0].records or {}) if all(sid in o for o in others)]

@@ -152,11 +152,6 @@ def _clean_thumbnails(thumbs) -> dict:
     return {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
 
 
-def _thumbnails(extra) -> dict | None:
-    clean = _clean_thumbnails(extra.get("thumbnails") if isinstance(extra, Mapping) else None)
-    return {"thumbnails": clean} if clean else None
-
-
 def _short(value, limit: int, interned: dict) -> str:
     """``value`` as text of at most ``limit`` characters, one shared object per distinct value."""
     text = (value if type(value) is str else str(value))[:limit]
@@ -203,7 +198,8 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     if error is not None:
         rec["error"] = str(error)[:_ERROR_MAX]
     if extra:
-        kept = _thumbnails(extra)
+        clean = _clean_thumbnails(extra.get("thumbnails") if isinstance(extra, Mapping) else None)
+        kept = {"thumbnails": clean} if clean else None
         # the first finding of a diagnosis, for the failure-mode table (compare/modes.py)
         found = slim_diagnosis(extra.get("diagnosis"), interned) if isinstance(extra, Mapping) else None
         if found is not None:  # without thumbnails one shared {"diagnosis": ...} per distinct one

@@ -95,11 +95,6 @@ _BLOCK_NAMES = {"single": ("image",), "vertical": ("left half", "right half"),
                          "bottom-right quadrant")}
 
 
-def _shares(findings, total: float) -> list:
-    total = max(total, 1e-9)
-    return [Finding(f.kind, f.text, f.numbers, min(float(f.weight) / total, 1.0)) for f in findings]
-
-
 def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, target=None) -> list:
     """Findings of an RGB uint8 answer made of rectangular single-colour regions.
 
@@ -137,7 +132,8 @@ def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, tar
                                       origin=(x, y), explained=explained)
         findings.extend(more)
         total += energy
-    return _shares(findings, total)
+    total = max(total, 1e-9)  # each finding's weight as its share of the whole
+    return [Finding(f.kind, f.text, f.numbers, min(float(f.weight) / total, 1.0)) for f in findings]
 
 
 def diagnose_color(sample, image, expected) -> list:

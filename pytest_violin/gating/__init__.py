@@ -12,7 +12,7 @@ The functions take :class:`~pytest_violin.results.SampleResult` objects or their
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_names
 
 _HOMES = {
     "DEFAULT_MAX_REGRESSION": "policy", "DEFAULT_RESAMPLES": "policy", "ERROR_VALUE": "policy",
@@ -29,14 +29,4 @@ _HOMES = {
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home if "." in home else f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

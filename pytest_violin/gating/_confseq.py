@@ -43,22 +43,11 @@ def _check_alpha(name: str, value) -> float:
 class MeanSequence:
     """Confidence sequence for the expected paired difference of one group and statistic.
 
-    Parameters
-    ----------
-    margin : float
-        The gate's margin for this statistic, in [0, 1] (the decision points ``margin + TIE_TOLERANCE`` and
-        ``margin + 2 * TIE_TOLERANCE`` are on the grid, so the decisions follow :func:`~.policy.above_margin`
-        exactly).
-    alpha_low, alpha_high : float
-        Error rates of the lower and the upper bound, each in (0, 1).
-    low, high : float, optional
-        Bounds every difference lies in (default -1 and 1; ``-1 <= low <= 0 < high <= 1`` and ``high - low >=
-        1``, since metrics span [0, 1]).
-
-    Notes
-    -----
-    :meth:`add` takes the stream's values in the order they were drawn; the caller keeps that order (the gate
-    buffers answers that arrive early).
+    ``margin`` is the gate's margin for it, in [0, 1] (``margin + TIE_TOLERANCE`` and ``margin + 2 *
+    TIE_TOLERANCE`` are on the grid, so the decisions follow :func:`~.policy.above_margin` exactly);
+    ``alpha_low`` / ``alpha_high`` the error rates of the lower / upper bound, in (0, 1); every difference lies
+    in [``low``, ``high``] (``-1 <= low <= 0 < high <= 1``, ``high - low >= 1``: metrics span [0, 1]).
+    :meth:`add` takes the values in the order they were drawn (the gate buffers answers that arrive early).
     """
 
     def __init__(self, margin: float, *, alpha_low: float, alpha_high: float,

@@ -221,10 +221,6 @@ class Comparison:
         return self._with("mean")
 
     @property
-    def pass_regressions(self) -> tuple:
-        return self._with("pass_rate")
-
-    @property
     def refusal_regressions(self) -> tuple:
         return self._with("refusal_rate")
 
@@ -267,7 +263,7 @@ class Comparison:
         # "regressions": every group the fixed-sample rule shows worse, on any statistic
         fixed = {"regressions": [g.label for g in self.regressed_groups],
                  "mean_regressions": [g.label for g in self.regressions],
-                 "pass_rate_regressions": [g.label for g in self.pass_regressions],
+                 "pass_rate_regressions": [g.label for g in self._with("pass_rate")],
                  "refusal_regressions": [g.label for g in self.refusal_regressions]}
         return {
             "baseline": self.baseline_path, "max_regression": self.max_regression,
@@ -407,10 +403,7 @@ class _Rule:
 
 
 def _metric_deltas(imaged: list) -> dict:
-    names: list[str] = []
-    for pair in imaged:
-        for r in pair:
-            names += [k for k in r.metrics if k != "mean" and k not in names]
+    names = dict.fromkeys(k for pair in imaged for r in pair for k in r.metrics if k != "mean")
     out = {}
     for k in names:
         pairs = [(x.metrics[k], y.metrics[k]) for x, y in imaged if k in x.metrics and k in y.metrics]

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
+from .._fs import file_kind
 from ..errors import InvalidImageError
 
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels). A guard against decompression bombs
@@ -77,15 +78,6 @@ class _Budget:
 
 
 _DECODE_BUDGET = _Budget(DECODE_BUDGET_BYTES)
-
-
-def _hold_budget(nbytes: int):
-    """Reserve ``nbytes`` of the process-wide decode budget while the ``with`` block runs.
-
-    Reads :data:`_DECODE_BUDGET` when called, so both readers share the one budget (and a test that replaces
-    it replaces it for both).
-    """
-    return _DECODE_BUDGET.hold(nbytes)
 
 
 #: Work that allocates at least this many bytes (a decode's working memory, the parse of a large answer) runs
@@ -155,9 +147,10 @@ def run_large(nbytes: int, fn, *args):
 
 
 def run_budgeted(nbytes: int, fn, *args):
-    """``fn(*args)`` holding ``nbytes`` of the decode budget, in the large-work thread when large."""
+    """``fn(*args)`` holding ``nbytes`` of the decode budget (:data:`_DECODE_BUDGET`, read at the call: both
+    readers share it), in the large-work thread when large."""
     def budgeted():
-        with _hold_budget(nbytes):
+        with _DECODE_BUDGET.hold(nbytes):
             return fn(*args)
 
     return run_large(nbytes, budgeted)
@@ -195,16 +188,6 @@ def _fail(obj, problem: str) -> InvalidImageError:
     exc = InvalidImageError(f"{problem}: got {_describe(obj)}; accepted: {ACCEPTED_INPUTS}")
     exc.problem = problem
     return exc
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, from its ``st_mode``: ``"a FIFO"``, ``"a directory"``, ..."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 def _reason(exc: BaseException) -> str:

@@ -12,8 +12,7 @@ different sizes (:class:`~pytest_violin.errors.ImageSizeMismatchError`) or an in
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_names
 # eager: the submodule's name is also the function's, which must win
 from .ciede2000 import ciede2000, ciede2000_to_color
 
@@ -29,15 +28,5 @@ __all__ = ["Metrics", "PROFILES", "LAYOUTS", "COLOR_METRICS", "SHAPE_METRICS", "
            "rgb_to_lab", "check_profile"]
 
 
-def __getattr__(name):
-    # one task's metrics load without the others' (a color sample imports no shape or mask code)
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOMES))
+# one task's metrics load without the others' (a color sample imports no shape or mask code)
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

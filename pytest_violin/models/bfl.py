@@ -83,10 +83,6 @@ def same_origin(url: str, base: str) -> bool:
     return _same_origin(url, base)
 
 
-def _on_host(url: str, domain: str) -> bool:
-    return url in Origins(domains=(domain,))
-
-
 def _multiple(value: int, step: int, low: int) -> int:
     return max(low, int(round(value / step)) * step)
 
@@ -140,7 +136,7 @@ class BflAdapter(NetworkAdapter):
         if not isinstance(job_id, str) or not _ID.match(job_id):
             raise GenerationError(f"bfl submit answer has no usable 'id' (got {str(job_id)[:40]!r})")
         url = answer.get("polling_url")
-        if isinstance(url, str) and (same_origin(url, self.base_url) or _on_host(url, "bfl.ai")):
+        if isinstance(url, str) and (same_origin(url, self.base_url) or url in Origins(domains=("bfl.ai",))):
             return url
         return f"{self.base_url}/get_result?id={quote(job_id, safe='')}"
 

@@ -22,7 +22,7 @@ from ..redaction import redact, redact_url
 from .registry import format_params, split_params
 from .request import GenerationRequest, NetworkAdapter
 from .http import RequestTemplate
-from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.client import HttpClient, JobStates, cancel_quietly, client_from_options, poll_job
 from ._transport.answers import HttpResult, image_from_response, load_json
 from ._transport.origins import origin_or_none, provider_endpoint, shown
 from ._transport.retries import parse_retry_after
@@ -183,7 +183,7 @@ class ReplicateAdapter(NetworkAdapter):
                     prediction = poll_job(self.client, url, STATES, what="Replicate prediction",
                                           first_wait=wait, max_wait=MAX_WAIT, cancel_job=cancel)
             except GenerationCancelled:
-                _quietly(cancel)
+                cancel_quietly(cancel)
                 raise
             return self._image(prediction)
 
@@ -205,13 +205,6 @@ class ReplicateAdapter(NetworkAdapter):
                              content=json.dumps({"output": output}).encode("utf-8"),
                              url=self.base_url + "/")
         return image_from_response(carrier, response_path="output", fetch=self.client.fetch)
-
-
-def _quietly(fn) -> None:
-    try:
-        fn()
-    except Exception:  # best effort: the run is stopping anyway
-        pass
 
 
 def _load_template(path) -> RequestTemplate:

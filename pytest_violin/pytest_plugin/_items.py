@@ -189,8 +189,7 @@ def builtin_scope(config) -> BuiltinScope:
 def load_suite(settings, tasks, limit, config):
     """Load a selection of the configured suite; a bad suite, task or file is a usage error."""
     from ..errors import SuiteError
-    from ..suite import SUITES
-    from ..suite import load_suite as load
+    from ..suite import SUITES, load_suite as load
     name = settings.suite
     target = name
     candidate = resolve_path(config, name, from_ini=settings.suite_from_ini)

@@ -39,9 +39,6 @@ def bounded_messages(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``convert`` whose :class:`argparse.ArgumentTypeError` echoes at most :data:`MAX_ECHOED` characters of the value (a
     100,000-character value is cut, not printed whole).
     """
-    if getattr(convert, "_bounded", False):
-        return convert
-
     def run(value):
         try:
             return convert(value)
@@ -61,9 +58,7 @@ def bounded_messages(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
             raise argparse.ArgumentTypeError(
                 f"{cut(repr(str(value)))} is invalid ({type(exc).__name__})") from None
 
-    run._bounded = True
-    run.__name__ = getattr(convert, "__name__", "convert")
-    run.__doc__ = getattr(convert, "__doc__", None)
+    run.__name__ = getattr(convert, "__name__", "convert")  # argparse names the type in its messages
     return run
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from ..report.text import format_usd
 
-__all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
-           "format_usd", "reruns_note"]
+__all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "format_usd",
+           "reruns_note"]
 
 #: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
 _TOLERANCE = 1e-9
@@ -45,7 +45,7 @@ class Plan:
     @property
     def estimated_cost(self) -> float | None:
         """USD of the uncached generations at :attr:`price`; None without a price."""
-        return estimated_cost(self.uncached, self.price)
+        return None if self.price is None else float(self.uncached) * float(self.price)
 
     def describe(self) -> str:
         """One line for the terminal."""
@@ -119,13 +119,6 @@ def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) ->
     if bills:
         return f"bills: at most {limit} calls by default"
     return "self-hosted: no call limit by default" if network else "local: no call limit"
-
-
-def estimated_cost(generations: int, price: float | None) -> float | None:
-    """``generations * price`` in USD, None when there is no price."""
-    if price is None:
-        return None
-    return float(generations) * float(price)
 
 
 def cost_limit_message(plan: Plan, max_cost: float) -> str | None:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["StatRow", "cause_line", "group_rows", "headline", "ratchet_line", "rule_line", "too_few_line"]
+__all__ = ["StatRow", "cause_line", "group_rows", "headline", "id_list", "not_compared", "ratchet_line", "rule_line",
+           "too_few_line", "where"]
 
 #: Statistic key -> how the reports name it.
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
@@ -85,7 +86,8 @@ def too_few_line(comparison) -> str | None:
             f"comparable samples in the baseline, and at least half of its samples in this run{tail}")
 
 
-def _where(comparison) -> str:
+def where(comparison) -> str:
+    """`` <baseline path>`` to follow "baseline" in a sentence, or nothing."""
     return f" {comparison.baseline_path}" if comparison.baseline_path else ""
 
 
@@ -105,21 +107,21 @@ def counts_text(comparison) -> str:
 
 def headline(comparison) -> tuple[str, str]:
     """``(sentence, level)``: the fixed-sample gate's verdict (``bad`` or ``good``)."""
-    where = _where(comparison)
+    place = where(comparison)
     regressed = comparison.regressed_groups
     if regressed:
         named = ", ".join(f"{g.label} ({', '.join(STAT_NAMES[k] for k in g.regressed)})" for g in regressed)
-        return f"FAILED: the model got worse against baseline{where}: {named}", "bad"
+        return f"FAILED: the model got worse against baseline{place}: {named}", "bad"
     if comparison.errored:
         return (f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no answer "
                 f"from the endpoint, or a fault of pytest-violin) and could not be compared with "
-                f"baseline{where}", "bad")
+                f"baseline{place}", "bad")
     if comparison.compared == 0:
-        return (f"NOT DECIDED: this run shares no comparable sample with baseline{where}: nothing was "
+        return (f"NOT DECIDED: this run shares no comparable sample with baseline{place}: nothing was "
                 f"compared (another suite, selection or seed?)", "bad")
     if comparison.undecidable:
-        return f"NOT DECIDED against baseline{where}: {too_few_line(comparison)}", "bad"
-    return f"PASSED: no regression shown against baseline{where} ({counts_text(comparison)})", "good"
+        return f"NOT DECIDED against baseline{place}: {too_few_line(comparison)}", "bad"
+    return f"PASSED: no regression shown against baseline{place} ({counts_text(comparison)})", "good"
 
 
 def _count_points(share: float) -> str:
@@ -160,3 +162,18 @@ def ratchet_line(comparison) -> str | None:
     return (f"ratchet: {'; '.join(parts)}: make this run the new baseline (save it with "
             f"--violin-save-baseline=FILE beside --violin-baseline, then commit FILE as {target}; "
             f"docs/gating.md, 'The ratchet')")
+
+
+def not_compared(comparison, selection) -> list[tuple[str, tuple]]:
+    """``(title, ids)`` of the samples on one side only or redefined (the missing ones not for a
+    ``selection``: :func:`~pytest_violin.gating.comparison.selection_text` says it), non-empty lists only."""
+    return [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
+                                            ("Not in the baseline", comparison.added),
+                                            ("Redefined since the baseline (not compared)", comparison.changed))
+            if ids]
+
+
+def id_list(ids, each=str, limit: int = 10) -> str:
+    """At most ``limit`` sample ids, each written by ``each``, then "and N more"."""
+    ids = list(ids)
+    return ", ".join(map(each, ids[:limit])) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 import math
 
+from ._tables import Table, markdown_lines
+
 __all__ = ["regressed_groups", "sequential_html", "sequential_lines", "sequential_markdown"]
 
 _STATUS = {"regressed": "REGRESSED", "not-regressed": "not regressed", "undecided": "undecided"}
@@ -139,6 +141,19 @@ def sequential_lines(summary) -> list:
     return out
 
 
+_HEAD = ("group", "status", "mean", "fail rate", "refusal rate", "used", "of", "decided after")
+
+
+def _rows(summary: Mapping):
+    """``(cells, regressed)`` of each group, the cells as :data:`_HEAD` names them."""
+    for g in summary.get("groups", ()):
+        stats = _stats(g)
+        after = "" if g.get("decided_after") is None else str(int(g["decided_after"]))
+        yield ((str(g.get("group")), f"{_STATUS.get(g.get('status'), g.get('status'))}{_cause(g)}",
+                *(_interval(stats.get(key)) for key, _ in _NAMES), str(int(g.get("used", 0))),
+                str(int(g.get("size", 0))), after), g.get("status") == "regressed")
+
+
 def sequential_markdown(summary) -> list:
     """summary.md lines (a heading, the verdict, one table row per group); none without a summary."""
     if not isinstance(summary, Mapping):
@@ -150,17 +165,10 @@ def sequential_markdown(summary) -> list:
         lines += [saved[0].upper() + saved[1:] + ".", ""]
     if _outside(summary):
         lines += [_outside(summary)[0].upper() + _outside(summary)[1:] + ".", ""]
-    lines += [_rule(summary)[0].upper() + _rule(summary)[1:] + ".", "",
-              "| group | status | mean | fail rate | refusal rate | used | of | decided after |",
-              "|---|---|---|---|---|---:|---:|---:|"]
-    for g in summary.get("groups", ()):
-        stats = _stats(g)
-        cells = " | ".join(_interval(stats.get(key)) for key, _ in _NAMES)
-        after = "" if g.get("decided_after") is None else str(g["decided_after"])
-        group = str(g.get("group")).replace("|", "\\|").replace("\n", " ")  # a manifest's variation name
-        lines.append(f"| {group} | {_STATUS.get(g.get('status'), g.get('status'))}{_cause(g)} "
-                     f"| {cells} | {g.get('used', 0)} | {g.get('size', 0)} | {after} |")
-    return lines + [""]
+    lines += [_rule(summary)[0].upper() + _rule(summary)[1:] + ".", ""]
+    # a group's name may be a manifest's variation name
+    table = Table.make(_HEAD, (cells for cells, _ in _rows(summary)), left=5)
+    return lines + markdown_lines(table, esc=lambda s: s.replace("|", "\\|").replace("\n", " ")) + [""]
 
 
 def sequential_html(summary) -> str:
@@ -178,14 +186,7 @@ def sequential_html(summary) -> str:
     out.append(f"<p>{escape(_rule(summary)[0].upper() + _rule(summary)[1:])}.</p>")
     if _outside(summary):
         out.append(f'<div class="banner warn">{escape(_outside(summary))}.</div>')
-    out.append("<table><tr><th>group</th><th>status</th><th>mean</th><th>fail rate</th><th>refusal rate</th>"
-               "<th>used</th><th>of</th><th>decided after</th></tr>")
-    for g in summary.get("groups", ()):
-        stats = _stats(g)
-        cells = "".join(f"<td>{escape(_interval(stats.get(key)))}</td>" for key, _ in _NAMES)
-        after = "" if g.get("decided_after") is None else str(int(g["decided_after"]))
-        status = f"{_STATUS.get(g.get('status'), g.get('status'))}{_cause(g)}"
-        css = ' class="reg"' if g.get("status") == "regressed" else ""
-        out.append(f"<tr{css}><td>{escape(str(g.get('group')))}</td><td>{escape(str(status))}</td>{cells}"
-                   f"<td>{int(g.get('used', 0))}</td><td>{int(g.get('size', 0))}</td><td>{after}</td></tr>")
+    out.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in _HEAD) + "</tr>")
+    out += [("<tr class=\"reg\">" if regressed else "<tr>") + "".join(f"<td>{escape(c)}</td>" for c in cells)
+            + "</tr>" for cells, regressed in _rows(summary)]
     return "\n".join(out) + "</table>"

@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from .json_report import fmt
+
 __all__ = ["PALETTE", "bar_chart", "color_scale", "text_width"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
@@ -21,10 +23,6 @@ def _nice_max(value: float) -> float:
         if top >= value - 1e-12:
             return top
     return 10 ** (exp + 1)  # pragma: no cover
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.3f}" if math.isfinite(v) else "n/a"
 
 
 def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float]]], *,
@@ -77,7 +75,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
             extra = ' stroke="#c00" stroke-width="2"' if name in highlight else ""
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar_w - 1, 0.5):.1f}" height="{max(h, 0.5):.1f}" '
-                f'fill="{color}"{extra}><title>{escape(str(name))} {escape(cat)} = {_fmt(v)}</title></rect>'
+                f'fill="{color}"{extra}><title>{escape(str(name))} {escape(cat)} = {fmt(v)}</title></rect>'
             )
         parts.append(
             f'<text x="{left + (ci + 0.5) * group_w:.1f}" y="{top_pad + plot_h + 14:.1f}" '
@@ -140,15 +138,15 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
 
 
 def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float, str]], *,
-                title: str = "", width: int = 360, height: int = 46, gradient_id: str = "violin-scale") -> str:
+                title: str = "", width: int = 360, height: int = 46) -> str:
     """A horizontal colour-scale legend as inline ``<svg>``: a gradient bar of ``(position,
-    "#rrggbb")`` ``stops`` with ``(position, label)`` ``ticks`` under it, positions in [0, 1];
-    ``gradient_id`` must be unique within the page. Labels are escaped."""
+    "#rrggbb")`` ``stops`` with ``(position, label)`` ``ticks`` under it, positions in [0, 1] (one per page:
+    its gradient's id is fixed). Labels are escaped."""
     left, right = 8, 14
     bar_y = 18 if title else 4
     bar_h = 12
     bar_w = max(10, width - left - right)
-    gid = escape(gradient_id)
+    gid = "violin-scale"
     parts = [f'<svg class="scale" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
              f'role="img" aria-label="{escape(title)}"><defs><linearGradient id="{gid}" x1="0" x2="1" y1="0" y2="0">']
     for pos, color in stops:

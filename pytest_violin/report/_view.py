@@ -30,26 +30,6 @@ class SummaryRow:
     marked: bool | None = None
 
     @property
-    def n(self) -> int:
-        return self.row.count
-
-    @property
-    def pass_rate(self) -> float:
-        return self.row.pass_rate
-
-    @property
-    def no_image(self) -> int:
-        return self.row.no_image
-
-    @property
-    def refused(self) -> int:
-        return self.row.refused
-
-    @property
-    def metrics(self) -> dict:
-        return self.row.means
-
-    @property
     def compared(self) -> bool:
         return self.group is not None and self.group.mean.status != "not-compared"
 

@@ -50,7 +50,7 @@ def _run_facts(meta, records) -> list:
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
-    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -81,12 +81,8 @@ def _gate_view(comparison) -> dict:
             sections.append((title, css, causes, [
                 (g, rows, sorted(((k, v[2]) for k, v in g.metric_deltas.items()), key=lambda kv: -abs(kv[1]))[:3])
                 for g, rows in found]))
-    lists = [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                                             ("Not in the baseline", comparison.added),
-                                             ("Redefined since the baseline (not compared)", comparison.changed))
-             if ids]
     return {"sequential": sequential, "lines": lines, "metadata_changes": list(comparison.metadata_changes.items()),
-            "sections": sections, "lists": lists}
+            "sections": sections, "lists": not_compared(comparison, selection)}
 
 
 def _charts(tables) -> list:
@@ -181,10 +177,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         for g in comparison.groups:
             if g.variation is None:
                 newly_failing.update(g.newly_failing)
-    from ._sequential import sequential_html
+    from ._sequential import regressed_groups, sequential_html
     from .terminal import NO_IMAGE_NOTE
-
-    from ._sequential import regressed_groups
 
     marks = (regressed_groups(meta.get("sequential"))
              if getattr(comparison, "decided_by", "") == "sequential" else None)
@@ -212,7 +206,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         no_image_note=NO_IMAGE_NOTE if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", []))
         else None, charts=_charts(tables), comparison=Markup(section),
         tasks=sorted({str(r.get("task", "")) for r in records}), kinds=_kinds(records),
-        scale=_scale() if _any_diff(records) else None, samples=samples, skipped=skipped,
+        scale=_scale() if any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
+                              for r in records) else None, samples=samples, skipped=skipped,
         budget=thumbnail_budget)
 
 
@@ -220,11 +215,6 @@ def _kinds(records) -> list:
     """The diagnosis kinds the records hold (docs/diagnoses.md), for the filter; none without any."""
     return sorted({str(f.get("kind", "")) for r in records
                    for f in (r.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)})
-
-
-def _any_diff(records) -> bool:
-    return any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
-               for r in records)
 
 
 def write_html(path, results, **kwargs) -> Path:

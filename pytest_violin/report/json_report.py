@@ -15,7 +15,7 @@ from .._fs import atomic_write
 from ..results import Outcome, aggregate_records, as_result
 
 __all__ = ["RESULTS_FORMAT", "RESULTS_SCHEMA_VERSION", "THUMBNAILS_FILE", "build_results", "failures_first",
-           "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
+           "finite", "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
            "write_results_json", "write_thumbnails_json"]
 
 RESULTS_FORMAT = "pytest-violin-results"
@@ -42,23 +42,24 @@ def records_of(results, *, keep_thumbnails: bool = True) -> list[dict]:
 
 def metric_names(rows) -> list[str]:
     """Metric names of ``rows`` (mappings with ``metrics``) in first-seen order, ``mean`` last."""
-    names: list[str] = []
-    for row in rows:
-        for k in (row.get("metrics") or {}):
-            if k != "mean" and k not in names:
-                names.append(k)
-    return [*names, "mean"]
+    return [*dict.fromkeys(k for row in rows for k in (row.get("metrics") or {}) if k != "mean"), "mean"]
+
+
+def finite(value) -> float | None:
+    """``value`` as a finite float; None for None, a bool, what is no number, NaN and infinity."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def fmt(value, digits: int = 3) -> str:
     """A number with ``digits`` decimals (the paper's tables use 3); ``n/a`` otherwise."""
-    if value is None or isinstance(value, bool):
-        return "n/a"
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return "n/a"
-    return f"{v:.{digits}f}" if math.isfinite(v) else "n/a"
+    v = finite(value)
+    return "n/a" if v is None else f"{v:.{digits}f}"
 
 
 def fmt_signed(value, digits: int = 3) -> str:
@@ -67,12 +68,10 @@ def fmt_signed(value, digits: int = 3) -> str:
     return text if text == "n/a" or text.startswith("-") else "+" + text
 
 
-def fmt_pct(value, signed: bool = False) -> str:
-    """A rate in ``[0, 1]`` as a percentage with one decimal (``+12.5%``); ``n/a`` otherwise."""
+def fmt_pct(value) -> str:
+    """A rate in ``[0, 1]`` as a percentage with one decimal (``12.5%``); ``n/a`` otherwise."""
     text = fmt(None if value is None or isinstance(value, bool) else 100 * float(value), 1)
-    if text == "n/a":
-        return text
-    return (text if text.startswith("-") or not signed else "+" + text) + "%"
+    return text if text == "n/a" else text + "%"
 
 
 def failures_first(records) -> list[dict]:

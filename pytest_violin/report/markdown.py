@@ -8,13 +8,12 @@ from pathlib import Path
 from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import fmt, fmt_signed, records_of, usage_text
+from ._gate_words import id_list
 from ._tables import Raw, Table, markdown_lines
 from .text import printable
 from ._view import task_tables
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
-
-_MAX_LISTED = 10
 
 
 def md_escape(text) -> str:
@@ -31,12 +30,6 @@ def md_escape(text) -> str:
 def _code(text) -> str:
     """``text`` as an inline code span (backticks replaced, one line, printable)."""
     return "`" + " ".join(printable(text).replace("`", "'").split()) + "`"
-
-
-def _ids(ids) -> str:
-    ids = list(ids)
-    shown = ", ".join(_code(i) for i in ids[:_MAX_LISTED])
-    return shown + (f" and {len(ids) - _MAX_LISTED} more" if len(ids) > _MAX_LISTED else "")
 
 
 def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
@@ -68,23 +61,20 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
-    from ._sequential import sequential_markdown
+    from ._sequential import regressed_groups, sequential_markdown
 
     lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
         lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
-
-    from ._sequential import regressed_groups
-
     marks = (regressed_groups(meta.get("sequential"))  # a decided sequential gate: its verdict marks
              if getattr(comparison, "decided_by", "") == "sequential" else None)
     for t in task_tables(agg, groups, marks):
         head = ["Variation", "n", "pass rate", *(["no image"] if t.no_image else []),
                 *(["refused"] if t.refused else []), *t.names, *(["Δ mean vs baseline"] if t.baseline else [])]
-        body = [[Raw("**all**") if r.total else r.label, str(r.n), f"{100 * r.pass_rate:.1f}%",
-                 *([str(r.no_image)] if t.no_image else []), *([str(r.refused)] if t.refused else []),
-                 *(fmt(r.metrics.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
+        body = [[Raw("**all**") if r.total else r.label, str(r.row.count), f"{100 * r.row.pass_rate:.1f}%",
+                 *([str(r.row.no_image)] if t.no_image else []), *([str(r.row.refused)] if t.refused else []),
+                 *(fmt(r.row.means.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
                 for r in t.rows]
         lines += [f"### {md_escape(t.task)}", "", *markdown_lines(Table.make(head, body), esc=md_escape), ""]
     from ..diagnosis.summary import failure_mode_lines
@@ -116,7 +106,7 @@ def _delta(row) -> str:
 
 
 def _gate_section(comparison) -> list[str]:
-    from ._gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -144,7 +134,7 @@ def _gate_section(comparison) -> list[str]:
         # the numbers are the gate's own text (gate_words); the label and the ids are escaped here
         table = Table(("group", "statistic", "n", "old", "new", "delta", "bounds", "newly failing"),
                       tuple((md_escape(g.label), r.statistic, r.n, r.old, r.new, r.delta, r.bounds,
-                             _ids(g.newly_failing) or "-") for g, rows in found for r in rows), "llrrrrll")
+                             id_list(g.newly_failing, _code) or "-") for g, rows in found for r in rows), "llrrrrll")
         lines += [f"{title}:", "", *markdown_lines(table, esc=str), ""]
     ratchet = None if sequential else ratchet_line(comparison)
     if ratchet:
@@ -157,23 +147,19 @@ def _gate_section(comparison) -> list[str]:
     elif comparison.fingerprint_changed:
         lines += ["**The suite definition changed since the baseline** "
                   f"({len(comparison.changed)} sample(s) redefined and not compared).", ""]
-    for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                       ("Not in the baseline", comparison.added),
-                       ("Redefined since the baseline (not compared)", comparison.changed)):
-        if ids:
-            lines += [f"{title} ({len(ids)}): {_ids(ids)}", ""]
+    for title, ids in not_compared(comparison, selection):
+        lines += [f"{title} ({len(ids)}): {id_list(ids, _code)}", ""]
     for key, (a, b) in comparison.metadata_changes.items():
         lines += [f"Note: {md_escape(key)} changed from {_code(a)} to {_code(b)}.", ""]
     return lines
 
 
-def write_summary(path, results, *, github_step_summary: str | None = None, **kwargs) -> Path:
-    """Write ``summary.md`` (:func:`render_markdown` of ``kwargs``) and append it to
-    ``github_step_summary`` (default ``$GITHUB_STEP_SUMMARY``; nothing when unset or empty)."""
+def write_summary(path, results, **kwargs) -> Path:
+    """Write ``summary.md`` (:func:`render_markdown` of ``kwargs``) and append it to ``$GITHUB_STEP_SUMMARY``
+    (nothing when unset or empty)."""
     text = render_markdown(results, **kwargs)
     out = atomic_write(path, text)
-    target = github_step_summary if github_step_summary is not None else os.environ.get(
-        "GITHUB_STEP_SUMMARY", "")
+    target = os.environ.get("GITHUB_STEP_SUMMARY", "")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(text + "\n")

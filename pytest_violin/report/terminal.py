@@ -8,6 +8,7 @@ from __future__ import annotations
 
 
 from ..results import Outcome
+from ._gate_words import id_list, where
 from ._tables import Table, text_lines
 from .json_report import fmt_signed
 from .text import printable
@@ -64,11 +65,7 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         if len(members) == 2:
             members.pop()
     for (suite, task), members in groups.items():
-        names = []
-        for row in members:
-            for n in row.metric_names:
-                if n not in names:
-                    names.append(n)
+        names = list(dict.fromkeys(n for row in members for n in row.metric_names))
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
@@ -112,17 +109,7 @@ def write_summary(terminalreporter, store, *, settings=None, price=None, usage=N
 # --------------------------------------------------------------------------- the gate's verdict
 
 
-def _where(comparison) -> str:
-    return f" {comparison.baseline_path}" if comparison.baseline_path else ""
-
-
-def _id_list(items, max_ids: int) -> str:
-    items = list(items)
-    text = ", ".join(items[:max_ids])
-    return text + (f" and {len(items) - max_ids} more" if len(items) > max_ids else "")
-
-
-def _group_lines(g, rows, which: str, level: str, max_ids: int) -> list[tuple[str, str]]:
+def _group_lines(g, rows, which: str, level: str) -> list[tuple[str, str]]:
     """A regressed or improved group: causes before numbers, its statistics, what moved."""
     from ._gate_words import cause_line
 
@@ -139,18 +126,15 @@ def _group_lines(g, rows, which: str, level: str, max_ids: int) -> list[tuple[st
         out.append((f"            worst metrics ({g.imaged_n} with an image on both sides): "
                     + ", ".join(f"{k} {fmt_signed(v[2], 4)}" for k, v in worst), "info"))
     if g.newly_failing:
-        out.append((f"            newly failing ({len(g.newly_failing)}): {_id_list(g.newly_failing, max_ids)}", level))
+        out.append((f"            newly failing ({len(g.newly_failing)}): {id_list(g.newly_failing)}", level))
     if g.newly_refused and "refusal_rate" in g.regressed:
-        out.append((f"            newly refused ({len(g.newly_refused)}): {_id_list(g.newly_refused, max_ids)}", level))
+        out.append((f"            newly refused ({len(g.newly_refused)}): {id_list(g.newly_refused)}", level))
     return out
 
 
-def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
+def comparison_lines(comparison) -> list[tuple[str, str]]:
     """``(text, level)`` lines of a comparison for the terminal (level ``bad``, ``good``,
-    ``warn`` or ``info``); at most ``max_ids`` sample ids per list before "and N more"."""
-    def ids(items):
-        return _id_list(items, max_ids)
-
+    ``warn`` or ``info``); at most 10 sample ids per list before "and N more"."""
     from ._gate_words import group_rows, headline, ratchet_line, rule_line, too_few_line
 
     out = []
@@ -160,13 +144,13 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
         out += [headline(comparison), (rule_line(comparison), "info")]
         for which, level in (("regressed", "bad"), ("improved", "good")):
             for g, rows in group_rows(comparison, which=which):
-                out += _group_lines(g, rows, which, level, max_ids)
+                out += _group_lines(g, rows, which, level)
         ratchet = ratchet_line(comparison)
         if ratchet:
             out.append((ratchet, "good"))
     elif comparison.errored:
         out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error and could "
-                    f"not be compared with baseline{_where(comparison)}: {ids(comparison.errored)}", "bad"))
+                    f"not be compared with baseline{where(comparison)}: {id_list(comparison.errored)}", "bad"))
     if sequential and comparison.too_few:
         out.append((too_few_line(comparison), "bad" if comparison.undecidable else "warn"))
     elif comparison.too_few and comparison.allow_mismatch:
@@ -184,7 +168,7 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
                          ("not in the baseline", comparison.added),
                          ("redefined since the baseline, not compared", comparison.changed)):
         if items:
-            out.append((f"{len(items)} sample(s) {title}: {ids(items)}", "warn"))
+            out.append((f"{len(items)} sample(s) {title}: {id_list(items)}", "warn"))
     for key, (a, b) in comparison.metadata_changes.items():
         out.append((f"{key} differs: baseline {a!r}, this run {b!r}", "warn"))
     return out

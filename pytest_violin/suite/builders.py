@@ -45,9 +45,9 @@ def _check_notation(notation):
         raise SuiteError(f"unknown notation {notation!r}; accepted: name, hex, rgb, hsl")
 
 
-def _suffix(notation, template, width, height, default_notation="hex") -> str:
+def _suffix(notation, template, width, height) -> str:
     parts = []
-    if notation != default_notation:
+    if notation != "hex":
         parts.append(notation)
     if template:
         parts.append(f"t{template}")

@@ -26,11 +26,6 @@ __all__ = ["SHAPES", "ANCHORS", "shape_extent", "place_bbox", "block_boxes", "SK
            "shape_pixels", "render_border", "render_dots", "render_mask_inputs", "apply_mask"]
 
 
-# Shape geometry: where a shape of a given size and alignment goes.
-#
-# Everything here is arithmetic on integers; no pixels are touched. The result is stored in the sample spec so
-# rendering and checking never have to re-derive it.
-
 #: Shapes of the geometric task.
 SHAPES = ("circle", "square", "triangle")
 
@@ -116,25 +111,16 @@ def block_boxes(layout: str, width: int, height: int) -> tuple:
     raise SuiteError(f"unknown layout {layout!r}; accepted: single, vertical, horizontal, quad")
 
 
-# Base photographs of the mask task.
-#
-# By default the photographs bundled inside scikit-image (they load offline). Users can point the mask task at
-# their own folder of images with ``load_suite("violin", photos_dir=...)`` or the ``VIOLIN_PHOTOS_DIR``
-# environment variable.
-#
-# Every base image is a deterministic crop (``zoom``, ``fx``, ``fy``), optional horizontal flip and resize of
-# one photograph, then *lifted*: each channel ``v`` becomes ``LIFT + round(v * (255 - LIFT) / 255)``, so every
-# kept pixel has all channels (and its gray value) at least ``LIFT`` = 40, safely above the mask metrics'
-# black threshold (gray 30 or darker).
-
-#: scikit-image photographs used by default (all bundled with the package).
+#: Base photographs of the mask task by default: scikit-image's bundled ones (they load offline); a folder of
+#: one's own with ``load_suite("violin", photos_dir=...)`` or ``VIOLIN_PHOTOS_DIR``.
 SKIMAGE_PHOTOS = (
     "astronaut", "chelsea", "coffee", "rocket", "immunohistochemistry",
     "hubble_deep_field", "stereo_motorcycle", "cat", "retina", "colorwheel",
     "camera", "coins",
 )
 
-#: Lowest channel value of a kept pixel in a mask base image.
+#: Lowest channel value of a kept pixel in a mask base image (:func:`lift_dark`): safely above the mask
+#: metrics' black threshold (gray 30 or darker).
 LIFT = 40
 
 #: File extensions read from a user photo folder.
@@ -254,24 +240,6 @@ def base_image(photo: dict, width: int, height: int, lift: int = LIFT) -> np.nda
     return out
 
 
-# Binary masks of the mask task, generated from a seed.
-#
-# ``True`` = keep the source pixel, ``False`` = the answer must be pure black.
-#
-# Kinds:
-#
-# * ``inpaint``: one interior, object-like blob (a union of 2-4 rotated
-#   ellipses that all contain one common point, so the blob is star-shaped
-#   and has no hole);
-# * ``outpaint``: bands along one side, two adjacent sides (an L) or three
-#   sides (a U) of the image, never all four (no closed frame);
-# * ``random``: one to three thick free-form strokes (random walks with
-#   bounded turning).
-#
-# Whatever the kind, every kept pixel enclosed by black is finally turned black (each black region is replaced
-# by its filled outer contour), so no black region ever encloses kept pixels: the mask metrics' "largest outer
-# contour, filled" is then exactly a black region of the ground truth.
-
 #: Mask kinds, in suite order.
 MASK_KINDS = ("inpaint", "outpaint", "random")
 #: The sides of an ``outpaint`` band, in order: consecutive sides are adjacent.
@@ -363,9 +331,13 @@ _KINDS = {"inpaint": _inpaint, "outpaint": _outpaint, "random": _random}
 
 
 def generate_mask(kind: str, seed: int, width: int, height: int) -> np.ndarray:
-    """One mask of ``kind`` (see the module docstring), ``(height, width)`` bool, True = keep.
+    """One mask of ``kind``, ``(height, width)`` bool: True = keep the source pixel, False = pure black.
 
-    ``seed`` seeds a numpy ``Generator`` (PCG64), so the mask is the same in every process.
+    ``inpaint``: one interior blob, a union of 2-4 rotated ellipses sharing a point (star-shaped, no hole);
+    ``outpaint``: bands along one side, two adjacent sides or three, never all four; ``random``: one to three
+    thick strokes (random walks with bounded turning). Every kept pixel enclosed by black then turns black
+    (:func:`fill_enclosed`), so the mask metrics' "largest outer contour, filled" is exactly a black region of
+    the ground truth. ``seed`` seeds a numpy ``Generator`` (PCG64): the same mask in every process.
     """
     fn = _KINDS.get(kind)
     if fn is None:
@@ -383,8 +355,6 @@ def mask_to_rgb(keep: np.ndarray) -> np.ndarray:
         np.where(keep, np.uint8(255), np.uint8(0))
     return cv2.cvtColor(np.ascontiguousarray(gray), cv2.COLOR_GRAY2RGB)
 
-
-# Drawing primitives.
 
 def _color(color) -> tuple:
     return tuple(int(v) for v in color)

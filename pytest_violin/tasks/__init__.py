@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 
 from ..errors import InvalidArgumentError, SuiteError
 from .base import DEFAULT_EXTRA_LIMIT, TaskFamily
@@ -216,12 +217,10 @@ def describe(sample) -> str:
     The family of the spec kind is asked first, then the family of the task; a spec missing what its family
     needs falls back to the prompt.
     """
-    try:
+    with suppress(KeyError, TypeError, ValueError, IndexError):
         for owner in (family_for_kind(sample.spec.get("kind")), find_family(sample.task)):
             if owner is not None:
                 text = owner.describe(sample)
                 if text:
                     return text
-    except (KeyError, TypeError, ValueError, IndexError):
-        pass
     return sample.prompt

@@ -246,16 +246,11 @@ def _walk(obj: Any, parts: tuple) -> tuple[bool, Any, str]:
     return True, cur, _format_path(parts)
 
 
-def _image_error(exc: InvalidImageError) -> str:
-    text = str(exc)
-    return text.split(": got ", 1)[0]
-
-
 def _decode(data: bytes, where: str, max_pixels: int) -> np.ndarray:
     try:
         return decode_image(data, max_pixels=max_pixels)
     except InvalidImageError as exc:
-        raise _ValueFail(f"{where}: {_image_error(exc)}") from None
+        raise _ValueFail(f"{where}: {str(exc).split(': got ', 1)[0]}") from None
 
 
 class _ValueFail(Exception):

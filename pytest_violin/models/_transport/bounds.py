@@ -57,11 +57,9 @@ def _kill(conn) -> None:
     sock = getattr(conn, "sock", None) or getattr(conn, "_violin_sock", None)
     if sock is None:
         return
-    try:
-        # the plain socket's shutdown, also for TLS sockets: a blocked read in another thread ends at once
+    # the plain socket's shutdown, also for TLS sockets: a blocked read in another thread ends at once
+    with contextlib.suppress(OSError, TypeError, ValueError):
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except (OSError, TypeError, ValueError):
-        pass
 
 
 class Attempt:
@@ -209,9 +207,6 @@ class WatchedAdapter(HTTPAdapter):
 #: Largest answer accepted by default, in bytes after decompression (``--violin-max-answer-mb``); far above
 #: any real image answer.
 DEFAULT_MAX_ANSWER_BYTES = 64 * 2**20
-
-#: Former name of :data:`DEFAULT_MAX_ANSWER_BYTES`.
-MAX_BODY_BYTES = DEFAULT_MAX_ANSWER_BYTES
 
 #: Bytes read from a non-2xx answer: enough for the server's message.
 ERROR_BODY_BYTES = 64 * 1024

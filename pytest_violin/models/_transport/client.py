@@ -376,7 +376,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
     while True:
         deadline = min(run_deadline, started + limit)
         if client.cancel.wait(max(0.0, min(wait, deadline - time.monotonic()))) or client.cancel.is_set():
-            _cancel_quietly(cancel_job)
+            cancel_quietly(cancel_job)
             raise GenerationCancelled(f"{what} at {shown} cancelled: the run was interrupted")
         if time.monotonic() >= deadline - 0.05:
             # one last look (and the image download, if it finished) before the time-out
@@ -384,7 +384,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
         try:
             status, answer = fetch()
         except GenerationCancelled:  # interrupted during a poll: the remote job is cancelled too
-            _cancel_quietly(cancel_job)
+            cancel_quietly(cancel_job)
             raise
         if not isinstance(status, dict):
             raise GenerationError(f"{what} status at {shown} is not a JSON object")
@@ -406,7 +406,7 @@ def poll_job(client: HttpClient, url: str, states: JobStates, *, what: str = "jo
             return (status, answer) if with_answer else status
         _raise_if_failed(states, state, status, what)
         if time.monotonic() >= min(run_deadline, started + limit):
-            _cancel_quietly(cancel_job)
+            cancel_quietly(cancel_job)
             queue_note = f", after {in_queue:.0f} s in the server's queue" if in_queue >= 0.5 else ""
             if run_deadline <= started + limit:
                 raise GenerationUnjudged(f"{what} at {shown} timed out: it did not finish within {budget:g} s "
@@ -451,10 +451,8 @@ def _next_wait(answer, states: JobStates, status: Mapping, wait: float, first_wa
     return min(max(wait, first_wait) * 2.0, max_wait)
 
 
-def _cancel_quietly(cancel_job) -> None:
-    if cancel_job is None:
-        return
-    try:
-        cancel_job()
-    except Exception:  # best effort: the run is stopping anyway
-        pass
+def cancel_quietly(cancel_job) -> None:
+    """Call ``cancel_job`` (when given), whatever it raises: the run is stopping anyway."""
+    if cancel_job is not None:
+        with contextlib.suppress(Exception):
+            cancel_job()

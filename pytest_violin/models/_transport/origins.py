@@ -19,6 +19,7 @@ import netrc as _netrc
 import os
 import re
 import unicodedata
+from contextlib import suppress
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -31,16 +32,18 @@ from ...errors import GenerationUnjudged, ModelSpecError
 from ...redaction import contains_secret, redact, redact_url, register_secret
 
 
+def _register_login(login: str | None, password: str | None) -> None:
+    register_secret(password)
+    if login and password:
+        register_secret(f"{login}:{password}", public_prefix=len(login) + 1)
+
+
 def _register_url_password(url: str | None) -> None:
     if not url or "@" not in url:
         return
-    try:
+    with suppress(ValueError):
         parts = urlsplit(url if "://" in url else f"http://{url}")
-        register_secret(parts.password)
-        if parts.username and parts.password:
-            register_secret(f"{parts.username}:{parts.password}", public_prefix=len(parts.username) + 1)
-    except ValueError:
-        pass
+        _register_login(parts.username, parts.password)
 
 
 def _ipv4_in(host: str, entry: str) -> bool:
@@ -146,10 +149,8 @@ def _read_netrc(env: Mapping[str, str]):
             parsed = _netrc.netrc(path)
         except (_netrc.NetrcParseError, OSError, UnicodeDecodeError):
             return None
-        for login, account, password in parsed.hosts.values():
-            register_secret(password)
-            if login and password:
-                register_secret(f"{login}:{password}", public_prefix=len(login) + 1)
+        for login, _account, password in parsed.hosts.values():
+            _register_login(login, password)
         return parsed
     return None
 
@@ -489,9 +490,8 @@ def _register_userinfo(text: str) -> None:
     if "@" in authority:
         userinfo = authority.rsplit("@", 1)[0]
         user, _, password = userinfo.partition(":")
-        register_secret(unquote(password))
         register_secret(password)
-        register_secret(f"{unquote(user)}:{unquote(password)}", public_prefix=len(unquote(user)) + 1)
+        _register_login(unquote(user), unquote(password))
 
 
 def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | None]:
@@ -522,8 +522,7 @@ def check_url(url: str, *, what: str = "URL") -> tuple[str, tuple[str, str] | No
     if parts.username is not None or parts.password is not None:
         user = unquote(parts.username or "")
         password = unquote(parts.password or "")
-        register_secret(password)
-        register_secret(f"{user}:{password}", public_prefix=len(user) + 1)
+        _register_login(user, password)
         auth = (user, password)
         netloc = parts.netloc.rsplit("@", 1)[1]
         text = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))

@@ -23,6 +23,7 @@ import hashlib
 import json
 import threading
 import time
+from contextlib import suppress
 from urllib.parse import quote
 
 from ...errors import GenerationCancelled
@@ -276,11 +277,9 @@ class Ledger:
             return
         with self._lock:
             self._left.add(prompt_id)
-        try:
+        with suppress(Exception):  # best effort: never the sample's failure
             bounded(max(wait, 0.0) + CANCEL_TIMEOUT, lambda limit: self._delete_gone(
                 limit, ended={prompt_id} if ended else set(), wait=wait), "the history delete")
-        except Exception:  # best effort: never the sample's failure
-            pass
 
     def close(self, live=(), cancel: bool = False) -> None:
         """At the run's end: cancel ``live`` prompts (samples abandoned in flight) when
@@ -301,10 +300,8 @@ class Ledger:
             if not self.keep:
                 self._delete_gone(limit, ended=set(), wait=CLOSE_DEADLINE, final=True)
 
-        try:
+        with suppress(Exception):  # best effort: the run is ending anyway
             bounded(CLOSE_DEADLINE + CANCEL_TIMEOUT, steps, "the run's history delete")
-        except Exception:  # best effort: the run is ending anyway
-            pass
 
     def pending(self) -> set:
         """Prompts whose entries are not yet deleted (for tests and the docs)."""

@@ -14,7 +14,7 @@ from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
 from ..request import GenerationRequest, NetworkAdapter
 from ..replicate import first_wait
-from .._transport.client import HttpClient, JobStates, poll_job
+from .._transport.client import HttpClient, JobStates, cancel_quietly, poll_job
 from .._transport.answers import image_from_response, load_json
 from ._server import (CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger, digest, execution_message, history_state,
                       image_outputs, queue_position, validation_reason, workflow_files)
@@ -313,10 +313,7 @@ class ComfyUIAdapter(NetworkAdapter):
                               max_wait=MAX_WAIT, cancel_job=cancel, fetch=fetch)
         except GenerationCancelled:
             prompt["wait"] = 0.0  # the run stops: its end (close) waits for the interrupt to land
-            try:
-                cancel()
-            except Exception:  # best effort: the run is stopping anyway
-                pass
+            cancel_quietly(cancel)
             raise
         finally:
             prompt["ended"] = bool(seen)  # its history entry exists: the prompt left the queue

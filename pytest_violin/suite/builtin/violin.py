@@ -41,11 +41,11 @@ def _round(x: float) -> float:
     return round(x, 4)
 
 
-def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES, tag: str = NAME) -> list:
+def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES) -> list:
     """``(slug, n, photo_spec)`` of the base images: photos cycled, variant ``n`` of each.
 
     Variant 0 of a photo is the largest centred crop; later variants are zoomed (1-1.8x), shifted and possibly
-    mirrored crops drawn from 16-bit slices of one stable hash of ``(tag, photo, n)``.
+    mirrored crops drawn from 16-bit slices of one stable hash of ``(NAME, photo, n)``.
     """
     if photos_dir is None:
         photos = [("skimage", name, None) for name in SKIMAGE_PHOTOS]
@@ -56,7 +56,7 @@ def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES, tag: str = NAME)
     for b in range(count):
         source, name, folder = photos[b % len(photos)]
         n = b // len(photos)
-        key = (tag, name, n)
+        key = (NAME, name, n)
         if n == 0:
             spec = {"source": source, "name": name, "zoom": 1.0, "fx": 0.5, "fy": 0.5,
                     "flip": False}

@@ -24,6 +24,7 @@ import hashlib
 import os
 import shutil
 import warnings
+from contextlib import suppress
 from pathlib import Path
 
 from ..._fs import atomic_write, load_json_text, read_option_file
@@ -104,18 +105,14 @@ def _sha_memo(path: Path) -> str:
              f"{info.st_ctime_ns}")
     key = hashlib.blake2b(ident.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
     memo = cache_root() / "sha256" / key
-    try:
+    with suppress(OSError):
         text = memo.read_text().strip()
         if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
             return text
-    except OSError:
-        pass
     digest = sha256_file(path)
-    try:
+    with suppress(OSError):
         memo.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(memo, digest.encode())
-    except OSError:
-        pass
     return digest
 
 

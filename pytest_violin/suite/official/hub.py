@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from pathlib import Path
 
 from ..._fs import atomic_write
@@ -123,11 +124,9 @@ def _keep_ref(cache: Path, repo_id: str, revision, commit: str) -> None:
     if name == commit:
         return
     ref = repo_cache(cache, repo_id) / "refs" / name
-    try:
+    with suppress(OSError):  # the snapshot still serves this run
         if not ref.is_file() or ref.read_text().strip() != commit:
             atomic_write(ref, commit)
-    except OSError:  # the snapshot still serves this run
-        pass
 
 
 def _commit_of(snapshot: Path) -> str:
