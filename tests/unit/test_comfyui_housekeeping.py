@@ -68,7 +68,9 @@ def _pick(samples, task, n=0):
 def test_a_failing_prompt_leaves_no_history_entry(tmp_path, samples, kind, raised):
     sample = _pick(samples, "color")
     with FakeComfyUI(samples, {sample.id: kind}) as fake:
-        adapter = _adapter(tmp_path, fake, timeout=0.15 if kind == "queued" else 10.0)
+        # queued forever: a 0.5 s timeout (a 5 s wait limit), so the history calls after it keep
+        # time to spare on a loaded machine
+        adapter = _adapter(tmp_path, fake, timeout=0.5 if kind == "queued" else 10.0)
         with pytest.raises(raised):
             _run(adapter, sample)
         pid = next(iter(fake.prompts))
@@ -102,13 +104,14 @@ def test_a_prompt_still_running_after_its_samples_end_is_deleted_by_a_later_one_
 
     monkeypatch.setattr(comfyui_adapter, "FORGET_DEADLINE", 0.0)  # the sample's end does not wait
     slow, quick = _pick(samples, "color", 0), _pick(samples, "color", 1)
-    with FakeComfyUI(samples, {slow.id: "hang"}, interrupt_seconds=1.0) as fake:
+    # the interrupt lands 3 s after it is sent: time to spare on a loaded machine before the check
+    with FakeComfyUI(samples, {slow.id: "hang"}, interrupt_seconds=3.0) as fake:
         adapter = _adapter(tmp_path, fake, timeout=0.2)
         with pytest.raises(GenerationUnjudged, match="timed out"):
             adapter.generate(GenerationRequest.from_sample(slow))
         first = next(iter(fake.prompts))
         assert adapter.ledger.pending() == {first}  # still running: no entry to delete yet
-        for _ in range(200):  # the interrupt lands: the entry exists
+        for _ in range(1000):  # the interrupt lands: the entry exists
             if first in fake.history:
                 break
             threading.Event().wait(0.02)
