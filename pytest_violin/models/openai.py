@@ -125,6 +125,12 @@ class OpenAIAdapter(NetworkAdapter):
         body.update(self.params)
         return body
 
+    def batch_api(self):
+        """The OpenAI Batch API with this adapter's key and base (``--violin-batch``; see .batch.openai)."""
+        from .batch.openai import OpenAIBatch
+
+        return OpenAIBatch(self)
+
     def generate(self, request: GenerationRequest):
         """Generate (or edit, when the request has input images) one image.
 

@@ -54,6 +54,24 @@ def number(low: float, high: float, *, low_open: bool, what: str) -> Callable[[s
     return convert
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value) -> float:
+    """A converter to seconds from ``90``, ``90s``, ``30m``, ``2h`` or ``1d`` (0 to 7 days)."""
+    text = _text(value).strip().lower()
+    unit = _UNITS.get(text[-1:], None) if text else None
+    number_text = text[:-1] if unit is not None else text
+    try:
+        seconds = float(number_text) * (unit or 1)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 <= seconds <= 7 * 86400):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid; accepted: a duration such as 90s, 30m, 2h "
+                                         f"or 1d (a bare number is seconds), from 0 to 7d")
+    return seconds
+
+
 def choice(options: tuple) -> Callable[[str], str]:
     """A converter to one of ``options`` (case-insensitive)."""
 

@@ -58,8 +58,12 @@ DEFAULT_NETWORK_MAX_CALLS = 2000
 
 
 from .converters import (  # noqa: F401  (the converters, re-exported)
-    _mask_header, _text, boolean, calls_limit, choice, header, integer, nonempty, number, task_list, threshold,
+    _mask_header, _text, boolean, calls_limit, choice, duration, header, integer, nonempty, number, task_list,
+    threshold,
 )
+
+#: Default ``--violin-batch-wait``: the providers' completion window.
+DEFAULT_BATCH_WAIT = "24h"
 
 # ----------------------------------------------------------------------------- the table
 
@@ -250,6 +254,17 @@ OPTIONS: tuple[Option, ...] = (
            f"(default {DEFAULT_ALPHA})", metavar="ALPHA"),
     Option("report", _path_text, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR"),
+    Option("batch", boolean, False,
+           "make the uncached generations through the provider's batch API (openai:, gemini:, or an "
+           "adapter with batch_api()): half price, answers within the provider's window; batches are "
+           "recorded in the cache folder and the same command collects them (docs/models.md, Batch)",
+           kind="flag"),
+    Option("batch_wait", duration, duration(DEFAULT_BATCH_WAIT),
+           "with --violin-batch: how long this run waits for its batches (90s, 30m, 2h, 1d; default "
+           f"{DEFAULT_BATCH_WAIT}); then it ends with exit code 6 and the batches keep running", metavar="DURATION"),
+    Option("batch_discount", number(0.0, 1.0, low_open=False, what="a share of the price"), None,
+           "with --violin-batch and --violin-price: the share the provider takes off a batch request "
+           "(default: the adapter's, 0.5 for openai: and gemini:)", metavar="SHARE"),
 )
 
 def adapter_option_names() -> tuple[str, ...]:

@@ -107,16 +107,19 @@ def call_cap(state) -> tuple[int | None, str]:
     s = state.settings
     limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
     bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
+    from .batch import run_price
+
+    price = run_price(state) if hasattr(state, "config") else s.price  # a batch run pays the batch price
     if not s.max_calls_given and (bills or s.price is not None):
         from .options import DEFAULT_NETWORK_MAX_CALLS
 
         limit = DEFAULT_NETWORK_MAX_CALLS
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
-    if s.max_cost is not None and s.price:
-        affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
+    if s.max_cost is not None and price:
+        affordable = math.floor(s.max_cost / price * (1 + _TOLERANCE))
         if limit is None or affordable < limit:
             limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(s.price)} "
+            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(price)} "
                     f"per image)")
     return limit, text
 

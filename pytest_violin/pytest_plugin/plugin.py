@@ -81,6 +81,9 @@ def pytest_configure(config):
     from .planning import adapter_bills
 
     state.bills = adapter_bills(adapter, price=state.settings.price)
+    from .batch import configure as configure_batch
+
+    configure_batch(config, state, adapter)  # --violin-batch: the adapter's batch API, its price
     _cap_calls(config, state)
     state.cacheable = bool(getattr(adapter, "cacheable", True))
     if state.is_xdist_controller:
@@ -317,7 +320,9 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     """
     from .planning import calls_note, cost_limit_message, plan_generations
 
-    price, max_cost = state.settings.price, state.settings.max_cost
+    from .batch import run_price
+
+    price, max_cost = run_price(state), state.settings.max_cost
     plan = plan_generations(state, samples, price=price)
     limit = state.settings.max_calls
     bills = state.bills or price is not None
@@ -379,6 +384,9 @@ def pytest_runtestloop(session):
         return None
     samples = [s for s in map(_planned_sample, session.items) if s is not None]
     if samples:
+        from .batch import start as start_batch
+
+        start_batch(state, samples)  # --violin-batch: the requests go to the provider's batches first
         state.get_runner().plan(samples)
     return None
 
@@ -484,5 +492,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     from ..report.terminal import write_summary
 
-    write_summary(terminalreporter, state.store, settings=state.settings, price=state.settings.price,
+    from .batch import run_price
+
+    write_summary(terminalreporter, state.store, settings=state.settings, price=run_price(state),
                   usage=state.usage.snapshot() if state.settings.model else None)

@@ -49,6 +49,11 @@ class ViolinState:
     #: sample id -> images the cache holds, asked before the run (planning.cached_repeats); None
     #: once the runner exists, when the cache starts to change
     cache_lookups: dict | None = field(default_factory=dict)
+    #: --violin-batch (pytest_plugin.batch): the provider's discount, the driver, the runner's adapter
+    batch_discount: float | None = None
+    batch_name: str | None = None
+    batch: object = None
+    batch_answers: object = None
 
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
@@ -115,7 +120,8 @@ class ViolinState:
             self.cache_lookups = None  # generations fill the cache from here on
 
             s = self.settings
-            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
+            adapter = self.batch_answers if self.batch_answers is not None else self.get_adapter()
+            self.runner = Runner(adapter, concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
                                  cancel=self.cancel, usage=self.usage)
             self.runner.admit = self.admit
