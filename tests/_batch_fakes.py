@@ -82,6 +82,7 @@ class FakeOpenAI:
         self.create_429 = 0
         self.drop_uploads = 0
         self.cancel_elsewhere: float | None = None
+        self.reject_line: int | None = None  # a line number the validation refuses
         self.server = FaultServer(handler=self.handle)
 
     def __enter__(self):
@@ -178,6 +179,9 @@ class FakeOpenAI:
                     or not isinstance(line.get("body"), dict)):
                 errors.append({"code": "invalid_request", "message": "line does not match the batch endpoint "
                                "or repeats a custom_id", "param": None, "line": number})
+            elif number == self.reject_line:
+                errors.append({"code": "invalid_value", "message": "Invalid value for 'size'.",
+                               "param": "body.size", "line": number})
             ids.add(line.get("custom_id"))
             lines.append(line)
         with self.lock:

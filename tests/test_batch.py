@@ -111,7 +111,128 @@ def test_200_samples_one_upload_one_create_one_download_and_outcomes_equal_a_syn
     assert f"completed {completed} requests" in out
     assert "$0.02 per image" in out and "50% off" in out
     # nothing pending: the record and the answers file are gone; no key anywhere
-    assert not list((pytester.path / ".pytest_cache" / "violin-batches").glob("*.json*"))
+    assert list(pytester.path.rglob("violin-batches")) and not list(pytester.path.rglob("violin-batches/*.json*"))
     texts = [out, result.stderr.str()] + [p.read_text("latin-1") for p in pytester.path.rglob("*")
                                           if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html")]
     assert not [f for t in texts for f in secret_forms(KEY) if f in t]
+
+
+def _records(path: Path) -> list:
+    out = []
+    for f in path.rglob("violin-batches/*.json"):
+        out.extend(json.loads(f.read_text())["batches"])
+    return out
+
+
+def test_kill_9_during_the_wait_then_the_same_command_collects_without_a_second_create(pytester, tmp_path):
+    table = _expected(("color", "shape"), 30)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        fake.release.clear()  # the batch stays in_progress until released
+        env = dict(os.environ, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=fake.url,
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+        args = [sys.executable, "-m", "pytest", *_args("--violin-batch", limit=30)]
+        log = open(pytester.path / "first.log", "wb")
+        proc = subprocess.Popen(args, cwd=pytester.path, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                                            signal.SIG_DFL))
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:  # killed once the batch is recorded with its id
+                records = _records(pytester.path) if (pytester.path / ".pytest_cache").exists() else []
+                if records and records[0].get("id") and fake.count("GET /batches/{id}") >= 2:
+                    break
+                assert proc.poll() is None, "the run ended before it was killed"
+                time.sleep(0.05)
+            else:
+                pytest.fail("the batch was never recorded with its id: "
+                            + (pytester.path / "first.log").read_text()[-3000:])
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert fake.count("POST /batches") == 1
+        fake.release.set()
+        result = subprocess.run(args, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=300)
+        assert fake.count("POST /batches") == 1, result.stdout[-3000:]  # collected, not submitted again
+        assert fake.count("POST /files") == 1
+        assert fake.count("POST /images/generations") == 0
+    samples = _samples(pytester.path)
+    assert len(samples) == 30
+    assert all(r["outcome"] in ("passed", "failed", "refused") for r in samples.values()), \
+        {k: r.get("error") for k, r in samples.items() if r["outcome"] == "error"}
+    assert "nothing is submitted again" in result.stdout
+    assert not _records(pytester.path)
+
+
+def test_a_wait_that_ends_leaves_the_batch_running_says_so_and_exits_6_then_the_same_command_collects(
+        pytester, monkeypatch):
+    table = _expected(("color",), 12)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.release.clear()
+        first = pytester.runpytest(*_args("--violin-batch", "--violin-batch-wait=1s", tasks="color", limit=12))
+        out = first.stdout.str()
+        assert first.ret == 8, out[-3000:]
+        assert "PENDING: 12 requests still running in 1 batch (batch_000001)" in out
+        assert "run the same command again" in out
+        pending = _samples(pytester.path)
+        assert {r["outcome"] for r in pending.values()} == {"error"}
+        assert all("pending in batch batch_000001" in r["error"] for r in pending.values())
+        assert _records(pytester.path)[0]["id"] == "batch_000001"
+        fake.release.set()
+        second = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=12))
+        assert fake.count("POST /batches") == 1
+        assert second.ret in (0, 1) and "PENDING" not in second.stdout.str()
+    assert {r["outcome"] for r in _samples(pytester.path).values()} <= {"passed", "failed", "refused"}
+
+
+def test_an_expired_batch_scores_what_completed_and_the_rest_is_submitted_again(pytester, monkeypatch):
+    table = _expected(("color",), 20)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.expire_after = 0.6
+        first = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=20))
+        out = first.stdout.str()
+        samples = _samples(pytester.path)
+        errors = {k: r for k, r in samples.items() if r["outcome"] == "error"}
+        assert len(errors) == 8, out[-3000:]
+        assert all("not run" in r["error"] and "batch_expired" in r["error"] for r in errors.values())
+        assert "batch_000001 ended expired with " in out and "; 8 requests unanswered end as errors" in out
+        assert sum(len(r["requests"]) for r in _records(pytester.path)) == 0  # collected; the 8 dropped
+        fake.expire_after = None
+        second = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=20))
+        assert fake.count("POST /batches") == 2
+        # the 8 never run, and the answers without an image (never cached, as in a synchronous run)
+        unanswered = 8 + sum(1 for k, r in samples.items() if k not in errors and not r.get("metrics"))
+        assert f"{unanswered} to submit" in second.stdout.str()
+    assert all(r["outcome"] != "error" for r in _samples(pytester.path).values())
+
+
+@pytest.mark.parametrize("fault, words", [
+    ("reject_line", "not run: batch batch_000001 ended failed: invalid_value"),
+    ("cancel_elsewhere", "not run: batch_cancelled"),
+    ("drop_output_lines", "completed without an answer for this request"),
+    ("create_429", "not submitted to the OpenAI Batch API: "),
+    ("drop_uploads", "not submitted to the OpenAI Batch API: "),
+])
+def test_each_failure_of_the_batch_itself_ends_as_errors_that_say_why(pytester, monkeypatch, fault, words):
+    table = _expected(("color",), 10)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        setattr(fake, fault, {"reject_line": 1, "cancel_elsewhere": 0.5, "drop_output_lines": 2,
+                              "create_429": 10, "drop_uploads": 10}[fault])
+        result = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=10))
+        out = result.stdout.str()
+        assert fake.count("POST /images/generations") == 0
+    samples = _samples(pytester.path)
+    assert len(samples) == 10, out[-3000:]
+    errors = [r for r in samples.values() if r["outcome"] == "error"]
+    assert errors and all(words in r["error"] for r in errors), [r.get("error") for r in errors][:3]
+    assert result.ret == 1
+    scored = [r for r in samples.values() if r["outcome"] != "error"]
+    expect_scored = {"reject_line": 0, "cancel_elsewhere": 5, "drop_output_lines": None, "create_429": 0,
+                     "drop_uploads": 0}[fault]
+    if expect_scored is not None:
+        assert len(scored) == expect_scored
+    assert not [r for r in _records(pytester.path) if r["requests"]]  # nothing left to collect: resubmitted next

@@ -409,7 +409,7 @@ class BatchDriver:
                                                    f"run the same command again to collect or submit it"))
                     return
             if record.id is None:
-                self.store.remove(record)
+                self.store.remove(record)  # nothing was created: its requests are submitted again
                 self.note(f"violin batch: {len(chunk)} requests not submitted: {redact(exc.reason)}")
                 self._fail(chunk, GenerationUnjudged(f"not submitted to the {self.api.name}: "
                                                      f"{redact(exc.reason)}; run again to submit it"))
@@ -490,10 +490,12 @@ class BatchDriver:
             record.samples.pop(custom_id, None)
         self.store.save()
         self.collected += 1
-        if dropped:
-            self.note(f"violin batch: {record.id} ended {status.provider_state} with {len(dropped)} of "
-                      f"{len(dropped) + len(index)} requests unanswered ({why}); they end as errors "
-                      f"and the next run submits them again")
+        if status.state != "completed" or dropped:
+            never = max(0, status.total - status.completed - status.failed) if status.total else len(dropped)
+            self.note(f"violin batch: {record.id} ended {status.provider_state}"
+                      f"{' (' + why + ')' if why != status.provider_state else ''} with "
+                      f"{status.completed}/{status.total} completed; {max(never, len(dropped))} requests "
+                      f"unanswered end as errors (not the model's failures) and the next run submits them again")
         with self._cond:
             for custom_id, ready in index.items():
                 key = record.requests.get(custom_id)
@@ -539,7 +541,9 @@ class BatchDriver:
 
     def pending(self) -> list:
         """The batches still running (records), for the status line and the reports."""
-        return [r for r in {id(r): r for r in self._where.values()}.values() if r.state != COLLECTED]
+        kept = {id(r) for r in self.store.records}
+        return [r for r in {id(r): r for r in self._where.values()}.values()
+                if r.state != COLLECTED and id(r) in kept]
 
     @property
     def stopped(self) -> str | None:

@@ -261,7 +261,7 @@ OPTIONS: tuple[Option, ...] = (
            kind="flag"),
     Option("batch_wait", duration, duration(DEFAULT_BATCH_WAIT),
            "with --violin-batch: how long this run waits for its batches (90s, 30m, 2h, 1d; default "
-           f"{DEFAULT_BATCH_WAIT}); then it ends with exit code 6 and the batches keep running", metavar="DURATION"),
+           f"{DEFAULT_BATCH_WAIT}); then it ends with exit code 8 and the batches keep running", metavar="DURATION"),
     Option("batch_discount", number(0.0, 1.0, low_open=False, what="a share of the price"), None,
            "with --violin-batch and --violin-price: the share the provider takes off a batch request "
            "(default: the adapter's, 0.5 for openai: and gemini:)", metavar="SHARE"),
