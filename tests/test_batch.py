@@ -22,11 +22,10 @@ from pathlib import Path
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
 import requests
-
-from pytest_violin.suite import load_suite
-
 from _batch_fakes import FakeOpenAI, b64_answer, error_body
 from _servers import secret_forms, solid
+
+from pytest_violin.suite import load_suite
 
 KEY = "sk-batch-test-5f0c2e9d7a1b4c36"
 MODEL = "gpt-image-1"

@@ -7,7 +7,7 @@ a batch, one endpoint a batch), records each batch durably *before* it is
 submitted (:mod:`.batch_store`), polls the batches in one background thread
 (the progress comes from the provider's own counts), downloads each finished
 batch's answers to a file beside the record and hands every answer to the
-runner as it arrives. :class:`BatchAnswers` is the adapter the
+runner as it arrives. :class:`~.batch_answers.BatchAnswers` is the adapter the
 :class:`~.runner.Runner` calls instead of the model: its ``generate`` returns
 the batch's answer for the request, decoded by the adapter's own rules
 (:meth:`~pytest_violin.models.batch.BatchApi.answer`), so a batch run's
@@ -26,40 +26,41 @@ seconds; then (or after an interrupt) the requests still in a running batch
 end as :class:`~pytest_violin.errors.BatchPending` and the batches keep
 running: the same command collects them.
 
-Waves (``wave_size``, the sequential gate): the requests are submitted a
-wave at a time, the next wave only once every sample of the last one was
-scored (:meth:`BatchDriver.settled`), and only the samples the gate still
-admits (plus those the runner already asked for).
+Waves (the sequential gate, :func:`~.batch_answers.wave_size`): the next wave
+only once the last one was scored (:meth:`BatchDriver.settled`), of the
+samples the gate still admits and those the runner already asked for.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 import uuid
 from dataclasses import dataclass
 
-from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
+from ..errors import (
+    BatchPending,
+    GenerationCancelled,
+    GenerationError,
+    GenerationUnjudged,
+)
 from ..redaction import redact
+from .batch_answers import (
+    MIN_WAVE,
+    WAVE_FRACTION,
+    bar,
+    duration_text,
+    index_answers,
+    read_answer,
+    wave_size,
+)
 from .batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
 from .usage import CallLimitReached
 
-__all__ = ["BatchAnswers", "BatchDriver", "Entry", "WAVE_FRACTION", "MIN_WAVE", "wave_size"]
+__all__ = ["MIN_WAVE", "WAVE_FRACTION", "BatchDriver", "Entry"]
 
-#: Sequential waves: a wave is this share of the samples still to decide ...
-WAVE_FRACTION = 0.1
-#: ... and at least this many requests.
-MIN_WAVE = 20
-#: The first poll waits this long; each later one 1.5 times longer, up to :data:`POLL_MAX`.
-POLL_MIN = 0.05
-POLL_MAX = 30.0
-
-
-def wave_size(remaining: int) -> int:
-    """Requests in the next sequential wave: a tenth of ``remaining``, at least :data:`MIN_WAVE`."""
-    return max(MIN_WAVE, -(-int(remaining) // int(1 / WAVE_FRACTION)))
+POLL_MIN, POLL_MAX = 0.05, 30.0  # seconds to the next poll: the first, then 1.5 times longer up to this
 
 
 @dataclass(frozen=True)
@@ -70,15 +71,6 @@ class Entry:
     sample_id: str
     label: str
     request: object
-
-
-class _Ready:
-    """Where an answer is: a line of a collected batch's answers file."""
-
-    __slots__ = ("path", "offset", "length")
-
-    def __init__(self, path, offset, length):
-        self.path, self.offset, self.length = path, offset, length
 
 
 class BatchDriver:
@@ -121,7 +113,7 @@ class BatchDriver:
         self._entries: dict[str, Entry] = {}
         self._todo: list[str] = []  # keys not in any batch, in the order the tests need them
         self._where: dict[str, BatchRecord] = {}
-        self._ready: dict[str, object] = {}  # key -> _Ready or an exception
+        self._ready: dict[str, object] = {}  # key -> batch_answers.Ready or an exception
         self._requested: set = set()
         self._consumed: set = set()
         self._wave: set = set()  # sample ids of the last wave, not yet scored
@@ -130,7 +122,6 @@ class BatchDriver:
         self._stopped: str | None = None  # why the waiting ended (then every pending key raises)
         self.submitted = 0  # batches this run submitted
         self.billed = 0  # requests the provider completed, counted by this run
-        self.collected = 0  # batches this run collected
 
     # -- set-up (main thread) --------------------------------------------------------
     def plan(self, entries) -> None:
@@ -141,7 +132,7 @@ class BatchDriver:
                 self._resolve_unnamed(record)
         by_id: dict[str, BatchRecord] = {}
         for record in self.store.records:
-            for custom_id, key in record.requests.items():
+            for key in record.requests.values():
                 by_id[key] = record
         for entry in entries:
             if entry.key in self._entries:
@@ -211,7 +202,7 @@ class BatchDriver:
             with self._cond:
                 self._consumed.add(key)
             raise found
-        out = self._read(found)
+        out = read_answer(self.api, found)
         with self._cond:
             self._consumed.add(key)
         if isinstance(out, BaseException):
@@ -229,20 +220,6 @@ class BatchDriver:
                             f"{record.completed}/{record.total or len(record.requests)} completed): "
                             f"{self._stopped}; run the same command again to collect it (nothing is "
                             f"submitted twice)")
-
-    def _read(self, ready: _Ready):
-        try:
-            with open(ready.path, "rb") as fh:
-                fh.seek(ready.offset)
-                data = fh.read(ready.length)
-            record = json.loads(data)
-            _, out = self.api.answer(record)
-            return out
-        except GenerationError as exc:
-            return exc
-        except (OSError, ValueError) as exc:
-            return GenerationUnjudged(f"the batch answer could not be read: {type(exc).__name__}: "
-                                      f"{redact(str(exc))[:200]}")
 
     def settled(self, sample_id: str) -> None:
         """A sample was scored (or skipped): the gate has seen it (waves)."""
@@ -276,7 +253,7 @@ class BatchDriver:
                 next_poll, interval = now + interval, min(interval * 1.5, self.poll_max)
                 continue
             if now >= self._deadline and running:
-                self._stop(f"--violin-batch-wait={_duration(self.wait)} ended")
+                self._stop(f"--violin-batch-wait={duration_text(self.wait)} ended")
                 return
             with self._cond:  # woken early by a scored sample (the next wave) or an interrupt
                 self._cond.wait(max(0.01, min(next_poll, self._deadline) - now))
@@ -442,7 +419,7 @@ class BatchDriver:
         record.total = status.total or record.total
         record.reason = status.reason
         if changed:
-            self.note(f"violin batch {_bar(status)} {status.describe()}")
+            self.note(f"violin batch {bar(status)} {status.describe()}")
         if status.done:
             self._collect(record, status)
 
@@ -462,7 +439,7 @@ class BatchDriver:
             except OSError:
                 pass
             return
-        index = self._index(path)
+        index = index_answers(path, self.max_answer_bytes)
         if not record.billed:
             record.billed = True
             self.billed += status.completed
@@ -489,7 +466,6 @@ class BatchDriver:
             del record.requests[custom_id]
             record.samples.pop(custom_id, None)
         self.store.save()
-        self.collected += 1
         if status.state != "completed" or dropped:
             never = max(0, status.total - status.completed - status.failed) if status.total else len(dropped)
             self.note(f"violin batch: {record.id} ended {status.provider_state}"
@@ -502,33 +478,6 @@ class BatchDriver:
                 if key is not None:
                     self._ready.setdefault(key, ready)
             self._cond.notify_all()
-
-    def _index(self, path) -> dict:
-        """``custom_id -> _Ready`` of every answer line (a line too long or unreadable is skipped)."""
-        index = {}
-        offset = 0
-        with open(path, "rb") as fh:
-            while True:
-                line = fh.readline(self.max_answer_bytes + 1)
-                if not line:
-                    break
-                start, length = offset, len(line)
-                offset += length
-                if length > self.max_answer_bytes:  # skip the rest of an oversized line
-                    while line and not line.endswith(b"\n"):
-                        line = fh.readline(self.max_answer_bytes + 1)
-                        offset += len(line)
-                    continue
-                text = line.strip()
-                if not text:
-                    continue
-                try:
-                    custom_id = json.loads(text).get("custom_id")
-                except (ValueError, AttributeError):
-                    continue
-                if isinstance(custom_id, str):
-                    index.setdefault(custom_id, _Ready(path, start, length))
-        return index
 
     # -- the end ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -548,42 +497,3 @@ class BatchDriver:
     @property
     def stopped(self) -> str | None:
         return self._stopped
-
-
-class BatchAnswers:
-    """The adapter the runner calls in a batch run: ``generate`` answers from the batches.
-
-    Every other attribute is the model adapter's own (``identity``,
-    ``cacheable``, ``cache_identity`` ...), so cache keys are the synchronous
-    run's.
-    """
-
-    def __init__(self, adapter, driver: BatchDriver, key_of):
-        self.__dict__["_adapter"] = adapter
-        self.__dict__["_driver"] = driver
-        self.__dict__["_key_of"] = key_of
-
-    def generate(self, request):
-        return self._driver.answer(self._key_of(request))
-
-    def close(self) -> None:
-        pass  # the session's adapter is closed by the session
-
-    def __getattr__(self, name):
-        if name in ("client",):  # no HTTP request is made here: the runner counts none
-            raise AttributeError(name)
-        return getattr(self.__dict__["_adapter"], name)
-
-
-def _bar(status, width: int = 20) -> str:
-    total = max(1, status.total)
-    done = min(width, round(width * (status.completed + status.failed) / total))
-    return "[" + "#" * done + "." * (width - done) + "]"
-
-
-def _duration(seconds: float) -> str:
-    seconds = float(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"

@@ -66,7 +66,7 @@ class BatchRecord:
     billed: bool = False
 
     @classmethod
-    def from_dict(cls, obj) -> "BatchRecord":
+    def from_dict(cls, obj) -> BatchRecord:
         if not isinstance(obj, dict):
             raise InvalidArgumentError("a batch record is not an object")
         text = (lambda v: isinstance(v, str) and 0 < len(v) <= 512)

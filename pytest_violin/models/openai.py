@@ -129,7 +129,7 @@ class OpenAIAdapter(NetworkAdapter):
         """The OpenAI Batch API with this adapter's key and base (``--violin-batch``; see .batch.openai)."""
         from .batch.openai import OpenAIBatch
 
-        return OpenAIBatch(self)
+        return OpenAIBatch(self, is_refusal)
 
     def generate(self, request: GenerationRequest):
         """Generate (or edit, when the request has input images) one image.

@@ -5,7 +5,7 @@ offer ``batch_api()``; one process, no pytest-xdist) and fixes the run's
 price per image (``--violin-price`` less the provider's batch discount);
 :func:`start` hands the run's uncached requests to a
 :class:`~pytest_violin.execution.batch.BatchDriver` before the first test
-and gives the runner its :class:`~pytest_violin.execution.batch.BatchAnswers`;
+and gives the runner its :class:`~pytest_violin.execution.batch_answers.BatchAnswers`;
 :class:`BatchHooks` says at the end what the provider completed, what is
 still pending and how to collect it, and sets the exit code
 :data:`EXIT_PENDING` when batches are still running and no sample failed.
@@ -67,7 +67,8 @@ def start(state, samples) -> None:
     from dataclasses import replace
     from pathlib import Path
 
-    from ..execution.batch import BatchAnswers, BatchDriver, Entry
+    from ..execution.batch import BatchDriver, Entry
+    from ..execution.batch_answers import BatchAnswers
     from ..execution.batch_store import BatchStore, store_root
     from ..execution.cache import ImageCache, cache_identity
     from ..models.batch import batch_api_of

@@ -20,8 +20,18 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from ..request import GenerationRequest
 
-__all__ = ["BatchApi", "BatchLimits", "BatchStatus", "PENDING", "COMPLETED", "FAILED", "EXPIRED",
-           "CANCELLED", "TERMINAL", "batch_api_of"]
+__all__ = [
+    "CANCELLED",
+    "COMPLETED",
+    "EXPIRED",
+    "FAILED",
+    "PENDING",
+    "TERMINAL",
+    "BatchApi",
+    "BatchLimits",
+    "BatchStatus",
+    "batch_api_of",
+]
 
 #: The batch is queued or running (OpenAI ``validating``, ``in_progress``, ``finalizing``,
 #: ``cancelling``; Gemini ``*_PENDING``, ``*_RUNNING``).

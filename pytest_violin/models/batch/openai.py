@@ -37,7 +37,7 @@ from ..transport.text import json_message, truncate
 from . import CANCELLED, COMPLETED, EXPIRED, FAILED, PENDING, BatchLimits, BatchStatus
 from ._http import get_json, post_json, stream_to
 
-__all__ = ["COMPLETION_WINDOW", "ENDPOINTS", "LIMITS", "OpenAIBatch", "STATES"]
+__all__ = ["COMPLETION_WINDOW", "ENDPOINTS", "LIMITS", "STATES", "OpenAIBatch"]
 
 #: The only completion window the API accepts.
 COMPLETION_WINDOW = "24h"
@@ -60,14 +60,16 @@ def _count(value) -> int:
 
 
 class OpenAIBatch:
-    """The Batch API of one :class:`~pytest_violin.models.openai.OpenAIAdapter` (its client and key)."""
+    """The Batch API of one :class:`~pytest_violin.models.openai.OpenAIAdapter` (its client and key) and
+    its refusal rule (``refusal(GenerationError) -> bool``)."""
 
     name = "OpenAI Batch API"
     discount = 0.5
     limits = LIMITS
 
-    def __init__(self, adapter):
+    def __init__(self, adapter, refusal):
         self.adapter = adapter
+        self.refusal = refusal  # the adapter's rule: which error answer is a refusal of the prompt
         self.client = adapter.client
         self.base = adapter.base_url
 
@@ -187,9 +189,7 @@ class OpenAIBatch:
             code = str(body["error"].get("code") or "")
         reason = truncate(redact(f"HTTP {status}: {code + ': ' if code else ''}{message or 'no message'}"))
         exc = error_class(status)(reason, attempts=1, status=status)
-        from ..openai import is_refusal
-
-        refused = refusal_or(exc, is_refusal)
+        refused = refusal_or(exc, self.refusal)
         return custom_id, refused if isinstance(refused, GenerationRefused) else exc
 
 
