@@ -228,7 +228,7 @@ class GeminiAdapter(NetworkAdapter):
         """The Gemini API's Batch Mode with this adapter's key and base (``--violin-batch``; see .batch.gemini)."""
         from .batch.gemini import GeminiBatch
 
-        return GeminiBatch(self)
+        return GeminiBatch(self, read_answer)
 
     def generate(self, request: GenerationRequest):
         """Generate (or edit, with the request's input images) one image."""
