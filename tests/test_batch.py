@@ -235,3 +235,31 @@ def test_each_failure_of_the_batch_itself_ends_as_errors_that_say_why(pytester, 
     if expect_scored is not None:
         assert len(scored) == expect_scored
     assert not [r for r in _records(pytester.path) if r["requests"]]  # nothing left to collect: resubmitted next
+
+
+def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(pytester, monkeypatch, capsys):
+    from pytest_violin.__main__ import main
+
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.release.clear()
+        first = pytester.runpytest(*_args("--violin-batch", "--violin-batch-wait=0", tasks="color", limit=6))
+        assert first.ret == 8
+        monkeypatch.chdir(pytester.path)
+        capsys.readouterr()
+        assert main(["batch", "list"]) == 0
+        listed = capsys.readouterr().out
+        assert "batch_000001" in listed and "6 requests" in listed
+        assert main(["batch", "list", "--model", f"openai:{MODEL}?seed=off"]) == 0
+        assert "now batch_000001: in_progress" in capsys.readouterr().out
+        with pytest.raises(SystemExit) as exited:  # a usage error, as argparse's own
+            main(["batch", "cancel", "batch_999999", "--model", f"openai:{MODEL}?seed=off"])
+        assert exited.value.code == 4
+        assert "not a batch this project submitted" in capsys.readouterr().err
+        assert fake.count("POST /batches/{id}/cancel") == 0
+        assert main(["batch", "cancel", "--model", f"openai:{MODEL}?seed=off"]) == 0
+        assert "cancel asked: batch_000001: cancelling" in capsys.readouterr().out
+        assert fake.count("POST /batches/{id}/cancel") == 1
+        records = [p.read_text() for p in pytester.path.rglob("violin-batches/*.json")]
+        assert records and not [f for t in records for f in secret_forms(KEY) if f in t]
