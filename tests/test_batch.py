@@ -263,3 +263,24 @@ def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(
         assert fake.count("POST /batches/{id}/cancel") == 1
         records = [p.read_text() for p in pytester.path.rglob("violin-batches/*.json")]
         assert records and not [f for t in records for f in secret_forms(KEY) if f in t]
+
+
+def test_the_budget_applies_before_submission_at_the_batch_price(pytester, monkeypatch):
+    table = _expected(("color",), 10)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        base = (f"--violin-model=openai:{MODEL}?seed=off", "--violin-tasks=color", "--violin-limit=10",
+                "--violin-retries=0", "-p", "no:randomly")
+        capped = pytester.runpytest(*base, "--violin-batch", "--violin-max-calls=5")
+        assert capped.ret == 4 and "--violin-max-calls=5" in capped.stderr.str()
+        dear = pytester.runpytest(*base, "--violin-price=0.04", "--violin-max-cost=0.25")
+        assert dear.ret == 4  # synchronously: $0.40
+        discounted = pytester.runpytest(*base, "--violin-batch", "--violin-price=0.04", "--violin-max-cost=0.25",
+                                        "--violin-batch-discount=0.25")
+        assert discounted.ret == 4 and "$0.03 per image" in discounted.stderr.str()  # $0.30
+        assert fake.count("POST /files") == fake.count("POST /batches") == 0  # nothing was submitted
+        cheap = pytester.runpytest(*base, "--violin-batch", "--violin-price=0.04", "--violin-max-cost=0.25")
+        out = cheap.stdout.str()
+        assert cheap.ret in (0, 1) and fake.count("POST /batches") == 1
+        assert "estimated cost $0.20 at $0.02 per image" in out
+        assert "the OpenAI Batch API's price: 50% off --violin-price=$0.04" in out

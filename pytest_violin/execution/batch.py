@@ -39,26 +39,14 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ..errors import (
-    BatchPending,
-    GenerationCancelled,
-    GenerationError,
-    GenerationUnjudged,
-)
+from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
 from ..redaction import redact
-from .batch_answers import (
-    MIN_WAVE,
-    WAVE_FRACTION,
-    bar,
-    duration_text,
-    index_answers,
-    read_answer,
-    wave_size,
-)
+from .batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
+                            wave_size)
 from .batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
 from .usage import CallLimitReached
 
-__all__ = ["MIN_WAVE", "WAVE_FRACTION", "BatchDriver", "Entry"]
+__all__ = ["MIN_WAVE", "WAVE_SHARES", "BatchDriver", "Entry"]
 
 POLL_MIN, POLL_MAX = 0.05, 30.0  # seconds to the next poll: the first, then 1.5 times longer up to this
 
@@ -117,6 +105,7 @@ class BatchDriver:
         self._requested: set = set()
         self._consumed: set = set()
         self._wave: set = set()  # sample ids of the last wave, not yet scored
+        self._waves_done = self._wave_total = self._wave_submitted = 0
         self._thread: threading.Thread | None = None
         self._deadline = None
         self._stopped: str | None = None  # why the waiting ended (then every pending key raises)
@@ -181,13 +170,15 @@ class BatchDriver:
             self._thread.start()
 
     # -- answers (runner threads) -----------------------------------------------------
+    def knows(self, key: str) -> bool:
+        """Whether ``key`` is one of this run's batch requests."""
+        return key in self._entries
+
     def answer(self, key: str):
         """The answer for ``key``: an image-like value, or raise the request's error."""
         with self._cond:
             self._requested.add(key)
             self._cond.notify_all()
-            if key not in self._entries:
-                raise GenerationError("internal: a request that is not in this run's batches was asked for")
             if key in self._todo and self._stopped is None:
                 self._spawn()  # a wave the loop ended without (the gate had decided)
             while key not in self._ready:
@@ -282,8 +273,7 @@ class BatchDriver:
             return any(self._wanted(key) for key in self._todo)
 
     def _wanted(self, key: str) -> bool:
-        entry = self._entries[key]
-        return key in self._requested or self.admit is None or self.admit(entry.sample_id)
+        return self.admit is None or self.admit(self._entries[key].sample_id)
 
     # -- submission ----------------------------------------------------------------------
     def _submit_next(self) -> None:
@@ -294,9 +284,18 @@ class BatchDriver:
                 if self._wave or self._running():
                     return  # the gate looks at the last wave first
                 wanted = [k for k in self._todo if self._wanted(k)]
+                for key in self._todo:  # asked for before the gate decided: never sent, so not paid
+                    if key in self._requested and key not in self._ready and not self._wanted(key):
+                        self._ready[key] = GenerationCancelled("not submitted: the sequential gate no longer "
+                                                               "needs it", attempts=0)
+                self._cond.notify_all()
                 asked = [k for k in wanted if k in self._requested]
                 rest = [k for k in wanted if k not in self._requested]
-                size = wave_size(len(wanted))
+                if not self._waves_done:
+                    self._wave_total = len(self._todo)
+                size = wave_size(self._wave_total, self._waves_done, self._wave_submitted)
+                if self._waves_done + 1 >= len(WAVE_SHARES):
+                    size = len(wanted)  # the last wave: whatever the gate still wants
                 keys = asked + rest[:max(0, size - len(asked))]
             else:
                 keys = list(self._todo)
@@ -306,6 +305,8 @@ class BatchDriver:
             self._todo = [k for k in self._todo if k not in taken]
             if self.waves:
                 self._wave = {self._entries[k].sample_id for k in keys}
+                self._waves_done += 1
+                self._wave_submitted += len(keys)
         keys = self._cap(keys)
         for group, chunk in self._chunks(keys):
             self._submit(group, chunk)
@@ -335,7 +336,6 @@ class BatchDriver:
 
     def _chunks(self, keys: list):
         """``(group, [(key, custom_id, line)])`` within the provider's limits, in order."""
-        limits = self.api.limits
         groups: dict[str, list] = {}
         for key in keys:
             entry = self._entries[key]
@@ -350,15 +350,7 @@ class BatchDriver:
                 continue
             groups.setdefault(group, []).append((key, custom_id, line))
         for group, items in groups.items():
-            chunk, size = [], 0
-            for item in items:
-                length = len(item[2]) + 1
-                if chunk and (len(chunk) >= limits.max_requests or size + length > limits.max_bytes):
-                    yield group, chunk
-                    chunk, size = [], 0
-                chunk.append(item)
-                size += length
-            if chunk:
+            for chunk in pack(items, self.api.limits):
                 yield group, chunk
 
     def _submit(self, group: str, chunk: list) -> None:

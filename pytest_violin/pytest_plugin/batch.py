@@ -17,7 +17,7 @@ import pytest
 
 from ..report.text import format_usd, printable
 
-__all__ = ["EXIT_PENDING", "BatchHooks", "configure", "run_price", "start"]
+__all__ = ["EXIT_PENDING", "BatchHooks", "configure", "price_note", "run_price", "start"]
 
 #: Exit code of a run that ended with batches still running (no sample failed): not green,
 #: not a regression; the same command collects them. (pytest's own codes end at 6.)
@@ -58,6 +58,14 @@ def run_price(state) -> float | None:
     if price is None or discount is None:
         return price
     return float(price) * (1.0 - discount)
+
+
+def price_note(state) -> str:
+    """``"; the OpenAI Batch API's price: 50% off --violin-price=$0.04"`` in a batch run with a price, else ``""``."""
+    discount, listed = getattr(state, "batch_discount", None), state.settings.price
+    if discount is None or listed is None:
+        return ""
+    return f"; the {state.batch_name}'s price: {discount:.0%} off --violin-price={format_usd(listed)}"
 
 
 def start(state, samples) -> None:

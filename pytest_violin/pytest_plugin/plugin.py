@@ -320,9 +320,10 @@ def announce_plan(config, state, samples, *, note: str = "") -> None:
     """
     from .planning import calls_note, cost_limit_message, plan_generations
 
-    from .batch import run_price
+    from .batch import price_note, run_price
 
     price, max_cost = run_price(state), state.settings.max_cost
+    note = price_note(state) + note  # a batch run: the discount named
     plan = plan_generations(state, samples, price=price)
     limit = state.settings.max_calls
     bills = state.bills or price is not None
