@@ -284,3 +284,25 @@ def test_the_budget_applies_before_submission_at_the_batch_price(pytester, monke
         assert cheap.ret in (0, 1) and fake.count("POST /batches") == 1
         assert "estimated cost $0.20 at $0.02 per image" in out
         assert "the OpenAI Batch API's price: 50% off --violin-price=$0.04" in out
+
+
+def test_sequential_waves_stop_submitting_once_the_gate_decides(pytester, monkeypatch):
+    table = _expected(("color", "shape"), 800)
+
+    def worse(body):  # half the prompts answered with a gray image: clearly worse than the oracle
+        if int(hashlib.sha256(body["prompt"].encode()).hexdigest(), 16) % 2:
+            return 200, b64_answer(solid(64, 64, (128, 128, 128)))
+        return 200, b64_answer(table[body["prompt"]])
+
+    base = ("--violin-tasks=color,shape", "--violin-limit=800", "-p", "no:randomly", "--violin-max-calls=none")
+    assert pytester.runpytest("--violin-model=oracle", *base, "--violin-save-baseline=base.json").ret == 0
+    with FakeOpenAI(KEY, worse, polls=0) as fake:
+        _env(monkeypatch, fake)
+        result = pytester.runpytest(f"--violin-model=openai:{MODEL}?seed=off", *base, "--violin-batch",
+                                    "--violin-sequential", "--violin-baseline=base.json")
+        submitted = [len(lines) for lines in fake.lines.values()]
+    out = result.stdout.str()
+    assert result.ret == 1 and "regression" in out, out[-3000:]
+    assert 1 <= len(submitted) <= 2 and submitted[0] == 80, submitted  # the first wave: a tenth
+    assert sum(submitted) <= 200 and "PENDING" not in out
+    assert fake.count("POST /images/generations") == 0
