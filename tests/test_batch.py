@@ -306,3 +306,20 @@ def test_sequential_waves_stop_submitting_once_the_gate_decides(pytester, monkey
     assert 1 <= len(submitted) <= 2 and submitted[0] == 80, submitted  # the first wave: a tenth
     assert sum(submitted) <= 200 and "PENDING" not in out
     assert fake.count("POST /images/generations") == 0
+
+
+def test_a_record_that_does_not_parse_is_set_aside_never_trusted(tmp_path):
+    from pytest_violin.execution.batch_store import BatchRecord, BatchStore
+
+    store = BatchStore(tmp_path, "openai:gpt-image-1@https://api.openai.com/v1")
+    store.add(BatchRecord(tag="violin-abc", group="/v1/images/generations", requests={"c1": "k1"}, id="batch_1",
+                          state="submitted"))
+    again = BatchStore(tmp_path, store.identity)
+    assert [(r.id, r.requests) for r in again.load()] == [("batch_1", {"c1": "k1"})]
+    assert KEY not in store.path.read_text()
+    for bad in ('{"format": "pytest-violin batches", "version": 1, "adapter": "x", "batches": []}',  # another adapter
+                '{"format": "pytest-violin batches", "version": 1, "adapter": "%s", "batches": [{"tag": 1}]}'
+                % store.identity, "[" * 10000, "not json"):
+        store.path.write_text(bad)
+        assert BatchStore(tmp_path, store.identity).load() == []
+        assert store.path.with_suffix(".bad").exists() and not store.path.exists()
