@@ -109,6 +109,9 @@ def test_200_samples_one_upload_one_create_one_download_and_outcomes_equal_a_syn
         1 for r in batch_samples.values() if r["outcome"] == "failed" and r.get("metrics"))
     assert f"completed {completed} requests" in out
     assert "$0.02 per image" in out and "50% off" in out
+    meta = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]
+    assert meta["price"] == 0.02 and meta["generations"] == completed
+    assert meta["batch"]["completed"] == completed and meta["batch"]["pending"] == []
     # nothing pending: the record and the answers file are gone; no key anywhere
     assert list(pytester.path.rglob("violin-batches")) and not list(pytester.path.rglob("violin-batches/*.json*"))
     texts = [out, result.stderr.str()] + [p.read_text("latin-1") for p in pytester.path.rglob("*")
@@ -164,7 +167,7 @@ def test_kill_9_during_the_wait_then_the_same_command_collects_without_a_second_
     assert not _records(pytester.path)
 
 
-def test_a_wait_that_ends_leaves_the_batch_running_says_so_and_exits_6_then_the_same_command_collects(
+def test_a_wait_that_ends_leaves_the_batch_running_says_so_and_exits_8_then_the_same_command_collects(
         pytester, monkeypatch):
     table = _expected(("color",), 12)
     with FakeOpenAI(KEY, make_answer(table)) as fake:
@@ -179,6 +182,10 @@ def test_a_wait_that_ends_leaves_the_batch_running_says_so_and_exits_6_then_the_
         assert {r["outcome"] for r in pending.values()} == {"error"}
         assert all("pending in batch batch_000001" in r["error"] for r in pending.values())
         assert _records(pytester.path)[0]["id"] == "batch_000001"
+        meta = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]
+        assert [(p["id"], p["requests"], len(p["samples"])) for p in meta["batch"]["pending"]] == [
+            ("batch_000001", 12, 12)]
+        assert meta["batch"]["service"] == "OpenAI Batch API" and "ended" in meta["batch"]["stopped"]
         fake.release.set()
         second = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=12))
         assert fake.count("POST /batches") == 1

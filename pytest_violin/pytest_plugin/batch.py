@@ -17,7 +17,7 @@ import pytest
 
 from ..report.text import format_usd, printable
 
-__all__ = ["EXIT_PENDING", "BatchHooks", "configure", "price_note", "run_price", "start"]
+__all__ = ["EXIT_PENDING", "BatchHooks", "configure", "price_note", "report_section", "run_price", "start"]
 
 #: Exit code of a run that ended with batches still running (no sample failed): not green,
 #: not a regression; the same command collects them. (pytest's own codes end at 6.)
@@ -129,6 +129,19 @@ def start(state, samples) -> None:
     state.batch_answers = BatchAnswers(adapter, driver, key_of)
     config.pluginmanager.register(BatchHooks(state), "violin-batch")
     driver.start()
+
+
+def report_section(state) -> dict | None:
+    """The ``batch`` entry of results.json's metadata; None outside a batch run."""
+    driver = getattr(state, "batch", None)
+    if driver is None:
+        return None
+    pending = [{"id": r.id, "tag": r.tag, "state": r.provider_state or r.state, "requests": len(r.requests),
+                "completed": r.completed, "total": r.total, "samples": sorted(r.samples.values())}
+               for r in driver.pending()]
+    return {"service": driver.api.name, "discount": state.batch_discount, "submitted": driver.submitted,
+            "completed": driver.billed, "pending": pending, "stopped": driver.stopped if pending else None,
+            "exit_code_when_pending": EXIT_PENDING}
 
 
 class BatchHooks:

@@ -335,11 +335,15 @@ def pytest_violin_session_results(config, store):
                 _fail_unwritten(s)
     if s.report is not None:
         state = config.stash.get(STATE_KEY, None)
-        _write_reports(s, results, current, price=state.settings.price if state is not None else None,
-                       counted=state.usage.snapshot() if state is not None and state.settings.model else None)
+        from .batch import report_section, run_price
+
+        _write_reports(s, results, current, price=run_price(state) if state is not None else None,
+                       counted=state.usage.snapshot() if state is not None and state.settings.model else None,
+                       batch=report_section(state))
 
 
-def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None) -> None:
+def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None,
+                   batch=None) -> None:
     from ..report.html import write_html
     from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
     from ..report.markdown import write_summary
@@ -359,6 +363,8 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
 
     # counted: the calls made, where they were made (reruns, -x, repeats, fixtures)
     meta.update(run_usage(results, price=price, counted=counted))
+    if batch:  # --violin-batch: the service, the discount, what the provider completed, what is pending
+        meta["batch"] = batch
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
     written: list = []
     try:
