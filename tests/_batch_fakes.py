@@ -83,6 +83,7 @@ class FakeOpenAI:
         self.drop_uploads = 0
         self.cancel_elsewhere: float | None = None
         self.reject_line: int | None = None  # a line number the validation refuses
+        self.lose_create_answers = 0  # creates that make the batch, then drop the connection
         self.server = FaultServer(handler=self.handle)
 
     def __enter__(self):
@@ -196,6 +197,9 @@ class FakeOpenAI:
                 "metadata": body.get("metadata"), "_errors": errors}
             self.lines[batch_id] = lines
             view = self._view(self.batches[batch_id])
+            if self.lose_create_answers:
+                self.lose_create_answers -= 1
+                return Reply(drop=True)
         return Reply.json(view)
 
     @staticmethod

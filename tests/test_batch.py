@@ -10,6 +10,7 @@ each say so on one line.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -330,3 +331,42 @@ def test_a_record_that_does_not_parse_is_set_aside_never_trusted(tmp_path):
         store.path.write_text(bad)
         assert BatchStore(tmp_path, store.identity).load() == []
         assert store.path.with_suffix(".bad").exists() and not store.path.exists()
+
+
+def test_mask_samples_go_to_the_edits_endpoint_in_a_batch_of_their_own(pytester, monkeypatch):
+    from pytest_violin.imaging import encode_png
+
+    samples = load_suite("violin", tasks=("color", "mask"), limit=12)
+    masks = [s for s in samples if s.task == "mask"]
+    by_inputs = {tuple(hashlib.sha256(encode_png(i)).hexdigest() for i in s.inputs): s for s in masks}
+    by_prompt = {s.prompt: s for s in samples if not s.inputs}
+    assert masks and by_prompt
+
+    def answer(body):
+        if "images" in body:
+            pngs = [base64.b64decode(i["image_url"].split(",", 1)[1]) for i in body["images"]]
+            sample = by_inputs[tuple(hashlib.sha256(p).hexdigest() for p in pngs)]
+        else:
+            sample = by_prompt[body["prompt"]]
+        return 200, b64_answer(sample.expected())
+
+    with FakeOpenAI(KEY, answer) as fake:
+        _env(monkeypatch, fake)
+        result = pytester.runpytest(*_args("--violin-batch", tasks="color,mask", limit=12))
+        endpoints = sorted(b["endpoint"] for b in fake.batches.values())
+    assert endpoints == ["/v1/images/edits", "/v1/images/generations"], result.stdout.str()[-2000:]
+    outcomes = {r["sample_id"]: r["outcome"] for r in _samples(pytester.path).values()}
+    assert set(outcomes.values()) == {"passed"}, outcomes
+
+
+@pytest.mark.parametrize("fault", ["lose_create_answers", "create_429"])
+def test_a_create_is_never_sent_twice_for_one_batch_and_a_429_is_tried_again(pytester, monkeypatch, fault):
+    table = _expected(("color",), 8)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        setattr(fake, fault, 1)
+        args = [a for a in _args("--violin-batch", tasks="color", limit=8) if a != "--violin-retries=0"]
+        result = pytester.runpytest(*args, "--violin-retries=2")
+        assert len(fake.batches) == 1, result.stdout.str()[-2000:]  # one batch, paid once
+        assert fake.count("POST /batches") == (1 if fault == "lose_create_answers" else 2)
+    assert all(r["outcome"] != "error" for r in _samples(pytester.path).values())

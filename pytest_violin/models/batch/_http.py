@@ -8,13 +8,16 @@ still goes only to the provider's origin), never holding them in memory.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 from ...errors import GenerationCancelled, GenerationError
 from ...redaction import redact, redact_url
 from ..transport.decode import load_json
 from ..transport.outcomes import error_class
 from ..transport.text import server_message, truncate
 
-__all__ = ["ATTEMPTS", "get_json", "json_of", "post_json", "stream_to"]
+__all__ = ["ATTEMPTS", "create_once", "get_json", "json_of", "post_json", "stream_to"]
 
 #: Attempts of one streamed download (a batch's answers stay available: a retry costs nothing).
 ATTEMPTS = 3
@@ -39,6 +42,34 @@ def get_json(client, url: str, what: str) -> dict:
 
 def post_json(client, url: str, body, what: str) -> dict:
     return json_of(client.post_json(url, body, what=what), what)
+
+
+def create_once(client, send, find):
+    """``(send's result, None)`` or ``(None, id)``: a batch create that is never sent twice for one batch.
+
+    The client's own retries would send again a create whose answer was lost
+    (a second batch, paid twice): here each attempt is sent once (``send(once)``
+    with a copy of ``client`` that does not retry); a 429 is tried again after
+    a wait, an attempt without an answer (or a 5xx) only after ``find()``
+    shows no batch with this run's tag (and when it shows one, its id is the
+    answer).
+    """
+    once = copy.copy(client)
+    once.policy = replace(client.policy, retries=0)
+    retries = client.policy.retries
+    for attempt in range(retries + 1):
+        try:
+            return send(once), None
+        except GenerationError as exc:
+            unsure = exc.transport or (exc.status or 0) >= 500
+            if unsure:
+                found = find()
+                if found is not None:
+                    return None, found
+            if attempt >= retries or not (unsure or exc.status == 429) or client.cancel.wait(
+                    client.policy.delay(attempt)):
+                raise
+    raise GenerationError("batch create: no attempt left")  # not reached: the loop returns or raises
 
 
 def stream_to(client, url: str, sink, *, max_bytes: int, what: str) -> int:

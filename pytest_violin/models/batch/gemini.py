@@ -31,7 +31,7 @@ from ...redaction import redact
 from ..transport.decode import load_json
 from ..transport.text import truncate
 from . import CANCELLED, COMPLETED, EXPIRED, FAILED, PENDING, BatchLimits, BatchStatus
-from ._http import get_json, post_json, stream_to
+from ._http import create_once, get_json, post_json, stream_to
 
 __all__ = ["GeminiBatch", "LIMITS", "MAX_OPERATION_BYTES", "MAX_REQUESTS", "STATES"]
 
@@ -82,9 +82,13 @@ class GeminiBatch:
         body = (b'{"batch":{"display_name":' + json.dumps(tag).encode() + b',"input_config":{"requests":'
                 b'{"requests":[' + b",".join(lines) + b"]}}}}")
         url = f"{self.base}/models/{quote(group, safe='.-_')}:batchGenerateContent"
-        result = self.client.request("POST", url, what="batch create", data=body,
-                                     headers={"Content-Type": "application/json"})
+        result, found = create_once(
+            self.client, lambda once: once.request("POST", url, what="batch create", data=body,
+                                                   headers={"Content-Type": "application/json"}),
+            lambda: self.find(tag))
         del body
+        if found is not None:
+            return found
         obj = load_json(result.content)
         name = obj.get("name") if isinstance(obj, dict) else None
         if not isinstance(name, str) or not name.startswith("batches/"):

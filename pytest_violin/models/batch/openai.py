@@ -35,7 +35,7 @@ from ..transport.outcomes import error_class, refusal_or
 from ..transport.result import HttpResult
 from ..transport.text import json_message, truncate
 from . import CANCELLED, COMPLETED, EXPIRED, FAILED, PENDING, BatchLimits, BatchStatus
-from ._http import get_json, post_json, stream_to
+from ._http import create_once, get_json, post_json, stream_to
 
 __all__ = ["COMPLETION_WINDOW", "ENDPOINTS", "LIMITS", "STATES", "OpenAIBatch"]
 
@@ -92,13 +92,17 @@ class OpenAIBatch:
             files=[("file", ("violin-batch.jsonl", data, "application/jsonl"))])
         del data  # the JSONL never touches the disk: it lives as long as its upload
         file_id = _text_field(upload, "id", "batch input upload")
-        created = post_json(self.client, f"{self.base}/batches", {
-            "input_file_id": file_id, "endpoint": group, "completion_window": COMPLETION_WINDOW,
-            "metadata": {_TAG_KEY: tag}}, "batch create")
+        created = self._create({"input_file_id": file_id, "endpoint": group, "completion_window": COMPLETION_WINDOW,
+                                "metadata": {_TAG_KEY: tag}}, tag)
         batch_id = created.get("id")
         if not isinstance(batch_id, str) or not batch_id:
             raise GenerationError("batch create: the answer has no batch id")
         return batch_id
+
+    def _create(self, body: dict, tag: str) -> dict:
+        made, found = create_once(self.client, lambda once: post_json(once, f"{self.base}/batches", body,
+                                                                      "batch create"), lambda: self.find(tag))
+        return made if found is None else {"id": found}
 
     # -- state ------------------------------------------------------------------------
     def status(self, batch_id: str) -> BatchStatus:
