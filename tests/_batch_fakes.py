@@ -109,11 +109,19 @@ class FakeOpenAI:
             return self._upload(rec)
         if route == "POST /batches":
             return self._create(rec)
-        if route == "GET /batches":
+        if route == "GET /batches":  # newest first, pages of ?limit= (1 to 100, default 20) ?after=ID
+            query = dict(p.split("=", 1) for p in rec.path.partition("?")[2].split("&") if "=" in p)
+            limit = int(query.get("limit", 20))
+            if not 1 <= limit <= 100:
+                return Reply.json(error_body(400, "limit must be between 1 and 100")[1], status=400)
             with self.lock:
                 data = [self._view(b) for b in reversed(list(self.batches.values()))]
-            return Reply.json({"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                               "last_id": data[-1]["id"] if data else None, "has_more": False})
+            if "after" in query:
+                ids = [b["id"] for b in data]
+                data = data[ids.index(query["after"]) + 1:] if query["after"] in ids else []
+            page = data[:limit]
+            return Reply.json({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                               "last_id": page[-1]["id"] if page else None, "has_more": len(data) > limit})
         if route == "GET /batches/{id}":
             return self._status(path.rsplit("/", 1)[1])
         if route == "POST /batches/{id}/cancel":

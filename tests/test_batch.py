@@ -370,3 +370,18 @@ def test_a_create_is_never_sent_twice_for_one_batch_and_a_429_is_tried_again(pyt
         assert len(fake.batches) == 1, result.stdout.str()[-2000:]  # one batch, paid once
         assert fake.count("POST /batches") == (1 if fault == "lose_create_answers" else 2)
     assert all(r["outcome"] != "error" for r in _samples(pytester.path).values())
+
+
+def test_find_looks_through_the_pages_of_the_batch_list(monkeypatch):
+    from pytest_violin.models import AdapterOptions, resolve_model
+
+    with FakeOpenAI(KEY, lambda body: (200, {})) as fake:
+        _env(monkeypatch, fake)
+        for n in range(250):
+            fake.batches[f"batch_{n:06d}"] = {"id": f"batch_{n:06d}", "object": "batch", "status": "completed",
+                                              "request_counts": {"total": 1, "completed": 1, "failed": 0},
+                                              "metadata": {"violin_batch": f"violin-{n}"}}
+        api = resolve_model(f"openai:{MODEL}", AdapterOptions(rootdir=Path.cwd())).batch_api()
+        assert api.find("violin-3") == "batch_000003"  # the third page, newest first
+        assert api.find("violin-none") is None
+        assert fake.count("GET /batches") == 6

@@ -132,20 +132,27 @@ class GeminiBatch:
             tag=meta.get("displayName") if isinstance(meta.get("displayName"), str) else None)
 
     def find(self, tag: str) -> str | None:
-        for status in self.list(limit=100):
+        for status in self.list(limit=1000):
             if status.tag == tag:
                 return status.id
         return None
 
     def list(self, limit: int = 100) -> list:
-        obj = get_json(self.client, f"{self.base}/batches?pageSize={max(1, min(int(limit), 100))}", "batch list")
-        items = obj.get("operations", obj.get("batches"))
-        out = []
-        for item in items if isinstance(items, list) else []:
-            try:
-                out.append(self._status(item))
-            except GenerationError:
-                continue
+        """The newest ``limit`` batches (pages of 100, ``pageToken`` the last ``nextPageToken``)."""
+        out, token = [], ""
+        while len(out) < limit:
+            obj = get_json(self.client, f"{self.base}/batches?pageSize={min(100, limit - len(out))}{token}",
+                           "batch list")
+            items = obj.get("operations", obj.get("batches"))
+            for item in items if isinstance(items, list) else []:
+                try:
+                    out.append(self._status(item))
+                except GenerationError:
+                    continue
+            following = obj.get("nextPageToken")
+            if not isinstance(following, str) or not following or not items:
+                break
+            token = f"&pageToken={quote(following, safe='')}"
         return out
 
     def cancel(self, batch_id: str) -> BatchStatus:

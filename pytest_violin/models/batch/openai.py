@@ -53,6 +53,8 @@ STATES = {
 #: Error codes of a request the batch never ran.
 NOT_RUN_CODES = ("batch_expired", "batch_cancelled")
 _TAG_KEY = "violin_batch"
+#: How many of the account's newest batches :meth:`OpenAIBatch.find` looks through.
+FIND_DEPTH = 1000
 
 
 def _count(value) -> int:
@@ -136,21 +138,28 @@ class OpenAIBatch:
                         if isinstance(f, str) and f))
 
     def find(self, tag: str) -> str | None:
-        for status in self.list(limit=100):
+        for status in self.list(limit=FIND_DEPTH):
             if status.tag == tag:
                 return status.id
         return None
 
     def list(self, limit: int = 100) -> list:
-        obj = get_json(self.client, f"{self.base}/batches?limit={max(1, min(int(limit), 100))}", "batch list")
-        data = obj.get("data") if isinstance(obj.get("data"), list) else []
-        out = []
-        for item in data:
-            if isinstance(item, dict):
+        """The newest ``limit`` batches, newest first (pages of 100, ``after`` the last id)."""
+        out, after = [], ""
+        while len(out) < limit:
+            page = min(100, limit - len(out))
+            obj = get_json(self.client, f"{self.base}/batches?limit={page}{after}", "batch list")
+            data = [item for item in obj.get("data") or () if isinstance(item, dict)] \
+                if isinstance(obj.get("data"), list) else []
+            for item in data:
                 try:
                     out.append(self._status(item))
                 except GenerationError:
                     continue
+            last = data[-1].get("id") if data else None
+            if obj.get("has_more") is not True or not isinstance(last, str) or not data:
+                break
+            after = f"&after={quote(last, safe='')}"
         return out
 
     def cancel(self, batch_id: str) -> BatchStatus:
