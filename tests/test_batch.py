@@ -385,3 +385,30 @@ def test_find_looks_through_the_pages_of_the_batch_list(monkeypatch):
         assert api.find("violin-3") == "batch_000003"  # the third page, newest first
         assert api.find("violin-none") is None
         assert fake.count("GET /batches") == 6
+
+
+def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(pytester):
+    table = _expected(("color",), 10)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        fake.release.clear()
+        env = dict(os.environ, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=fake.url,
+                   PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+        args = [sys.executable, "-m", "pytest", *_args("--violin-batch", tasks="color", limit=10)]
+        proc = subprocess.Popen(args, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            deadline = time.monotonic() + 60
+            while fake.count("GET /batches/{id}") < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 2, out[-3000:]
+        assert "PENDING: 10 requests still running in 1 batch (batch_000001)" in out
+        assert "the run was interrupted" in out and "run the same command again" in out
+        fake.release.set()
+        again = subprocess.run(args, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=300,
+                               check=False)
+        assert fake.count("POST /batches") == 1 and again.returncode in (0, 1), again.stdout[-3000:]
