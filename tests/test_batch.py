@@ -412,3 +412,23 @@ def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(
         again = subprocess.run(args, cwd=pytester.path, env=env, capture_output=True, text=True, timeout=300,
                                check=False)
         assert fake.count("POST /batches") == 1 and again.returncode in (0, 1), again.stdout[-3000:]
+
+
+@pytest.mark.parametrize("created", [True, False])
+def test_a_batch_recorded_but_not_named_is_looked_up_by_its_tag(pytester, monkeypatch, created):
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, make_answer(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.release.clear()
+        assert pytester.runpytest(*_args("--violin-batch", "--violin-batch-wait=0", tasks="color", limit=6)).ret == 8
+        # as if killed between the provider's answer to the create and the record of its id
+        path = next(pytester.path.rglob("violin-batches/*.json"))
+        doc = json.loads(path.read_text())
+        doc["batches"][0].update(id=None, state="submitting")
+        if not created:
+            doc["batches"][0]["tag"] = "violin-never-created"
+        path.write_text(json.dumps(doc))
+        fake.release.set()
+        result = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=6))
+        assert fake.count("POST /batches") == (1 if created else 2), result.stdout.str()[-2000:]
+    assert all(r["outcome"] != "error" for r in _samples(pytester.path).values())

@@ -128,11 +128,15 @@ class BatchDriver:
                 continue
             self._entries[entry.key] = entry
             record = by_id.get(entry.key)
-            if record is not None:
-                self._where[entry.key] = record
-            else:
+            if record is None:
                 self._todo.append(entry.key)
-        resumed = {id(r): r for k, r in self._where.items()}
+                continue
+            self._where[entry.key] = record
+            if record.state == SUBMITTING:  # the provider could not be asked: neither paid again nor waited for
+                self._ready[entry.key] = BatchPending(
+                    f"in batch {record.tag}, which may have been created (the provider could not be asked); "
+                    f"run the same command again to collect or submit it")
+        resumed = {id(r): r for r in self._where.values() if r.state != SUBMITTING}
         for record in resumed.values():
             self.note(f"violin batch: collecting {record.id or record.tag} submitted earlier "
                       f"({len(record.requests)} requests; nothing is submitted again)")
