@@ -109,10 +109,8 @@ def start(state, samples) -> None:
                 continue
             entries.append(Entry(key, sample.id, f"{sample.id}#{repeat}", request))
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    notes: list = []
 
     def note(line: str) -> None:
-        notes.append(line)
         if reporter is not None:
             reporter.write_line(printable(line))
 
@@ -120,7 +118,6 @@ def start(state, samples) -> None:
     driver = BatchDriver(api, store, wait=read_option(config, "batch_wait")[0], cancel=state.cancel,
                          usage=state.usage, note=note, max_answer_bytes=s.max_answer_mb * 2**20,
                          admit=state.admit, waves=state.admit is not None)
-    driver.notes = notes
     driver.plan(entries)
     if entries:
         note(f"violin batch: {len(entries)} uncached requests, {driver.planned} to submit to the {api.name}"
