@@ -432,3 +432,15 @@ def test_a_batch_recorded_but_not_named_is_looked_up_by_its_tag(pytester, monkey
         result = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=6))
         assert fake.count("POST /batches") == (1 if created else 2), result.stdout.str()[-2000:]
     assert all(r["outcome"] != "error" for r in _samples(pytester.path).values())
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--violin-model=oracle", "--violin-batch"), "offers no batch API; accepted: openai:MODEL, gemini:MODEL"),
+    ((f"--violin-model=openai:{MODEL}", "--violin-batch", "-n", "2"), "runs in one process"),
+    (("--violin-model=oracle", "--violin-batch-wait=3x"), "accepted: a duration such as 90s, 30m, 2h or 1d"),
+    (("--violin-model=oracle", "--violin-batch-discount=1.5"), "'1.5' is invalid; accepted: a share of the price"),
+])
+def test_bad_batch_options_are_usage_errors(pytester, monkeypatch, args, words):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    result = pytester.runpytest(*args, "--violin-limit=3", "-p", "no:randomly")
+    assert result.ret == 4 and words in result.stderr.str()
