@@ -113,7 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
                      help="label of the n-th RUN (repeat; default the adapter recorded in it)")
     cmp.add_argument("--paper", action="store_true",
                      help="add the paper's published rows (Tables 1, 2, 3 and 7)")
-    cmp.add_argument("--format", default="terminal", choices=COMPARE_FORMATS,
+    cmp.add_argument("--format", default="terminal", choices=def _batch_stores(roots, identity):
+    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
+    import json
+
+    from .execution.batch_store import BatchStore
+
+    stores = []
+    for root in roots:
+        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+            try:
+                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
+            except (ValueError, AttributeError, OSError):
+                continue
+            if isinstance(recorded, str) and (identity is None or recorded == identity):
+                store = BatchStore(root, recorded)
+                store.load()
+                stores.append(store)
+    return stores
+
+
+COMPARE_FORMATS,
                      help="output format (default terminal; html needs --output)")
     cmp.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
     cmp.add_argument("--all-samples", action="store_true",
@@ -135,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _batch(args, parser, out) -> None:
     """``batch list|cancel`` (module docstring)."""
-    from .execution.batch_store import BatchStore, store_root
+    from .execution.batch_store import store_root
     from .report.text import printable
 
     if args.cache_dir:
@@ -154,19 +174,7 @@ def _batch(args, parser, out) -> None:
                          f"gemini:MODEL or an adapter with batch_api()")
     elif args.action == "cancel":
         parser.error("batch cancel needs --model SPEC (the adapter whose key cancels the batches)")
-    import json
-
-    stores = []
-    for root in roots:
-        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-            try:
-                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
-            except (ValueError, AttributeError, OSError):
-                continue
-            if isinstance(recorded, str) and (identity is None or recorded == identity):
-                store = BatchStore(root, recorded)
-                store.load()
-                stores.append(store)
+    stores = _batch_stores(roots, identity)
     records = [(store, r) for store in stores for r in store.records]
     if args.action == "cancel":
         known = {r.id: (store, r) for store, r in records if r.id}
