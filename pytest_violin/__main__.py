@@ -113,27 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="label of the n-th RUN (repeat; default the adapter recorded in it)")
     cmp.add_argument("--paper", action="store_true",
                      help="add the paper's published rows (Tables 1, 2, 3 and 7)")
-    cmp.add_argument("--format", default="terminal", choices=def _batch_stores(roots, identity):
-    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
-    import json
-
-    from .execution.batch_store import BatchStore
-
-    stores = []
-    for root in roots:
-        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-            try:
-                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
-            except (ValueError, AttributeError, OSError):
-                continue
-            if isinstance(recorded, str) and (identity is None or recorded == identity):
-                store = BatchStore(root, recorded)
-                store.load()
-                stores.append(store)
-    return stores
-
-
-COMPARE_FORMATS,
+    cmp.add_argument("--format", default="terminal", choices=COMPARE_FORMATS,
                      help="output format (default terminal; html needs --output)")
     cmp.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
     cmp.add_argument("--all-samples", action="store_true",
@@ -194,6 +174,27 @@ def _batch(args, parser, out) -> None:
         if api is not None and record.id:
             line += f"  now {printable(api.status(record.id).describe())}"
         out.write(line + "\n")
+
+
+
+def _batch_stores(roots, identity):
+    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
+    import json
+
+    from .execution.batch_store import BatchStore
+
+    stores = []
+    for root in roots:
+        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+            try:
+                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
+            except (ValueError, AttributeError, OSError):
+                continue
+            if isinstance(recorded, str) and (identity is None or recorded == identity):
+                store = BatchStore(root, recorded)
+                store.load()
+                stores.append(store)
+    return stores
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
