@@ -29,6 +29,8 @@ from _servers import secret_forms, solid
 from pytest_violin.suite import load_suite
 
 KEY = "sk-batch-test-5f0c2e9d7a1b4c36"
+#: The checkout the subprocesses import pytest_violin from.
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 MODEL = "gpt-image-1"
 
 requests.Session().close()  # the HTTP stack is imported before pytester snapshots sys.modules
@@ -132,7 +134,7 @@ def test_kill_9_during_the_wait_then_the_same_command_collects_without_a_second_
     with FakeOpenAI(KEY, make_answer(table)) as fake:
         fake.release.clear()  # the batch stays in_progress until released
         env = dict(os.environ, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=fake.url,
-                   PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         args = [sys.executable, "-m", "pytest", *_args("--violin-batch", limit=30)]
         log = open(pytester.path / "first.log", "wb")
         proc = subprocess.Popen(args, cwd=pytester.path, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -392,7 +394,7 @@ def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(
     with FakeOpenAI(KEY, make_answer(table)) as fake:
         fake.release.clear()
         env = dict(os.environ, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=fake.url,
-                   PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         args = [sys.executable, "-m", "pytest", *_args("--violin-batch", tasks="color", limit=10)]
         proc = subprocess.Popen(args, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
