@@ -86,7 +86,6 @@ class GeminiBatch:
             self.client, lambda once: once.request("POST", url, what="batch create", data=body,
                                                    headers={"Content-Type": "application/json"}),
             lambda: self.find(tag))
-        del body
         if found is not None:
             return found
         obj = load_json(result.content)
