@@ -32,6 +32,7 @@ class FakeGemini:
         self.batches: dict[str, dict] = {}
         self.calls: Counter = Counter()
         self.sizes: list = []
+        self.end_state = "BATCH_STATE_SUCCEEDED"  # or _EXPIRED: "will not have any results" (the guide)
         self.server = FaultServer(handler=self.handle)
 
     def __enter__(self):
@@ -135,6 +136,8 @@ class FakeGemini:
                     else:
                         entry["error"] = {"code": 13, "message": body["error"]["message"], "status": "INTERNAL"}
                     out.append(entry)
+                if self.end_state == "BATCH_STATE_EXPIRED":
+                    out = []
                 batch["responses"] = out
-                batch["state"] = "BATCH_STATE_SUCCEEDED"
+                batch["state"] = self.end_state
             return Reply.json(self._operation(batch))

@@ -75,3 +75,27 @@ def test_200_samples_in_the_fewest_batches_with_outcomes_equal_to_a_synchronous_
     texts = [out] + [p.read_text("latin-1") for p in pytester.path.rglob("*")
                      if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html")]
     assert not [f for t in texts for f in secret_forms(KEY) if f in t]
+
+
+def test_an_expired_gemini_batch_ends_in_errors_and_the_next_run_submits_it_again(pytester, monkeypatch):
+    table = {}
+    for s in load_suite("violin", tasks=("color",), limit=10):
+        table.setdefault(s.prompt, s.expected())
+    args = (f"--violin-model=gemini:{MODEL}", "--violin-tasks=color", "--violin-limit=10", "--violin-retries=0",
+            "--violin-report=report", "-p", "no:randomly", "--violin-max-calls=none", "--violin-batch")
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with FakeGemini(KEY, make_answer(table)) as fake:
+        monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+        fake.end_state = "BATCH_STATE_EXPIRED"
+        first = pytester.runpytest(*args)
+        doc = json.loads((pytester.path / "report" / "results.json").read_text())
+        errors = [r for r in doc["samples"] if r["outcome"] == "error"]
+        assert len(errors) == 10 and all("not run: batch batches/b0001 ended BATCH_STATE_EXPIRED" in r["error"]
+                                        for r in errors), first.stdout.str()[-2000:]
+        fake.end_state = "BATCH_STATE_SUCCEEDED"
+        pytester.runpytest(*args)
+        assert fake.count("POST :batchGenerateContent") == 2
+        assert fake.count("POST :generateContent") == 0
+    doc = json.loads((pytester.path / "report" / "results.json").read_text())
+    assert all(r["outcome"] != "error" for r in doc["samples"])
