@@ -446,3 +446,17 @@ def test_bad_batch_options_are_usage_errors(pytester, monkeypatch, args, words):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = pytester.runpytest(*args, "--violin-limit=3", "-p", "no:randomly")
     assert result.ret == 4 and words in result.stderr.str()
+
+
+def test_the_answers_index_skips_lines_over_the_cap_and_lines_that_are_not_answers(tmp_path):
+    from pytest_violin.execution.batch_answers import index_answers
+
+    path = tmp_path / "answers.jsonl"
+    big = json.dumps({"custom_id": "big", "response": {"body": "x" * 5000}})
+    path.write_text("\n".join([json.dumps({"custom_id": "a"}), big, "not json", "[1, 2]", "[" * 3000,
+                                json.dumps({"custom_id": 7}), "", json.dumps({"custom_id": "b"})]) + "\n")
+    index = index_answers(path, 1000)
+    assert sorted(index) == ["a", "b"]
+    with open(path, "rb") as fh:
+        fh.seek(index["b"].offset)
+        assert json.loads(fh.read(index["b"].length)) == {"custom_id": "b"}
