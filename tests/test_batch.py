@@ -208,6 +208,9 @@ def test_an_expired_batch_scores_what_completed_and_the_rest_is_submitted_again(
         assert len(errors) == 8, out[-3000:]
         assert all("not run" in r["error"] and "batch_expired" in r["error"] for r in errors.values())
         assert "batch_000001 ended expired with " in out and "; 8 requests unanswered end as errors" in out
+        meta = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]
+        made = sum(1 for r in samples.values() if r.get("metrics"))  # the answers with an image
+        assert meta["generations"] == meta["batch"]["completed"] == made  # the bill: what completed, once
         assert sum(len(r["requests"]) for r in _records(pytester.path)) == 0  # collected; the 8 dropped
         fake.expire_after = None
         second = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=20))
