@@ -4,10 +4,10 @@
 tests need them), packs them into as few batches as the provider's limits
 allow (:class:`~pytest_violin.models.batch.BatchLimits`: requests and bytes
 a batch, one endpoint a batch), records each batch durably *before* it is
-submitted (:mod:`.batch_store`), polls the batches in one background thread
+submitted (:mod:`._batch_store`), polls the batches in one background thread
 (the progress comes from the provider's own counts), downloads each finished
 batch's answers to a file beside the record and hands every answer to the
-runner as it arrives. :class:`~.batch_answers.BatchAnswers` is the adapter the
+runner as it arrives. :class:`~._batch_answers.BatchAnswers` is the adapter the
 :class:`~.runner.Runner` calls instead of the model: its ``generate`` returns
 the batch's answer for the request, decoded by the adapter's own rules
 (:meth:`~pytest_violin.models.batch.BatchApi.answer`), so a batch run's
@@ -26,7 +26,7 @@ seconds; then (or after an interrupt) the requests still in a running batch
 end as :class:`~pytest_violin.errors.BatchPending` and the batches keep
 running: the same command collects them.
 
-Waves (the sequential gate, :func:`~.batch_answers.wave_size`): the next wave
+Waves (the sequential gate, :func:`~._batch_answers.wave_size`): the next wave
 only once the last one was scored (:meth:`BatchDriver.settled`), of the
 samples the gate still admits and those the runner already asked for.
 """
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
 from ..redaction import redact
-from .batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
+from ._batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
                             wave_size)
-from .batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
+from ._batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
 from .usage import CallLimitReached
 
 __all__ = ["MIN_WAVE", "WAVE_SHARES", "BatchDriver", "Entry"]
@@ -101,7 +101,7 @@ class BatchDriver:
         self._entries: dict[str, Entry] = {}
         self._todo: list[str] = []  # keys not in any batch, in the order the tests need them
         self._where: dict[str, BatchRecord] = {}
-        self._ready: dict[str, object] = {}  # key -> batch_answers.Ready or an exception
+        self._ready: dict[str, object] = {}  # key -> _batch_answers.Ready or an exception
         self._requested: set = set()
         self._consumed: set = set()
         self._wave: set = set()  # sample ids of the last wave, not yet scored

@@ -13,9 +13,8 @@ from dataclasses import replace
 
 from ...errors import GenerationCancelled, GenerationError
 from ...redaction import redact, redact_url
-from ..transport.decode import load_json
-from ..transport.outcomes import error_class
-from ..transport.text import server_message, truncate
+from .._transport.answers import load_json, server_message, truncate
+from .._transport.retries import error_class
 
 __all__ = ["ATTEMPTS", "create_once", "get_json", "json_of", "post_json", "stream_to"]
 
@@ -25,7 +24,7 @@ _CHUNK = 1 << 16
 
 
 def json_of(result, what: str) -> dict:
-    """The JSON object of an :class:`~..transport.result.HttpResult`, or a GenerationError naming ``what``."""
+    """The JSON object of an :class:`~.._transport.answers.HttpResult`, or a GenerationError naming ``what``."""
     try:
         obj = load_json(result.content)
     except ValueError:
