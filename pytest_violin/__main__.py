@@ -2,7 +2,9 @@
 
 ``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
 variation, ``sheet`` draws a contact sheet, and ``compare`` compares runs side by side (and with the paper's
-published rows) in the paper's layout.
+published rows) in the paper's layout; ``batch list`` shows the provider batches this project submitted
+(``--violin-batch``; with ``--model SPEC`` also their state at the provider) and ``batch cancel [ID ...]
+--model SPEC`` cancels them (every running one without an ID; only batches this project recorded).
 
 Exit status (pytest's numbers, so a script treats both alike):
 
@@ -58,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,batch}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -111,7 +113,77 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the suite of dir: runs (built-in name or manifest)")
     cmp.add_argument("--no-progress", action="store_true", help="no progress bar for dir: runs")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+    bat = sub.add_parser("batch", help="show or cancel the provider batches this project submitted")
+    bat.add_argument("action", choices=("list", "cancel"))
+    bat.add_argument("ids", nargs="*", metavar="ID", help="batch ids to cancel (default: every running one)")
+    bat.add_argument("--model", help="the adapter (as --violin-model): needed to ask the provider")
+    bat.add_argument("--cache-dir", help="the --violin-cache-dir of the runs (default: .pytest_cache)")
+    bat.set_defaults(command_parser=bat)
     return parser
+
+
+def _batch(args, parser, out) -> None:
+    """``batch list|cancel`` (module docstring)."""
+    from .execution._batch_store import store_root
+    from .report.text import printable
+
+    if args.cache_dir:
+        roots = [store_root(Path(args.cache_dir))]
+    else:
+        roots = [Path(".pytest_cache", "d", "violin-batches"), Path(".pytest_cache", "violin-batches")]
+    api, identity = None, None
+    if args.model:
+        from .models.batch import batch_api_of
+        from .models.registry import AdapterOptions, resolve_model
+
+        adapter = resolve_model(args.model, AdapterOptions(rootdir=Path.cwd()))
+        identity, api = str(adapter.identity), batch_api_of(adapter)
+        if api is None:
+            parser.error(f"--model={printable(args.model)!r} offers no batch API; accepted: openai:MODEL, "
+                         f"gemini:MODEL or an adapter with batch_api()")
+    elif args.action == "cancel":
+        parser.error("batch cancel needs --model SPEC (the adapter whose key cancels the batches)")
+    stores = _batch_stores(roots, identity)
+    records = [(store, r) for store in stores for r in store.records]
+    if args.action == "cancel":
+        known = {r.id: (store, r) for store, r in records if r.id}
+        unknown = [i for i in args.ids if i not in known]
+        if unknown:
+            parser.error(f"{printable(unknown[0])!r} is not a batch this project submitted with "
+                         f"{printable(identity)}; accepted: {', '.join(sorted(known)) or 'none recorded'}")
+        for batch_id in args.ids or [r.id for _, r in records if r.id and r.state != "collected"]:
+            status = api.cancel(batch_id)
+            out.write(f"cancel asked: {printable(status.describe())}\n")
+        return
+    if not records:
+        out.write(f"no batches recorded in {', '.join(str(r) for r in roots)}\n")
+    for store, record in records:
+        line = (f"{printable(store.identity)}  {printable(record.id or '(not named yet)')}  tag {record.tag}  "
+                f"{len(record.requests)} requests  recorded {record.state}")
+        if api is not None and record.id:
+            line += f"  now {printable(api.status(record.id).describe())}"
+        out.write(line + "\n")
+
+
+
+def _batch_stores(roots, identity):
+    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
+    import json
+
+    from .execution._batch_store import BatchStore
+
+    stores = []
+    for root in roots:
+        for path in sorted(root.glob("*.json")) if root.is_dir() else ():
+            try:
+                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
+            except (ValueError, AttributeError, OSError):
+                continue
+            if isinstance(recorded, str) and (identity is None or recorded == identity):
+                store = BatchStore(root, recorded)
+                store.load()
+                stores.append(store)
+    return stores
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
@@ -195,6 +267,9 @@ def main(argv=None) -> int:
         if args.command == "compare":
             _compare(args, command_parser, sys.stdout)
             return EXIT_OK
+        if args.command == "batch":
+            _batch(args, command_parser, sys.stdout)
+            return EXIT_OK
         samples = _load(args, command_parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)
@@ -213,11 +288,13 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
     except (ViolinError, OSError) as exc:
-        from .errors import InternalError
+        from .errors import GenerationError, InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_USAGE if isinstance(exc, ViolinError) and not isinstance(exc, InternalError) else EXIT_FAILED
+        # a provider that cannot be reached (batch list|cancel) is no usage error
+        usage = isinstance(exc, ViolinError) and not isinstance(exc, (InternalError, GenerationError))
+        return EXIT_USAGE if usage else EXIT_FAILED
     return EXIT_OK
 
 

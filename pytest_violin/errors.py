@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError", "ImageSizeMismatchError",
            "InvalidColorError", "SuiteError", "ManifestError", "SampleIdError", "ModelSpecError", "ThresholdError",
            "GenerationError", "GenerationCancelled", "GenerationRefused", "GenerationUnjudged",
-           "GenerationCrashed", "ServerCrashed", "SetupError", "BaselineError", "ViolinFailure", "ViolinWarning"]
+           "GenerationCrashed", "ServerCrashed", "SetupError", "BatchPending", "BaselineError", "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):
@@ -167,6 +167,16 @@ class SetupError(GenerationUnjudged):
     The message carries the server's reason in full. An *error* outcome, never a score; when the first samples
     of a run all end in the same setup error, the runner stops the run (see
     :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    """
+
+
+class BatchPending(GenerationUnjudged):
+    """The sample's request is in a provider batch that has not finished yet
+    (``--violin-batch``): the run's wait ended, or the run was interrupted.
+
+    Never a score and never the model's failure: an *error* outcome whose
+    message says which batch holds it and how to collect it (the same command
+    again); nothing is submitted twice.
     """
 
 

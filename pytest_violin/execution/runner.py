@@ -305,12 +305,15 @@ class Runner:
         """Take ``sample`` out of the prefetch; True when nothing was sent for it.
 
         False when its generation is running or done (it was paid for: consume it with :meth:`get`); True when
-        it was never submitted or its queued submission was cancelled before a thread took it.
+        it was never submitted, its queued submission was cancelled before a thread took it, or it ended
+        having sent nothing (no attempt, no image: a batch request the gate no longer needed before its wave
+        was submitted).
         """
         entry = self._futures.get(sample.id)
         if entry is None:
             return True
-        if entry[1].cancel():
+        future = entry[1]
+        if future.cancel() or (future.done() and not future.result().attempts and not future.result().images):
             self._futures.pop(sample.id, None)
             self._fill()
             return True

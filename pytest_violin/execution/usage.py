@@ -119,6 +119,11 @@ class CallCounter:
                 self.calls -= 1
             self._lock.notify_all()
 
+    def billed(self, n: int) -> None:
+        """Count ``n`` generations a provider's batch completed (billed; made without a call here)."""
+        with self._lock:
+            self.calls += max(0, int(n))
+
     def hit(self, n: int = 1) -> None:
         """Count ``n`` images served from the cache (no call)."""
         with self._lock:

@@ -167,6 +167,12 @@ class GeminiAdapter(NetworkAdapter):
             "generationConfig": {"responseModalities": list(modalities), "imageConfig": image_config},
         }
 
+    def batch_api(self):
+        """The Gemini API's Batch Mode with this adapter's key and base (``--violin-batch``; see .batch._gemini)."""
+        from .batch._gemini import GeminiBatch
+
+        return GeminiBatch(self, read_answer)
+
     def generate(self, request: GenerationRequest):
         """Generate (or edit, with the request's input images) one image."""
         with self.client.sample():

@@ -97,6 +97,12 @@ class OpenAIAdapter(NetworkAdapter):
         body.update(self.params)
         return body
 
+    def batch_api(self):
+        """The OpenAI Batch API with this adapter's key and base (``--violin-batch``; see .batch._openai)."""
+        from .batch._openai import OpenAIBatch
+
+        return OpenAIBatch(self, is_refusal)
+
     def generate(self, request: GenerationRequest):
         """Generate (or edit, with input images) one image; a 400 of the safety system is a refusal."""
         try:

@@ -296,7 +296,12 @@ class GateState:
         # what the run cost: generations made (cache hits apart) and, with --violin-price, their estimated cost; not
         # in the baseline (a re-run from the cache costs nothing and must give the same baseline); counted: the
         # calls made, where they were made (reruns, -x, repeats, fixtures)
-        meta.update(run_usage(results, price=vs.settings.price, counted=vs.usage.snapshot()))
+        from ._batch import report_section, run_price
+
+        meta.update(run_usage(results, price=run_price(vs), counted=vs.usage.snapshot()))
+        batch = report_section(vs)
+        if batch:  # --violin-batch: the service, the discount, what the provider completed, what is pending
+            meta["batch"] = batch
         kwargs = {"metadata": meta, "comparison": self.comparison, "aggregates": current["aggregates"]}
         written: list = []
         try:

@@ -195,6 +195,23 @@ def boolean(value) -> bool:
     raise argparse.ArgumentTypeError(f"{value!r} is not a boolean; accepted: true/false, yes/no, on/off, 1/0")
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``2h`` or ``1d`` (0 to 7 days)."""
+    text = _text(value).strip().lower()
+    unit = _UNITS.get(text[-1:]) if text else None
+    try:
+        seconds = float(text[:-1] if unit is not None else text) * (unit or 1)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 <= seconds <= 7 * 86400):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid; accepted: a duration such as 90s, 30m, 2h "
+                                         f"or 1d (a bare number is seconds), from 0 to 7d")
+    return seconds
+
+
 # ----------------------------------------------------------------------------- the table
 
 PROFILES = ("violin", "strict")
@@ -218,6 +235,8 @@ MAX_PRICE = 1000.0
 MAX_COST = 1_000_000.0
 #: Default ``--violin-max-calls`` of adapters that bill (pytest_plugin._planning.adapter_bills).
 DEFAULT_NETWORK_MAX_CALLS = 2000
+#: Default ``--violin-batch-wait``: the providers' completion window.
+DEFAULT_BATCH_WAIT = "24h"
 
 
 @dataclass(frozen=True)
@@ -386,6 +405,18 @@ OPTIONS: tuple[Option, ...] = (
            f"(default {DEFAULT_ALPHA})", metavar="ALPHA", gate=True),
     Option("report", nonempty, None, "write results.json, report.html and summary.md into DIR",
            path=True, metavar="DIR", gate=True),
+    Option("batch", boolean, False,
+           "make the uncached generations through the provider's batch API (openai:, gemini:, or an "
+           "adapter with batch_api()): half price, answers within the provider's window; batches are "
+           "recorded in the cache folder and the same command collects them (docs/models.md, Batch)",
+           kind="flag"),
+    Option("batch_wait", duration, duration(DEFAULT_BATCH_WAIT),
+           "with --violin-batch: how long this run waits for its batches (90s, 30m, 2h, 1d; default "
+           f"{DEFAULT_BATCH_WAIT}); then it ends with exit code 8 and the batches keep running",
+           metavar="DURATION"),
+    Option("batch_discount", number(0.0, 1.0, low_open=False, what="a share of the price"), None,
+           "with --violin-batch and --violin-price: the share the provider takes off a batch request "
+           "(default: the adapter's, 0.5 for openai: and gemini:)", metavar="SHARE"),
 )
 
 

@@ -77,11 +77,14 @@ def call_cap(vs) -> tuple[int | None, str]:
     text = "" if limit is None else f"--violin-max-calls={limit}"
     if limit is not None and limit != s.max_calls:
         text = f"the default --violin-max-calls={limit} of an adapter that bills"
-    if s.max_cost is not None and s.price:
-        affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
+    from ._batch import run_price
+
+    price = run_price(vs)  # a batch run pays the batch price
+    if s.max_cost is not None and price:
+        affordable = math.floor(s.max_cost / price * (1 + _TOLERANCE))
         if limit is None or affordable < limit:
             limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(s.price)} "
+            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(price)} "
                     f"per image)")
     return limit, text
 
@@ -168,15 +171,17 @@ def cached_repeats(state, samples) -> dict:
 
 def announce_plan(vs, samples) -> None:
     """Print the plan before the first generation; refuse a run over --violin-max-calls / --violin-max-cost."""
+    from ._batch import price_note, run_price
+
     config, s = vs.config, vs.settings
-    max_cost, limit, note = s.max_cost, _max_calls(vs), ""
+    max_cost, limit, note = s.max_cost, _max_calls(vs), price_note(vs)  # a batch run: its discount named
     unique = list({sample.id: sample for sample in samples}.values())
     plan = Plan(adapter=str(vs.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=s.price,
+                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=run_price(vs),
                 reruns=reruns_note(config, cached=vs.make_cache() is not None),
                 calls=calls_note(limit, given=s.max_calls_given, bills=vs.bills, network=vs.network))
     if vs.sequential is not None:  # --violin-sequential: the caps end the gate, they refuse no run
-        note, limit, max_cost = plan_note(limit, max_cost, config), None, None
+        note, limit, max_cost = note + plan_note(limit, max_cost, config), None, None
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(f"violin plan: {plan.describe()}{note}")

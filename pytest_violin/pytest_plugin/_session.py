@@ -68,6 +68,11 @@ class ViolinSession:
         #: once the runner exists, when the cache starts to change
         self.cache_lookups: dict | None = {}
         self.sequential: SequentialRun | None = None
+        #: --violin-batch (_batch): the provider's discount and service, the driver, the runner's adapter
+        self.batch_discount: float | None = None
+        self.batch_name: str | None = None
+        self.batch = None
+        self.batch_answers = None
         self.signals = SessionSignals(config, self)  # its handlers installed by start()
         self._interactor = None  # xdist's WorkerInteractor (worker), False when there is none
         self._announced = False  # xdist controller: the plan was printed
@@ -130,7 +135,8 @@ class ViolinSession:
             from ..execution.runner import Runner
             self.cache_lookups = None  # generations fill the cache from here on
             s = self.settings
-            self.runner = Runner(self.get_adapter(), concurrency=s.concurrency, cache=self.make_cache(),
+            adapter = self.batch_answers if self.batch_answers is not None else self.get_adapter()
+            self.runner = Runner(adapter, concurrency=s.concurrency, cache=self.make_cache(),
                                  base_seed=s.seed, repeats=s.repeats, save_outputs=s.save_outputs,
                                  cancel=self.cancel, usage=self.usage)
             self.runner.admit = self.admit
@@ -204,6 +210,9 @@ class ViolinSession:
         self.network = bool(getattr(adapter, "network", False))
         from ._planning import adapter_bills, call_cap
         self.bills = adapter_bills(adapter, price=self.settings.price)
+        from ._batch import configure as configure_batch
+
+        configure_batch(config, self, adapter)  # --violin-batch: the adapter's batch API, its price
         # the cap of this process; an xdist worker shares it with the other workers through the
         # claim folder the controller named in workerinput (execution.usage.SharedCalls)
         self.usage.set_limit(*call_cap(self))
@@ -364,6 +373,9 @@ class ViolinSession:
         worker's report): the gate decides, and its verdict is the test ``violin::gate``."""
         config = session.config
         if not self.is_worker and not config.option.collectonly:
+            from ._batch import start as start_batch
+
+            start_batch(self, _planned_samples(session.items))  # --violin-batch: the provider's batches first
             self._plan(session.items)
         result = yield  # an exception in the loop propagates: no verdict then
         if (self.gate.baseline_doc is None or self.is_worker or config.option.collectonly
@@ -454,7 +466,9 @@ class ViolinSession:
         self.gate.terminal_summary(terminalreporter, config)
         if len(self.store):
             from ..report.terminal import write_summary
-            write_summary(terminalreporter, self.store, settings=self.settings, price=self.settings.price,
+            from ._batch import run_price
+
+            write_summary(terminalreporter, self.store, settings=self.settings, price=run_price(self),
                           usage=self.usage.snapshot())
 
     @pytest.hookimpl(trylast=True)
