@@ -20,7 +20,7 @@ from ..report.json_report import THUMBNAILS_FILE
 from ..report.text import is_image_data_uri
 from .model import Run
 
-__all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
+__all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run", "run_from_results"]
 
 #: Largest results.json / baseline accepted (a full 7,745-sample run is ~10 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024
@@ -289,6 +289,18 @@ def _from_results(path: Path, doc, label) -> Run:
     _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
     return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
                kind="results", metadata=meta, records=records, digests=digests)
+
+
+def run_from_results(doc, *, label: str, source: str) -> Run:
+    """A :class:`Run` of a results.json document held in memory (an evaluation not saved yet).
+
+    The records are read as a file's are (the same fields, cut the same way);
+    ``doc`` is consumed (its sample list is emptied as it is read).
+    """
+    meta = _meta(source, doc)
+    records, digests = _records(source, doc.get("samples"), "sample_id", _text(meta.get("suite")) or "")
+    return Run(label=_label(label, meta, source), source=source, kind="results", metadata=meta,
+               records=records, digests=digests)
 
 
 def _attach_thumbnails(path: Path, records: dict) -> None:

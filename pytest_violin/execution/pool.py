@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import signal
 import threading
+import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 
 __all__ = ["SIGNAL_SLICE", "DaemonPool", "wait_for"]
@@ -77,9 +78,13 @@ class DaemonPool:
                     future.set_exception(exc)
             del item, future, fn, args
 
-    def shutdown(self, *, wait: bool) -> None:
+    def shutdown(self, *, wait: bool, timeout: float | None = None) -> bool:
+        """Stop the threads once their work is done; ``wait``: join them, at most ``timeout`` seconds
+        in all (None: as long as they take). True when every thread has ended."""
         for _ in self._threads:
             self._queue.put(None)
         if wait:
+            deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
             for thread in self._threads:
-                thread.join()
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)

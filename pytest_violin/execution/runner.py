@@ -341,8 +341,8 @@ class Runner:
         before any image: <reason>`` for a crash; see the module docstring), else None."""
         return self._setup_stop
 
-    def close(self, *, wait: bool = True) -> None:
-        """Cancel pending prefetches and stop the threads.
+    def close(self, *, wait: bool = True, timeout: float | None = None) -> bool:
+        """Cancel pending prefetches and stop the threads; True when every thread has ended.
 
         Parameters
         ----------
@@ -350,6 +350,9 @@ class Runner:
             Wait for generations in flight (a normal end). ``False`` after
             an interrupt: the cancel event is set, so adapters start no new
             request or retry, and the threads still in flight are abandoned.
+        timeout : float, optional
+            With ``wait``: the most seconds to wait for them (an interrupted
+            run sets :attr:`cancel` first, so the generations end at once).
         """
         self._closed = True
         if not wait:
@@ -357,9 +360,11 @@ class Runner:
         for _, fut in self._futures.values():
             fut.cancel()
         self._futures.clear()
+        ended = True
         if self._pool is not None:
-            self._pool.shutdown(wait=wait)
+            ended = self._pool.shutdown(wait=wait, timeout=timeout)
             self._pool = None
+        return ended
 
     # -- work (in pool threads) ----------------------------------------
     def _note_transport(self, error: GenerationError) -> None:

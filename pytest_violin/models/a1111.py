@@ -48,7 +48,7 @@ class A1111Adapter(NetworkAdapter):
         Send the mask of two-input samples as ``mask``.
     """
 
-    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (execution.budget.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,

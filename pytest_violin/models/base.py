@@ -44,7 +44,7 @@ class NetworkAdapter:
 
     A subclass sets ``identity`` and ``client`` and says with ``bills``
     whether its calls may cost money (a provider's API: the default
-    ``--violin-max-calls`` applies, see ``pytest_plugin.planning.adapter_bills``;
+    ``--violin-max-calls`` applies, see ``execution.budget.adapter_bills``;
     a self-hosted server sets it False).
     """
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from ..report.folder import PASSING_THUMBNAILS_PER_VARIATION
 from .compare_runs import build_runs_comparison, load_compare_runs
 from .known_failures import INDEX_INPUT, SendIndex, baseline_index
 from .settings import GateSettings, ViolinSettings, parse_gate_settings
@@ -29,12 +30,6 @@ from .state import STATE_KEY
 
 __all__ = ["GATE_KEY", "GateSettings", "GateState", "PASSING_THUMBNAILS_PER_VARIATION",
            "parse_gate_settings"]
-
-#: Passing samples per (task, variation) and process whose generated image is
-#: shown in the HTML report. Every failing sample gets its thumbnails; a
-#: passing one looks like its expected image by definition, so a few examples
-#: per variation show what the model draws without paying for thousands.
-PASSING_THUMBNAILS_PER_VARIATION = 12
 
 @dataclass
 class GateState:
@@ -123,25 +118,9 @@ def pytest_violin_sample_scored(config, sample, images, result):
         if identity:
             result.extra["adapter"] = identity
     if s.report is not None:
-        from ..report.thumbnails import make_thumbnails
+        from ..report.folder import attach_thumbnails
 
-        if result.outcome == "passed":
-            group = (sample.task, getattr(sample, "variation", None))
-            shown = s.passing_thumbnails.get(group, 0)
-            if shown >= PASSING_THUMBNAILS_PER_VARIATION:
-                return
-            s.passing_thumbnails[group] = shown + 1
-        try:
-            # The ground truth is rendered again only for failures: a passing
-            # sample's difference is near black, and rendering costs more
-            # than everything else the report does (see docs/reports.md).
-            expected = sample.expected() if result.outcome != "passed" else None
-            # the mask task's source image and mask beside expected and generated
-            inputs = getattr(sample, "inputs", ()) if expected is not None else ()
-            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
-                                                         inputs=inputs)
-        except Exception as exc:  # a thumbnail must never fail a test
-            result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
+        attach_thumbnails(result, sample, images, s.passing_thumbnails)
 
 
 def _adapter_identity(config) -> str | None:
@@ -340,9 +319,8 @@ def pytest_violin_session_results(config, store):
 
 
 def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None) -> None:
-    from ..report.html import write_html
-    from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
-    from ..report.markdown import write_summary
+    from ..report.folder import ReportsNotWritten, write_report_folder
+    from ..report.json_report import run_usage
 
     meta = dict(current["metadata"])
     meta["interrupted"] = s.interrupted
@@ -354,58 +332,16 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
         meta["baseline"] = s.baseline_label or str(s.baseline)
     # what the run cost: generations made (cache hits apart) and, with
     # --violin-price, their estimated cost; not in the baseline (a re-run
-    # from the cache costs nothing and must give the same baseline)
-    from ..report.json_report import run_usage
-
+    # from the cache costs nothing and must give the same baseline);
     # counted: the calls made, where they were made (reruns, -x, repeats, fixtures)
     meta.update(run_usage(results, price=price, counted=counted))
-    kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
-    written: list = []
     try:
-        s.report.mkdir(parents=True, exist_ok=True)
-        write_results_json(s.report / "results.json", results, **kwargs)
-        written.append("results.json")
-        write_thumbnails_json(s.report / THUMBNAILS_FILE, results)
-        written.append(THUMBNAILS_FILE)
-        write_summary(s.report / "summary.md", results, runs_comparison=s.runs_comparison, **kwargs)
-        written.append("summary.md")
-        write_html(s.report / "report.html", results, runs_comparison=s.runs_comparison, **kwargs)
-        s.messages.append(f"reports written to {s.report} (results.json, report.html, summary.md, "
-                          f"{THUMBNAILS_FILE})")
-    except OSError as exc:
-        s.messages.append(f"reports NOT written to {s.report}: {exc}; "
-                          + _drop_stale_reports(s.report, written, THUMBNAILS_FILE)
-                          + "; the session fails")
+        written = write_report_folder(s.report, results, metadata=meta, comparison=s.comparison,
+                                      aggregates=current["aggregates"], runs_comparison=s.runs_comparison)
+        s.messages.append(f"reports written to {s.report} ({', '.join(written)})")
+    except ReportsNotWritten as exc:
+        s.messages.append(f"reports NOT written to {s.report}: {exc}; the session fails")
         _fail_unwritten(s)
-
-
-def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
-    """Remove the earlier run's report files this run did not replace; say what happened.
-
-    Every file is written atomically, so each is whole, but a folder holding
-    this run's results.json beside the last run's report.html (or only the last
-    run's files) would pass for this run's reports.
-    """
-    names = ("results.json", thumbnails_file, "summary.md", "report.html")
-    missing = [n for n in names if n not in written]
-    removed, kept = [], []
-    for name in missing:
-        path = folder / name
-        try:
-            if path.is_file():
-                path.unlink()
-                removed.append(name)
-        except OSError:
-            kept.append(name)
-    parts = ["not written: " + ", ".join(missing)]
-    if written:
-        parts.append("written: " + ", ".join(written))
-    if removed:
-        parts.append("the earlier run's " + ", ".join(removed) + " removed (not this run's)")
-    if kept:
-        parts.append("the earlier run's " + ", ".join(kept) + " could NOT be removed: they are "
-                     "not this run's")
-    return "; ".join(parts)
 
 
 def _fail_unwritten(s: GateState) -> None:

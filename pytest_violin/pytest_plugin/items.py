@@ -14,7 +14,7 @@ import pytest
 
 from ..errors import ViolinFailure, ViolinWarning
 from ..report.text import printable
-from ..results import error_result, score_generation
+from ..judging import judge_generation
 
 __all__ = ["RESULT_KEY", "ViolinSuite", "ViolinItem", "make_items"]
 
@@ -88,18 +88,8 @@ class ViolinItem(pytest.Item):
             # cost minutes and say nothing more (see docs/plugin.md, "A dead endpoint";
             # the same for the first samples all ending in one setup error)
             self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
-        if generation.fault is not None:
-            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                          reason=f"error while generating: {generation.fault}"), []
-        else:  # an unjudged generation error (no answer, setup, time-out) ends as an error there
-            try:
-                result, images = score_generation(sample, generation, state.settings, state.limits,
-                                                  index=self.violin_index)
-            except Exception as exc:  # a broken expected image or spec: not the model's fault
-                from ..execution.runner import exception_line
-
-                result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                              reason=f"error while scoring: {exception_line(exc)}"), []
+        result, images = judge_generation(sample, generation, state.settings, state.limits,
+                                          index=self.violin_index)
         del generation
         result.extra["adapter"] = state.identity
         self.config.hook.pytest_violin_sample_scored(

@@ -27,6 +27,7 @@ import pytest
 from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 from .echo import bounded_messages, cut as _cut
 from ..errors import InternalError
+from ..execution.budget import DEFAULT_BILLED_MAX_CALLS
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY",
@@ -53,8 +54,8 @@ MAX_ANSWER_MB = 1024
 MAX_PRICE = 1000.0
 #: Largest ``--violin-max-cost``: USD.
 MAX_COST = 1_000_000.0
-#: Default ``--violin-max-calls`` of adapters that bill (pytest_plugin.planning.adapter_bills).
-DEFAULT_NETWORK_MAX_CALLS = 2000
+#: Default ``--violin-max-calls`` of adapters that bill (execution.budget.adapter_bills).
+DEFAULT_NETWORK_MAX_CALLS = DEFAULT_BILLED_MAX_CALLS
 
 
 from .converters import (  # noqa: F401  (the converters, re-exported)

@@ -20,14 +20,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from ..execution.budget import COST_TOLERANCE as _TOLERANCE
+from ..execution.budget import adapter_bills
 from ..report.text import format_usd
 
 __all__ = ["Plan", "adapter_bills", "call_cap", "calls_note", "cost_limit_message", "estimated_cost",
            "format_usd", "plan_generations", "reruns_note"]
-
-#: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
-_TOLERANCE = 1e-9
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -94,9 +92,10 @@ def call_cap(state) -> tuple[int | None, str]:
 
     ``--violin-max-calls`` (or its default where the adapter bills,
     :func:`adapter_bills`), and the calls ``--violin-max-cost`` affords at
-    ``--violin-price`` when that is fewer. Every call counts: reruns, repeats,
-    prefetched samples, the ``violin_generate`` fixture and direct
-    ``violin_model.generate`` calls (:mod:`pytest_violin.execution.usage`).
+    ``--violin-price`` when that is fewer (:func:`pytest_violin.execution.budget.call_cap`).
+    Every call counts: reruns, repeats, prefetched samples, the
+    ``violin_generate`` fixture and direct ``violin_model.generate`` calls
+    (:mod:`pytest_violin.execution.usage`).
 
     Returns
     -------
@@ -104,21 +103,11 @@ def call_cap(state) -> tuple[int | None, str]:
         The cap (None: none) and its words for messages, e.g.
         ``"--violin-max-calls=20"``.
     """
-    s = state.settings
-    limit, text = s.max_calls, (f"--violin-max-calls={s.max_calls}" if s.max_calls is not None else "")
-    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
-    if not s.max_calls_given and (bills or s.price is not None):
-        from .options import DEFAULT_NETWORK_MAX_CALLS
+    from ..execution.budget import call_cap as cap
 
-        limit = DEFAULT_NETWORK_MAX_CALLS
-        text = f"the default --violin-max-calls={limit} of an adapter that bills"
-    if s.max_cost is not None and s.price:
-        affordable = math.floor(s.max_cost / s.price * (1 + _TOLERANCE))
-        if limit is None or affordable < limit:
-            limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(s.price)} "
-                    f"per image)")
-    return limit, text
+    s = state.settings
+    bills = state.bills if hasattr(state, "bills") else bool(getattr(state, "network", False))
+    return cap(s.max_calls, given=s.max_calls_given, bills=bills, price=s.price, max_cost=s.max_cost)
 
 
 def reruns_note(config, *, cached: bool) -> str:
@@ -141,22 +130,6 @@ def reruns_note(config, *, cached: bool) -> str:
                 f"(a generation that failed is made again and counted); calls are capped, not items")
     return (f"reruns ({what}): each rerun of a failing item calls the model again and is counted and "
             f"capped as a call")
-
-
-def adapter_bills(adapter, *, price: float | None = None) -> bool:
-    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies.
-
-    An adapter says so with a ``bills`` attribute (True for the providers'
-    APIs, False for self-hosted servers); without one, an adapter that calls
-    a network service (``network = True``) is taken to bill. A run with a
-    ``--violin-price`` bills whatever the adapter says.
-    """
-    if price is not None:
-        return True
-    declared = getattr(adapter, "bills", None)
-    if declared is not None:
-        return bool(declared)
-    return bool(getattr(adapter, "network", False))
 
 
 def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) -> str:
@@ -244,8 +217,6 @@ def cached_repeats(state, samples) -> dict:
         disabled cache costs nothing; otherwise a key needs the request's input
         images (rendered for mask samples, ~1 ms each).
     """
-    from ..models.request import GenerationRequest, derive_seed
-
     s = state.settings
     samples = list(samples)
     # the sequential gate's order and the plan line both ask, before anything is generated: the
@@ -253,23 +224,14 @@ def cached_repeats(state, samples) -> dict:
     memo = getattr(state, "cache_lookups", None)
     todo = [sample for sample in samples if memo is None or sample.id not in memo]
     cache = state.make_cache() if todo else None
-    found: dict = {}
-    if cache is not None and not cache.is_empty():
-        from ..execution.runner import cache_identity
+    if cache is not None and cache.is_empty():
+        cache = None  # nothing to find, and cache_identity may ask the server
+    from ..execution.cache import cache_identity, cached_counts
 
-        identity = state.identity or s.model
-        if state.adapter is not None:  # what the server reports of its models (see cache_identity)
-            identity = cache_identity(state.adapter, identity)
-        for sample in todo if identity is not None else ():
-            request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
-            for repeat in range(s.repeats):
-                if repeat:
-                    request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-                try:
-                    if cache.contains(cache.key(identity, request)):
-                        found[sample.id] = found.get(sample.id, 0) + 1
-                except Exception:  # an unreadable cache entry counts as a generation to make
-                    pass
+    identity = state.identity or s.model
+    if cache is not None and state.adapter is not None:  # what the server reports of its models
+        identity = cache_identity(state.adapter, identity)
+    found = cached_counts(cache, identity, todo, seed=s.seed, repeats=s.repeats)
     if memo is None:
         return found
     memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)

@@ -35,7 +35,7 @@ class ViolinState:
     identity: str | None = None
     scope: object = None
     network: bool = False
-    #: the default --violin-max-calls applies (pytest_plugin.planning.adapter_bills)
+    #: the default --violin-max-calls applies (execution.budget.adapter_bills)
     bills: bool = False
     cacheable: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)

@@ -84,7 +84,7 @@ class ComfyUIAdapter(NetworkAdapter):
         its sample ends, whatever the outcome: :mod:`.housekeeping`).
     """
 
-    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (execution.budget.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, workflow: Workflow, *, mask: str = "rgb",
