@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend``.
 
 * ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
   writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
@@ -9,7 +9,10 @@
   an export;
 * ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
   [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
-  (and with the paper's published rows) in the paper's layout.
+  (and with the paper's published rows) in the paper's layout;
+* ``trend RUN [RUN ...] [--label L ...] [--paper|--no-paper] [--format F] [--output FILE]``
+  shows task means and pass rates across runs in the order given
+  (checkpoints, releases): text, Markdown, CSV or an HTML page of charts.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
@@ -66,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,trend}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -119,10 +122,51 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the suite of dir: runs (built-in name or manifest)")
     cmp.add_argument("--no-progress", action="store_true", help="no progress bar for dir: runs")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+
+    tr = sub.add_parser("trend", help="task means and pass rates across runs (checkpoints, releases)")
+    tr.set_defaults(command_parser=tr)
+    tr.add_argument("runs", nargs="+", metavar="RUN",
+                    help="a --violin-report folder (or one evaluate()'s run.save wrote), a results.json "
+                         "or a baseline file, oldest first")
+    tr.add_argument("--label", action="append", default=[], metavar="L",
+                    help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+    paper = tr.add_mutually_exclusive_group()
+    paper.add_argument("--paper", dest="paper", action="store_true", default=None,
+                       help="draw the paper's models as reference lines (default: when every run is on "
+                            "the official data)")
+    paper.add_argument("--no-paper", dest="paper", action="store_false", help="no reference lines")
+    tr.add_argument("--format", default="terminal", choices=TREND_FORMATS,
+                    help="output format (default terminal; html needs --output)")
+    tr.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
     return parser
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
+TREND_FORMATS = ("terminal", "md", "csv", "html")
+
+
+def _trend(args, parser, out) -> None:
+    from .compare.runs import load_run
+    from .compare.trend import build_trend
+
+    if len(args.label) > len(args.runs):
+        parser.error(f"argument --label: {len(args.label)} labels given for {len(args.runs)} RUNs")
+    if args.format == "html" and not args.output:
+        parser.error("argument --format: html needs --output FILE")
+    labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
+    trend = build_trend([load_run(spec, label=label) for spec, label in zip(args.runs, labels)],
+                        paper=args.paper)
+    if args.format == "html":
+        trend.write_html(args.output)
+    else:
+        text = {"terminal": trend.text, "md": trend.markdown, "csv": trend.csv}[args.format]()
+        if not args.output:
+            out.write(text)
+            return
+        from ._fs import atomic_write
+
+        atomic_write(args.output, text)
+    out.write(f"wrote the trend of {len(args.runs)} run(s) to {args.output}\n")
 
 
 def _compare(args, parser, out) -> None:
@@ -205,8 +249,8 @@ def main(argv=None) -> int:
     # errors found after parsing are the sub-command's: its usage, not the top-level one
     command_parser = args.command_parser
     try:
-        if args.command == "compare":
-            _compare(args, command_parser, sys.stdout)
+        if args.command in ("compare", "trend"):
+            (_compare if args.command == "compare" else _trend)(args, command_parser, sys.stdout)
             return EXIT_OK
         samples = _load(args, command_parser)
         if args.command == "list":

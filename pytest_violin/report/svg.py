@@ -1,4 +1,4 @@
-"""Inline SVG bar charts for the HTML report (no JavaScript, no external files)."""
+"""Inline SVG charts for the HTML pages (no JavaScript, no external files)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["PALETTE", "bar_chart", "color_scale", "text_width"]
+__all__ = ["PALETTE", "bar_chart", "color_scale", "line_chart", "text_width"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -142,11 +142,7 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
     room = max(40.0, plot_w - _SWATCH_PX)
     out, x, row = [], 0.0, 0
     for name in names:
-        shown = name
-        if text_width(shown) > room:
-            while shown and text_width(shown) + 10.0 > room:
-                shown = shown[:-1]
-            shown += "\u2026"
+        shown = _cut_to(name, room)
         width = _SWATCH_PX + text_width(shown)
         if x > 0 and x + width > plot_w:
             x, row = 0.0, row + 1
@@ -197,5 +193,118 @@ def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float,
                      f'stroke="#555"/>')
         parts.append(f'<text x="{x:.1f}" y="{bar_y + bar_h + 14}" class="ax" text-anchor="middle">'
                      f'{escape(str(label))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _cut_to(text: str, room: float) -> str:
+    """``text`` cut with an ellipsis to fit ``room`` pixels (the full text stays in the tooltip)."""
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text) + 10.0 > room:
+        text = text[:-1]
+    return text + "\u2026"
+
+
+def line_chart(points: Sequence[str], series: Sequence[tuple[str, Sequence]], *, title: str = "",
+               references: Sequence[tuple[str, float]] = (), y_max: float | None = None, width: int = 560,
+               height: int = 240) -> str:
+    """Values across ordered points (runs, checkpoints) as an inline ``<svg>`` line chart.
+
+    Parameters
+    ----------
+    points : sequence of str
+        The x axis, left to right (run labels).
+    series : sequence of (str, sequence)
+        One line per series: ``(name, values)``, a value per point; a missing
+        or non-finite value breaks the line there. Each marker has a
+        ``<title>`` tooltip with its exact value; each line's group carries
+        ``data-series`` (the page's script shows or hides series by it).
+    title : str, optional
+        Drawn above the chart and used as the accessible label.
+    references : sequence of (str, float), optional
+        Horizontal dashed grey lines (published models), each with a tooltip.
+    y_max : float, optional
+        Top of the y axis (default: a round number above every value).
+    width, height : int, optional
+        Size in CSS pixels (the legend adds rows below).
+
+    Returns
+    -------
+    str
+        Self-contained SVG markup; every label is HTML-escaped.
+    """
+    labels = [str(p) for p in points]
+
+    def finite(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    values = [float(v) for _, vals in series for v in vals if finite(v)]
+    values += [float(v) for _, v in references if finite(v)]
+    top = float(y_max) if y_max else _nice_max(max(values, default=0.0))
+    left, right, top_pad, bottom = 44, 12, 24 if title else 8, 44
+    plot_w = max(10, width - left - right)
+    legend = _legend_layout([str(name) for name, _ in series], plot_w) if len(series) > 1 else []
+    rows = 1 + max((row for *_, row in legend), default=-1)
+    plot_h = max(10, height - top_pad - bottom)
+    height = top_pad + plot_h + bottom + 16 * rows
+    n = len(labels)
+    step = plot_w / max(1, n - 1) if n > 1 else 0.0
+
+    def x_at(i):
+        return left + (i * step if n > 1 else plot_w / 2)
+
+    def y_at(v):
+        return top_pad + plot_h * (1 - min(max(v, 0.0), top) / top)
+
+    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="{escape(title)}">']
+    if title:
+        parts.append(f'<text x="{left}" y="15" class="ct">{escape(title)}</text>')
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top_pad + plot_h * (1 - frac)
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" class="ax" text-anchor="end">{top * frac:g}</text>')
+    room = max(20.0, step - 4 if n > 1 else plot_w)
+    every = max(1, math.ceil(n / max(1, plot_w // 40)))  # at most one label per 40 px
+    for i, label in enumerate(labels):
+        if i % every and i != n - 1:
+            continue
+        anchor = "start" if i == 0 and n > 1 else "end" if i == n - 1 and n > 1 else "middle"
+        parts.append(f'<text x="{x_at(i):.1f}" y="{top_pad + plot_h + 14:.1f}" class="ax" '
+                     f'text-anchor="{anchor}"><title>{escape(label)}</title>'
+                     f'{escape(_cut_to(label, room * every))}</text>')
+    for name, value in references:
+        if not finite(value):
+            continue
+        y = y_at(float(value))
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="ref" '
+                     f'stroke="#999" stroke-dasharray="4 3"><title>{escape(str(name))} = {_fmt(float(value))}'
+                     f'</title></line>')
+    # the last drawn is on top: the first series (a task's line over its variations') last
+    for si, (name, vals) in reversed(list(enumerate(series))):
+        color = PALETTE[si % len(PALETTE)]
+        parts.append(f'<g class="series" data-series="{escape(str(name))}">')
+        run: list = []
+        for i, v in enumerate(list(vals)[:n]):
+            if finite(v):
+                run.append(f"{x_at(i):.1f},{y_at(float(v)):.1f}")
+                continue
+            if len(run) > 1:
+                parts.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{color}" stroke-width="2"/>')
+            run = []
+        if len(run) > 1:
+            parts.append(f'<polyline points="{" ".join(run)}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for i, v in enumerate(list(vals)[:n]):
+            if finite(v):
+                parts.append(f'<circle cx="{x_at(i):.1f}" cy="{y_at(float(v)):.1f}" r="3" fill="{color}">'
+                             f'<title>{escape(str(name))} @ {escape(labels[i])} = {_fmt(float(v))}</title></circle>')
+        parts.append("</g>")
+    ly0 = top_pad + plot_h + 28
+    for si, (name, shown, x, row) in enumerate(legend):
+        lx, ly = left + x, ly0 + 16 * row
+        parts.append(f'<g class="lg"><title>{escape(name)}</title><rect x="{lx:.1f}" y="{ly:.1f}" '
+                     f'width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
+                     f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(shown)}</text></g>')
     parts.append("</svg>")
     return "".join(parts)
