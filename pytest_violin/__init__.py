@@ -41,6 +41,10 @@ _LAZY = {
     "assert_blocks": "pytest_violin.testing.assertions",
     "assert_shape": "pytest_violin.testing.assertions",
     "assert_masked": "pytest_violin.testing.assertions",
+    # evaluating from Python (notebooks, training loops)
+    "evaluate": "pytest_violin.evaluation",
+    "EvaluationRun": "pytest_violin.evaluation",
+    "trend": "pytest_violin.evaluation",
     # errors
     "ViolinError": "pytest_violin.errors",
     "InvalidImageError": "pytest_violin.errors",
