@@ -127,10 +127,10 @@ def test_checkpoints_with_less_error_trend_down(tmp_path):
     shown = trend(runs)
     assert list(shown.row("color").means) == pytest.approx(means)
     page = shown.write_html(tmp_path / "trend.html").read_text()
-    # the task line's markers, left to right: "task @ step i = value"
+    # the task line's markers, left to right: "(all) @ step i = value"
     import re
 
-    points = [float(v) for v in re.findall(r"<title>task @ step \d = ([0-9.]+)</title>", page)[:5]]
+    points = [float(v) for v in re.findall(r"<title>\(all\) @ step \d = ([0-9.]+)</title>", page)[:5]]
     assert points == sorted(points, reverse=True) and len(set(points)) == 5
     # the command line reads the saved folders in the order given
     from pytest_violin.__main__ import main

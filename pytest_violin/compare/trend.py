@@ -157,7 +157,7 @@ def _markup(svg: str):
 
 
 def _series_name(row: TrendRow) -> str:
-    return "task" if row.variation is None else (row.variation or "-")
+    return "(all)" if row.variation is None else (row.variation or "-")
 
 
 def _series_name_of(task: str, variation) -> str:
