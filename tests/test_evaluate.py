@@ -162,8 +162,9 @@ def test_bad_arguments_name_the_value():
         evaluate(42, limit=1)
     with pytest.raises(InvalidArgumentError, match="max_cost=1 needs price"):
         evaluate("oracle", max_cost=1)
-    with pytest.raises(ModelSpecError):
-        evaluate("nosuchscheme:x", limit=1)
+    with pytest.raises(ModelSpecError) as info:
+        evaluate("nosuchscheme://alice:s3cret@example.com/x", limit=1)
+    assert "s3cret" not in str(info.value) and "nosuchscheme" in str(info.value)
 
 
 class _PaidModel:
@@ -324,3 +325,21 @@ def test_trend_page_runs_in_headless_chromium_without_console_errors(tmp_path):
     # the pinned script ran (it fills the counter), and nothing was blocked or thrown
     assert "of 14 lines shown (4 task lines)" in proc.stdout
     assert ":CONSOLE" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_same_crash_on_the_first_samples_stops_the_run_as_the_plugin_stops_a_session(tmp_path):
+    from pytest_violin.errors import ViolinWarning
+
+    def broken(request):
+        raise KeyError("steps")  # glue code that fails on every call
+
+    with pytest.warns(ViolinWarning, match="the run stops after"):
+        run = evaluate(broken, tasks="color", limit=40, progress=False, concurrency=1)
+    assert run.interrupted and "the same error in the first 5 samples" in run.stop_reason
+    assert 1 <= len(run) < 40 and all(r.outcome == "failed" for r in run.results)  # prefetch: it knows early
+    assert "KeyError" in run.results[0].error
+    folder = run.save(tmp_path / "stopped")
+    # a partial run is no baseline: it would gate later runs on a subset
+    assert not (folder / "baseline.json").exists()
+    meta = json.loads((folder / "results.json").read_text())["metadata"]
+    assert meta["interrupted"] is True and "the same error" in meta["stop_reason"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -109,21 +110,15 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
     KeyboardInterrupt
         Ctrl-C: the generations in flight are cancelled first.
     """
-    from ..errors import ModelSpecError
-
     options = _check(concurrency=concurrency, repeats=repeats, profile=profile, pass_rule=pass_rule,
                      timeout=timeout, retries=retries, max_calls=max_calls, price=price, max_cost=max_cost,
                      label=label)
     samples = _load(suite, tasks, limit, seed, metadata, photos_dir)
     limits = _limits(thresholds, samples)
-    import threading
-
     cancel = threading.Event()
     adapter, owned = _adapter(model, cancel=cancel, timeout=float(timeout), retries=int(retries),
                               headers=tuple(headers or ()), concurrency=int(concurrency))
     try:
-        if not callable(getattr(adapter, "generate", None)):  # pragma: no cover - _adapter checks
-            raise ModelSpecError(f"model {model!r} has no generate(request)")
         from .session import Session
 
         session = Session(adapter, samples=samples, limits=limits, cancel=cancel, seed=int(seed),
@@ -152,6 +147,11 @@ def _check(*, concurrency, repeats, profile, pass_rule, timeout, retries, max_ca
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise InvalidArgumentError(f"{name}={value!r}: expected an integer >= {low}")
 
+    def number(name, value, accepted):
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not ok or value < 0 or (name == "timeout" and value == 0):
+            raise InvalidArgumentError(f"{name}={value!r}: expected {accepted}")
+
     integer("concurrency", concurrency, 1)
     integer("repeats", repeats, 1)
     integer("retries", retries, 0)
@@ -159,14 +159,10 @@ def _check(*, concurrency, repeats, profile, pass_rule, timeout, retries, max_ca
         raise InvalidArgumentError(f"profile={profile!r}: accepted: {', '.join(map(repr, _PROFILES))}")
     if pass_rule not in _PASS_RULES:
         raise InvalidArgumentError(f"pass_rule={pass_rule!r}: accepted: {', '.join(map(repr, _PASS_RULES))}")
-    for name, value in (("timeout", timeout), ("price", price), ("max_cost", max_cost)):
-        if value is None and name != "timeout":
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value < 0 or (name == "timeout" and value == 0):
-            raise InvalidArgumentError(f"{name}={value!r}: expected a finite number > 0"
-                                       if name == "timeout" else f"{name}={value!r}: expected a finite "
-                                       f"number >= 0 (USD)")
+    number("timeout", timeout, "a finite number of seconds > 0")
+    for name, value in (("price", price), ("max_cost", max_cost)):
+        if value is not None:
+            number(name, value, "a finite number of USD >= 0, or None")
     if max_cost is not None and price is None:
         raise InvalidArgumentError(f"max_cost={max_cost!r} needs price= (USD per image) to estimate the "
                                    f"cost against")
@@ -211,11 +207,17 @@ def _adapter(model, *, cancel, timeout, retries, headers, concurrency):
     if isinstance(model, (str, Path)):
         from ..models.registry import AdapterOptions, resolve_model
 
+        from ..redaction import redact_userinfo
+
         cwd = Path.cwd()
         options = AdapterOptions(rootdir=cwd, basedir=cwd, headers=headers, timeout=timeout, retries=retries,
                                  concurrency=concurrency, cancel=cancel,
                                  extra={"python_paths": (str(cwd),)})
-        return resolve_model(str(model), options), True
+        try:
+            return resolve_model(str(model), options), True
+        except ModelSpecError as exc:  # a spec may hold a password: never shown
+            raise ModelSpecError(f"model={redact_userinfo(str(model), loose=True)!r}: "
+                                 f"{redact_userinfo(str(exc), loose=True)}") from None
     if callable(getattr(model, "generate", None)):
         if isinstance(getattr(model, "identity", None), str):
             return model, False
