@@ -345,3 +345,18 @@ def test_the_same_crash_on_the_first_samples_stops_the_run_as_the_plugin_stops_a
     assert not (folder / "baseline.json").exists()
     meta = json.loads((folder / "results.json").read_text())["metadata"]
     assert meta["interrupted"] is True and "the same error" in meta["stop_reason"]
+
+
+def test_runs_on_the_official_data_get_the_papers_models_as_reference_lines(tmp_path, monkeypatch):
+    import _official_data as od  # tests/_official_data.py
+
+    monkeypatch.setenv("VIOLIN_OFFICIAL_CACHE", str(tmp_path / "cache"))
+    od.write_converted(tmp_path / "benchmark", od.make_rows(3))
+    runs = [evaluate(model, suite=str(tmp_path / "benchmark"), progress=False, label=label)
+            for model, label in (("oracle", "A"), (_noisy(30), "B"))]
+    assert runs[0].metadata["dataset"]["samples"] == len(runs[0]) == 13
+    shown = trend(runs)
+    assert shown.references and all(task in ("color", "shape", "mask") for task, _ in shown.references)
+    assert any("published means" in n for n in shown.notes)
+    assert "(paper)" in shown.markdown() and 'stroke-dasharray="4 3"' in shown.html()
+    assert trend(runs, paper=False).references == {}
