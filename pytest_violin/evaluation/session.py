@@ -47,7 +47,9 @@ class Session:
         self.thumbnails = thumbnails
         self.price = price
         self.label = label
-        self.identity = redact_userinfo(str(getattr(adapter, "identity", type(adapter).__name__)))
+        # the runner keys the cache with the adapter's own identity; messages and results show it redacted
+        self._identity = getattr(adapter, "identity", type(adapter).__name__)
+        self.identity = redact_userinfo(str(self._identity))
         self.usage = CallCounter()
         bills = adapter_bills(adapter, price=price)
         self.usage.set_limit(*call_cap(None if max_calls == "default" else max_calls,
@@ -72,7 +74,7 @@ class Session:
             return
         cached = 0
         if self.cache is not None and not self.cache.is_empty():
-            identity = cache_identity(self.adapter, self.identity)
+            identity = cache_identity(self.adapter, self._identity)
             cached = sum(cached_counts(self.cache, identity, self.samples, seed=self.settings.seed,
                                        repeats=self.repeats).values())
         if planned - cached > limit:
@@ -107,7 +109,7 @@ class Session:
                     self.stop_reason = stop
                     self.interrupted = True
                     warnings.warn(ViolinWarning(f"the run stops after {len(store)} of {len(self.samples)} "
-                                                f"samples: {stop}"), stacklevel=4)
+                                                f"samples: {stop}"), stacklevel=3)
                     break
         except KeyboardInterrupt:
             self.interrupted = True
@@ -129,7 +131,7 @@ class Session:
         generation = runner.get(sample)
         take = getattr(self.adapter, "take_notices", None)
         for note in take() if callable(take) else ():  # found in a generation thread: said here, once
-            warnings.warn(ViolinWarning(note), stacklevel=5)
+            warnings.warn(ViolinWarning(note), stacklevel=4)
         result, images = judge_generation(sample, generation, self.settings, self.limits, index=index)
         del generation
         result.extra["adapter"] = self.identity
