@@ -1,27 +1,17 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend`` (``--help`` on each).
 
-* ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
-  writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
-  stderr;
-* ``list [--suite NAME|PATH] [--tasks T ...]`` prints the sample counts per
-  task and variation;
-* ``sheet SOURCE OUT_PNG [--limit N]`` draws a contact sheet of a suite or
-  an export;
-* ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
-  [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
-  (and with the paper's published rows) in the paper's layout;
-* ``trend RUN [RUN ...] [--label L ...] [--paper|--no-paper] [--format F] [--output FILE]``
-  shows task means and pass rates across runs in the order given
-  (checkpoints, releases): text, Markdown, CSV or an HTML page of charts.
+``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
+variation, ``sheet`` draws a contact sheet, ``compare`` compares runs side by side (and with the paper's
+published rows) in the paper's layout, and ``trend`` follows task means and pass rates across runs in the order
+given (checkpoints, releases) as text, Markdown, CSV or an HTML page of charts.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
-* 1: the command could not finish: an output could not be written (an
-  ``OSError``: disk full, no permission) or an internal error;
-* 4: usage error: a bad argument or option, or input that is not accepted
-  (a RUN that does not exist or is not a run, runs that cannot be compared,
-  a suite or manifest that does not load); one line names the value and
+* 1: the command could not finish: an output could not be written (an ``OSError``: disk full, no permission)
+  or an internal error;
+* 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
+  a run, runs that cannot be compared, a suite or manifest that does not load); one line names the value and
   what is accepted.
 """
 
@@ -43,8 +33,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors exit :data:`EXIT_USAGE` (argparse's own is 2).
 
-    Sub-commands' parsers are of this class too (``add_subparsers`` makes
-    them with the parent's class), so each prints its own usage.
+    Sub-commands' parsers are of this class too (``add_subparsers`` makes them with the parent's class), so
+    each prints its own usage.
     """
 
     def error(self, message):
@@ -179,14 +169,9 @@ def _compare(args, parser, out) -> None:
     if args.format == "html" and not args.output:
         parser.error("argument --format: html needs --output FILE")
     if args.suite is not None:
-        from .suite import SUITES
-
-        if args.suite not in SUITES and not Path(args.suite).exists():
-            parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                         f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+        _check_suite(args.suite, parser)
     labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
-    progress = False if args.no_progress else True
-    runs = [load_run(spec, label=label, suite=args.suite, progress=progress)
+    runs = [load_run(spec, label=label, suite=args.suite, progress=not args.no_progress)
             for spec, label in zip(args.runs, labels)]
     paper = ()
     if args.paper:
@@ -199,24 +184,28 @@ def _compare(args, parser, out) -> None:
         from .compare.html import write_html
 
         write_html(args.output, comparison, runs)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
-        return
-    text = render(comparison, args.format)
-    if args.output:
+    elif args.output:
         from ._fs import atomic_write
 
-        atomic_write(args.output, text)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+        atomic_write(args.output, render(comparison, args.format))
     else:
-        out.write(text)
+        out.write(render(comparison, args.format))
+        return
+    out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+
+
+def _check_suite(suite, parser) -> None:
+    from .suite import SUITES
+
+    if suite not in SUITES and not Path(suite).exists():
+        parser.error(f"argument --suite: {suite!r} is neither a built-in suite "
+                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
 
 
 def _load(args, parser):
-    from .suite import SUITES, load_suite
+    from .suite import load_suite
 
-    if args.suite not in SUITES and not Path(args.suite).exists():
-        parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    _check_suite(args.suite, parser)
     if args.photos_dir is not None and not Path(args.photos_dir).is_dir():
         parser.error(f"argument --photos-dir: {args.photos_dir!r} is not a directory")
     return load_suite(args.suite, tasks=args.tasks, limit=args.limit, seed=args.seed,
@@ -228,12 +217,8 @@ def _print_counts(samples, suite, out) -> None:
     tasks = Counter(s.task for s in samples)
     out.write(f"suite {suite}: {len(samples)} samples\n")
     out.write(f"  {'task':<8} {'variation':<12} {'count':>6}\n")
-    order = []
-    for s in samples:
-        if (s.task, s.variation) not in order:
-            order.append((s.task, s.variation))
     last = None
-    for task, variation in order:
+    for task, variation in counts:  # first-seen order
         if last is not None and task != last:
             out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
         out.write(f"  {task:<8} {variation:<12} {counts[(task, variation)]:>6}\n")
@@ -263,23 +248,18 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote {len(samples)} samples to {path}\n")
         elif args.command == "sheet":
             from .imaging import encode_png
-            from .suite.contact import contact_sheet
+            from .suite.drawing import contact_sheet
 
             sheet = contact_sheet(samples, columns=args.columns)
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
-    except ViolinError as exc:
+    except (ViolinError, OSError) as exc:
         from .errors import InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED if isinstance(exc, InternalError) else EXIT_USAGE
-    except OSError as exc:
-        from .report.text import printable
-
-        sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, ViolinError) and not isinstance(exc, InternalError) else EXIT_FAILED
     return EXIT_OK
 
 

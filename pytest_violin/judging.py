@@ -58,8 +58,8 @@ def judge_generation(sample, generation, settings, limits, *, index: int = 0):
     Returns
     -------
     tuple of (SampleResult, list)
-        The result (its failure message in ``extra["_message"]``) and the
-        images (empty when none was scored).
+        The result (its failure text in ``message``) and the images (empty
+        when none was scored).
     """
     if generation.fault is not None:
         return error_result(sample, generation, settings, index=index,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidArgumentError
-from ..report.tables import Raw, Table, csv_text, markdown_lines, text_lines
+from ..report._tables import Raw, Table, csv_text, markdown_lines, text_lines
 from .formats import _csv_text, _md
 
 __all__ = ["Trend", "TrendRow", "build_trend"]
@@ -119,8 +119,8 @@ class Trend:
 
     def html(self) -> str:
         """The self-contained HTML page (inline SVG charts, the pages' content-security policy)."""
-        from ..report.pages import render_page
-        from ..report.svg import PALETTE, line_chart
+        from ..report._pages import render_page
+        from ..report._svg import PALETTE, line_chart
 
         charts = []
         for task in self.tasks:
@@ -151,7 +151,7 @@ class Trend:
 
 
 def _markup(svg: str):
-    from ..report.pages import Markup
+    from ..report._pages import Markup
 
     return Markup(svg)  # svg.py escapes every label it writes
 

@@ -265,7 +265,7 @@ def _progress_bar(progress, total: int):
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        from ..suite.progress import ProgressBar
+        from ..suite.manifest import ProgressBar
 
         return ProgressBar(total, stream=sys.stderr, label="violin")
     return tqdm(total=total, desc="violin", unit="sample", leave=True)

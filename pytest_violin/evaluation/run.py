@@ -32,8 +32,8 @@ class EvaluationRun:
         Its name in tables and trends.
     results : list of SampleResult
         One per sample judged, in suite order: ``metrics``, ``limits``,
-        ``failed``, ``outcome`` (``passed``, ``failed``, ``refused``,
-        ``error``), ``error``, ``extra["diagnosis"]``...
+        ``failed``, ``outcome`` (an :class:`~pytest_violin.results.Outcome`),
+        ``error``, ``diagnosis``, ``message``...
     metadata : dict
         ``suite``, ``profile``, ``seed``, ``repeats``, ``pass_rule``,
         ``adapter``, ``package_version`` (and ``dataset`` on the official data).
@@ -45,13 +45,12 @@ class EvaluationRun:
         Wall time of the generations and judging.
     """
 
-    def __init__(self, results, *, metadata: dict, label: str | None = None, messages=None,
+    def __init__(self, results, *, metadata: dict, label: str | None = None,
                  interrupted: bool = False, stop_reason: str | None = None, usage=None, seconds: float = 0.0,
                  price: float | None = None):
         self.results = list(results)
         self.metadata = dict(metadata)
         self.label = str(label or self.metadata.get("adapter") or "run")
-        self._messages = dict(messages or {})
         self.interrupted = bool(interrupted)
         self.stop_reason = stop_reason
         self.usage = dict(usage or {})
@@ -68,7 +67,7 @@ class EvaluationRun:
             "repeats": int(session.repeats), "pass_rule": session.settings.pass_rule,
             "adapter": session.identity, "package_version": __version__,
         }
-        return cls(store.results, metadata=metadata, label=session.label, messages=session.messages,
+        return cls(store.results, metadata=metadata, label=session.label,
                    interrupted=session.interrupted, stop_reason=session.stop_reason,
                    usage=session.usage.snapshot(), seconds=session.seconds, price=session.price)
 
@@ -104,20 +103,17 @@ class EvaluationRun:
     @property
     def passed(self) -> int:
         """Samples that passed."""
-        return sum(1 for r in self.results if r.outcome == "passed")
+        return sum(1 for r in self.results if r.passed)
 
     def message(self, sample_id: str) -> str | None:
         """The failure text of a sample (its metric table and diagnosis), as pytest shows it."""
-        return self._messages.get(sample_id)
+        found = next((r for r in self.results if r.sample_id == sample_id), None)
+        return (found.message or None) if found is not None else None
 
     def diagnoses(self) -> dict:
         """Sample id -> the one-line findings of each failing sample's diagnosis."""
-        out = {}
-        for r in self.results:
-            found = (r.extra or {}).get("diagnosis")
-            if found:
-                out[r.sample_id] = [str(f.get("text", "")) for f in found if isinstance(f, dict)]
-        return out
+        return {r.sample_id: [str(f.get("text", "")) for f in r.diagnosis if isinstance(f, dict)]
+                for r in self.results if r.diagnosis}
 
     def scalars(self, prefix: str = "violin") -> dict:
         """A flat dict of floats for experiment trackers (W&B, TensorBoard, MLflow).
@@ -217,7 +213,7 @@ class EvaluationRun:
 
         ``python -m pytest_violin compare FOLDER`` reads the folder,
         ``--violin-baseline=FOLDER/baseline.json`` gates a later run on it.
-        ``baseline``: a baseline to compare with, whose verdict the reports show.
+        ``baseline``: a baseline to compare with (as :meth:`compare` takes it), whose verdict the reports show.
         A baseline of an interrupted run is not written (it would gate on a subset).
         """
         from ..gating import write_baseline
@@ -226,7 +222,7 @@ class EvaluationRun:
 
         folder = Path(folder)
         current = self.baseline()
-        comparison = None if baseline is None else self.compare(baseline)
+        comparison = None if baseline is None else self.compare(baseline).comparison
         meta = self._report_metadata(current)
         if baseline is not None:
             meta["baseline"] = str(baseline) if isinstance(baseline, (str, Path)) else "<in memory>"
@@ -244,19 +240,23 @@ class EvaluationRun:
         """The gate's verdict on this run against ``baseline`` (a baseline file, a folder :meth:`save`
         wrote, a baseline document, or another :class:`EvaluationRun`).
 
-        Returns the gate's :class:`~pytest_violin.gating.Comparison`: ``ok`` is
-        False when a task or variation got credibly worse (the rules of
-        ``--violin-baseline``, its margins and error rate by default).
+        The gate's own decision (:func:`pytest_violin.gating.decide.decide`, the rules of
+        ``--violin-baseline``, its margins and error rate by default): a
+        :class:`~pytest_violin.gating.decide.GateVerdict` whose ``ok`` is False when a task or
+        variation got credibly worse; ``comparison`` holds the groups' deltas, ``messages`` what
+        the reports say beside them (the data changed).
         """
-        from ..gating import compare as gate_compare
-        from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
+        from ..gating.decide import GateLimits, decide
+        from ..report.json_report import records_of
 
-        doc, path = _baseline_document(baseline)
-        return gate_compare(doc, self.baseline(),
-                            max_regression=DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                            max_pass_drop=DEFAULT_MAX_PASS_DROP if max_pass_drop is None else max_pass_drop,
-                            alpha=DEFAULT_ALPHA if alpha is None else alpha, allow_mismatch=allow_mismatch,
-                            baseline_path=path)
+        defaults = GateLimits()
+        limits = GateLimits(
+            max_regression=defaults.max_regression if max_regression is None else max_regression,
+            max_pass_drop=defaults.max_pass_drop if max_pass_drop is None else max_pass_drop,
+            alpha=defaults.alpha if alpha is None else alpha, allow_mismatch=allow_mismatch)
+        doc, label = _baseline_document(baseline)
+        return decide(doc, records_of(self.results), self.baseline(), limits=limits, baseline_label=label,
+                      interrupted=self.interrupted)
 
 
 def _baseline_document(baseline) -> tuple:

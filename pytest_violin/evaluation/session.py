@@ -56,7 +56,6 @@ class Session:
                                        given=max_calls != "default", bills=bills, price=price,
                                        max_cost=max_cost, names=_CAP_NAMES))
         self.adapter = CountingAdapter(adapter, self.usage)
-        self.messages: dict = {}
         self._shown: dict = {}  # passing samples given thumbnails, per (task, variation)
         self.stop_reason: str | None = None
         self.interrupted = False
@@ -134,13 +133,10 @@ class Session:
             warnings.warn(ViolinWarning(note), stacklevel=4)
         result, images = judge_generation(sample, generation, self.settings, self.limits, index=index)
         del generation
-        result.extra["adapter"] = self.identity
-        result.extra["definition"] = sample_definition(sample)
+        result.adapter = self.identity
+        result.definition = sample_definition(sample)
         if self.thumbnails:
             from ..report.folder import attach_thumbnails
 
             attach_thumbnails(result, sample, images, self._shown)
-        message = result.extra.pop("_message", None)
-        if message:
-            self.messages[sample.id] = message
         return result

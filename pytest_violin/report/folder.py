@@ -117,7 +117,7 @@ def attach_thumbnails(result, sample, images, shown: dict, *,
     the report does (see docs/reports.md). A thumbnail never fails a sample:
     what went wrong goes to ``extra["thumbnails_error"]``.
     """
-    if result.outcome == "passed":
+    if result.passed:
         group = (sample.task, getattr(sample, "variation", None))
         if shown.get(group, 0) >= per_variation:
             return
@@ -125,7 +125,7 @@ def attach_thumbnails(result, sample, images, shown: dict, *,
     try:
         from .thumbnails import make_thumbnails
 
-        expected = sample.expected() if result.outcome != "passed" else None
+        expected = sample.expected() if not result.passed else None
         # the mask task's source image and mask beside expected and generated
         inputs = getattr(sample, "inputs", ()) if expected is not None else ()
         result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None, inputs=inputs)
