@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ReportsNotWritten
 from .json_report import THUMBNAILS_FILE
 
 __all__ = ["PASSING_THUMBNAILS_PER_VARIATION", "REPORT_FILES", "ReportsNotWritten", "attach_thumbnails",
@@ -19,10 +20,6 @@ __all__ = ["PASSING_THUMBNAILS_PER_VARIATION", "REPORT_FILES", "ReportsNotWritte
 #: passing one looks like its expected image by definition, so a few examples
 #: per variation show what the model draws without paying for thousands.
 PASSING_THUMBNAILS_PER_VARIATION = 12
-
-
-class ReportsNotWritten(OSError):
-    """A report file could not be written; the message says which were, and which stale ones went."""
 
 
 #: The files of a report folder, in the order they are written.
