@@ -21,6 +21,7 @@ _PUBLIC = {
     "pytest_violin.diagnosis": ("diagnose", "Diagnosis"),
     "pytest_violin.assertions": ("assert_obeys", "assert_pure_color", "assert_blocks", "assert_shape",
                                  "assert_masked"),
+    "pytest_violin.evaluation": ("evaluate", "EvaluationRun", "trend"),
     "pytest_violin.errors": ("ViolinError", "InvalidImageError", "GenerationError"),
 }
 _LAZY = {name: module for module, names in _PUBLIC.items() for name in names}

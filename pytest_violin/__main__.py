@@ -1,10 +1,12 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare`` (``--help`` on each).
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend`` (``--help`` on each).
 
 ``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
-variation, ``sheet`` draws a contact sheet, and ``compare`` compares runs side by side (and with the paper's
-published rows) in the paper's layout; ``batch list`` shows the provider batches this project submitted
-(``--violin-batch``; with ``--model SPEC`` also their state at the provider) and ``batch cancel [ID ...]
---model SPEC`` cancels them (every running one without an ID; only batches this project recorded).
+variation, ``sheet`` draws a contact sheet, ``compare`` compares runs side by side (and with the paper's
+published rows) in the paper's layout, ``trend`` follows task means and pass rates across runs in the order
+given (checkpoints, releases) as text, Markdown, CSV or an HTML page of charts; ``batch list`` shows the provider
+batches this project submitted (``--violin-batch``; with ``--model SPEC`` also their state at the provider) and
+``batch cancel [ID ...] --model SPEC`` cancels them (every running one without an ID; only batches this project
+recorded).
 
 Exit status (pytest's numbers, so a script treats both alike):
 
@@ -60,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,batch}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,trend,batch}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -119,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     bat.add_argument("--model", help="the adapter (as --violin-model): needed to ask the provider")
     bat.add_argument("--cache-dir", help="the --violin-cache-dir of the runs (default: .pytest_cache)")
     bat.set_defaults(command_parser=bat)
+
+    tr = sub.add_parser("trend", help="task means and pass rates across runs (checkpoints, releases)")
+    tr.set_defaults(command_parser=tr)
+    tr.add_argument("runs", nargs="+", metavar="RUN",
+                    help="a --violin-report folder (or one evaluate()'s run.save wrote), a results.json "
+                         "or a baseline file, oldest first")
+    tr.add_argument("--label", action="append", default=[], metavar="L",
+                    help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+    paper = tr.add_mutually_exclusive_group()
+    paper.add_argument("--paper", dest="paper", action="store_true", default=None,
+                       help="draw the paper's models as reference lines (default: when every run is on "
+                            "the official data)")
+    paper.add_argument("--no-paper", dest="paper", action="store_false", help="no reference lines")
+    tr.add_argument("--format", default="terminal", choices=TREND_FORMATS,
+                    help="output format (default terminal; html needs --output)")
+    tr.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
     return parser
 
 
@@ -187,6 +205,31 @@ def _batch_stores(roots, identity):
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
+TREND_FORMATS = ("terminal", "md", "csv", "html")
+
+
+def _trend(args, parser, out) -> None:
+    from .compare.runs import load_run
+    from .compare.trend import build_trend
+
+    if len(args.label) > len(args.runs):
+        parser.error(f"argument --label: {len(args.label)} labels given for {len(args.runs)} RUNs")
+    if args.format == "html" and not args.output:
+        parser.error("argument --format: html needs --output FILE")
+    labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
+    trend = build_trend([load_run(spec, label=label) for spec, label in zip(args.runs, labels)],
+                        paper=args.paper)
+    if args.format == "html":
+        trend.write_html(args.output)
+    else:
+        text = {"terminal": trend.text, "md": trend.markdown, "csv": trend.csv}[args.format]()
+        if not args.output:
+            out.write(text)
+            return
+        from ._fs import atomic_write
+
+        atomic_write(args.output, text)
+    out.write(f"wrote the trend of {len(args.runs)} run(s) to {args.output}\n")
 
 
 def _compare(args, parser, out) -> None:
@@ -264,8 +307,8 @@ def main(argv=None) -> int:
     # errors found after parsing are the sub-command's: its usage, not the top-level one
     command_parser = args.command_parser
     try:
-        if args.command == "compare":
-            _compare(args, command_parser, sys.stdout)
+        if args.command in ("compare", "trend"):
+            (_compare if args.command == "compare" else _trend)(args, command_parser, sys.stdout)
             return EXIT_OK
         if args.command == "batch":
             _batch(args, command_parser, sys.stdout)

@@ -10,7 +10,8 @@ from __future__ import annotations
 __all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError", "ImageSizeMismatchError",
            "InvalidColorError", "SuiteError", "ManifestError", "SampleIdError", "ModelSpecError", "ThresholdError",
            "GenerationError", "GenerationCancelled", "GenerationRefused", "GenerationUnjudged",
-           "GenerationCrashed", "ServerCrashed", "SetupError", "BatchPending", "BaselineError", "ViolinFailure", "ViolinWarning"]
+           "GenerationCrashed", "ServerCrashed", "SetupError", "BatchPending", "BaselineError", "ReportsNotWritten",
+           "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):
@@ -182,6 +183,10 @@ class BatchPending(GenerationUnjudged):
 
 class BaselineError(ViolinError, ValueError):
     """A baseline file is missing, malformed or incompatible."""
+
+
+class ReportsNotWritten(ViolinError, OSError):
+    """A report file could not be written; the message says which were, and which stale ones went."""
 
 
 class ViolinFailure(ViolinError, AssertionError):

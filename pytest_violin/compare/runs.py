@@ -19,7 +19,7 @@ from ..errors import InvalidArgumentError, ViolinError
 if TYPE_CHECKING:
     from .model import Run
 
-__all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
+__all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run", "run_from_results"]
 
 #: Largest results.json / baseline accepted (a full 7,745-sample run is ~10 MB).
 MAX_JSON_BYTES = 256 * 1024 * 1024
@@ -269,16 +269,30 @@ def _meta(path, doc) -> dict:
 def _from_file(path: Path, doc, label, kind: str) -> Run:
     """A results.json (``kind="results"``, with its thumbnails file) or a baseline as a Run."""
     from ..report.json_report import THUMBNAILS_FILE
+
+    results = kind == "results"
+    fallback = (path.parent.name or path.name) if results else path.stem
+    return _run(path, doc, label, kind, fallback, path.parent / THUMBNAILS_FILE if results else None)
+
+
+def run_from_results(doc, *, label: str, source: str) -> Run:
+    """A :class:`Run` of a results.json document held in memory (an evaluation not saved yet).
+
+    The records are read as a file's are (the same fields, cut the same way); ``doc`` is consumed (its
+    sample list is emptied as it is read).
+    """
+    return _run(source, doc, label, "results", source, None)
+
+
+def _run(source, doc, label, kind: str, fallback: str, thumbnails: Path | None) -> Run:
     from .model import Run
 
-    meta = _meta(path, doc)
+    meta = _meta(source, doc)
     suite = _text(meta.get("suite")) or ""
-    results = kind == "results"
-    records, digests = _records(path, doc.get("samples"), "sample_id" if results else "id", suite)
-    if results:
-        _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
-    fallback = (path.parent.name or path.name) if results else path.stem
-    return Run(label=_label(label, meta, fallback), source=str(path), kind=kind, metadata=meta,
+    records, digests = _records(source, doc.get("samples"), "sample_id" if kind == "results" else "id", suite)
+    if thumbnails is not None:
+        _attach_thumbnails(thumbnails, records)
+    return Run(label=_label(label, meta, fallback), source=str(source), kind=kind, metadata=meta,
                records=records, digests=digests)
 
 

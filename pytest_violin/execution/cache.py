@@ -28,7 +28,7 @@ from .._fs import atomic_write, read_option_bytes
 from ..errors import InvalidArgumentError, InvalidImageError
 from ..imaging import MAX_DECODED_BYTES, READERS, current_reader, decode_image, encode_png
 
-__all__ = ["CACHE_VERSION", "MAX_ENTRY_BYTES", "ImageCache", "cache_identity"]
+__all__ = ["CACHE_VERSION", "MAX_ENTRY_BYTES", "ImageCache", "cache_identity", "cached_counts"]
 
 log = logging.getLogger("pytest_violin.cache")
 
@@ -167,3 +167,31 @@ class ImageCache:
 
     def __repr__(self) -> str:
         return f"ImageCache({str(self.root)!r})"
+
+
+def cached_counts(cache, identity: str | None, samples, *, seed: int, repeats: int) -> dict:
+    """Sample id -> how many of its ``repeats`` images ``cache`` holds (samples with none left out).
+
+    ``identity`` is the adapter's :func:`cache_identity` (None: nothing is
+    cached). An empty cache costs nothing; otherwise a key needs the request's
+    input images (rendered for mask samples, ~1 ms each). An unreadable entry
+    counts as an image to make.
+    """
+    from dataclasses import replace
+
+    from ..models.request import GenerationRequest, derive_seed
+
+    found: dict = {}
+    if cache is None or identity is None or cache.is_empty():
+        return found
+    for sample in samples:
+        request = GenerationRequest.from_sample(sample, base_seed=seed, repeat=0)
+        for repeat in range(repeats):
+            if repeat:
+                request = replace(request, seed=derive_seed(seed, sample.id, repeat), repeat=repeat)
+            try:
+                if cache.contains(cache.key(identity, request)):
+                    found[sample.id] = found.get(sample.id, 0) + 1
+            except Exception:  # an unreadable cache entry counts as a generation to make
+                pass
+    return found

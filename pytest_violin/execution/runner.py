@@ -106,12 +106,16 @@ class DaemonPool:
                     future.set_exception(exc)
             del item, future, fn, args
 
-    def shutdown(self, *, wait: bool) -> None:
+    def shutdown(self, *, wait: bool, timeout: float | None = None) -> bool:
+        """Stop the threads once their work is done; ``wait``: join them, at most ``timeout`` seconds in all
+        (None: as long as they take). True when every thread has ended."""
         for _ in self._threads:
             self._queue.put(None)
         if wait:
+            deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
             for thread in self._threads:
-                thread.join()
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
 
 
 #: Consecutive transport failures (no answer at all) after which the runner stops calling the adapter for the
@@ -346,14 +350,17 @@ class Runner:
         before any image: <reason>`` for a crash; see the module docstring), else None."""
         return self._setup_stop
 
-    def close(self, *, wait: bool = True) -> None:
-        """Cancel pending prefetches and stop the threads.
+    def close(self, *, wait: bool = True, timeout: float | None = None) -> bool:
+        """Cancel pending prefetches and stop the threads; True when every thread has ended.
 
         Parameters
         ----------
         wait : bool, optional
             Wait for generations in flight (a normal end). ``False`` after an interrupt: the cancel event is
             set, so adapters start no new request or retry, and the threads still in flight are abandoned.
+        timeout : float, optional
+            With ``wait``: the most seconds to wait for them (an interrupted run sets :attr:`cancel` first, so
+            the generations end at once).
         """
         self._closed = True
         if not wait:
@@ -361,9 +368,11 @@ class Runner:
         for _, fut in self._futures.values():
             fut.cancel()
         self._futures.clear()
+        ended = True
         if self._pool is not None:
-            self._pool.shutdown(wait=wait)
+            ended = self._pool.shutdown(wait=wait, timeout=timeout)
             self._pool = None
+        return ended
 
     # -- work (in pool threads) ----------------------------------------
     def _note_transport(self, error: GenerationError) -> None:

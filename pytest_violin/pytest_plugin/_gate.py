@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..report.folder import PASSING_THUMBNAILS_PER_VARIATION
 from ..report.text import printable
 from ._options import GateSettings
 
@@ -18,10 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
 
-#: Passing samples per (task, variation) and process whose generated image is shown in the HTML report. Every
-#: failing sample gets its thumbnails; a passing one looks like its expected image by definition, so a few examples
-#: per variation show what the model draws without paying for thousands.
-PASSING_THUMBNAILS_PER_VARIATION = 12
 
 #: Node id of the gate's own test, reported after the last sample (its failure is the gate's).
 GATE_NODEID = "violin::gate"
@@ -119,25 +116,10 @@ class GateState:
         result.definition = sample_definition(sample)
         if vs.is_worker and vs.identity:
             result.adapter = vs.identity
-        if self.settings.report is None:
-            return
-        from ..report.thumbnails import make_thumbnails
-        if result.passed:
-            group = (sample.task, getattr(sample, "variation", None))
-            shown = self.passing_thumbnails.get(group, 0)
-            if shown >= PASSING_THUMBNAILS_PER_VARIATION:
-                return
-            self.passing_thumbnails[group] = shown + 1
-        try:
-            # The ground truth is rendered again only for failures: a passing sample's difference is near black, and
-            # rendering costs more than everything else the report does (see docs/reports.md).
-            expected = sample.expected() if not result.passed else None
-            # the mask task's source image and mask beside expected and generated
-            inputs = getattr(sample, "inputs", ()) if expected is not None else ()
-            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
-                                                         inputs=inputs)
-        except Exception as exc:  # a thumbnail must never fail a test
-            result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
+        if self.settings.report is not None:
+            from ..report.folder import attach_thumbnails
+
+            attach_thumbnails(result, sample, images, self.passing_thumbnails)
 
     def known_failure(self, sample_id: str, definition, mean) -> str | None:
         """``known failure`` or ``new failure`` text of a sample over its limits; None: it fails."""
@@ -277,14 +259,8 @@ class GateState:
                                  f"need are not in it; gate later runs against a full run's baseline")
 
     def _write_reports(self, vs, session, results, current) -> None:
-        from ..report.html import write_html
-        from ..report.json_report import (
-            THUMBNAILS_FILE,
-            run_usage,
-            write_results_json,
-            write_thumbnails_json,
-        )
-        from ..report.markdown import write_summary
+        from ..report.folder import ReportsNotWritten, write_report_folder
+        from ..report.json_report import run_usage
         from ._signals import stop_reason
         folder = self.settings.report
         meta = dict(current["metadata"])
@@ -302,23 +278,12 @@ class GateState:
         batch = report_section(vs)
         if batch:  # --violin-batch: the service, the discount, what the provider completed, what is pending
             meta["batch"] = batch
-        kwargs = {"metadata": meta, "comparison": self.comparison, "aggregates": current["aggregates"]}
-        written: list = []
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            write_results_json(folder / "results.json", results, **kwargs)
-            written.append("results.json")
-            write_thumbnails_json(folder / THUMBNAILS_FILE, results)
-            written.append(THUMBNAILS_FILE)
-            write_summary(folder / "summary.md", results, runs_comparison=self.runs_comparison, **kwargs)
-            written.append("summary.md")
-            write_html(folder / "report.html", results, runs_comparison=self.runs_comparison, **kwargs)
-            self.messages.append(f"reports written to {folder} (results.json, report.html, summary.md, "
-                                 f"{THUMBNAILS_FILE})")
-        except OSError as exc:
-            self.messages.append(f"reports NOT written to {folder}: {exc}; "
-                                 + _drop_stale_reports(folder, written, THUMBNAILS_FILE)
-                                 + "; the session fails")
+            written = write_report_folder(folder, results, metadata=meta, comparison=self.comparison,
+                                          aggregates=current["aggregates"], runs_comparison=self.runs_comparison)
+            self.messages.append(f"reports written to {folder} ({', '.join(written)})")
+        except ReportsNotWritten as exc:
+            self.messages.append(f"reports NOT written to {folder}: {exc}; the session fails")
             _fail_unwritten(session)
 
     def terminal_summary(self, terminalreporter, config) -> None:
@@ -344,30 +309,6 @@ class GateState:
         lines += [(m, "info") for m in self.messages]
         for text, level in lines:
             terminalreporter.write_line(printable(text), **_STYLES.get(level, {}))
-
-
-def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
-    """Remove the earlier run's report files this run did not replace; say what happened."""
-    names = ("results.json", thumbnails_file, "summary.md", "report.html")
-    missing = [n for n in names if n not in written]
-    removed, kept = [], []
-    for name in missing:
-        path = folder / name
-        try:
-            if path.is_file():
-                path.unlink()
-                removed.append(name)
-        except OSError:
-            kept.append(name)
-    parts = ["not written: " + ", ".join(missing)]
-    if written:
-        parts.append("written: " + ", ".join(written))
-    if removed:
-        parts.append("the earlier run's " + ", ".join(removed) + " removed (not this run's)")
-    if kept:
-        parts.append("the earlier run's " + ", ".join(kept) + " could NOT be removed: they are "
-                     "not this run's")
-    return "; ".join(parts)
 
 
 def _fail_unwritten(session) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from ..errors import ViolinFailure, ViolinWarning
 from ..report.text import printable
-from ..results import Outcome, error_result, score_generation
+from ..judging import judge_generation
+from ..results import Outcome
 from ._options import resolve_path
 
 __all__ = ["RESULT_KEY", "BuiltinScope", "ViolinItem", "ViolinSuite", "builtin_scope", "dataset_lines", "load_suite",
@@ -69,17 +70,7 @@ class ViolinItem(pytest.Item):
             # pytest stops after this item; thousands of identical failures would cost minutes and say nothing more
             # (see docs/plugin.md, "A dead endpoint"; the same for the first samples all ending in one setup error)
             self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
-        if generation.fault is not None:
-            result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                          reason=f"error while generating: {generation.fault}"), []
-        else:  # an unjudged generation error (no answer, setup, time-out) ends as an error there
-            try:
-                result, images = score_generation(sample, generation, state.settings, state.limits,
-                                                  index=self.violin_index)
-            except Exception as exc:  # a broken expected image or spec: not the model's fault
-                from ..execution.runner import exception_line
-                result, images = error_result(sample, generation, state.settings, index=self.violin_index,
-                                              reason=f"error while scoring: {exception_line(exc)}"), []
+        result, images = judge_generation(sample, generation, state.settings, state.limits, index=self.violin_index)
         del generation
         result.adapter = state.identity
         state.gate.sample_scored(state, sample, images, result)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import math
-from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pytest
 
+from ..execution.budget import COST_TOLERANCE as _TOLERANCE
+from ..execution.budget import DEFAULT_BILLED_MAX_CALLS, adapter_bills
 from ..report.text import format_usd
 
 __all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "format_usd",
            "reruns_note"]
-
-#: Relative slack of the cost comparison (binary floats: 3 x 0.1 > 0.3).
-_TOLERANCE = 1e-9
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -64,29 +61,19 @@ class Plan:
 def _max_calls(vs) -> int | None:
     """``--violin-max-calls``, or its default where the adapter bills (:func:`adapter_bills`)."""
     s = vs.settings
-    if not s.max_calls_given and vs.bills:
-        from ._options import DEFAULT_NETWORK_MAX_CALLS
-        return DEFAULT_NETWORK_MAX_CALLS
-    return s.max_calls
+    return DEFAULT_BILLED_MAX_CALLS if not s.max_calls_given and vs.bills else s.max_calls
 
 
 def call_cap(vs) -> tuple[int | None, str]:
-    """The calls this run may make at run time, and the option that says so (docs/plugin.md)."""
+    """The calls this run may make at run time, and the option that says so (docs/plugin.md): the one
+    rule :func:`pytest_violin.execution.budget.call_cap`, which evaluate() applies too."""
+    from ..execution.budget import call_cap as cap
+
     s = vs.settings
-    limit = _max_calls(vs)
-    text = "" if limit is None else f"--violin-max-calls={limit}"
-    if limit is not None and limit != s.max_calls:
-        text = f"the default --violin-max-calls={limit} of an adapter that bills"
     from ._batch import run_price
 
-    price = run_price(vs)  # a batch run pays the batch price
-    if s.max_cost is not None and price:
-        affordable = math.floor(s.max_cost / price * (1 + _TOLERANCE))
-        if limit is None or affordable < limit:
-            limit = affordable
-            text = (f"--violin-max-cost={s.max_cost:g} ({affordable} calls at {format_usd(price)} "
-                    f"per image)")
-    return limit, text
+    # a batch run pays the batch price
+    return cap(s.max_calls, given=s.max_calls_given, bills=vs.bills, price=run_price(vs), max_cost=s.max_cost)
 
 
 def reruns_note(config, *, cached: bool) -> str:
@@ -102,16 +89,6 @@ def reruns_note(config, *, cached: bool) -> str:
                 f"(a generation that failed is made again and counted); calls are capped, not items")
     return (f"reruns ({what}): each rerun of a failing item calls the model again and is counted and "
             f"capped as a call")
-
-
-def adapter_bills(adapter, *, price: float | None = None) -> bool:
-    """Whether calls to ``adapter`` may cost money, so the default ``--violin-max-calls`` applies."""
-    if price is not None:
-        return True
-    declared = getattr(adapter, "bills", None)
-    if declared is not None:
-        return bool(declared)
-    return bool(getattr(adapter, "network", False))
 
 
 def calls_note(limit: int | None, *, given: bool, bills: bool, network: bool) -> str:
@@ -141,7 +118,6 @@ def cost_limit_message(plan: Plan, max_cost: float) -> str | None:
 
 def cached_repeats(state, samples) -> dict:
     """Sample id -> how many of its ``--violin-repeats`` images the cache holds (0 when none)."""
-    from ..models.request import GenerationRequest, derive_seed
     s = state.settings
     samples = list(samples)
     # the sequential gate's order and the plan line both ask, before anything is generated: the
@@ -149,20 +125,14 @@ def cached_repeats(state, samples) -> dict:
     memo = getattr(state, "cache_lookups", None)
     todo = [sample for sample in samples if memo is None or sample.id not in memo]
     cache = state.make_cache() if todo else None
-    found: dict = {}
-    if cache is not None and not cache.is_empty():
-        from ..execution.cache import cache_identity
-        identity = state.identity or s.model
-        if state.adapter is not None:  # what the server reports of its models (see cache_identity)
-            identity = cache_identity(state.adapter, identity)
-        for sample in todo if identity is not None else ():
-            request = GenerationRequest.from_sample(sample, base_seed=s.seed, repeat=0)
-            for repeat in range(s.repeats):
-                if repeat:
-                    request = replace(request, seed=derive_seed(s.seed, sample.id, repeat), repeat=repeat)
-                with suppress(Exception):  # an unreadable cache entry counts as a generation to make
-                    if cache.contains(cache.key(identity, request)):
-                        found[sample.id] = found.get(sample.id, 0) + 1
+    if cache is not None and cache.is_empty():
+        cache = None  # nothing to find, and cache_identity may ask the server
+    from ..execution.cache import cache_identity, cached_counts
+
+    identity = state.identity or s.model
+    if cache is not None and state.adapter is not None:  # what the server reports of its models
+        identity = cache_identity(state.adapter, identity)
+    found = cached_counts(cache, identity, todo, seed=s.seed, repeats=s.repeats)
     if memo is None:
         return found
     memo.update((sample.id, found.get(sample.id, 0)) for sample in todo)

@@ -55,7 +55,7 @@ class ViolinSession:
         self.identity: str | None = None
         self.scope: BuiltinScope | None = None
         self.network = False
-        #: the default --violin-max-calls applies (_planning.adapter_bills)
+        #: the default --violin-max-calls applies (execution.budget.adapter_bills)
         self.bills = False
         self.cacheable = True
         self.cancel = threading.Event()

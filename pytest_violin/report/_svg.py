@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
 
 from .json_report import fmt
 
-__all__ = ["PALETTE", "bar_chart", "color_scale", "text_width"]
+__all__ = ["PALETTE", "bar_chart", "color_scale", "line_chart", "text_width"]
 
 #: Series colours (colour-blind friendly, Okabe-Ito order).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
@@ -81,12 +82,7 @@ def bar_chart(categories: Sequence[str], series: Sequence[tuple[str, Mapping[str
             f'<text x="{left + (ci + 0.5) * group_w:.1f}" y="{top_pad + plot_h + 14:.1f}" '
             f'class="ax" text-anchor="middle">{escape(cat)}</text>'
         )
-    ly0 = top_pad + plot_h + 24
-    for si, (name, shown, x, row) in enumerate(legend):
-        lx, ly = left + x, ly0 + 16 * row
-        parts.append(f'<g class="lg"><title>{escape(name)}</title><rect x="{lx:.1f}" y="{ly:.1f}" '
-                     f'width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
-                     f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(shown)}</text></g>')
+    parts += _legend_svg(legend, left, top_pad + plot_h + 24)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -124,11 +120,7 @@ def _legend_layout(names, plot_w) -> list[tuple[str, str, float, int]]:
     room = max(40.0, plot_w - _SWATCH_PX)
     out, x, row = [], 0.0, 0
     for name in names:
-        shown = name
-        if text_width(shown) > room:
-            while shown and text_width(shown) + 10.0 > room:
-                shown = shown[:-1]
-            shown += "\u2026"
+        shown = _cut_to(name, room)
         width = _SWATCH_PX + text_width(shown)
         if x > 0 and x + width > plot_w:
             x, row = 0.0, row + 1
@@ -164,3 +156,139 @@ def color_scale(stops: Sequence[tuple[float, str]], ticks: Sequence[tuple[float,
                      f'{escape(str(label))}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _cut_to(text: str, room: float) -> str:
+    """``text`` cut with an ellipsis to fit ``room`` pixels (the full text stays in the tooltip)."""
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text) + 10.0 > room:
+        text = text[:-1]
+    return text + "\u2026"
+
+
+def line_chart(points: Sequence[str], series: Sequence[tuple[str, Sequence]], *, title: str = "",
+               references: Sequence[tuple[str, float]] = (), y_max: float | None = None, width: int = 560,
+               height: int = 240) -> str:
+    """Values across ordered points (runs, checkpoints) as an inline ``<svg>`` line chart.
+
+    Parameters
+    ----------
+    points : sequence of str
+        The x axis, left to right (run labels).
+    series : sequence of (str, sequence)
+        One line per series: ``(name, values)``, a value per point; a missing
+        or non-finite value breaks the line there. Each marker has a
+        ``<title>`` tooltip with its exact value; each line's group carries
+        ``data-series`` (the page's script shows or hides series by it).
+    title : str, optional
+        Drawn above the chart and used as the accessible label.
+    references : sequence of (str, float), optional
+        Horizontal dashed grey lines (published models), each with a tooltip.
+    y_max : float, optional
+        Top of the y axis (default: a round number above every value).
+    width, height : int, optional
+        Size in CSS pixels (the legend adds rows below).
+
+    Returns
+    -------
+    str
+        Self-contained SVG markup; every label is HTML-escaped.
+    """
+    labels = [str(p) for p in points]
+    values = [float(v) for _, vals in series for v in vals if _finite(v)]
+    values += [float(v) for _, v in references if _finite(v)]
+    top_pad = 24 if title else 8
+    plot = _Plot(left=44, top_pad=top_pad, plot_w=max(10, width - 44 - 12), plot_h=max(10, height - top_pad - 44),
+                 n=len(labels), top=float(y_max) if y_max else _nice_max(max(values, default=0.0)))
+    legend = _legend_layout([str(name) for name, _ in series], plot.plot_w) if len(series) > 1 else []
+    height = top_pad + plot.plot_h + 44 + 16 * (1 + max((row for *_, row in legend), default=-1))
+    parts = [f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="{escape(title)}">']
+    if title:
+        parts.append(f'<text x="{plot.left}" y="15" class="ct">{escape(title)}</text>')
+    parts += _axes(plot, labels)
+    for name, value in references:
+        if _finite(value):
+            y = plot.y(float(value))
+            parts.append(f'<line x1="{plot.left}" x2="{plot.left + plot.plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
+                         f'class="ref" stroke="#999" stroke-dasharray="4 3"><title>{escape(str(name))} = '
+                         f'{fmt(float(value))}</title></line>')
+    # the last drawn is on top: the first series (a task's line over its variations') last
+    for si, (name, vals) in reversed(list(enumerate(series))):
+        parts += _series(plot, str(name), list(vals)[:plot.n], labels, PALETTE[si % len(PALETTE)])
+    parts += _legend_svg(legend, plot.left, top_pad + plot.plot_h + 28)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@dataclass(frozen=True)
+class _Plot:
+    """Where a line chart's plot area is and how values map into it."""
+
+    left: float
+    top_pad: float
+    plot_w: float
+    plot_h: float
+    n: int
+    top: float
+
+    def x(self, i: int) -> float:
+        return self.left + (i * self.plot_w / (self.n - 1) if self.n > 1 else self.plot_w / 2)
+
+    def y(self, v: float) -> float:
+        return self.top_pad + self.plot_h * (1 - min(max(v, 0.0), self.top) / self.top)
+
+
+def _axes(plot: _Plot, labels) -> list:
+    """Grid lines with the y axis's values, and the x axis's labels (at most one per 40 px)."""
+    parts = []
+    for frac in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = plot.top_pad + plot.plot_h * (1 - frac)
+        parts.append(f'<line x1="{plot.left}" x2="{plot.left + plot.plot_w}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
+        parts.append(f'<text x="{plot.left - 4}" y="{y + 4:.1f}" class="ax" text-anchor="end">'
+                     f'{plot.top * frac:g}</text>')
+    n = plot.n
+    every = max(1, math.ceil(n / max(1, plot.plot_w // 40)))
+    room = every * max(20.0, plot.plot_w / (n - 1) - 4 if n > 1 else plot.plot_w)
+    for i, label in enumerate(labels):
+        if i % every and i != n - 1:
+            continue
+        anchor = "middle" if n == 1 else "start" if i == 0 else "end" if i == n - 1 else "middle"
+        parts.append(f'<text x="{plot.x(i):.1f}" y="{plot.top_pad + plot.plot_h + 14:.1f}" class="ax" '
+                     f'text-anchor="{anchor}"><title>{escape(label)}</title>{escape(_cut_to(label, room))}</text>')
+    return parts
+
+
+def _series(plot: _Plot, name: str, values, labels, color: str) -> list:
+    """One series: its lines (broken where a value is missing) and a marker with a tooltip per value."""
+    parts = [f'<g class="series" data-series="{escape(name)}">']
+    runs, run = [], []
+    for i, v in enumerate(values):
+        if _finite(v):
+            run.append(f"{plot.x(i):.1f},{plot.y(float(v)):.1f}")
+        else:
+            runs.append(run)
+            run = []
+    runs.append(run)
+    parts += [f'<polyline points="{" ".join(r)}" fill="none" stroke="{color}" stroke-width="2"/>'
+              for r in runs if len(r) > 1]
+    parts += [f'<circle cx="{plot.x(i):.1f}" cy="{plot.y(float(v)):.1f}" r="3" fill="{color}"><title>'
+              f'{escape(name)} @ {escape(labels[i])} = {fmt(float(v))}</title></circle>'
+              for i, v in enumerate(values) if _finite(v)]
+    return parts + ["</g>"]
+
+
+def _legend_svg(legend, left: float, y0: float) -> list:
+    """The legend's entries (:func:`_legend_layout`), a swatch and a name each."""
+    out = []
+    for si, (name, shown, x, row) in enumerate(legend):
+        lx, ly = left + x, y0 + 16 * row
+        out.append(f'<g class="lg"><title>{escape(name)}</title><rect x="{lx:.1f}" y="{ly:.1f}" '
+                   f'width="10" height="10" fill="{PALETTE[si % len(PALETTE)]}"/>'
+                   f'<text x="{lx + 14:.1f}" y="{ly + 9:.1f}" class="ax">{escape(shown)}</text></g>')
+    return out

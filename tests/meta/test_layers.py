@@ -41,15 +41,17 @@ LAYERS = [
     ("pytest_violin.models",),
     # 7: running generations
     ("pytest_violin.execution",),
-    # 8: results and their one aggregation
-    ("pytest_violin.results",),
+    # 8: results and their one aggregation, and a generation judged (the outcome rules)
+    ("pytest_violin.results", "pytest_violin.judging"),
     # 9: baselines and the gate's statistics
     ("pytest_violin.gating",),
     # 10: reporters
     ("pytest_violin.report", "pytest_violin.compare"),
-    # 11: the pytest plugin
+    # 11: evaluating a model from Python (notebooks, training loops): the plugin's code path, without pytest
+    ("pytest_violin.evaluation",),
+    # 12: the pytest plugin
     ("pytest_violin.pytest_plugin", "pytest_violin.hypothesis_profiles"),
-    # 12: writing your own tests, the command line, the public facade
+    # 13: writing your own tests, the command line, the public facade
     ("pytest_violin.assertions", "pytest_violin.strategies",
      "pytest_violin.__main__", "pytest_violin"),
 ]

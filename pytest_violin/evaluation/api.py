@@ -1,0 +1,271 @@
+"""``evaluate()``: one run of a suite against a model, outside pytest.
+
+The same pieces as the plugin, in the same order: the suite's stratified
+selection (:func:`~pytest_violin.suite.load_suite`), the limits
+(:mod:`pytest_violin.thresholds`), the adapter (:func:`~pytest_violin.models.resolve_model`
+for a spec), every call counted and capped (:mod:`pytest_violin.execution.usage`,
+:func:`~pytest_violin.execution.budget.call_cap`), the prefetching
+:class:`~pytest_violin.execution.runner.Runner` with its image cache, each
+sample judged by :func:`~pytest_violin.judging.judge_generation` (metrics,
+limits, diagnoses, outcome), and the results aggregated by
+:mod:`pytest_violin.results`. A sample therefore gets the same metrics,
+diagnoses and outcome here as in ``pytest --violin-model=...``.
+
+Ctrl-C: the run's cancel event is set (adapters start no new request, retry
+or poll, and the HTTP transport shuts its sockets), the generation threads
+are given a few seconds to end, and :class:`KeyboardInterrupt` propagates:
+control is back within :data:`~.session.INTERRUPT_GRACE` seconds plus one wait slice.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+from ..errors import InvalidArgumentError, ViolinWarning
+
+__all__ = ["DEFAULT_CACHE_DIR", "evaluate"]
+
+#: The generation cache, relative to the working directory: the plugin's default
+#: (``.pytest_cache/violin-images`` of the rootdir), so a notebook started in the
+#: project shares its images with ``pytest``.
+DEFAULT_CACHE_DIR = Path(".pytest_cache") / "violin-images"
+
+_PROFILES = ("violin", "strict")
+_PASS_RULES = ("mean", "worst")
+
+
+def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, repeats: int = 1,
+             profile: str = "violin", pass_rule: str = "mean", thresholds=None, concurrency: int = 4,
+             cache=True, timeout: float = 120.0, retries: int = 3, headers=(), max_calls="default",
+             price: float | None = None, max_cost: float | None = None, save_outputs=None,
+             metadata=None, photos_dir=None, thumbnails: bool = True, progress=True,
+             label: str | None = None):
+    """Run a Violin suite against ``model`` and return an :class:`~.run.EvaluationRun`.
+
+    Parameters
+    ----------
+    model : str, adapter or callable
+        A model spec as ``--violin-model`` takes it (``"oracle"``,
+        ``"python:mod:fn"``, ``"http://..."``, ``"openai:gpt-image-1"``...),
+        an adapter (an object with ``generate(request)``; ``identity``,
+        ``cacheable``, ``close`` are used when present), or any callable
+        ``f(request) -> image`` (a diffusers pipeline wrapped in one line).
+        Adapters and callables given as objects are not closed here: they are
+        the caller's. A callable's images are cached only when it has
+        ``cacheable = True`` (the cache cannot see a new checkpoint's weights).
+    suite : str or path, optional
+        A built-in suite (``"violin"``, ...), a manifest or an export folder,
+        or the official data (``hf:...``, a parquet).
+    tasks : str or sequence of str, optional
+        Keep only these tasks.
+    limit : int, optional
+        A stratified subset of at most ``limit`` samples (every task and
+        variation before repeating any); ``seed`` picks which.
+    seed : int, optional
+        The run seed: the subset and every request's seed.
+    repeats : int, optional
+        Images per sample; ``pass_rule`` judges the mean or the worst repeat.
+    profile : {"violin", "strict"}, optional
+        The metric profile.
+    thresholds : mapping or sequence of str, optional
+        Limit overrides (``{"color.delta_e": 0.2}`` or ``["color.delta_e=0.2"]``).
+    concurrency : int, optional
+        Generations in flight at once.
+    cache : bool or path, optional
+        ``True``: :data:`DEFAULT_CACHE_DIR` (the plugin's); a folder; ``False``: none.
+    timeout, retries, headers : optional
+        HTTP adapters' seconds per request, retries, extra headers (``("Name", "value")`` pairs).
+    max_calls : int, None or "default", optional
+        The most model calls the run may make: ``"default"`` caps an adapter
+        that bills at 2000 calls and leaves others uncapped; ``None``: no cap.
+        A run that plans more uncached generations is refused before it starts.
+    price, max_cost : float, optional
+        USD per image, and the most the run may cost (needs ``price``).
+    save_outputs : path, optional
+        Write every generated image there as ``<sample id>.png``.
+    metadata, photos_dir : path, optional
+        The official data's metadata folder; your own photographs for the mask task.
+    thumbnails : bool, optional
+        Keep the small pictures ``save()``'s report.html shows.
+    progress : bool, optional
+        A progress bar (tqdm's in a notebook or terminal when it is installed,
+        else one line on stderr).
+    label : str, optional
+        The run's name in tables and trends (default: the adapter's identity).
+
+    Returns
+    -------
+    EvaluationRun
+
+    Raises
+    ------
+    InvalidArgumentError, ModelSpecError, SuiteError, ThresholdError
+        A bad argument; the message names the value and what is accepted.
+    CallLimitReached
+        The run plans more uncached generations than ``max_calls`` / ``max_cost`` allow.
+    KeyboardInterrupt
+        Ctrl-C: the generations in flight are cancelled first.
+    """
+    options = _check(concurrency=concurrency, repeats=repeats, profile=profile, pass_rule=pass_rule,
+                     timeout=timeout, retries=retries, max_calls=max_calls, price=price, max_cost=max_cost,
+                     label=label)
+    samples = _load(suite, tasks, limit, seed, metadata, photos_dir)
+    limits = _limits(thresholds, samples)
+    cancel = threading.Event()
+    adapter, owned = _adapter(model, cancel=cancel, timeout=float(timeout), retries=int(retries),
+                              headers=tuple(headers or ()), concurrency=int(concurrency))
+    try:
+        from .session import Session
+
+        session = Session(adapter, samples=samples, limits=limits, cancel=cancel, seed=int(seed),
+                          repeats=int(repeats), profile=profile, pass_rule=pass_rule,
+                          concurrency=int(concurrency), cache=_cache(cache, adapter),
+                          save_outputs=save_outputs, thumbnails=bool(thumbnails), **options)
+        results = session.run(progress=_progress_bar(progress, len(samples)))
+    finally:
+        if owned:
+            close = getattr(adapter, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception as exc:  # the results stand; say it
+                    warnings.warn(ViolinWarning(f"closing the adapter failed: {type(exc).__name__}: {exc}"),
+                                  stacklevel=2)
+    from .run import EvaluationRun
+
+    return EvaluationRun._from_session(session, results, suite=suite, dataset=getattr(samples, "dataset", None))
+
+
+def _check(*, concurrency, repeats, profile, pass_rule, timeout, retries, max_calls, price, max_cost,
+           label) -> dict:
+    """Validate the scalar arguments; return the call-cap ones for the session."""
+    def integer(name, value, low):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise InvalidArgumentError(f"{name}={value!r}: expected an integer >= {low}")
+
+    def number(name, value, accepted):
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not ok or value < 0 or (name == "timeout" and value == 0):
+            raise InvalidArgumentError(f"{name}={value!r}: expected {accepted}")
+
+    integer("concurrency", concurrency, 1)
+    integer("repeats", repeats, 1)
+    integer("retries", retries, 0)
+    if profile not in _PROFILES:
+        raise InvalidArgumentError(f"profile={profile!r}: accepted: {', '.join(map(repr, _PROFILES))}")
+    if pass_rule not in _PASS_RULES:
+        raise InvalidArgumentError(f"pass_rule={pass_rule!r}: accepted: {', '.join(map(repr, _PASS_RULES))}")
+    number("timeout", timeout, "a finite number of seconds > 0")
+    for name, value in (("price", price), ("max_cost", max_cost)):
+        if value is not None:
+            number(name, value, "a finite number of USD >= 0, or None")
+    if max_cost is not None and price is None:
+        raise InvalidArgumentError(f"max_cost={max_cost!r} needs price= (USD per image) to estimate the "
+                                   f"cost against")
+    if max_calls != "default" and max_calls is not None:
+        integer("max_calls", max_calls, 0)
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        raise InvalidArgumentError(f"label={label!r}: expected a non-empty string")
+    return {"max_calls": max_calls, "price": price, "max_cost": max_cost, "label": label}
+
+
+def _load(suite, tasks, limit, seed, metadata, photos_dir):
+    from ..suite import load_suite
+
+    if isinstance(tasks, str):
+        tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidArgumentError(f"limit={limit!r}: expected a positive integer or None")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidArgumentError(f"seed={seed!r}: expected an integer")
+    samples = load_suite(suite, tasks=tasks, limit=limit, seed=seed, photos_dir=photos_dir, metadata=metadata)
+    if not samples:
+        raise InvalidArgumentError(f"suite={suite!r} tasks={tasks!r}: no sample selected")
+    return samples
+
+
+def _limits(thresholds, samples) -> dict:
+    from ..thresholds import KNOWN_METRICS, build_limits, parse_thresholds
+
+    table = {k: tuple(v) for k, v in KNOWN_METRICS.items()}
+    for s in samples:
+        table.setdefault(s.task, tuple(s.metric_names))
+    if isinstance(thresholds, str):
+        thresholds = [thresholds]
+    return build_limits(parse_thresholds(thresholds or (), table))
+
+
+def _adapter(model, *, cancel, timeout, retries, headers, concurrency):
+    """``(adapter, owned)``: the model as an adapter, and whether it is ours to close."""
+    from ..errors import ModelSpecError
+    from ..models.python import PythonAdapter
+
+    if isinstance(model, (str, Path)):
+        from ..models.registry import AdapterOptions, resolve_model
+
+        from ..redaction import redact_userinfo
+
+        cwd = Path.cwd()
+        options = AdapterOptions(rootdir=cwd, basedir=cwd, headers=headers, timeout=timeout, retries=retries,
+                                 concurrency=concurrency, cancel=cancel,
+                                 extra={"python_paths": (str(cwd),)})
+        try:
+            return resolve_model(str(model), options), True
+        except ModelSpecError as exc:  # a spec may hold a password: never shown
+            raise ModelSpecError(f"model={redact_userinfo(str(model), loose=True)!r}: "
+                                 f"{redact_userinfo(str(exc), loose=True)}") from None
+    if callable(getattr(model, "generate", None)):
+        if isinstance(getattr(model, "identity", None), str):
+            return model, False
+        return PythonAdapter(_name(model), model), False
+    if callable(model):
+        return PythonAdapter(_name(model), model), False
+    raise ModelSpecError(f"model={_short(model)}: accepted: a model spec string (e.g. 'oracle', "
+                         f"'python:module:function', 'http://host/path'), an adapter with "
+                         f"generate(request), or a callable taking a GenerationRequest")
+
+
+def _name(obj) -> str:
+    """``module:qualname`` of a callable (its class's for an instance), for its identity."""
+    target = obj if hasattr(obj, "__qualname__") else type(obj)
+    return f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(obj).__name__)}"
+
+
+def _short(value) -> str:
+    from ..report.text import printable
+
+    text = printable(repr(value))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _cache(cache, adapter):
+    if cache is False or cache is None or getattr(adapter, "cacheable", True) is False:
+        return None
+    from ..execution.cache import ImageCache
+
+    if cache is True:
+        return ImageCache(Path.cwd() / DEFAULT_CACHE_DIR)
+    if isinstance(cache, (str, Path)):
+        path = Path(cache)
+        if path.exists() and not path.is_dir():
+            raise InvalidArgumentError(f"cache={str(cache)!r} is not a directory; accepted: True, False or "
+                                       f"a directory (created if missing)")
+        return ImageCache(path)
+    raise InvalidArgumentError(f"cache={_short(cache)}: accepted: True, False or a directory")
+
+
+def _progress_bar(progress, total: int):
+    """A bar with ``update(n)`` and ``close()``, or None."""
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        from ..suite.manifest import ProgressBar
+
+        return ProgressBar(total, stream=sys.stderr, label="violin")
+    return tqdm(total=total, desc="violin", unit="sample", leave=True)
