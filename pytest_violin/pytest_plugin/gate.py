@@ -322,6 +322,11 @@ def pytest_violin_session_results(config, store):
             try:
                 write_baseline(s.save_baseline, current)
                 s.messages.append(f"baseline of {len(results)} samples written to {s.save_baseline}")
+                shard = getattr(config.stash.get(STATE_KEY, None), "shard_meta", None)
+                if shard:
+                    s.messages.append(f"that baseline is shard {shard['index']}/{shard['total']}'s only; "
+                                      f"'python -m pytest_violin merge --save-baseline' writes the "
+                                      f"whole run's from the shards' reports")
                 if s.sequential is not None and s.sequential.get("samples_not_generated"):
                     s.messages.append(f"that baseline is a sequential run's: the "
                                       f"{s.sequential['samples_not_generated']} samples the gate did not "
@@ -336,10 +341,12 @@ def pytest_violin_session_results(config, store):
     if s.report is not None:
         state = config.stash.get(STATE_KEY, None)
         _write_reports(s, results, current, price=state.settings.price if state is not None else None,
-                       counted=state.usage.snapshot() if state is not None and state.settings.model else None)
+                       counted=state.usage.snapshot() if state is not None and state.settings.model else None,
+                       shard=state.shard_meta if state is not None else None)
 
 
-def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None) -> None:
+def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None,
+                   shard=None) -> None:
     from ..report.html import write_html
     from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
     from ..report.markdown import write_summary
@@ -359,6 +366,8 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
 
     # counted: the calls made, where they were made (reruns, -x, repeats, fixtures)
     meta.update(run_usage(results, price=price, counted=counted))
+    if shard is not None:  # --violin-shard: which part of which selection (merge checks them)
+        meta["shard"] = dict(shard)
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
     written: list = []
     try:

@@ -152,11 +152,16 @@ class ViolinItem(pytest.Item):
         return self.path, 0, f"violin::{printable(self.violin_sample.id)}"
 
 
-def make_items(session, samples) -> list[ViolinItem]:
-    """Build the collector and one item per sample (in suite order)."""
+def make_items(session, samples, *, positions=None) -> list[ViolinItem]:
+    """Build the collector and one item per sample (in suite order).
+
+    ``positions`` (sample id -> index) numbers the samples of a shard by their place in the
+    whole selection, as an unsharded run numbers them.
+    """
     parent = ViolinSuite.from_parent(session, name="violin", nodeid="violin", path=session.config.rootpath)
     items = []
     for index, sample in enumerate(samples):
         items.append(ViolinItem.from_parent(
-            parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample, index=index))
+            parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample,
+            index=index if positions is None else positions.get(sample.id, index)))
     return items

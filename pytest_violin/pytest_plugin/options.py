@@ -133,6 +133,17 @@ def _path_text(value) -> str:
     return nonempty(value)
 
 
+def _shard(value):
+    """``K/N`` (:func:`pytest_violin.suite.shard.parse_shard` says what is accepted)."""
+    from ..errors import InvalidArgumentError
+    from ..suite.shard import parse_shard
+
+    try:
+        return parse_shard(_text(value))
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("model", nonempty, None,
            "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
@@ -149,6 +160,10 @@ OPTIONS: tuple[Option, ...] = (
            "comma-separated tasks to run (default: all); in pyproject.toml also a list",
            ini_type="args", metavar="LIST"),
     Option("limit", integer(1), None, "run a stratified subset of N samples", metavar="N"),
+    Option("shard", _shard, None,
+           "run part K of N of the selection (after --violin-tasks and --violin-limit): a split "
+           "stratified by task and variation, the same on every machine; merge the parts' "
+           "--violin-report folders with 'python -m pytest_violin merge'", metavar="K/N"),
     Option("seed", integer(0), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
     Option("profile", choice(PROFILES), "violin", "metric profile: violin or strict"),
     Option("repeats", integer(1, MAX_REPEATS), 1, f"images per sample (default 1, at most {MAX_REPEATS})",

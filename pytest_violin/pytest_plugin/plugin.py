@@ -110,6 +110,7 @@ def pytest_configure(config):
         state.samples = state.load(state.settings.tasks, state.settings.limit)
     else:
         state.samples = []
+    state.samples = state.take_shard(state.samples, record=True)  # --violin-shard=K/N
     state.index = {s.id: i for i, s in enumerate(state.samples)}
     try:
         overrides = parse_thresholds(state.settings.thresholds, state.metric_table())
@@ -229,6 +230,8 @@ def pytest_report_header(config):
     n = len(state.samples or ())
     line = (f"violin: model={redact(s.model)} suite={s.suite} samples={n} profile={s.profile} "
             f"seed={s.seed} repeats={s.repeats}")
+    if state.shard_meta is not None:
+        line += f" shard={s.shard} (of {state.shard_meta['selected']} selected)"
     lines = [line, *dataset_lines(state)]  # the official data: rows per task, skipped and why
     if state.scope is not None and not state.scope.collect:
         return lines + [f"violin: built-in samples not collected: {state.scope.reason}"]
@@ -243,7 +246,7 @@ def pytest_collection_modifyitems(session, config, items):
         return
     from .items import make_items
 
-    new_items = make_items(session, state.samples)
+    new_items = make_items(session, state.samples, positions=state.positions)
     items.extend(new_items)
     # tell the terminal (and --lf bookkeeping) about them, like a collected module
     session.ihook.pytest_collectreport(
@@ -357,7 +360,7 @@ def pytest_generate_tests(metafunc):
 
     state = get_state(metafunc.config)
     tasks, limit, _ = marker_selection(metafunc.definition, state)
-    samples = state.load(tasks, limit)
+    samples = state.take_shard(state.load(tasks, limit))
     metafunc.parametrize("violin_sample", samples, ids=[s.id for s in samples])
 
 

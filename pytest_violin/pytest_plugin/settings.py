@@ -31,6 +31,8 @@ class ViolinSettings:
     suite: str = "violin"
     tasks: tuple | None = None
     limit: int | None = None
+    #: ``--violin-shard``: the part of the selection this run makes (suite.shard.Shard), None: all
+    shard: object = None
     seed: int = 0
     profile: str = "violin"
     repeats: int = 1
@@ -93,7 +95,7 @@ def _usage(config, name: str, problem: str, accepted: str) -> pytest.UsageError:
 def parse_settings(config) -> ViolinSettings:
     """Read every run option; raise ``pytest.UsageError`` on bad values."""
     values, from_ini = {}, {}
-    for name in ("model", "suite", "tasks", "limit", "seed", "profile", "repeats", "pass_rule",
+    for name in ("model", "suite", "tasks", "limit", "shard", "seed", "profile", "repeats", "pass_rule",
                  "save_outputs", "concurrency", "timeout", "retries", "request_template",
                  "response_path", "cache_dir", "no_cache", "max_calls", "max_answer_mb", "threshold",
                  "header", "price", "max_cost", "metadata"):
@@ -125,6 +127,7 @@ def parse_settings(config) -> ViolinSettings:
     return ViolinSettings(
         model=values["model"], model_from_ini=from_ini["model"], suite=values["suite"],
         suite_from_ini=from_ini["suite"], tasks=values["tasks"], limit=values["limit"],
+        shard=values["shard"],
         seed=values["seed"], profile=values["profile"], repeats=values["repeats"],
         pass_rule=values["pass_rule"], save_outputs=save_outputs, concurrency=values["concurrency"],
         timeout=float(values["timeout"]), retries=values["retries"], request_template=template,
@@ -158,6 +161,13 @@ def parse_gate_settings(config) -> GateSettings:
         raise pytest.UsageError("--violin-sequential needs a baseline to decide against; accepted: "
                                 "--violin-baseline=PATH beside it (ini violin_baseline), or no "
                                 "--violin-sequential")
+    shard, _ = read_option(config, "shard")
+    if sequential and shard is not None:
+        # each shard would stop on its own evidence: N gates, none deciding the whole run
+        raise pytest.UsageError(f"--violin-sequential cannot run in a shard (--violin-shard={shard}): "
+                                f"the sequential gate decides on the whole run's samples as they come; "
+                                f"accepted: --violin-sequential without --violin-shard, or shards "
+                                f"merged and gated with 'python -m pytest_violin merge' and 'gate'")
     return GateSettings(save_baseline=save, baseline=baseline, compare=tuple(compare),
                         baseline_label=None if baseline is None else _raw_text(config, "baseline"),
                         max_regression=float(max_regression), max_pass_drop=float(max_pass_drop),

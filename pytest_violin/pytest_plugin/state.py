@@ -49,6 +49,29 @@ class ViolinState:
     #: sample id -> images the cache holds, asked before the run (planning.cached_repeats); None
     #: once the runner exists, when the cache starts to change
     cache_lookups: dict | None = field(default_factory=dict)
+    #: ``--violin-shard``: the whole selection this run is a part of (``shard``, ``selected``,
+    #: ``digest``, for results.json), and each sample's position in it; None when not sharded
+    shard_meta: dict | None = None
+    positions: dict | None = None
+
+    def take_shard(self, samples, *, record: bool = False) -> list:
+        """The part of ``samples`` that ``--violin-shard`` asks for (all of them without it).
+
+        With ``record``, ``samples`` is the run's built-in selection: what it is (its size and
+        digest) goes into results.json, so that ``python -m pytest_violin merge`` can check that
+        the parts it is given are those of one run, and the samples keep their positions in it
+        (the merged run lists them as one run would).
+        """
+        shard = self.settings.shard
+        if shard is None:
+            return list(samples)
+        from ..suite.shard import select_shard, selection_digest
+
+        if record:
+            self.shard_meta = {"index": shard.index, "total": shard.total, "selected": len(samples),
+                               "digest": selection_digest(samples)}
+            self.positions = {s.id: i for i, s in enumerate(samples)}
+        return select_shard(samples, shard)
 
     def counted(self, adapter):
         """``adapter`` with every ``generate`` counted and capped by :attr:`usage`."""
