@@ -1,4 +1,4 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|merge|gate``.
 
 * ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
   writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
@@ -9,17 +9,27 @@
   an export;
 * ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
   [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
-  (and with the paper's published rows) in the paper's layout.
+  (and with the paper's published rows) in the paper's layout;
+* ``merge RUN [RUN ...] --output DIR [--save-baseline FILE]`` puts the report
+  folders of the shards of one run (``--violin-shard=K/N``) back together:
+  one results.json, report.html, summary.md (and baseline) as one run writes;
+* ``gate RUN --baseline FILE [--max-regression X] [--max-pass-drop P]
+  [--alpha A] [--allow-mismatch]`` decides a run's report folder (a merged
+  one) against a baseline with the plugin's gate rules and exit statuses.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
 * 1: the command could not finish: an output could not be written (an
   ``OSError``: disk full, no permission) or an internal error;
+  ``gate``: the model got worse (a credible regression) or a sample of the
+  run ended in an error, as the plugin's ``--violin-baseline`` fails a
+  session;
 * 4: usage error: a bad argument or option, or input that is not accepted
   (a RUN that does not exist or is not a run, runs that cannot be compared,
-  a suite or manifest that does not load); one line names the value and
-  what is accepted.
+  shards that are not the parts of one run, a suite or manifest that does
+  not load); ``gate``: the run shares too few samples with the baseline to
+  decide; one line names the value and what is accepted.
 """
 
 from __future__ import annotations
@@ -66,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{export,list,sheet,compare,merge,gate}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -119,7 +130,109 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the suite of dir: runs (built-in name or manifest)")
     cmp.add_argument("--no-progress", action="store_true", help="no progress bar for dir: runs")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
+    mg = sub.add_parser("merge", help="merge the report folders of a run's shards (--violin-shard)")
+    mg.set_defaults(command_parser=mg)
+    mg.add_argument("runs", nargs="+", metavar="RUN",
+                    help="the --violin-report folder (or results.json) of each shard, in any order")
+    mg.add_argument("--output", required=True, metavar="DIR",
+                    help="folder of the merged results.json, report.html and summary.md")
+    mg.add_argument("--save-baseline", metavar="FILE", help="also write the merged run's baseline")
+
+    gt = sub.add_parser("gate", help="decide a run (a merged one) against a baseline")
+    gt.set_defaults(command_parser=gt)
+    gt.add_argument("run", metavar="RUN", help="a --violin-report folder or its results.json")
+    gt.add_argument("--baseline", required=True, metavar="FILE", help="the baseline to decide against")
+    from .gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
+
+    gt.add_argument("--max-regression", type=_share, default=DEFAULT_MAX_REGRESSION, metavar="X",
+                    help=f"margin of the mean metric (default {DEFAULT_MAX_REGRESSION}), as "
+                         f"--violin-max-regression")
+    gt.add_argument("--max-pass-drop", type=_share, default=DEFAULT_MAX_PASS_DROP, metavar="P",
+                    help=f"margin of the pass rate (default {DEFAULT_MAX_PASS_DROP}), as "
+                         f"--violin-max-pass-drop")
+    gt.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, metavar="A",
+                    help=f"the gate's error rate (default {DEFAULT_ALPHA}), as --violin-alpha")
+    gt.add_argument("--allow-mismatch", action="store_true",
+                    help="decide even when a task shares too few samples with the baseline")
     return parser
+
+
+def _bounded_float(low: float, high: float, low_open: bool):
+    def convert(text: str) -> float:
+        import math
+
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is invalid; accepted: a number "
+                                             f"{'>' if low_open else '>='} {low:g} and <= {high:g}")
+        return value
+
+    return convert
+
+
+_share = _bounded_float(0.0, 1.0, low_open=False)
+_alpha = _bounded_float(0.0, 0.5, low_open=True)
+
+
+def _merge(args, out) -> None:
+    from .report.merge import merge_shards, write_merged
+
+    merged = merge_shards(args.runs)
+    write_merged(merged, args.output, save_baseline=args.save_baseline)
+    meta = merged.metadata
+    out.write(f"merged {meta['shards']['total']} shards: {len(merged.records)} samples, "
+              f"{sum(1 for r in merged.records if r.get('outcome') == 'passed')} passed; "
+              f"reports written to {args.output}"
+              + (f", baseline to {args.save_baseline}" if args.save_baseline else "") + "\n")
+    for note in merged.notes:
+        out.write(f"note: {note}\n")
+
+
+def _gate(args, out) -> int:
+    from dataclasses import replace
+
+    from .errors import BaselineError, InvalidArgumentError
+    from .gating import compare, read_baseline
+    from .gating.baseline import dataset_change
+    from .report.merge import load_results, run_baseline
+    from .report.terminal import comparison_lines
+    from .report.text import printable
+
+    _, doc = load_results(args.run)
+    if not doc["samples"]:
+        raise InvalidArgumentError(f"{args.run}: the run holds no sample; accepted: a report of a run "
+                                   f"that ran Violin samples")
+    try:
+        baseline = read_baseline(args.baseline)
+    except BaselineError as exc:
+        raise InvalidArgumentError(f"--baseline={args.baseline!r}: {exc}") from None
+    meta = doc["metadata"]
+    current = run_baseline(doc["samples"], meta)
+    comparison = compare(baseline, current, max_regression=args.max_regression,
+                         max_pass_drop=args.max_pass_drop, alpha=args.alpha,
+                         allow_mismatch=args.allow_mismatch, baseline_path=args.baseline)
+    interrupted = bool(meta.get("interrupted"))
+    if interrupted:
+        comparison = replace(comparison, unrun_reason="the run was interrupted before")
+    for text, _level in comparison_lines(comparison):
+        out.write(printable(text) + "\n")
+    changed = dataset_change(baseline.get("metadata", {}), current["metadata"])
+    if changed:
+        out.write(printable(changed) + "\n")
+    return gate_status(comparison, interrupted=interrupted)
+
+
+def gate_status(comparison, *, interrupted: bool = False) -> int:
+    """The exit status of a decided gate, as the plugin's session ends (module docstring)."""
+    if comparison.ok:
+        return EXIT_OK
+    undecided = (comparison.compared == 0 or comparison.undecidable) and not comparison.regressed_groups
+    if undecided and not comparison.errored and not interrupted:
+        return EXIT_USAGE
+    return EXIT_FAILED
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
@@ -208,6 +321,11 @@ def main(argv=None) -> int:
         if args.command == "compare":
             _compare(args, command_parser, sys.stdout)
             return EXIT_OK
+        if args.command == "merge":
+            _merge(args, sys.stdout)
+            return EXIT_OK
+        if args.command == "gate":
+            return _gate(args, sys.stdout)
         samples = _load(args, command_parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)
