@@ -61,8 +61,17 @@ _ID_MAX = 400
 
 
 def _show(value) -> str:
-    text = printable(json.dumps(value, sort_keys=True, default=str) if not isinstance(value, str) else value)
-    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
+    """A value for a message: a string quoted, anything else as JSON; cut and made printable."""
+    if isinstance(value, str):
+        return repr(printable(value if len(value) <= _SHOWN else value[:_SHOWN] + "..."))
+    text = printable(json.dumps(value, sort_keys=True, default=str))
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
+
+
+def _where(spec) -> str:
+    """A path for a message: its end (what tells shards apart) when it is long."""
+    text = printable(str(spec))
+    return text if len(text) <= _SHOWN else "..." + text[-_SHOWN:]
 
 
 # --------------------------------------------------------------------------- reading
@@ -202,7 +211,7 @@ class ShardRun:
     @property
     def name(self) -> str:
         """``shard 2/4 (reports/shard-2)`` for messages."""
-        return f"shard {self.index}/{self.total} ({printable(self.spec)[:_SHOWN]})"
+        return f"shard {self.index}/{self.total} ({_where(self.spec)})"
 
 
 def _check_shard_record(path, shard) -> dict:
@@ -239,7 +248,7 @@ def load_shard(spec) -> ShardRun:
     folder, doc = load_results(spec)
     meta = doc["metadata"]
     if "shard" not in meta:
-        raise InvalidArgumentError(f"{printable(str(spec))}: its results.json has no shard record: that "
+        raise InvalidArgumentError(f"{_where(spec)}: its results.json has no shard record: that "
                                    f"run was not split (--violin-shard=K/N); accepted: the --violin-report "
                                    f"folders of the N shards of one run")
     meta["shard"] = _check_shard_record(folder / "results.json", meta["shard"])
@@ -289,8 +298,8 @@ def _check_parts(shards: list) -> None:
     for shard in shards:
         if shard.index in by_index:
             raise InvalidArgumentError(f"shard {shard.index}/{total} is given twice: "
-                                       f"{printable(by_index[shard.index].spec)[:_SHOWN]!r} and "
-                                       f"{printable(shard.spec)[:_SHOWN]!r}; accepted: each of the "
+                                       f"{_where(by_index[shard.index].spec)} and "
+                                       f"{_where(shard.spec)}; accepted: each of the "
                                        f"{total} shards once")
         by_index[shard.index] = shard
     missing = [k for k in range(1, total + 1) if k not in by_index]
