@@ -169,3 +169,15 @@ def test_parametrized_tests_over_violin_sample_are_sharded_too(pytester):
     parts = [[line for line in pytester.runpytest(*args, f"--violin-shard={k}/2").outlines
               if "test_color[" in line] for k in (1, 2)]
     assert len(parts[0]) + len(parts[1]) == 12 and not set(parts[0]) & set(parts[1])
+    # a shard that holds none of a test's samples skips it (pytest's empty parameter set)
+    pytester.makepyfile(test_few="""
+        import pytest
+
+        @pytest.mark.violin(tasks=["color"], limit=2)
+        def test_two(violin_sample, violin_generate):
+            violin_generate(violin_sample)
+    """)
+    runs = [pytester.runpytest("--violin-model=oracle", "-p", "no:cacheprovider", "test_few.py",
+                               f"--violin-shard={k}/3") for k in (1, 2, 3)]
+    assert sorted(r.parseoutcomes().get("passed", 0) for r in runs) == [0, 1, 1]
+    assert [r.ret for r in runs].count(pytest.ExitCode.OK) == 3

@@ -371,7 +371,9 @@ def _planned_sample(item):
         return sample
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
-        return callspec.params.get("violin_sample")
+        value = callspec.params.get("violin_sample")
+        # a shard may leave a test no sample: pytest then parametrizes it with NOTSET (skipped)
+        return value if hasattr(value, "task") else None
     return None
 
 
