@@ -78,6 +78,7 @@ def pytest_configure(config):
     adapter = state.resolve_adapter(state.settings.model)
     state.identity = redact(str(getattr(adapter, "identity", state.settings.model)))
     state.network = bool(getattr(adapter, "network", False))
+    state.placement = tuple(str(line) for line in getattr(adapter, "placement", ()) or ())
     from .planning import adapter_bills
 
     state.bills = adapter_bills(adapter, price=state.settings.price)
@@ -232,7 +233,7 @@ def pytest_report_header(config):
             f"seed={s.seed} repeats={s.repeats}")
     if state.shard_meta is not None:
         line += f" shard={s.shard} (of {state.shard_meta['selected']} selected)"
-    lines = [line, *dataset_lines(state)]  # the official data: rows per task, skipped and why
+    lines = [line, *dataset_lines(state), *(f"violin: {redact(p)}" for p in state.placement)]  # the official data: rows per task, skipped and why
     if state.scope is not None and not state.scope.collect:
         return lines + [f"violin: built-in samples not collected: {state.scope.reason}"]
     return lines

@@ -53,6 +53,8 @@ class ViolinState:
     #: ``digest``, for results.json), and each sample's position in it; None when not sharded
     shard_meta: dict | None = None
     positions: dict | None = None
+    #: lines the adapter gives about where it runs (diffusers' device=auto: a worker's GPU)
+    placement: tuple = ()
 
     def take_shard(self, samples, *, record: bool = False) -> list:
         """The part of ``samples`` that ``--violin-shard`` asks for (all of them without it).
@@ -104,7 +106,7 @@ class ViolinState:
             paths.append(str(cfg.rootpath / tp))
         from .options import adapter_option_names, read_option
 
-        extra = {"python_paths": tuple(dict.fromkeys(paths))}
+        extra = {"python_paths": tuple(dict.fromkeys(paths)), "xdist": self._xdist_worker()}
         for name in adapter_option_names():  # options declared with adapter=True
             extra[name] = read_option(cfg, name)[0]
         return AdapterOptions(
@@ -114,6 +116,17 @@ class ViolinState:
             concurrency=s.concurrency, extra=extra,
             cancel=self.cancel, max_answer_bytes=s.max_answer_mb * 2**20,
         )
+
+    def _xdist_worker(self):
+        """``(worker id, worker count)`` for adapters that place work per worker (diffusers'
+        ``device=auto``): a worker's from ``workerinput``, the controller's count from its
+        ``--tx`` list (``-n N``); None without pytest-xdist."""
+        given = getattr(self.config, "workerinput", None)
+        if given is not None:
+            return given.get("workerid"), given.get("workercount")
+        if self.is_xdist_controller:
+            return None, len(getattr(self.config.option, "tx", None) or ()) or None
+        return None
 
     def resolve_adapter(self, spec: str):
         from ..errors import ModelSpecError

@@ -12,6 +12,13 @@ downloaded during a test run. Parameters as a suffix:
 whose ``__call__`` names them, and a name no pipeline names is a usage
 error).
 
+``device=auto`` puts each pytest-xdist worker on a GPU of its own: worker
+``gwK`` on ``cuda:K mod G``, G the CUDA devices visible (``CUDA_VISIBLE_DEVICES``
+is respected: ``cuda:0`` is its first entry); more workers than GPUs are
+refused unless ``oversubscribe=1`` lets them share. A single process takes
+the first GPU, or the cpu where there is none. The session header says
+which worker has which device.
+
 One folder serves the whole suite. From the loaded pipeline the adapter
 builds, with diffusers' ``AutoPipelineFor*.from_pipe`` (same components,
 no second load), one pipeline per kind of request:
@@ -44,13 +51,15 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from pathlib import Path
 from typing import Any
 
 from ...errors import ModelSpecError
 from .._params import format_params, split_params
 from .adapter import KINDS, DiffusersAdapter, named_parameters, request_kind
-from .backend import DTYPES, INSTALL_HINT, check_device, import_backend, load_pipeline, one_line, quiet
+from .backend import (DTYPES, INSTALL_HINT, auto_device, check_device, cuda_device_count, import_backend,
+                      load_pipeline, one_line, quiet)
 
 __all__ = [
     "INSTALL_HINT",
@@ -152,12 +161,19 @@ def create(target: str, options) -> DiffusersAdapter:
     if not source:
         raise ModelSpecError("diffusers: no pipeline given; accepted: diffusers:PATH_OR_ID")
     device = str(params.pop("device", "cpu"))
+    oversubscribe = _flag(params.pop("oversubscribe", "0"), "oversubscribe")
     dtype = params.pop("dtype", None)
     if dtype is not None and dtype not in DTYPES:
         raise ModelSpecError(f"diffusers: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
     if "steps" in params:
         params["num_inference_steps"] = params.pop("steps")
     torch, diffusers = import_backend()
+    placement: list[str] = []
+    if device == "auto":
+        worker, workers = xdist_worker(options)
+        device, placement = auto_device(cuda_count=cuda_device_count(torch), worker=worker, workers=workers,
+                                        oversubscribe=oversubscribe,
+                                        visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
     device = check_device(torch, device)
     path = Path(source)
     if not path.is_absolute() and (options.spec_base / path).exists():
@@ -173,7 +189,57 @@ def create(target: str, options) -> DiffusersAdapter:
     shown = dict(params)
     if dtype:
         shown["dtype"] = dtype
-    return DiffusersAdapter(
+    adapter = DiffusersAdapter(
         pipelines, f"diffusers:{location}{format_params(shown)}", make_generator=make_generator,
         call_kwargs=params, source=type(pipe).__name__, cancel=getattr(options, "cancel", None),
+        release=_releaser(torch, device),
     )
+    adapter.device = device
+    adapter.placement = tuple(placement)
+    return adapter
+
+
+def _releaser(torch, device: str):
+    """What gives a CUDA device's cached memory back once the pipelines are dropped."""
+    if not device.startswith("cuda"):
+        return None
+
+    def release():
+        import gc
+
+        gc.collect()
+        with torch.cuda.device(device):
+            torch.cuda.empty_cache()
+
+    return release
+
+
+def _flag(value, name: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise ModelSpecError(f"diffusers: {name}={one_line(value, 40)!r}; accepted: 1 or 0")
+
+
+def xdist_worker(options) -> tuple[int | None, int | None]:
+    """``(this worker's number, the run's worker count)`` under pytest-xdist, else ``(None, None)``.
+
+    From ``options.extra["xdist"]`` (the plugin's; in the controller the
+    count alone), else from the variables pytest-xdist sets in its workers
+    (``PYTEST_XDIST_WORKER=gw3``, ``PYTEST_XDIST_WORKER_COUNT``).
+    """
+    given = (getattr(options, "extra", None) or {}).get("xdist")
+    if given:
+        name, count = given
+    else:
+        name, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    worker = None
+    if isinstance(name, str) and name.startswith("gw") and name[2:].isdigit():
+        worker = int(name[2:])
+    try:
+        workers = int(count) if count is not None else None
+    except (TypeError, ValueError):
+        workers = None
+    return worker, workers if workers and workers > 0 else None

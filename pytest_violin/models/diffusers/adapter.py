@@ -115,6 +115,9 @@ class DiffusersAdapter:
         Set when the run is interrupted: no new generation starts, and a
         running one stops at its next step where the pipeline takes
         ``callback_on_step_end``.
+    release : callable, optional
+        Called by :meth:`close` once the pipelines are dropped (gives the
+        device's cached memory back).
 
     Raises
     ------
@@ -129,7 +132,7 @@ class DiffusersAdapter:
 
     def __init__(self, pipelines: Mapping[str, Any], identity: str, *, make_generator: Callable[[int], Any],
                  call_kwargs: dict | None = None, source: str | None = None,
-                 cancel: threading.Event | None = None):
+                 cancel: threading.Event | None = None, release: Callable[[], None] | None = None):
         unknown = sorted(set(pipelines) - set(KINDS))
         if unknown:
             raise InvalidArgumentError(f"unknown pipeline kinds {unknown}; accepted: {', '.join(KINDS)}")
@@ -140,6 +143,7 @@ class DiffusersAdapter:
         self.call_kwargs = dict(call_kwargs or {})
         self.source = source or next((type(p).__name__ for p in self.pipelines.values()), "the pipeline")
         self.cancel = cancel
+        self._release = release
         self._lock = threading.Lock()
         self._names = {k: named_parameters(p.__call__) for k, p in self.pipelines.items()}
         if not self.pipelines:
@@ -233,8 +237,14 @@ class DiffusersAdapter:
         return as_rgb8(_first_image(output))
 
     def close(self) -> None:
-        """Drop the pipelines (frees memory once nothing else holds them)."""
+        """Drop the pipelines (frees memory once nothing else holds them) and give the device's
+        cached memory back (the xdist controller closes its adapter before the workers load)."""
         self.pipelines = {}
+        if self._release is not None:
+            try:
+                self._release()
+            except Exception:  # freeing memory must never fail a run
+                pass
 
     def __repr__(self) -> str:
         return f"DiffusersAdapter({self.identity!r}, kinds={self.kinds()})"
