@@ -25,6 +25,7 @@ import pytest
 from .compare_runs import build_runs_comparison, load_compare_runs
 from .known_failures import INDEX_INPUT, SendIndex, baseline_index
 from .settings import GateSettings, ViolinSettings, parse_gate_settings
+from .sharding import baseline_note, gate_note, shard_meta
 from .state import STATE_KEY
 
 __all__ = ["GATE_KEY", "GateSettings", "GateState", "PASSING_THUMBNAILS_PER_VARIATION",
@@ -228,12 +229,8 @@ def _decide(config, store) -> tuple:
         # e.g. `pytest tests/test_brand.py`: a path narrowed the run to the team's own tests
         s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared: no Violin sample "
                           f"ran in this session")
-    elif s.baseline_doc is not None and _shard(config) is not None:
-        # N gates, each on a part of the evidence and each at the error rate, would fail an
-        # unchanged model N times as often; the baseline still tells known failures (xfail)
-        s.messages.append(f"baseline {s.baseline_label or s.baseline} not compared in shard "
-                          f"{_shard(config)}: the gate decides the whole run once its shards are "
-                          f"merged (python -m pytest_violin merge, then gate)")
+    elif s.baseline_doc is not None and shard_meta(config):  # the merged run is gated (sharding.py)
+        s.messages.append(gate_note(s.baseline_label or s.baseline, shard_meta(config)))
     elif s.baseline_doc is not None:
         settings = s.settings
         s.comparison = compare(s.baseline_doc, current, max_regression=settings.max_regression,
@@ -248,12 +245,6 @@ def _decide(config, store) -> tuple:
         if changed:
             s.messages.append(changed)
     return results, current
-
-
-def _shard(config):
-    """``--violin-shard`` of this run (None: not sharded)."""
-    state = config.stash.get(STATE_KEY, None)
-    return state.settings.shard if state is not None else None
 
 
 def _population(run, results, baseline):
@@ -334,11 +325,8 @@ def pytest_violin_session_results(config, store):
             try:
                 write_baseline(s.save_baseline, current)
                 s.messages.append(f"baseline of {len(results)} samples written to {s.save_baseline}")
-                shard = getattr(config.stash.get(STATE_KEY, None), "shard_meta", None)
-                if shard:
-                    s.messages.append(f"that baseline is shard {shard['index']}/{shard['total']}'s only; "
-                                      f"'python -m pytest_violin merge --save-baseline' writes the "
-                                      f"whole run's from the shards' reports")
+                if shard_meta(config):
+                    s.messages.append(baseline_note(shard_meta(config)))
                 if s.sequential is not None and s.sequential.get("samples_not_generated"):
                     s.messages.append(f"that baseline is a sequential run's: the "
                                       f"{s.sequential['samples_not_generated']} samples the gate did not "
@@ -354,11 +342,10 @@ def pytest_violin_session_results(config, store):
         state = config.stash.get(STATE_KEY, None)
         _write_reports(s, results, current, price=state.settings.price if state is not None else None,
                        counted=state.usage.snapshot() if state is not None and state.settings.model else None,
-                       shard=state.shard_meta if state is not None else None)
+                       shard=shard_meta(config))
 
 
-def _write_reports(s: GateState, results, current, *, price: float | None = None, counted=None,
-                   shard=None) -> None:
+def _write_reports(s: GateState, results, current, *, price=None, counted=None, shard=None) -> None:
     from ..report.html import write_html
     from ..report.json_report import THUMBNAILS_FILE, write_results_json, write_thumbnails_json
     from ..report.markdown import write_summary
@@ -378,8 +365,8 @@ def _write_reports(s: GateState, results, current, *, price: float | None = None
 
     # counted: the calls made, where they were made (reruns, -x, repeats, fixtures)
     meta.update(run_usage(results, price=price, counted=counted))
-    if shard is not None:  # --violin-shard: which part of which selection (merge checks them)
-        meta["shard"] = dict(shard)
+    if shard is not None:
+        meta["shard"] = dict(shard)  # which part of which selection: merge checks them
     kwargs = {"metadata": meta, "comparison": s.comparison, "aggregates": current["aggregates"]}
     written: list = []
     try:
