@@ -9,6 +9,13 @@ live next to the tests.
 Images are not cached unless the object has ``cacheable = True``: the cache
 key cannot see edits to the user's code.
 
+An object may also draw several requests in one call: a
+``generate_batch(requests) -> list`` method (one image per request, in
+order) and a ``batch_size`` attribute (the most it takes, an integer from 1
+to 256; optionally ``batch_key(request)``, which requests may share a call).
+The runner then groups compatible samples (same task, size and input
+images), each keeping its own seed (:mod:`pytest_violin.execution.batching`).
+
 What the callable raises decides the sample's outcome:
 :class:`~pytest_violin.errors.GenerationRefused` (the model declined: outcome
 ``refused``), :class:`~pytest_violin.errors.GenerationUnjudged` (it cannot be
@@ -55,6 +62,19 @@ class PythonAdapter:
         gen = getattr(obj, "generate", None)
         self._fn = gen if callable(gen) else obj
         self.cacheable = bool(getattr(obj, "cacheable", False))
+        batch = getattr(obj, "generate_batch", None)
+        self._batch_fn = batch if callable(batch) and not isinstance(obj, type) else None
+        self.batch_size = None
+        if self._batch_fn is not None:
+            size = getattr(obj, "batch_size", None)
+            if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 256:
+                raise ModelSpecError(f"python:{target}: generate_batch needs a batch_size, the most "
+                                     f"requests one call takes; got {size!r}; accepted: an integer "
+                                     f"from 1 to 256")
+            self.batch_size = size
+            key = getattr(obj, "batch_key", None)
+            if callable(key):
+                self.batch_key = key
 
     def generate(self, request):
         """Call the user's function with the request.
@@ -66,6 +86,17 @@ class PythonAdapter:
         """
         try:
             return self._fn(request)
+        except GenerationError:
+            raise
+        except Exception as exc:
+            raise GenerationCrashed(crash_reason(exc, skip=1)) from exc
+
+    def generate_batch(self, requests) -> list:
+        """Call the object's ``generate_batch`` (exceptions as :meth:`generate` treats them)."""
+        if self._batch_fn is None:
+            raise ModelSpecError(f"{self.identity} has no generate_batch")
+        try:
+            return self._batch_fn(list(requests))
         except GenerationError:
             raise
         except Exception as exc:

@@ -19,6 +19,11 @@ refused unless ``oversubscribe=1`` lets them share. A single process takes
 the first GPU, or the cpu where there is none. The session header says
 which worker has which device.
 
+``batch=B`` draws up to B compatible samples (same kind of request, task and
+size) in one pipeline call, each with its own ``torch.Generator``, so a
+sample's image does not depend on its neighbours; the cache, the call count
+and Ctrl-C stay per sample (:mod:`pytest_violin.execution.batching`).
+
 One folder serves the whole suite. From the loaded pipeline the adapter
 builds, with diffusers' ``AutoPipelineFor*.from_pipe`` (same components,
 no second load), one pipeline per kind of request:
@@ -162,6 +167,7 @@ def create(target: str, options) -> DiffusersAdapter:
         raise ModelSpecError("diffusers: no pipeline given; accepted: diffusers:PATH_OR_ID")
     device = str(params.pop("device", "cpu"))
     oversubscribe = _flag(params.pop("oversubscribe", "0"), "oversubscribe")
+    batch = _batch(params.pop("batch", "1"))
     dtype = params.pop("dtype", None)
     if dtype is not None and dtype not in DTYPES:
         raise ModelSpecError(f"diffusers: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
@@ -196,6 +202,7 @@ def create(target: str, options) -> DiffusersAdapter:
     )
     adapter.device = device
     adapter.placement = tuple(placement)
+    adapter.batch_size = batch
     return adapter
 
 
@@ -212,6 +219,18 @@ def _releaser(torch, device: str):
             torch.cuda.empty_cache()
 
     return release
+
+
+#: Largest ``batch=``: images one pipeline call draws.
+MAX_BATCH = 64
+
+
+def _batch(value) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
+        raise ModelSpecError(f"diffusers: batch={one_line(value, 40)!r}; accepted: an integer from 1 to "
+                             f"{MAX_BATCH} (images per pipeline call)")
+    return int(text)
 
 
 def _flag(value, name: str) -> bool:

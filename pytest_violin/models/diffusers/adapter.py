@@ -129,6 +129,8 @@ class DiffusersAdapter:
     cacheable = True
     #: one generation at a time: the runner need not run more threads than this
     max_concurrency = 1
+    #: requests per pipeline call (``?batch=B``); above 1 the runner batches (execution/batching.py)
+    batch_size = 1
 
     def __init__(self, pipelines: Mapping[str, Any], identity: str, *, make_generator: Callable[[int], Any],
                  call_kwargs: dict | None = None, source: str | None = None,
@@ -212,6 +214,39 @@ class DiffusersAdapter:
             kwargs["callback_on_step_end"] = self._stop_when_cancelled
         return kwargs
 
+    def batch_key(self, request: GenerationRequest) -> tuple:
+        """Requests with equal keys run in one pipeline call: same kind, task and size."""
+        try:
+            kind = request_kind(request)
+        except GenerationError:
+            kind = None  # fails alone, in generate_batch
+        return (kind, request.task, int(request.width), int(request.height))
+
+    def generate_batch(self, requests) -> list:
+        """Run one pipeline call for ``requests`` (one :meth:`batch_key`); one image per request.
+
+        Each request keeps its own ``torch.Generator`` (a list of generators, one per prompt),
+        so a sample's image is the one ``batch=1`` gives it, whatever its neighbours.
+        """
+        requests = list(requests)
+        if len(requests) == 1:
+            return [self.generate(requests[0])]
+        kind, pipe = self.pipeline_for(requests[0])
+        calls = [self.call_arguments(r, kind) for r in requests]
+        kwargs = dict(calls[0])
+        for name in ("prompt", "generator", "image", "mask_image"):
+            if name in kwargs:
+                kwargs[name] = [c[name] for c in calls]
+        output = self._call(pipe, kwargs)
+        images = getattr(output, "images", None)
+        if images is None and isinstance(output, (tuple, list)) and output:
+            images = output[0]
+        images = list(images) if images is not None else []
+        if len(images) != len(requests):
+            raise GenerationError(f"diffusers {type(pipe).__name__} returned {len(images)} images for a "
+                                  f"batch of {len(requests)} prompts")
+        return [as_rgb8(image) for image in images]
+
     def _stop_when_cancelled(self, pipe, step, timestep, callback_kwargs):
         if self.cancel is not None and self.cancel.is_set():
             raise GenerationCancelled("diffusers: run interrupted")
@@ -220,13 +255,16 @@ class DiffusersAdapter:
     def generate(self, request: GenerationRequest):
         """Run the pipeline of the request's kind; return RGB uint8."""
         kind, pipe = self.pipeline_for(request)
-        kwargs = self.call_arguments(request, kind)
+        return as_rgb8(_first_image(self._call(pipe, self.call_arguments(request, kind))))
+
+    def _call(self, pipe, kwargs):
+        """One pipeline call, serialised, quiet; what it raises as a one-line GenerationError."""
         try:
             with self._lock:
                 if self.cancel is not None and self.cancel.is_set():
                     raise GenerationCancelled("diffusers: run interrupted")
                 with quiet(python_warnings=False):
-                    output = pipe(**kwargs)
+                    return pipe(**kwargs)
         except GenerationError:
             raise
         except Exception as exc:
@@ -234,7 +272,6 @@ class DiffusersAdapter:
                 redact(f"diffusers {type(pipe).__name__} failed: {type(exc).__name__}: {one_line(exc)}"),
                 attempts=1,
             ) from exc
-        return as_rgb8(_first_image(output))
 
     def close(self) -> None:
         """Drop the pipelines (frees memory once nothing else holds them) and give the device's
