@@ -28,7 +28,6 @@ import base64
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile

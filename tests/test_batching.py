@@ -134,6 +134,11 @@ def test_no_batch_starts_once_cancelled(samples):
     model = BatchModel()
     gens, _ = _run(model, samples[:6], cancel=cancel)
     assert model.batches == [] and all(g.images == [] for g in gens.values())
+    # a request already waiting for its batch when Ctrl-C comes: the batch never starts
+    batcher = Batcher(model, 4, threads=8, cancel=cancel, linger=0.01)
+    with pytest.raises(GenerationCancelled):
+        batcher.generate(SimpleNamespace(task="color", width=8, height=8, images=()))
+    assert model.batches == [] and batcher.calls == 0
 
 
 def test_the_batcher_hands_each_thread_its_own_answer_and_names_a_miscount():
