@@ -401,7 +401,9 @@ def pytest_runtest_protocol(item, nextitem):
         queue = _worker_queue(state)
         if queue is not None:
             items = item.session.items
-            runner_window = 2 * state.settings.concurrency + 2
+            # 2 x concurrency (2 x threads once a batching runner exists), never building one here
+            runner = state.runner
+            runner_window = (runner.window if runner is not None else 2 * state.settings.concurrency) + 2
             with queue.lock() as pending:
                 head = list(itertools.islice(pending, runner_window))
             window.extend(items[i] for i in head if isinstance(i, int) and 0 <= i < len(items))
