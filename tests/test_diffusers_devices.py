@@ -14,8 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_violin.errors import ModelSpecError
-from pytest_violin.models.diffusers import xdist_worker
-from pytest_violin.models.diffusers.backend import auto_device
+from pytest_violin.models._devices import auto_device, xdist_worker
 
 
 def test_single_process_takes_the_first_gpu_or_the_cpu():

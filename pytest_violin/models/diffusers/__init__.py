@@ -63,8 +63,8 @@ from typing import Any
 from ...errors import ModelSpecError
 from .._params import format_params, split_params
 from .adapter import KINDS, DiffusersAdapter, named_parameters, request_kind
-from .backend import (DTYPES, INSTALL_HINT, auto_device, check_device, cuda_device_count, import_backend,
-                      load_pipeline, one_line, quiet)
+from .._devices import auto_device, cuda_device_count, xdist_worker
+from .backend import DTYPES, INSTALL_HINT, check_device, import_backend, load_pipeline, one_line, quiet
 
 __all__ = [
     "INSTALL_HINT",
@@ -240,25 +240,3 @@ def _flag(value, name: str) -> bool:
     if text in ("0", "false", "no"):
         return False
     raise ModelSpecError(f"diffusers: {name}={one_line(value, 40)!r}; accepted: 1 or 0")
-
-
-def xdist_worker(options) -> tuple[int | None, int | None]:
-    """``(this worker's number, the run's worker count)`` under pytest-xdist, else ``(None, None)``.
-
-    From ``options.extra["xdist"]`` (the plugin's; in the controller the
-    count alone), else from the variables pytest-xdist sets in its workers
-    (``PYTEST_XDIST_WORKER=gw3``, ``PYTEST_XDIST_WORKER_COUNT``).
-    """
-    given = (getattr(options, "extra", None) or {}).get("xdist")
-    if given:
-        name, count = given
-    else:
-        name, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
-    worker = None
-    if isinstance(name, str) and name.startswith("gw") and name[2:].isdigit():
-        worker = int(name[2:])
-    try:
-        workers = int(count) if count is not None else None
-    except (TypeError, ValueError):
-        workers = None
-    return worker, workers if workers and workers > 0 else None
