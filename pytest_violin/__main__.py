@@ -14,8 +14,10 @@
   folders of the shards of one run (``--violin-shard=K/N``) back together:
   one results.json, report.html, summary.md (and baseline) as one run writes;
 * ``gate RUN --baseline FILE [--max-regression X] [--max-pass-drop P]
-  [--alpha A] [--allow-mismatch]`` decides a run's report folder (a merged
-  one) against a baseline with the plugin's gate rules and exit statuses.
+  [--alpha A] [--allow-mismatch] [--report DIR]`` decides a run's report
+  folder (a merged one) against a baseline with the plugin's gate rules and
+  exit statuses; with ``--report`` it writes the run's reports with the
+  gate's verdict and table into DIR (RUN itself, to update it).
 
 Exit status (pytest's numbers, so a script treats both alike):
 
@@ -137,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--output", required=True, metavar="DIR",
                     help="folder of the merged results.json, report.html and summary.md")
     mg.add_argument("--save-baseline", metavar="FILE", help="also write the merged run's baseline")
+    mg.add_argument("--no-step-summary", action="store_true",
+                    help="do not append summary.md to $GITHUB_STEP_SUMMARY (when 'gate --report' does)")
 
     gt = sub.add_parser("gate", help="decide a run (a merged one) against a baseline")
     gt.set_defaults(command_parser=gt)
@@ -154,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"the gate's error rate (default {DEFAULT_ALPHA}), as --violin-alpha")
     gt.add_argument("--allow-mismatch", action="store_true",
                     help="decide even when a task shares too few samples with the baseline")
+    gt.add_argument("--report", metavar="DIR",
+                    help="write results.json, report.html and summary.md with the gate's verdict into DIR "
+                         "(RUN itself to update it)")
     return parser
 
 
@@ -181,7 +188,8 @@ def _merge(args, out) -> None:
     from .report.merge import merge_shards, write_merged
 
     merged = merge_shards(args.runs)
-    write_merged(merged, args.output, save_baseline=args.save_baseline)
+    write_merged(merged, args.output, save_baseline=args.save_baseline,
+                 step_summary=not args.no_step_summary)
     meta = merged.metadata
     out.write(f"merged {meta['shards']['total']} shards: {len(merged.records)} samples, "
               f"{sum(1 for r in merged.records if r.get('outcome') == 'passed')} passed; "
@@ -201,7 +209,7 @@ def _gate(args, out) -> int:
     from .report.terminal import comparison_lines
     from .report.text import printable
 
-    _, doc = load_results(args.run)
+    folder, doc = load_results(args.run)
     if not doc["samples"]:
         raise InvalidArgumentError(f"{args.run}: the run holds no sample; accepted: a report of a run "
                                    f"that ran Violin samples")
@@ -222,6 +230,13 @@ def _gate(args, out) -> int:
     changed = dataset_change(baseline.get("metadata", {}), current["metadata"])
     if changed:
         out.write(printable(changed) + "\n")
+    if args.report:
+        from .report.merge import with_thumbnails, write_reports
+
+        write_reports(args.report, with_thumbnails(doc["samples"], folder),
+                      metadata={**meta, "baseline": args.baseline}, aggregates=current["aggregates"],
+                      comparison=comparison)
+        out.write(f"reports with the gate's verdict written to {args.report}\n")
     return gate_status(comparison, interrupted=interrupted)
 
 

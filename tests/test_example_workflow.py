@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -207,6 +208,7 @@ def test_the_shard_and_gate_steps_run_with_the_project_as_a_subfolder(tmp_path):
     assert "merged 4 shards" in result.stdout and "PASSED" in result.stdout
     assert (cwd / "violin-report" / "report.html").is_file()
     assert (cwd / "violin-report" / "baseline.json").is_file()
+    assert json.loads((cwd / "violin-report" / "results.json").read_text())["comparison"]["ok"] is True
 
 
 def test_the_repository_has_the_license_pyproject_names():

@@ -104,6 +104,17 @@ def test_four_shards_merged_equal_one_run(sharded, capsys):
     regressed = verdict.search(out).group(1)
     assert regressed.startswith("color (mean metric") and "shape" not in regressed
     assert regressed == verdict.search(whole.stdout.str()).group(1)
+    # --report: the merged run's reports with the gate's verdict, as one run's with a baseline
+    status, out, _ = _cli("gate", root / "merged", "--baseline", root / "base.json", "--report",
+                          root / "gated", capsys=capsys)
+    assert status == 1 and "reports with the gate's verdict written to" in out
+    gated = json.loads((root / "gated" / "results.json").read_text())
+    one_gate = one_doc["comparison"]
+    assert gated["comparison"]["regressions"] == one_gate["regressions"] and not gated["comparison"]["ok"]
+    assert gated["comparison"]["groups"] == one_gate["groups"]
+    assert [s["sample_id"] for s in gated["samples"]] == [s["sample_id"] for s in one_doc["samples"]]
+    assert "regress" in (root / "gated" / "summary.md").read_text().lower()
+    assert (root / "gated" / "thumbnails.json").read_text() == (root / "merged" / "thumbnails.json").read_text()
     # against itself it passes (exit 0)
     status, out, _ = _cli("gate", root / "merged", "--baseline", root / "merged.json", capsys=capsys)
     assert status == 0 and out.startswith("PASSED")

@@ -36,7 +36,7 @@ from .json_report import RESULTS_FORMAT, RESULTS_SCHEMA_VERSION, THUMBNAILS_FILE
 from .text import is_image_data_uri, printable
 
 __all__ = ["MAX_RESULTS_BYTES", "MAX_THUMBNAILS_BYTES", "Merged", "ShardRun", "load_results",
-           "load_shard", "merge_shards", "run_baseline", "write_merged"]
+           "load_shard", "merge_shards", "run_baseline", "with_thumbnails", "write_merged", "write_reports"]
 
 #: Largest results.json read (a full 7,745-sample run writes ~10 MB).
 MAX_RESULTS_BYTES = 256 * 2**20
@@ -396,22 +396,40 @@ def run_baseline(records, meta: Mapping) -> dict:
                           else str(meta["package_version"]), extra_metadata=extra)
 
 
-def write_merged(merged: Merged, output, *, save_baseline=None) -> list[str]:
-    """Write the merged run's reports into ``output`` (and its baseline); the files written."""
-    from ..gating import write_baseline
+def write_reports(output, records, *, metadata, aggregates, comparison=None,
+                  step_summary: bool = True) -> list[str]:
+    """Write a run's results.json, thumbnails.json, summary.md and report.html into ``output``.
+
+    ``comparison``: the gate's, shown in every report as a run with ``--violin-baseline``
+    shows it; ``step_summary=False``: summary.md is not appended to ``$GITHUB_STEP_SUMMARY``.
+    """
     from .html import write_html
     from .json_report import write_results_json, write_thumbnails_json
     from .markdown import write_summary
 
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
-    kwargs = {"metadata": merged.metadata, "comparison": None,
-              "aggregates": merged.baseline["aggregates"]}
-    write_results_json(out / "results.json", merged.records, **kwargs)
-    write_thumbnails_json(out / THUMBNAILS_FILE, merged.records)
-    write_summary(out / "summary.md", merged.records, **kwargs)
-    write_html(out / "report.html", merged.records, **kwargs)
-    written = [str(out / n) for n in ("results.json", "report.html", "summary.md", THUMBNAILS_FILE)]
+    kwargs = {"metadata": metadata, "comparison": comparison, "aggregates": aggregates}
+    write_results_json(out / "results.json", records, **kwargs)
+    write_thumbnails_json(out / THUMBNAILS_FILE, records)
+    write_summary(out / "summary.md", records, **kwargs, **({} if step_summary else {"github_step_summary": ""}))
+    write_html(out / "report.html", records, **kwargs)
+    return [str(out / n) for n in ("results.json", "report.html", "summary.md", THUMBNAILS_FILE)]
+
+
+def with_thumbnails(records, folder) -> list:
+    """``records`` with the thumbnails ``folder/thumbnails.json`` holds for them (checked, bounded)."""
+    thumbs = _load_thumbnails(Path(folder))
+    return [{**r, "extra": {**(r.get("extra") or {}), "thumbnails": thumbs[r["sample_id"]]}}
+            if r["sample_id"] in thumbs else r for r in records]
+
+
+def write_merged(merged: Merged, output, *, save_baseline=None, step_summary: bool = True) -> list[str]:
+    """Write the merged run's reports into ``output`` (and its baseline); the files written."""
+    from ..gating import write_baseline
+
+    written = write_reports(output, merged.records, metadata=merged.metadata,
+                            aggregates=merged.baseline["aggregates"], step_summary=step_summary)
     if save_baseline is not None:
         write_baseline(save_baseline, merged.baseline)
         written.append(str(save_baseline))
