@@ -181,3 +181,35 @@ def test_parametrized_tests_over_violin_sample_are_sharded_too(pytester):
                                f"--violin-shard={k}/3") for k in (1, 2, 3)]
     assert sorted(r.parseoutcomes().get("passed", 0) for r in runs) == [0, 1, 1]
     assert [r.ret for r in runs].count(pytest.ExitCode.OK) == 3
+
+
+CACHED = '''
+class Model:
+    cacheable = True
+
+    def generate(self, request):
+        return request.sample.expected()
+
+
+MODEL = Model()
+'''
+
+
+def test_shards_share_the_cache_and_repeats_of_one_run(pytester):
+    """A shard asks the cache for its samples' images as one run does: after one run, every shard
+    is served from the cache; each sample keeps its repeats."""
+    pytester.makepyfile(cached_model=CACHED)
+    args = ["--violin-model=python:cached_model:MODEL", "--violin-limit=12", "--violin-repeats=2",
+            f"--violin-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider"]
+    whole = pytester.runpytest(*args)
+    assert whole.ret == 0
+    whole.stdout.fnmatch_lines(["violin plan: *12 samples x 2 repeats = 24 generations, 0 in the cache, 24 to make"])
+    made = 0
+    for k in (1, 2, 3):
+        part = pytester.runpytest(*args, f"--violin-shard={k}/3")
+        assert part.ret == 0
+        line = next(x for x in part.outlines if x.startswith("violin plan:"))
+        n = int(line.split(" samples x")[0].rsplit(" ", 1)[1])
+        assert f"= {2 * n} generations, {2 * n} in the cache, 0 to make" in line
+        made += n
+    assert made == 12
