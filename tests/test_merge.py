@@ -192,6 +192,14 @@ def _hostile_folders(shards, capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(merge, "MAX_RESULTS_BYTES", 1000)
     refused(shards[1], "larger than the limit of 1,000 bytes")
     monkeypatch.undo()
+    monkeypatch.setattr(merge, "MAX_TOTAL_BYTES", 2000)
+    refused(shards[1], "results.json files hold", "more than the limit of 2,000")
+    monkeypatch.undo()
+    # thumbnails past the total read are left out, the merge goes on
+    monkeypatch.setattr(merge, "MAX_TOTAL_THUMBNAILS", 1)
+    merged = merge.merge_shards(shards)
+    assert len(merged.records) == 60 and not any("thumbnails" in (r.get("extra") or {}) for r in merged.records)
+    monkeypatch.undo()
     wrong = tmp_path / "wrong"
     shutil.copytree(shards[1], wrong)
     doc = json.loads((wrong / "results.json").read_text())

@@ -44,6 +44,11 @@ MAX_RESULTS_BYTES = 256 * 2**20
 MAX_THUMBNAILS_BYTES = 64 * 2**20
 #: Most sample records accepted from one file.
 MAX_SAMPLES = 1_000_000
+#: Largest sum of the shards' results.json files (the full suite's 4 shards: ~40 MB).
+MAX_TOTAL_BYTES = 1024 * 2**20
+#: Thumbnails read over all shards, at most (the merged report embeds 35 MB): the shards past
+#: it are merged without theirs.
+MAX_TOTAL_THUMBNAILS = 160 * 2**20
 
 #: Run facts that every shard of one run shares (results.json ``metadata``).
 SHARED_FACTS = ("suite", "profile", "seed", "repeats", "pass_rule", "adapter", "package_version",
@@ -243,8 +248,9 @@ def _load_thumbnails(folder: Path) -> dict:
     return out
 
 
-def load_shard(spec) -> ShardRun:
-    """One shard's report folder (or results.json), checked (module docstring)."""
+def load_shard(spec, *, thumbnails: bool = True) -> ShardRun:
+    """One shard's report folder (or results.json), checked (module docstring); ``thumbnails``:
+    read its thumbnails.json too."""
     folder, doc = load_results(spec)
     meta = doc["metadata"]
     if "shard" not in meta:
@@ -252,10 +258,18 @@ def load_shard(spec) -> ShardRun:
                                    f"run was not split (--violin-shard=K/N); accepted: the --violin-report "
                                    f"folders of the N shards of one run")
     meta["shard"] = _check_shard_record(folder / "results.json", meta["shard"])
-    return ShardRun(spec, folder, meta, doc["samples"], _load_thumbnails(folder))
+    return ShardRun(spec, folder, meta, doc["samples"], _load_thumbnails(folder) if thumbnails else {})
 
 
 # --------------------------------------------------------------------------- checking and merging
+
+
+def _size(path: Path) -> int:
+    """Bytes of ``path`` as ``lstat`` says (0 when it is missing: the reader names the problem)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
 
 
 def _check_same_run(shards: list) -> None:
@@ -342,7 +356,17 @@ def merge_shards(specs) -> Merged:
     specs = list(specs)
     if not specs:
         raise InvalidArgumentError("no shard given; accepted: the report folders of the N shards")
-    shards = sorted((load_shard(spec) for spec in specs), key=lambda s: s.index)
+    sizes = [_size(_results_path(spec)[1]) for spec in specs]
+    if sum(sizes) > MAX_TOTAL_BYTES:
+        raise InvalidArgumentError(f"the {len(specs)} results.json files hold {sum(sizes):,} bytes, more than "
+                                   f"the limit of {MAX_TOTAL_BYTES:,}; accepted: the shards of one run")
+    loaded, thumbs = [], 0
+    for spec in specs:
+        folder = _results_path(spec)[0]
+        shard = load_shard(spec, thumbnails=thumbs + _size(folder / THUMBNAILS_FILE) <= MAX_TOTAL_THUMBNAILS)
+        thumbs += _size(folder / THUMBNAILS_FILE) if shard.thumbnails else 0
+        loaded.append(shard)
+    shards = sorted(loaded, key=lambda s: s.index)
     _check_parts(shards)
     _check_same_run(shards)
     owner: dict = {}
