@@ -1,7 +1,7 @@
 """The README's "Two commands", as a new user pastes them into one shell.
 
 ``.ci/run`` runs them from this file, so CI runs exactly what the README says,
-and ``tests/test_readme_commands.py`` checks them without installing anything.
+and ``tests/meta/test_readme_commands.py`` checks them without installing anything.
 
 Usage::
 

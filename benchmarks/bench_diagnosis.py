@@ -3,7 +3,7 @@
 Run:  python benchmarks/bench_diagnosis.py [--repeat N]
 
 One failing answer per family, built from a built-in sample's own ground
-truth with a known defect (the same kinds tests/test_diagnosis.py checks):
+truth with a known defect (the same kinds tests/unit/test_diagnosis.py checks):
 
 * color: text drawn on a 16-level vertical gradient (objects + gradient);
 * color quad: the four blocks 8 levels lighter, with gray noise;

@@ -12,7 +12,7 @@ a. **memory** - peak RSS (``VmHWM``, reported by the process itself) of
    caps let through whole: a 59 MB JPEG of noise (8192x8064, 198 MB of RGB)
    at concurrency 1, 16 and 32 (32 samples at 32), and a 41 MB JSON object
    of 2,000,000 keys (no image) at 1 and 16. The driver is
-   ``tests/_memory_driver.py`` and the answers are ``tests/test_memory_bounds.py``'s,
+   ``tests/_memory_driver.py`` and the answers are ``tests/e2e/test_memory_bounds.py``'s,
    so the benchmark measures exactly what the test guards. Target < 1 GB.
 b. **Ctrl-C and SIGTERM** - seconds from the signal to exit of ``python -m pytest
    --violin-model=http://127.0.0.1:PORT/generate --violin-tasks=color
@@ -36,7 +36,7 @@ c. **dead endpoint** - seconds until a run of the full ``violin`` suite with
 d. **environment churn** - 2,000 generations at concurrency 16 against a
    local server while the main thread sets and deletes
    ``PYTEST_CURRENT_TEST`` ten times per sample (as pytest does; see
-   ``tests/test_env_stress.py``). Target: 0 spurious failures; wall time
+   ``tests/unit/test_env_stress.py``). Target: 0 spurious failures; wall time
    reported.
 e. **paid-call limit** - seconds until a full-suite run of a network
    adapter is refused by the default ``--violin-max-calls`` (exit 4), and the

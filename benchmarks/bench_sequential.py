@@ -18,7 +18,7 @@ decided, the run ending when ``gate.finished`` is set. Reported per case:
   (the runs that needed more than that), and the share that ran to the end
   of a task's samples;
 * "at every look", for the null cases: every group's three sequences (the
-  gate's own :class:`~pytest_violin.gating.confseq.MeanSequence`, same
+  gate's own :class:`~pytest_violin.gating._confseq.MeanSequence`, same
   groups, ranges, error split and order) are fed the group's whole stream
   without stopping, and a run counts if any lower bound was ever above its
   margin (the first ``--every-look-runs`` runs). Not run for the identical
@@ -105,7 +105,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_violin.gating.confseq import MeanSequence  # noqa: E402
+from pytest_violin.gating._confseq import MeanSequence  # noqa: E402
 from pytest_violin.gating.sequential import (  # noqa: E402
     DEFAULT_ALPHA,
     SequentialGate,

@@ -39,7 +39,7 @@ def bench_load(suites):
 
 
 def bench_render(samples, title):
-    from pytest_violin.suite.photos import SKIMAGE_PHOTOS, load_photo
+    from pytest_violin.suite.drawing import SKIMAGE_PHOTOS, load_photo
 
     for name in SKIMAGE_PHOTOS:
         load_photo("skimage", name)

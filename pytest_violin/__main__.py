@@ -1,37 +1,23 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare|merge|gate``.
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|merge|gate`` (``--help`` on each).
 
-* ``export OUT_DIR [--suite NAME|PATH] [--tasks T ...] [--limit N] [--seed S]``
-  writes ``OUT_DIR/manifest.jsonl`` and the PNGs, with a progress bar on
-  stderr;
-* ``list [--suite NAME|PATH] [--tasks T ...]`` prints the sample counts per
-  task and variation;
-* ``sheet SOURCE OUT_PNG [--limit N]`` draws a contact sheet of a suite or
-  an export;
-* ``compare RUN [RUN ...] [--label L ...] [--paper] [--format F] [--output FILE]
-  [--all-samples] [--allow-mismatch] [--suite S]`` compares runs side by side
-  (and with the paper's published rows) in the paper's layout;
-* ``merge RUN [RUN ...] --output DIR [--save-baseline FILE]`` puts the report
-  folders of the shards of one run (``--violin-shard=K/N``) back together:
-  one results.json, report.html, summary.md (and baseline) as one run writes;
-* ``gate RUN --baseline FILE [--max-regression X] [--max-pass-drop P]
-  [--alpha A] [--allow-mismatch] [--report DIR]`` decides a run's report
-  folder (a merged one) against a baseline with the plugin's gate rules and
-  exit statuses; with ``--report`` it writes the run's reports with the
-  gate's verdict and table into DIR (RUN itself, to update it).
+``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
+variation, ``sheet`` draws a contact sheet, and ``compare`` compares runs side by side (and with the paper's
+published rows) in the paper's layout. ``merge RUN... --output DIR [--save-baseline FILE]`` puts the report
+folders of the shards of one run (``--violin-shard=K/N``) back together: one results.json, report.html,
+summary.md (and baseline) as one run writes them. ``gate RUN --baseline FILE [--report DIR]`` decides a run's
+report folder (a merged one) against a baseline with the plugin's gate (``gating.decide``) and exit statuses;
+with ``--report`` it writes the run's reports with the gate's verdict and table into DIR.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
-* 1: the command could not finish: an output could not be written (an
-  ``OSError``: disk full, no permission) or an internal error;
-  ``gate``: the model got worse (a credible regression) or a sample of the
-  run ended in an error, as the plugin's ``--violin-baseline`` fails a
-  session;
-* 4: usage error: a bad argument or option, or input that is not accepted
-  (a RUN that does not exist or is not a run, runs that cannot be compared,
-  shards that are not the parts of one run, a suite or manifest that does
-  not load); ``gate``: the run shares too few samples with the baseline to
-  decide; one line names the value and what is accepted.
+* 1: the command could not finish: an output could not be written (an ``OSError``: disk full, no permission)
+  or an internal error; ``gate``: the model got worse or a sample of the run ended in an error, as the
+  plugin's ``--violin-baseline`` fails a session;
+* 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
+  a run, runs that cannot be compared, shards that are not the parts of one run, a suite or manifest that does
+  not load); ``gate``: the run shares too few samples with the baseline to decide; one line names the value
+  and what is accepted.
 """
 
 from __future__ import annotations
@@ -52,8 +38,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors exit :data:`EXIT_USAGE` (argparse's own is 2).
 
-    Sub-commands' parsers are of this class too (``add_subparsers`` makes
-    them with the parent's class), so each prints its own usage.
+    Sub-commands' parsers are of this class too (``add_subparsers`` makes them with the parent's class), so
+    each prints its own usage.
     """
 
     def error(self, message):
@@ -78,8 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{export,list,sheet,compare,merge,gate}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,merge,gate}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -200,11 +185,9 @@ def _merge(args, out) -> None:
 
 
 def _gate(args, out) -> int:
-    from dataclasses import replace
-
     from .errors import BaselineError, InvalidArgumentError
-    from .gating import compare, read_baseline
-    from .gating.baseline import dataset_change
+    from .gating import read_baseline
+    from .gating.decide import GateLimits, decide
     from .report.merge import load_results, run_baseline
     from .report.terminal import comparison_lines
     from .report.text import printable
@@ -219,35 +202,22 @@ def _gate(args, out) -> int:
         raise InvalidArgumentError(f"--baseline={args.baseline!r}: {exc}") from None
     meta = doc["metadata"]
     current = run_baseline(doc["samples"], meta)
-    comparison = compare(baseline, current, max_regression=args.max_regression,
-                         max_pass_drop=args.max_pass_drop, alpha=args.alpha,
-                         allow_mismatch=args.allow_mismatch, baseline_path=args.baseline)
-    interrupted = bool(meta.get("interrupted"))
-    if interrupted:
-        comparison = replace(comparison, unrun_reason="the run was interrupted before")
-    for text, _level in comparison_lines(comparison):
+    limits = GateLimits(max_regression=args.max_regression, max_pass_drop=args.max_pass_drop,
+                        alpha=args.alpha, allow_mismatch=args.allow_mismatch)
+    verdict = decide(baseline, doc["samples"], current, limits=limits, baseline_label=args.baseline,
+                     interrupted=bool(meta.get("interrupted")))
+    for text, _level in comparison_lines(verdict.comparison):
         out.write(printable(text) + "\n")
-    changed = dataset_change(baseline.get("metadata", {}), current["metadata"])
-    if changed:
-        out.write(printable(changed) + "\n")
+    for message in verdict.messages:
+        out.write(printable(message) + "\n")
     if args.report:
         from .report.merge import with_thumbnails, write_reports
 
         write_reports(args.report, with_thumbnails(doc["samples"], folder),
                       metadata={**meta, "baseline": args.baseline}, aggregates=current["aggregates"],
-                      comparison=comparison)
+                      comparison=verdict.comparison)
         out.write(f"reports with the gate's verdict written to {args.report}\n")
-    return gate_status(comparison, interrupted=interrupted)
-
-
-def gate_status(comparison, *, interrupted: bool = False) -> int:
-    """The exit status of a decided gate, as the plugin's session ends (module docstring)."""
-    if comparison.ok:
-        return EXIT_OK
-    undecided = (comparison.compared == 0 or comparison.undecidable) and not comparison.regressed_groups
-    if undecided and not comparison.errored and not interrupted:
-        return EXIT_USAGE
-    return EXIT_FAILED
+    return verdict.exit_status(EXIT_OK)
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
@@ -263,14 +233,9 @@ def _compare(args, parser, out) -> None:
     if args.format == "html" and not args.output:
         parser.error("argument --format: html needs --output FILE")
     if args.suite is not None:
-        from .suite import SUITES
-
-        if args.suite not in SUITES and not Path(args.suite).exists():
-            parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                         f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+        _check_suite(args.suite, parser)
     labels = [*args.label, *([None] * (len(args.runs) - len(args.label)))]
-    progress = False if args.no_progress else True
-    runs = [load_run(spec, label=label, suite=args.suite, progress=progress)
+    runs = [load_run(spec, label=label, suite=args.suite, progress=not args.no_progress)
             for spec, label in zip(args.runs, labels)]
     paper = ()
     if args.paper:
@@ -283,24 +248,28 @@ def _compare(args, parser, out) -> None:
         from .compare.html import write_html
 
         write_html(args.output, comparison, runs)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
-        return
-    text = render(comparison, args.format)
-    if args.output:
+    elif args.output:
         from ._fs import atomic_write
 
-        atomic_write(args.output, text)
-        out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+        atomic_write(args.output, render(comparison, args.format))
     else:
-        out.write(text)
+        out.write(render(comparison, args.format))
+        return
+    out.write(f"wrote the comparison of {len(runs)} run(s) to {args.output}\n")
+
+
+def _check_suite(suite, parser) -> None:
+    from .suite import SUITES
+
+    if suite not in SUITES and not Path(suite).exists():
+        parser.error(f"argument --suite: {suite!r} is neither a built-in suite "
+                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
 
 
 def _load(args, parser):
-    from .suite import SUITES, load_suite
+    from .suite import load_suite
 
-    if args.suite not in SUITES and not Path(args.suite).exists():
-        parser.error(f"argument --suite: {args.suite!r} is neither a built-in suite "
-                     f"({', '.join(SUITES)}) nor an existing manifest file or folder")
+    _check_suite(args.suite, parser)
     if args.photos_dir is not None and not Path(args.photos_dir).is_dir():
         parser.error(f"argument --photos-dir: {args.photos_dir!r} is not a directory")
     return load_suite(args.suite, tasks=args.tasks, limit=args.limit, seed=args.seed,
@@ -312,12 +281,8 @@ def _print_counts(samples, suite, out) -> None:
     tasks = Counter(s.task for s in samples)
     out.write(f"suite {suite}: {len(samples)} samples\n")
     out.write(f"  {'task':<8} {'variation':<12} {'count':>6}\n")
-    order = []
-    for s in samples:
-        if (s.task, s.variation) not in order:
-            order.append((s.task, s.variation))
     last = None
-    for task, variation in order:
+    for task, variation in counts:  # first-seen order
         if last is not None and task != last:
             out.write(f"  {last:<8} {'(all)':<12} {tasks[last]:>6}\n")
         out.write(f"  {task:<8} {variation:<12} {counts[(task, variation)]:>6}\n")
@@ -352,23 +317,18 @@ def main(argv=None) -> int:
             sys.stdout.write(f"wrote {len(samples)} samples to {path}\n")
         elif args.command == "sheet":
             from .imaging import encode_png
-            from .suite.contact import contact_sheet
+            from .suite.drawing import contact_sheet
 
             sheet = contact_sheet(samples, columns=args.columns)
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
-    except ViolinError as exc:
+    except (ViolinError, OSError) as exc:
         from .errors import InternalError
         from .report.text import printable
 
         sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED if isinstance(exc, InternalError) else EXIT_USAGE
-    except OSError as exc:
-        from .report.text import printable
-
-        sys.stderr.write(f"error: {printable(exc)}\n")
-        return EXIT_FAILED
+        return EXIT_USAGE if isinstance(exc, ViolinError) and not isinstance(exc, InternalError) else EXIT_FAILED
     return EXIT_OK
 
 

@@ -1,13 +1,11 @@
 """Atomic file writes shared by the cache, the runner, baselines and reports, and the one
 bounded reader of files named by options (templates, workflows, baselines).
 
-:func:`read_option_file` is how every file a user names in an option is read:
-it opens without blocking (a FIFO never hangs the session), refuses anything
-that is not a regular file (``/dev/zero``, a directory, a socket), refuses a
-file larger than its limit by its size before reading it (a 2 GB file is never
-read), and reads at most ``limit + 1`` bytes (a file that grows meanwhile).
-:func:`load_json_text` parses JSON after checking its nesting depth, so a
-100,000-deep document is refused with one line instead of a RecursionError.
+:func:`read_option_file` is how every file a user names in an option is read: it opens without blocking (a
+FIFO never hangs the session), refuses anything that is not a regular file (``/dev/zero``, a directory, a
+socket), refuses a file larger than its limit by its size before reading it (a 2 GB file is never read), and
+reads at most ``limit + 1`` bytes (a file that grows meanwhile). :func:`load_json_text` parses JSON after
+checking its nesting depth, so a 100,000-deep document is refused with one line instead of a RecursionError.
 """
 
 from __future__ import annotations
@@ -16,47 +14,33 @@ import json
 import os
 import re
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import InvalidArgumentError
 
-__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "json_depth", "load_json_text",
+__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "file_kind", "json_depth", "load_json_text",
            "read_option_bytes", "read_option_file", "read_option_json"]
 
 #: Deepest JSON nesting accepted from an option file (a ComfyUI workflow is ~4 deep).
 DEFAULT_JSON_DEPTH = 64
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, from its ``st_mode``: ``"a FIFO"``, ``"a directory"``, ..."""
+    return next((name for test, name in _KINDS if test(mode)), "a special file")
 
 
 def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them, or ``error``.
+    """The bytes of the regular file ``path`` an option names, at most ``limit`` of them.
 
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file an option names.
-    what : str
-        The option, e.g. ``"--violin-workflow"``: every message starts with it.
-    limit : int
-        Largest size accepted, in bytes.
-    error : type, optional
-        The :class:`~pytest_violin.errors.ViolinError` subclass raised (callers
-        turn it into their usage error), default :class:`InvalidArgumentError`.
-
-    Raises
-    ------
-    error
-        A missing or unreadable path, something that is not a regular file
-        (never opened for reading in a way that blocks), a file over ``limit``
-        bytes (refused by its size, not read); the message names ``what``,
-        the path and the limit.
+    Else ``error`` (a :class:`~pytest_violin.errors.ViolinError` subclass its caller turns into a usage
+    error), naming ``what`` (the option, e.g. ``"--violin-workflow"``), the path and the limit: a missing or
+    unreadable path, something that is not a regular file (never opened for reading in a way that blocks), a
+    file over ``limit`` bytes (refused by its size, not read).
     """
     shown = f"{what}: {str(path)!r}"
     accepted = f"accepted: a regular file of at most {int(limit):,} bytes"
@@ -71,7 +55,7 @@ def read_option_bytes(path, *, what: str, limit: int, error=InvalidArgumentError
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"{shown} is {_kind(info.st_mode)}; {accepted}")
+            raise error(f"{shown} is {file_kind(info.st_mode)}; {accepted}")
         if info.st_size > limit:
             raise error(f"{shown} is {info.st_size:,} bytes, larger than the limit of "
                         f"{int(limit):,} bytes; {accepted}")
@@ -109,8 +93,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 def json_depth(text: str) -> int:
     """Deepest nesting of ``[`` / ``{`` in JSON ``text`` (brackets inside strings do not count).
 
-    Linear in the text, without recursion: it can measure what :func:`json.loads`
-    cannot parse.
+    Linear in the text, without recursion: it can measure what :func:`json.loads` cannot parse.
     """
     brackets = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass").translate(
         None, _NOT_BRACKETS)
@@ -153,37 +136,18 @@ def read_option_json(path, *, what: str, limit: int, max_depth: int = DEFAULT_JS
 #: Attempts at a fresh temporary name before giving up (each is 64 random bits).
 _TEMP_NAME_ATTEMPTS = 16
 
-#: File mode requested for new files; the process umask is taken off it by the
-#: operating system, exactly as for ``open(path, "w")``.
+#: File mode requested for new files; the process umask is taken off it by the operating system, exactly as
+#: for ``open(path, "w")``.
 _NEW_FILE_MODE = 0o666
 
 
 def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
-    """Create and open a new, empty temporary file next to ``name``.
+    """A new, empty temporary file in ``directory`` (the destination's: the rename stays on
+    one file system): an open write-only descriptor and its path.
 
-    Unlike :func:`tempfile.mkstemp` (always ``0600``), the file is created
-    with mode ``0666`` less the umask, so the final file has the permissions
-    any other file the user writes gets; ``O_EXCL`` keeps it our own file.
-
-    Parameters
-    ----------
-    directory : pathlib.Path
-        Where the file is created (the destination's directory, so that the
-        rename stays on one file system).
-    name : str
-        The destination's file name, part of the temporary name.
-
-    Returns
-    -------
-    tuple of (int, pathlib.Path)
-        An open write-only descriptor and the temporary file's path.
-
-    Raises
-    ------
-    FileExistsError
-        When :data:`_TEMP_NAME_ATTEMPTS` random names were all taken.
-    OSError
-        When the directory cannot be written.
+    Unlike :func:`tempfile.mkstemp` (always ``0600``), the file is created with mode ``0666`` less the umask,
+    so the final file has the permissions any other file the user writes gets; ``O_EXCL`` keeps it our own
+    file.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     flags |= getattr(os, "O_CLOEXEC", 0)
@@ -200,32 +164,12 @@ def _create_temp(directory: Path, name: str) -> tuple[int, Path]:
 def atomic_write(path, data, *, fsync: bool = False) -> Path:
     """Write text (UTF-8) or bytes to ``path`` atomically.
 
-    The content goes to a temporary file in the destination's directory,
-    which then replaces ``path`` with :func:`os.replace`: readers (and
-    concurrent pytest-xdist workers) see the old file or the new one, never
-    a partial one. The temporary file is removed on any failure. The file
-    gets the permissions the process umask gives a new file (``0644``
-    under the usual umask ``022``), as with any file the user writes.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Destination; parent directories are created.
-    data : str or bytes
-        Content; text is written as UTF-8 with ``\\n`` line ends.
-    fsync : bool, optional
-        Flush the file to disk before the rename (for files that must
-        survive a crash, such as baselines).
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Raises
-    ------
-    OSError
-        When the directory or the file cannot be written.
+    The content goes to a temporary file in the destination's directory, which then replaces ``path`` with
+    :func:`os.replace`: readers (and concurrent pytest-xdist workers) see the old file or the new one, never a
+    partial one. The temporary file is removed on any failure. The file gets the permissions the process umask
+    gives a new file (``0644`` under the usual umask ``022``), as with any file the user writes. Parent
+    directories are created; text is written as UTF-8 with ``\\n`` line ends; ``fsync`` flushes the file to
+    disk before the rename (for files that must survive a crash, such as baselines). Returns ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -239,9 +183,7 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path

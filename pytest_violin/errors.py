@@ -1,36 +1,16 @@
 """One exception tree for pytest-violin.
 
-Every error the package raises on purpose derives from :class:`ViolinError`.
-Each subclass also inherits the builtin exception it means, so callers can
-catch ``ValueError`` (bad input) or ``RuntimeError`` (a failed generation)
-without importing anything from this package.
+Every error the package raises on purpose derives from :class:`ViolinError`. Each subclass also inherits the
+builtin exception it means, so callers can catch ``ValueError`` (bad input) or ``RuntimeError`` (a failed
+generation) without importing anything from this package.
 """
 
 from __future__ import annotations
 
-__all__ = [
-    "ViolinError",
-    "InvalidArgumentError",
-    "InternalError",
-    "InvalidImageError",
-    "ImageSizeMismatchError",
-    "InvalidColorError",
-    "SuiteError",
-    "ManifestError",
-    "SampleIdError",
-    "ModelSpecError",
-    "ThresholdError",
-    "GenerationError",
-    "GenerationCancelled",
-    "GenerationRefused",
-    "GenerationUnjudged",
-    "GenerationCrashed",
-    "ServerCrashed",
-    "SetupError",
-    "BaselineError",
-    "ViolinFailure",
-    "ViolinWarning",
-]
+__all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImageError", "ImageSizeMismatchError",
+           "InvalidColorError", "SuiteError", "ManifestError", "SampleIdError", "ModelSpecError", "ThresholdError",
+           "GenerationError", "GenerationCancelled", "GenerationRefused", "GenerationUnjudged",
+           "GenerationCrashed", "ServerCrashed", "SetupError", "BaselineError", "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):
@@ -40,9 +20,8 @@ class ViolinError(Exception):
 class InvalidArgumentError(ViolinError, ValueError, TypeError):
     """A function of pytest-violin was called with an argument it does not accept.
 
-    The message names the argument, the value given and what is accepted.
-    Also a ``ValueError`` and a ``TypeError``, so callers that catch either
-    keep working.
+    The message names the argument, the value given and what is accepted. Also a ``ValueError`` and a
+    ``TypeError``, so callers that catch either keep working.
     """
 
 
@@ -67,18 +46,8 @@ class SuiteError(ViolinError, ValueError):
 
 
 class ManifestError(SuiteError):
-    """A manifest file is malformed.
-
-    Parameters
-    ----------
-    message : str
-        What is wrong.
-    path : str, optional
-        The manifest file.
-    line : int, optional
-        1-based line number in the manifest.
-    field : str, optional
-        The JSON field at fault.
+    """A manifest file is malformed: ``message`` says what is wrong, after the manifest's ``path``,
+    1-based ``line`` and JSON ``field`` where given.
     """
 
     def __init__(self, message: str, *, path=None, line=None, field=None):
@@ -109,17 +78,10 @@ class ThresholdError(ViolinError, ValueError):
 class GenerationError(ViolinError, RuntimeError):
     """A model failed to produce an image for a sample.
 
-    Parameters
-    ----------
-    reason : str
-        One line that says why (status, server message, ...).
-    attempts : int, optional
-        How many attempts were made.
-    status : int, optional
-        The HTTP status of the last attempt, where there was one.
-    transport : bool, optional
-        True when no answer came at all (connection refused, DNS, TLS,
-        time-out): the runner counts these to stop calling a dead endpoint.
+    ``reason`` is one line that says why (status, server message, ...); ``attempts`` how many attempts were
+    made, ``status`` the HTTP status of the last one where there was one. ``transport`` is True when no answer
+    came at all (connection refused, DNS, TLS, time-out): the runner counts these to stop calling a dead
+    endpoint.
     """
 
     def __init__(self, reason: str, *, attempts: int | None = None, status: int | None = None,
@@ -136,8 +98,8 @@ class GenerationError(ViolinError, RuntimeError):
     @property
     def unjudged(self) -> bool:
         """Whether the sample cannot be judged from this error: no answer at all
-        (:attr:`transport`), a :class:`SetupError` or a time-out
-        (:class:`GenerationUnjudged`). Such a sample ends as an *error*, never as a
+        (:attr:`transport`), a :class:`SetupError` or a time-out (:class:`GenerationUnjudged`). Such a sample
+        ends as an *error*, never as a
         score; other generation errors are the model's failure."""
         return self.transport
 
@@ -146,9 +108,9 @@ class GenerationCancelled(GenerationError):
     """A generation stopped because the run was interrupted (Ctrl-C, ``-x``).
 
     Raised by adapters and the HTTP client when the run's cancel event
-    (:attr:`pytest_violin.models.AdapterOptions.cancel`) is set: no new
-    request or retry starts after that. Never the model's failure: the sample
-    ends as an *error* (:attr:`GenerationError.unjudged`), never a score.
+    (:attr:`pytest_violin.models.AdapterOptions.cancel`) is set: no new request or retry starts after that.
+    Never the model's failure: the sample ends as an *error* (:attr:`GenerationError.unjudged`), never a
+    score.
     """
 
     @property
@@ -157,22 +119,20 @@ class GenerationCancelled(GenerationError):
 
 
 class GenerationRefused(GenerationError):
-    """The provider declined to make the image: moderation, a safety filter,
-    an answer with text but no image.
+    """The provider declined to make the image: moderation, a safety filter, an answer with text but no image.
 
-    A refusal is its own outcome (``"refused"``): it fails obedience, is
-    counted apart in the summary, reports and baseline, and is never retried.
+    A refusal is its own outcome (``"refused"``): it fails obedience, is counted apart in the summary, reports
+    and baseline, and is never retried.
     """
 
 
 class GenerationUnjudged(GenerationError):
     """The sample could not be judged, through no fault of the model's obedience:
-    a time-out (the sample's budget spent after its job started running, or the
-    overall wait limit spent in the server's queue) or a job the server lost
-    (deleted from its queue, server restarted).
+    a time-out (the sample's budget spent after its job started running, or the overall wait limit spent in
+    the server's queue) or a job the server lost (deleted from its queue, server restarted).
 
-    Ends as outcome ``"error"`` (pytest's ``ERROR at setup``): never scored,
-    never the model's failure (:attr:`GenerationError.unjudged`).
+    Ends as outcome ``"error"`` (pytest's ``ERROR at setup``): never scored, never the model's failure
+    (:attr:`GenerationError.unjudged`).
     """
 
     @property
@@ -181,36 +141,32 @@ class GenerationUnjudged(GenerationError):
 
 
 class GenerationCrashed(GenerationError):
-    """The code that makes the image raised an exception: a ``python:``
-    model's exception other than a :class:`GenerationError` (the message ends
-    with the traceback's last frames).
+    """The code that makes the image raised an exception: a ``python:`` model's exception other than a
+    :class:`GenerationError` (the message ends with the traceback's last frames).
 
-    The model's failure for that sample (no image), as before; but when the
-    first samples of a run all end in the same crash before any image (glue
-    code raising ``KeyError: 'steps'`` on every call), the runner stops the
-    run as it does for a :class:`SetupError` (see
-    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    The model's failure for that sample (no image), as before; but when the first samples of a run all end in
+    the same crash before any image (glue code raising ``KeyError: 'steps'`` on every call), the runner stops
+    the run as it does for a :class:`SetupError` (see :data:`pytest_violin.execution.runner.SETUP_AFTER`).
     """
 
 
 class ServerCrashed(GenerationCrashed, GenerationUnjudged):
     """An exception inside the server's pipeline: a ComfyUI node's
-    ``execution_error`` (CUDA out of memory, a model file missing at run time,
-    a wrong channel).
+    ``execution_error`` (CUDA out of memory, a model file missing at run time, a wrong channel).
 
-    Says nothing about the model's obedience: an *error* outcome, never a
-    score; the same crash on the first samples stops the run.
+    Says nothing about the model's obedience: an *error* outcome, never a score; the same crash on the first
+    samples stops the run.
     """
 
 
 class SetupError(GenerationUnjudged):
     """The request itself is invalid, whatever the sample: a ComfyUI workflow
-    that fails validation (a checkpoint that is not there, a wrong input type),
-    an HTTP 400/401/403/404/422 that is not a refusal of this sample's prompt.
+    that fails validation (a checkpoint that is not there, a wrong input type), an HTTP 400/401/403/404/422
+    that is not a refusal of this sample's prompt.
 
-    The message carries the server's reason in full. An *error* outcome, never
-    a score; when the first samples of a run all end in the same setup error,
-    the runner stops the run (see :data:`pytest_violin.execution.runner.SETUP_AFTER`).
+    The message carries the server's reason in full. An *error* outcome, never a score; when the first samples
+    of a run all end in the same setup error, the runner stops the run (see
+    :data:`pytest_violin.execution.runner.SETUP_AFTER`).
     """
 
 
@@ -219,16 +175,9 @@ class BaselineError(ViolinError, ValueError):
 
 
 class ViolinFailure(ViolinError, AssertionError):
-    """A sample failed its limits; ``str()`` is the table pytest shows.
+    """A sample failed its limits; ``str()`` is the table pytest shows (with prompt and sample id).
 
-    An ``AssertionError``, so pytest reports it as a test failure.
-
-    Parameters
-    ----------
-    message : str
-        The full failure text (table, prompt and sample id).
-    rows : list of Row, optional
-        The verdict rows.
+    An ``AssertionError``, so pytest reports it as a test failure; ``rows`` are the verdict rows.
     """
 
     def __init__(self, message: str, rows=()):

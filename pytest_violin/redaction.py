@@ -1,23 +1,19 @@
 """Keep credentials out of everything pytest-violin writes.
 
-HTTP adapters register every credential they are given (API keys, the
-values of configured headers, URL passwords) with :func:`register_secret`
-when they are created. Every failure message, log line, report field and
-JUnit property then goes through :func:`redact`, which replaces each
-registered secret, and its URL-encoded and base64 forms, with ``***``.
+HTTP adapters register every credential they are given (API keys, the values of configured headers, URL
+passwords) with :func:`register_secret` when they are created. Every failure message, log line, report field
+and JUnit property then goes through :func:`redact`, which replaces each registered secret, and its
+URL-encoded and base64 forms, with ``***``.
 
-The registry is process-global and thread-safe. Values shorter than
-:data:`MIN_SECRET_LENGTH` characters are ignored: redacting ``"1"`` or
-``"on"`` everywhere would destroy messages and protect nothing.
+The registry is process-global and thread-safe. Values shorter than :data:`MIN_SECRET_LENGTH` characters are
+ignored: redacting ``"1"`` or ``"on"`` everywhere would destroy messages and protect nothing.
 
-A cut secret is still a secret: a server that echoes ``Bearer s3cr3t-plante...``
-(or a message cut anywhere) must not show the start of the token. So
-:func:`redact` also masks every run of at least :data:`PREFIX_MIN_LENGTH`
-characters that is the start of a registered secret (6 characters of a
-random token identify it; shorter runs would mask ordinary words). For
-values whose start is public, ``Bearer TOKEN`` or ``user:password``, the run
-must reach past the public part (``public_prefix``). Messages are always
-redacted first and cut afterwards.
+A cut secret is still a secret: a server that echoes ``Bearer s3cr3t-plante...`` (or a message cut anywhere)
+must not show the start of the token. So :func:`redact` also masks every run of at least
+:data:`PREFIX_MIN_LENGTH` characters that is the start of a registered secret (6 characters of a random token
+identify it; shorter runs would mask ordinary words). For values whose start is public, ``Bearer TOKEN`` or
+``user:password``, the run must reach past the public part (``public_prefix``). Messages are always redacted
+first and cut afterwards.
 """
 
 from __future__ import annotations
@@ -29,19 +25,9 @@ import threading
 from urllib.parse import (quote, quote_plus, unquote, unquote_plus, unquote_to_bytes, urlsplit,
                           urlunsplit)
 
-__all__ = [
-    "MASK",
-    "MIN_SECRET_LENGTH",
-    "PREFIX_MIN_LENGTH",
-    "RedactingFilter",
-    "install_log_redaction",
-    "register_secret",
-    "redact",
-    "redact_url",
-    "redact_userinfo",
-    "is_registered",
-    "contains_secret",
-]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "PREFIX_MIN_LENGTH", "RedactingFilter",
+           "install_log_redaction", "register_secret", "redact", "redact_url", "redact_userinfo",
+           "is_registered", "contains_secret"]
 
 #: What a secret is replaced with.
 MASK = "***"
@@ -78,19 +64,12 @@ def _variants(value: str, public_prefix: int = 0) -> dict[str, tuple[int, int]]:
 
 
 def register_secret(value, *, public_prefix: int = 0) -> None:
-    """Remember ``value`` as a secret that :func:`redact` must hide.
+    """Remember ``value`` (a credential) as a secret that :func:`redact` must hide.
 
-    Parameters
-    ----------
-    value : str or None
-        The credential. ``None``, empty strings and values shorter than
-        :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored.
-        The value itself, its URL-encoded forms and its base64 forms are
-        registered.
-    public_prefix : int, optional
-        How many leading characters are not secret (``len("Bearer ")``,
-        ``len("user:")``): a cut copy of the value is masked only when it
-        reaches :data:`PREFIX_MIN_LENGTH` characters past them.
+    The value itself, its URL-encoded forms and its base64 forms are registered; ``None``, empty strings and
+    values shorter than :data:`MIN_SECRET_LENGTH` characters (after stripping) are ignored. ``public_prefix``
+    leading characters are not secret (``len("Bearer ")``, ``len("user:")``): a cut copy of the value is
+    masked only when it reaches :data:`PREFIX_MIN_LENGTH` characters past them.
     """
     global _ordered, _ordered_prefixes
     if not isinstance(value, str):
@@ -123,16 +102,14 @@ def is_registered(value: str) -> bool:
 def contains_secret(text) -> bool:
     """Whether ``text`` (a URL, a header value, a body) holds a registered secret in any form.
 
-    Read-only. The registered forms (plain, percent-encoded, ``+``-encoded,
-    base64) are looked for in ``text`` and in its percent-decoded and
-    ``+``-decoded forms (``%2f`` and ``%2F`` alike); ``bytes`` get the same
-    decodings, byte for byte (a body need not be UTF-8: an image in a
-    multipart form), and are searched for the secrets' UTF-8 forms. Cut
-    secrets (prefixes) do not count: this decides whether a request may
-    leave, not what a message shows.
+    Read-only. The registered forms (plain, percent-encoded, ``+``-encoded, base64) are looked for in ``text``
+    and in its percent-decoded and ``+``-decoded forms (``%2f`` and ``%2F`` alike); ``bytes`` get the same
+    decodings, byte for byte (a body need not be UTF-8: an image in a multipart form), and are searched for
+    the secrets' UTF-8 forms. Cut secrets (prefixes) do not count: this decides whether a request may leave,
+    not what a message shows.
 
-    Linear in the size of ``text`` (at most two decoded copies are made); the
-    bodies checked are requests the adapters build from bounded inputs.
+    Linear in the size of ``text`` (at most two decoded copies are made); the bodies checked are requests the
+    adapters build from bounded inputs.
     """
     secrets = _ordered
     if not secrets or text is None:
@@ -152,18 +129,7 @@ def contains_secret(text) -> bool:
 
 
 def redact(text) -> str:
-    """Replace every registered secret in ``text`` with ``***``.
-
-    Parameters
-    ----------
-    text : str
-        Any text; other objects are converted with ``str()`` first.
-
-    Returns
-    -------
-    str
-        The text without secrets.
-    """
+    """``text`` (``str()`` of any object) with every registered secret replaced by ``***``."""
     if not isinstance(text, str):
         text = str(text)
     secrets = _ordered  # an immutable snapshot: no lock needed to read it
@@ -209,18 +175,8 @@ def _starts(text: str, secret: str, needed: int, keep: int):
 
 
 def redact_url(url: str) -> str:
-    """Drop ``user:password@`` from a URL and redact registered secrets.
-
-    Parameters
-    ----------
-    url : str
-        An absolute URL.
-
-    Returns
-    -------
-    str
-        The URL without credentials in its authority part and with every
-        registered secret (for example an API key in the query) masked.
+    """An absolute URL without ``user:password@`` and with every registered secret (an API key in
+    the query) masked.
     """
     url = str(url)
     try:
@@ -234,18 +190,16 @@ def redact_url(url: str) -> str:
     return redact(url)
 
 
-#: The user-info part of a URL: ``SCHEME://user:password@``. A model name
-#: followed by a URL (``openai:gpt-image-1@https://api.openai.com/v1``,
-#: ``replicate:owner/name:abc123@https://...``) has no ``://`` before its
-#: ``@`` and is no password.
+#: The user-info part of a URL: ``SCHEME://user:password@``. A model name followed by a URL
+#: (``openai:gpt-image-1@https://api.openai.com/v1``, ``replicate:owner/name:abc123@https://...``) has no
+#: ``://`` before its ``@`` and is no password.
 _URL_USERINFO = re.compile(
     r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://(?P<user>[^\s/@:'\"?#]*)):(?P<password>[^\s/@'\"?#]*)@")
 
-#: ``user:password@host`` in text that failed to parse as a model spec: a
-#: mistyped scheme (``htp://``, ``http//``) or none (``alice:pw@host/gen``).
-#: The ``@`` must be followed by a host (a name or ``[IPv6]``, an optional
-#: ``:PORT``, then the end, ``/``, ``?``, ``#``, a space or a quote), so
-#: ``MODEL@https://HOST`` stays readable here too.
+#: ``user:password@host`` in text that failed to parse as a model spec: a mistyped scheme (``htp://``,
+#: ``http//``) or none (``alice:pw@host/gen``). The ``@`` must be followed by a host (a name or ``[IPv6]``, an
+#: optional ``:PORT``, then the end, ``/``, ``?``, ``#``, a space or a quote), so ``MODEL@https://HOST`` stays
+#: readable here too.
 _LOOSE_USERINFO = re.compile(
     r"(?<![\w.%+~-])(?P<head>(?P<user>[\w.%+~-]+)):(?P<password>[^\s/@'\"?#]+)@"
     r"(?=(?:\[[0-9A-Fa-f:.]+\]|[\w.-]+)(?::\d+)?(?:[/?#\s'\"]|$))"
@@ -253,29 +207,15 @@ _LOOSE_USERINFO = re.compile(
 
 
 def redact_userinfo(text, *, loose: bool = False) -> str:
-    """Mask URL user-info passwords in ``text``, then redact registered secrets.
+    """Mask URL user-info passwords in ``text`` (``str()`` of any object), then redact registered secrets.
 
-    Secrets are masked, identities never are: only the password of
-    ``SCHEME://user:password@host`` is a password
-    (``https://alice:pw@example.com/gen`` becomes
-    ``https://alice:***@example.com/gen``); model names, paths and hosts
-    stay readable (``openai:gpt-image-1@https://api.openai.com/v1``,
+    Secrets are masked, identities never are: only the password of ``SCHEME://user:password@host`` is a
+    password (``https://alice:pw@example.com/gen`` becomes ``https://alice:***@example.com/gen``); model
+    names, paths and hosts stay readable (``openai:gpt-image-1@https://api.openai.com/v1``,
     ``replicate:owner/name:abc123@https://api.replicate.com/v1``,
-    ``openai:org@team/gpt:image-1@https://...``).
-
-    Parameters
-    ----------
-    text : str
-        Any text; other objects are converted with ``str()`` first.
-    loose : bool, optional
-        For text that did not parse as a model spec: also mask
-        ``user:password@host`` after a mistyped scheme (``htp://``,
-        ``http//``) or none (``alice:pw@host/gen``), when a host follows the
-        ``@``.
-
-    Returns
-    -------
-    str
+    ``openai:org@team/gpt:image-1@https://...``). ``loose``, for text that did not parse as a model spec, also
+    masks ``user:password@host`` after a mistyped scheme (``htp://``, ``http//``) or none
+    (``alice:pw@host/gen``), when a host follows the ``@``.
     """
     text = _URL_USERINFO.sub(lambda m: f"{m.group('head')}:{MASK}@", str(text))
     if loose:
@@ -286,8 +226,7 @@ def redact_userinfo(text, *, loose: bool = False) -> str:
 class RedactingFilter(logging.Filter):
     """A logging filter that redacts every record's message and arguments.
 
-    Attach it to a handler (or logger) that may see messages containing
-    credentials::
+    Attach it to a handler (or logger) that may see messages containing credentials::
 
         handler.addFilter(RedactingFilter())
     """
@@ -300,8 +239,8 @@ class RedactingFilter(logging.Filter):
         record.msg = redact(message)
         record.args = None
         if record.exc_info and not record.exc_text:
-            # formatters print exc_text when it is set: a traceback naming a
-            # URL with a key is redacted like the message
+            # formatters print exc_text when it is set: a traceback naming a URL with a key is redacted like
+            # the message
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)
@@ -310,9 +249,8 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-#: Loggers of the HTTP stack whose records can carry a URL (with a query
-#: key), a header or a server's answer. urllib3 logs every request line at
-#: DEBUG, ``"POST /gen?key=... HTTP/1.1" 500``; a filter on a logger only
+#: Loggers of the HTTP stack whose records can carry a URL (with a query key), a header or a server's answer.
+#: urllib3 logs every request line at DEBUG, ``"POST /gen?key=... HTTP/1.1" 500``; a filter on a logger only
 #: sees records created on that very logger, so each one is named.
 HTTP_LOGGERS = (
     "pytest_violin",
@@ -332,9 +270,8 @@ _FILTER = RedactingFilter()
 def install_log_redaction(names=HTTP_LOGGERS) -> None:
     """Attach one :class:`RedactingFilter` to each logger in ``names`` (idempotent).
 
-    The HTTP adapters call it when they are created, so a run with
-    ``--log-level=DEBUG`` or ``--log-file`` does not write a credential
-    that urllib3 logs with the request line.
+    The HTTP adapters call it when they are created, so a run with ``--log-level=DEBUG`` or ``--log-file``
+    does not write a credential that urllib3 logs with the request line.
     """
     for name in names:
         logger = logging.getLogger(name)

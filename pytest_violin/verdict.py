@@ -1,36 +1,46 @@
 """One verdict: a sample's metrics against its limits, and the one way it is told.
 
-:func:`evaluate` compares metric values with limits, one :class:`Row` per
-metric; :func:`format_table` renders the rows; :func:`judge` turns (sample,
-metric values, limits) into a :class:`Verdict`;
-the plugin's items, the ``violin_check`` fixture and the ``assert_*``
-functions all render that object, so a failure reads the same wherever it
-happens::
-
-    image does not obey: one uniform color #D9B451 (yellow)
-    over the limit: sd, mean
-
-    metric |  value |  limit | result
-    -------+--------+--------+-------
-    ...
-
-    prompt:    A pure #D9B451 image.
-    sample id: color/v1/yellow/t03
-
-The limits themselves (defaults, overrides, per task) live in
-:mod:`pytest_violin.thresholds`, which imports this module (and re-exports
-``Row``, ``evaluate``, ``format_table`` and ``failure_message`` under their
-old names); this module imports nothing of it.
+:func:`evaluate` compares metric values with limits (one :class:`Row` per metric), :func:`format_table`
+renders the rows, :func:`judge` makes a :class:`Verdict` of (sample, metric values, limits). The plugin's
+items, the ``violin_check`` fixture and the ``assert_*`` functions all render that object, so a failure reads
+the same wherever it happens. :class:`Outcome` is how a sample ended. The limits themselves live in
+:mod:`pytest_violin.thresholds`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 
-from .errors import ViolinFailure
+from .errors import InvalidArgumentError, ViolinFailure
 
-__all__ = ["Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
+__all__ = ["Outcome", "Row", "Verdict", "evaluate", "failure_message", "format_table", "judge"]
+
+
+class Outcome(str, Enum):
+    """How a sample ended; the value is what results.json and baselines hold."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    REFUSED = "refused"  # the provider declined: fails and scores like FAILED
+    ERROR = "error"  # the tool or the environment failed, not the model: never judged
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @classmethod
+    def _missing_(cls, value):
+        raise InvalidArgumentError(f"outcome {value!r} is not one of {', '.join(o.value for o in cls)}") from None
+
+    @property
+    def judged(self) -> bool:
+        return self is not Outcome.ERROR
+
+    @property
+    def failing(self) -> bool:
+        """Judged and not passed (a refusal fails)."""
+        return self in (Outcome.FAILED, Outcome.REFUSED)
 
 
 @dataclass(frozen=True)
@@ -44,22 +54,11 @@ class Row:
 
 
 def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[Row]:
-    """Compare metric values with their limits.
+    """One :class:`Row` per metric, then ``mean``.
 
-    Parameters
-    ----------
-    metrics : Mapping[str, float]
-        Metric name -> value; a ``Metrics`` object (its ``mean`` is added)
-        or a plain dict that may contain ``"mean"``.
-    limits : Mapping[str, float]
-        Metric name (bare, or ``"task.metric"`` when ``metrics`` has a
-        ``task``) -> limit. Metrics without a limit are reported, never
-        failed.
-
-    Returns
-    -------
-    list of Row
-        One row per metric, then ``mean``.
+    ``metrics``: a ``Metrics`` object (its ``mean`` is added) or a dict that may hold ``"mean"``; ``limits``:
+    metric name (bare, or ``"task.metric"`` when ``metrics`` has a ``task``) -> limit. Metrics without a limit
+    are reported, never failed.
     """
     values = dict(metrics)
     if "mean" not in values:
@@ -75,7 +74,6 @@ def evaluate(metrics: Mapping[str, float], limits: Mapping[str, float]) -> list[
             limit = limits.get(f"{task}.{name}")
         ok = True if limit is None else float(value) <= float(limit)
         rows.append(Row(name, float(value), None if limit is None else float(limit), ok))
-    # mean last
     rows.sort(key=lambda r: r.metric == "mean")
     return rows
 
@@ -103,22 +101,10 @@ def format_table(rows: Iterable[Row]) -> str:
 class Verdict:
     """A sample's metrics judged against its limits.
 
-    Attributes
-    ----------
-    sample_id, prompt : str
-        The sample (``sample_id`` may be ``""`` for an ad-hoc request).
-    asked : str
-        What the ground truth is, in words (``"one uniform color ..."``);
-        ``""`` names the sample by its id instead.
-    rows : tuple of Row
-        One per metric, ``mean`` last.
-    notes : tuple of str
-        Lines shown after the table (resized image, repeats, ...).
-    size : tuple of (int, int)
-        ``(width, height)`` of the sample.
-    diagnosis : tuple of str
-        What the answer did, one line per finding (a ``diagnosis:`` block
-        after the table; :func:`pytest_violin.diagnose`).
+    ``asked`` is the ground truth in words (``""`` names the sample by its id); ``rows`` one per metric,
+    ``mean`` last; ``notes`` lines after the table (resized image, repeats, ...); ``size`` the sample's
+    ``(width, height)``; ``diagnosis`` what the answer did, one line per finding
+    (:func:`pytest_violin.diagnose`).
     """
 
     sample_id: str
@@ -140,14 +126,8 @@ class Verdict:
         return [r.metric for r in self.rows if not r.ok]
 
     def message(self, *, show_prompt: bool = True) -> str:
-        """The failure text (also for a passing verdict, which says "obeys").
-
-        Parameters
-        ----------
-        show_prompt : bool, optional
-            End with the prompt and the sample id (a suite sample), or with
-            the size only (an ad-hoc request built by an ``assert_*``).
-        """
+        """The failure text (a passing verdict "obeys"); ending with the prompt and the sample id
+        (a suite sample), or with the size only (``show_prompt=False``: an ad-hoc request)."""
         what = self.asked or f"violin sample {self.sample_id}"
         head = f"image does not obey: {what}" if not self.passed else f"image obeys: {what}"
         lines = [head]
@@ -175,28 +155,11 @@ class Verdict:
 
 def judge(sample, metrics: Mapping[str, float], limits: Mapping[str, float], *,
           notes: Iterable[str] = (), asked: str | None = None) -> Verdict:
-    """Judge a sample's metric values against per-metric limits.
+    """The :class:`Verdict` of ``sample``'s metric values against per-metric limits.
 
-    Parameters
-    ----------
-    sample : Sample
-        Gives ``id``, ``prompt``, ``width``, ``height`` (and its words, see
-        :func:`pytest_violin.tasks.describe`).
-    metrics : Mapping[str, float]
-        Metric name -> value (a ``Metrics`` object or a dict that may hold
-        ``"mean"``).
-    limits : Mapping[str, float]
-        Metric name -> limit (``"mean"`` included); metrics without one are
-        shown, never failed.
-    notes : iterable of str, optional
-        Lines for the message.
-    asked : str, optional
-        The ground truth in words; by default the sample described by its
-        task family.
-
-    Returns
-    -------
-    Verdict
+    ``sample`` gives ``id``, ``prompt``, ``width``, ``height``; ``limits`` are keyed by metric (``"mean"``
+    included); ``asked`` is by default the sample in its task family's words
+    (:func:`pytest_violin.tasks.describe`).
     """
     if asked is None:
         from .tasks import describe

@@ -1,4 +1,4 @@
-"""The slowest tests of a run, printed at its end so growth is seen (issue 23).
+"""The slowest tests of a run, printed at its end so growth is seen.
 
 tests/conftest.py loads this plugin for the project's own runs. Each test's
 time is its setup, call and teardown together, summed from the reports the
@@ -15,7 +15,7 @@ from __future__ import annotations
 #: How many tests the list names.
 SHOWN = 10
 
-#: Section title, with the number shown (tests/test_package.py looks for it).
+#: Section title, with the number shown (tests/meta/test_package.py looks for it).
 TITLE = "slowest {} tests (setup + call + teardown)"
 
 

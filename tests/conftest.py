@@ -128,3 +128,16 @@ def _import_heavy_modules_once():
 
 
 _seen: set = set()
+
+
+#: Every test of tests/e2e is an end-to-end run (whole pytest sessions, processes, the example
+#: project): marked ``e2e``, left out of the default run and run in CI's own e2e step
+#: (``python -m pytest -n 2 -m "slow or e2e"``), so the default run stays short.
+E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if os.path.dirname(str(item.path)) == E2E:
+            item.add_marker(pytest.mark.e2e)

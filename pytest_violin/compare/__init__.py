@@ -1,10 +1,3 @@
-"""Compare runs side by side, and with the paper's published tables (issue 16).
-
-``model`` holds the shared data types (a loaded run, a published row, the
-comparison). ``runs`` loads a RUN (a report folder or ``results.json``, a
-baseline file, or a ``dir:`` folder of saved images plus a suite, scored on
-the fly); ``paper`` the published rows; ``table`` builds the paper-layout
-comparison and the pairwise paired-bootstrap statements; ``formats`` renders
-it (terminal, Markdown, LaTeX, CSV); ``html`` the self-contained page with the
-gallery. ``python -m pytest_violin compare`` and ``--violin-compare`` use them.
+"""Compare runs side by side, and with the paper's published tables (``python -m pytest_violin compare``,
+``--violin-compare``): load a RUN, build the comparison, render it (terminal, Markdown, LaTeX, CSV, HTML).
 """

@@ -1,21 +1,18 @@
 """Render a :class:`~pytest_violin.compare.model.Comparison`: terminal, Markdown, LaTeX, CSV.
 
-Every metric is an error (lower is better), as in the paper; the LaTeX table
-sets the best (smallest) value of each column in bold. Labels, tasks,
-variations, metric names and run facts come from outside (a results.json, a
-manifest): each format passes every one of them through its one escape
-(``_line`` for the terminal, ``_md``, ``_tex``, ``_csv_text``), each built on
-:func:`~pytest_violin.report.text.printable`.
+Every metric is an error (lower is better), as in the paper; the LaTeX table sets the best (smallest) value of
+each column in bold. Labels, tasks, variations, metric names and run facts come from outside (a results.json,
+a manifest): each format passes every one of them through its one escape (``_line`` for the terminal, ``_md``,
+``_tex``, ``_csv_text``), each built on :func:`~pytest_violin.report.text.printable`.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 from ..errors import InvalidArgumentError
-from ..report.json_report import fmt, fmt_pct, fmt_signed
-from ..report.tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
+from ..report.json_report import finite, fmt, fmt_pct, fmt_signed
+from ..report._tables import Raw, Table, csv_text, latex_lines, markdown_lines, text_lines
 from ..report.text import printable
 from . import modes as _modes
 
@@ -25,18 +22,8 @@ FORMATS = ("terminal", "md", "latex", "csv")
 
 
 def render(comparison, fmt_name: str) -> str:
-    """The comparison as text in ``fmt_name``.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        From :func:`pytest_violin.compare.table.build`.
-    fmt_name : {"terminal", "md", "latex", "csv"}
-        The format (``html`` is :func:`pytest_violin.compare.html.write_html`).
-
-    Returns
-    -------
-    str
+    """The comparison (:func:`pytest_violin.compare.table.build`) as text in ``fmt_name``, one of
+    :data:`FORMATS` (``html`` is :func:`pytest_violin.compare.html.write_html`).
     """
     try:
         renderer = _RENDERERS[fmt_name]
@@ -49,32 +36,13 @@ def render(comparison, fmt_name: str) -> str:
 # --------------------------------------------------------------------------- shared
 
 
-def _num(value) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def task_metrics(rows) -> list:
     """Metric names of ``rows`` (one task's rows) in first-seen order."""
-    names: list = []
-    for row in rows:
-        for k in row.metrics:
-            if k not in names:
-                names.append(k)
-    return names
+    return list(dict.fromkeys(k for row in rows for k in row.metrics))
 
 
 def _tasks(comparison) -> list:
     return list(dict.fromkeys(r.task for r in comparison.rows))
-
-
-def _var(variation) -> str:
-    return "(all)" if variation is None else (variation or "-")
 
 
 def _line(text) -> str:
@@ -89,14 +57,14 @@ def _notes(comparison) -> list:
     from .paper import comparability_notes
 
     lines = [f"warning: {_line(m)}" for m in comparison.mismatches]
-    lines += [_line(n) for n in getattr(comparison, "notes", ())]
+    lines += [_line(n) for n in comparison.notes]
     lines += [printable(n) for n in comparability_notes(comparison)]
     if comparison.all_samples:
         lines.append("all samples of every run compared (--all-samples): runs may differ in "
                      "the samples behind each mean")
     elif len(comparison.runs) > 1:
         lines.append(f"{comparison.shared} samples held by every run compared")
-        reasons = getattr(comparison, "dropped_reasons", {}) or {}
+        reasons = comparison.dropped_reasons
         for label, n in comparison.dropped.items():
             if n:
                 why = reasons.get(label) or "not held by every other run"
@@ -127,20 +95,43 @@ def _cells(row, metrics) -> list:
                "-" if row.n is None else str(row.n)])
 
 
+def _task_tables(comparison, paper_label):
+    """``(task, Table)`` per task: one row per run or published model of each variation.
+
+    ``paper_label`` makes the label cell of a published row (each format marks it its way).
+    """
+    for task in _tasks(comparison):
+        rows = [r for r in comparison.rows if r.task == task]
+        metrics = task_metrics(rows)
+        yield task, Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
+                               (["(all)" if r.variation is None else (r.variation or "-"),
+                                 paper_label(r.label) if r.published else r.label, *_cells(r, metrics)]
+                                for r in rows), left=2)
+
+
+def _modes_table(modes, left: int = 2) -> Table:
+    header, rows = _modes.table_cells(modes)
+    return Table.make(header, rows, left=left)
+
+
+def _modes_recorded(modes) -> bool:
+    return any(c.recorded for tm in modes for c in tm.runs)
+
+
 # --------------------------------------------------------------------------- terminal
 
 
 def _terminal(comparison) -> str:
     out = [f"Violin comparison of {len(comparison.runs)} run(s)"]
     out.extend(_notes(comparison))
-    for task in _tasks(comparison):
-        rows = [r for r in comparison.rows if r.task == task]
-        metrics = task_metrics(rows)
-        table = Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
-                           ([_var(r.variation), r.label + (" (paper)" if r.published else ""),
-                             *_cells(r, metrics)] for r in rows), left=2)
+    for task, table in _task_tables(comparison, lambda label: label + " (paper)"):
         out += ["", f"{_line(task)}:", *text_lines(table, esc=_line, indent="  ")]
-    out.extend(_modes.text_lines(getattr(comparison, "modes", ()), _line))
+    modes = comparison.modes
+    if modes and not _modes_recorded(modes):
+        out += ["", _modes.NONE_RECORDED]
+    elif modes:
+        out += ["", _modes.TITLE + ":",
+                *text_lines(_modes_table(modes, left=2 + len(modes[0].runs)), esc=_line, indent="  ")]
     pairs = _pair_lines(comparison)
     if pairs:
         out.append("")
@@ -164,14 +155,15 @@ def _markdown(comparison, *, heading: str = "## Violin comparison") -> str:
     if notes:
         out.extend(f"- {_md(n)}" for n in notes)
         out.append("")
-    for task in _tasks(comparison):
-        rows = [r for r in comparison.rows if r.task == task]
-        metrics = task_metrics(rows)
-        table = Table.make(["variation", "run", *metrics, "mean", "pass", "n"],
-                           ([_var(r.variation), Raw(_md(r.label) + " *(paper)*") if r.published else r.label,
-                             *_cells(r, metrics)] for r in rows), left=2)
+    for task, table in _task_tables(comparison, lambda label: Raw(_md(label) + " *(paper)*")):
         out += [f"### {_md(task)}", "", *markdown_lines(table, esc=_md), ""]
-    out.extend(_modes.markdown_lines(getattr(comparison, "modes", ()), _md))
+    modes = comparison.modes
+    if modes and not _modes_recorded(modes):
+        out += [_md(_modes.NONE_RECORDED[0].upper() + _modes.NONE_RECORDED[1:]) + ".", ""]
+    elif modes:
+        out += ["### Failure modes", "",
+                "Share of failing samples whose diagnosis starts with each kind (docs/diagnoses.md).", "",
+                *markdown_lines(_modes_table(modes), esc=_md), ""]
     pairs = _pair_lines(comparison, _md)
     if pairs:
         out.append("Pairwise differences of task means (lower is better):")
@@ -208,9 +200,9 @@ def _latex_task(task, rows, footer=()) -> list:
         mine = {r.variation: r for r in rows if r.label == label and r.published == published}
         main = mine.get(None) or (mine[variations[0]] if variations and variations[0] in mine
                                   else next(iter(mine.values())))
-        values = ([_num(main.metrics.get(m)) for m in metrics] + [_num(main.mean)]
-                  + [_num(mine[v].mean) if v in mine else None for v in variations]
-                  + [_num(main.pass_rate), main.n])
+        values = ([finite(main.metrics.get(m)) for m in metrics] + [finite(main.mean)]
+                  + [finite(mine[v].mean) if v in mine else None for v in variations]
+                  + [finite(main.pass_rate), main.n])
         table.append((label, published, values))
     n_best = len(metrics) + 1 + len(variations)  # pass rate and n are not ranked
     best = []
@@ -248,10 +240,15 @@ def _latex(comparison) -> str:
         # the comparability notes are printed under the table, not only in a comment
         footer = [r"\par\footnotesize $^\dagger$ " + "; ".join(_tex(n) for n in said) + "."] if said else []
         out.extend(_latex_task(task, [r for r in comparison.rows if r.task == task], footer))
-    modes = _modes.latex_lines(getattr(comparison, "modes", ()), _tex)
-    if modes:
-        out.append("")
-        out.extend(modes)
+    modes = comparison.modes
+    if modes and not _modes_recorded(modes):
+        out += ["", "% " + _tex(_modes.NONE_RECORDED)]
+    elif modes:
+        table = _modes_table(modes)
+        tasks = [r[0] for r in table.rows]
+        out += ["", *latex_lines(
+            table, esc=_tex, midrule_before={i for i in range(1, len(tasks)) if tasks[i] != tasks[i - 1]},
+            caption="Failure modes: share of failing samples whose diagnosis starts with each kind.")]
     pairs = _pair_lines(comparison, _tex)
     if pairs:
         out.append("")
@@ -263,16 +260,12 @@ def _latex(comparison) -> str:
 
 
 def _csv(comparison) -> str:
-    metrics: list = []
-    for r in comparison.rows:
-        for m in r.metrics:
-            if m not in metrics:
-                metrics.append(m)
+    metrics = task_metrics(comparison.rows)
     # header cells too: a metric name is outside text (``=HYPERLINK(...)`` must stay text)
     header = ["label", "published", "task", "variation", *metrics, "mean", "pass_rate", "n"]
     rows = ([r.label, int(r.published), r.task, "" if r.variation is None else r.variation,
-             *("" if _num(r.metrics.get(m)) is None else _num(r.metrics.get(m)) for m in metrics),
-             "" if _num(r.mean) is None else _num(r.mean),
+             *("" if finite(r.metrics.get(m)) is None else finite(r.metrics.get(m)) for m in metrics),
+             "" if finite(r.mean) is None else finite(r.mean),
              "" if r.pass_rate is None else float(r.pass_rate), "" if r.n is None else int(r.n)]
             for r in comparison.rows)
     return csv_text(Table.make(header, rows), esc=_csv_text)
@@ -281,8 +274,8 @@ def _csv(comparison) -> str:
 def _csv_text(text) -> str:
     """Printable, and never a spreadsheet formula (``=``, ``+``, ``-``, ``@`` prefixed by ``'``).
 
-    The one rule of every text cell of the CSV (header and data); a leading
-    tab or carriage return (OWASP's list of formula starts) is treated the same.
+    The one rule of every text cell of the CSV (header and data); a leading tab or carriage return (OWASP's
+    list of formula starts) is treated the same.
     """
     s = printable(text)
     return "'" + s if s[:1] in _FORMULA_STARTS else s

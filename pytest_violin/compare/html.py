@@ -1,62 +1,45 @@
 """The comparison as one self-contained HTML page, and as a section of ``report.html``.
 
-The page has no external resources at all (a Content-Security-Policy forbids
-them, and only the page's own inline script, pinned by its SHA-256, may run):
-the comparison tables in the paper's layout (task x variation rows, one line
-per run or published model, metric columns, the mean of means, pass rate and
-n), the pairwise paired-bootstrap statements, inline SVG bar charts per task
-with one bar per run and metric, and a gallery: one row per sample, the
-expected image and each run's image side by side with its metric values,
-filterable by task, variation, failures and "runs disagree", failures first.
+The page has no external resources at all (a Content-Security-Policy forbids them, and only the page's own
+inline script, pinned by its SHA-256, may run): the comparison tables in the paper's layout (task x variation
+rows, one line per run or published model, metric columns, the mean of means, pass rate and n), the pairwise
+paired-bootstrap statements, inline SVG bar charts per task with one bar per run and metric, and a gallery:
+one row per sample, the expected image and each run's image side by side with its metric values, filterable by
+task, variation, failures and "runs disagree", failures first.
 
-The page is rendered by ``report/templates/compare.html.j2`` and the section
-by ``comparison.html.j2`` (:mod:`pytest_violin.report.pages`: autoescape on,
-so every string read from runs, prompts, labels, sample ids, paths and
-metadata, is escaped where the template writes it); thumbnails are embedded
-only when they are ``data:image/png|jpeg;base64`` URIs and only up to a byte
-budget.
+The page is rendered by ``report/templates/compare.html.j2`` and the section by ``comparison.html.j2``
+(:mod:`pytest_violin.report._pages`: autoescape on, so every string read from runs, prompts, labels, sample
+ids, paths and metadata, is escaped where the template writes it); thumbnails are embedded only when they are
+``data:image/png|jpeg;base64`` URIs and only up to a byte budget.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
 from .._fs import atomic_write
-from ..report.json_report import fmt, fmt_pct, metric_names
-from ..report.pages import BADGES, Markup, render_page
-from ..report.svg import PALETTE, bar_chart
+from ..report.json_report import finite, fmt, fmt_pct, metric_names
+from ..report._pages import BADGES, Markup, render_page
+from ..report._svg import PALETTE, bar_chart
 from ..report.text import is_image_data_uri
+from ..results import Outcome
 
 __all__ = ["DEFAULT_MAX_SAMPLES", "DEFAULT_RENDER_LIMIT", "DEFAULT_THUMBNAIL_BUDGET", "comparison_section", "render_html",
            "write_html"]
 
-#: Bytes of thumbnail data URIs embedded at most (the report's budget);
-#: samples past it (passes and agreements come last) show placeholders.
+#: Bytes of thumbnail data URIs embedded at most (the report's budget); samples past it (passes and agreements
+#: come last) show placeholders.
 DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 #: Gallery rows at most (a full suite is 7,745 samples).
 DEFAULT_MAX_SAMPLES = 20_000
 
-#: Gallery rows (disagreements and failures first) whose missing pictures are
-#: made here: the expected image rendered from the built-in suite the run
-#: names, and a ``dir:`` run's saved image read from its folder.
-#: results.json carries no thumbnails (``--violin-report`` drops them), so
-#: without this the gallery of report folders would be placeholders only.
-#: About 1.5 ms per expected image and a few ms per saved image.
+#: Gallery rows (disagreements and failures first) whose missing pictures are made here: the expected image
+#: rendered from the built-in suite the run names, and a ``dir:`` run's saved image read from its folder.
+#: results.json carries no thumbnails (``--violin-report`` drops them), so without this the gallery of report
+#: folders would be placeholders only. About 1.5 ms per expected image and a few ms per saved image.
 DEFAULT_RENDER_LIMIT = 500
-
-
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _order(values) -> list:
-    """Distinct values in first-seen order (None kept); linear (a dict keeps the order)."""
-    return list(dict.fromkeys(values))
 
 
 # --------------------------------------------------------------------------- tables
@@ -69,18 +52,18 @@ def _row_metrics(row) -> dict:
 def _task_table(task: str, rows: list) -> dict:
     """One task's table: a block of rows per variation (the task's total last), the best value bold."""
     names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-    variations = [v for v in _order(r.variation for r in rows) if v is not None]
+    variations = [v for v in dict.fromkeys(r.variation for r in rows) if v is not None]
     groups = [*variations, None] if any(r.variation is None for r in rows) else variations
     out = []
     for variation in groups:
         members = [r for r in rows if r.variation == variation]
         best = {}
         for n in names:
-            vals = [v for v in (_num(_row_metrics(r).get(n)) for r in members) if v is not None]
+            vals = [v for v in (finite(_row_metrics(r).get(n)) for r in members) if v is not None]
             if len(vals) > 1:
                 best[n] = min(vals)
         for i, r in enumerate(members):
-            vals = {n: _num(_row_metrics(r).get(n)) for n in names}
+            vals = {n: finite(_row_metrics(r).get(n)) for n in names}
             out.append({
                 "css": " ".join(c for c in ("pub" if r.published else "", "total" if variation is None else "",
                                             "gstart" if i == 0 else "") if c),
@@ -107,10 +90,10 @@ def _modes(modes) -> dict | None:
 def _charts(comparison) -> Markup:
     charts = []
     run_rows = [r for r in comparison.rows if not r.published and r.variation is None]
-    for task in _order(r.task for r in run_rows):
+    for task in dict.fromkeys(r.task for r in run_rows):
         rows = [r for r in run_rows if r.task == task]
         names = metric_names([{"metrics": r.metrics or {}} for r in rows])
-        series = [(r.label, {k: _num(v) for k, v in _row_metrics(r).items()}) for r in rows]
+        series = [(r.label, {k: finite(v) for k, v in _row_metrics(r).items()}) for r in rows]
         width = max(340, min(1200, 60 + len(names) * (24 + 12 * len(series))))
         charts.append(Markup(bar_chart(names, series, title=f"{task}: metric means per run (lower is better)",
                                        width=width, height=230 + 16 * ((len(series) + 3) // 4))))
@@ -118,47 +101,34 @@ def _charts(comparison) -> Markup:
 
 
 def comparison_section(comparison, *, heading: str = "Comparison with other runs") -> str:
-    """The comparison's tables, pairwise statements and charts as an HTML fragment.
+    """The comparison's tables, pairwise statements and charts as an escaped HTML fragment.
 
-    Used by :func:`render_html` and embedded in ``report.html`` for
-    ``--violin-compare``. It holds no script, so it fits any page whose
-    CSP allows inline styles and ``data:`` images.
-
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        What to show.
-    heading : str, optional
-        The section's ``<h2>`` text.
-
-    Returns
-    -------
-    str
-        Escaped HTML (``<section id="violin-compare">``).
+    A ``<section id="violin-compare">`` under an ``<h2>`` ``heading``, used by :func:`render_html` and
+    embedded in ``report.html`` for ``--violin-compare``. It holds no script, so it fits any page whose CSP
+    allows inline styles and ``data:`` images.
     """
     from .paper import comparability_notes
 
     banners = [("warn", m) for m in comparison.mismatches or ()]
-    banners += [("", m) for m in getattr(comparison, "notes", None) or ()]
+    banners += [("", m) for m in comparison.notes]
     # where the paper's rows and each run were measured
     banners += [("warn" if "did not use" in m else "", m) for m in comparability_notes(comparison)]
-    # (never ``getattr(r, "label", str(r))``: the default is built first, the repr of 1M records)
-    labels = [r.label if hasattr(r, "label") else str(r) for r in comparison.runs or ()]
+    labels = [r.label for r in comparison.runs]
     facts = [("runs", ", ".join(labels) or "-")]
     if comparison.all_samples:
         facts.append(("samples", "all samples of every run (--all-samples)"))
     else:
         facts.append(("samples compared", f"{int(comparison.shared)} (held by every run)"))
     dropped = {k: v for k, v in (comparison.dropped or {}).items() if v}
-    reasons = getattr(comparison, "dropped_reasons", None) or {}
+    reasons = comparison.dropped_reasons
     if dropped:
         facts.append(("dropped (another run lacks them)",
                       ", ".join(f"{k}: {int(v)}" + (f" ({reasons[k]})" if reasons.get(k) else "")
                                 for k, v in dropped.items())))
     tables = [_task_table(task, [r for r in comparison.rows if r.task == task])
-              for task in _order(r.task for r in comparison.rows)]
+              for task in dict.fromkeys(r.task for r in comparison.rows)]
     return Markup(render_page("comparison.html.j2", heading=heading, banners=banners, run_facts=facts,
-                              tables=tables, modes=_modes(getattr(comparison, "modes", ())),
+                              tables=tables, modes=_modes(comparison.modes),
                               pairs=comparison.pairs, charts=_charts(comparison)).rstrip("\n"))
 
 
@@ -179,7 +149,7 @@ def _suite_samples(runs) -> dict:
     from ..suite import SUITES, load_suite
 
     out: dict = {}
-    for name in _order(str((run.metadata or {}).get("suite") or "") for run in runs):
+    for name in dict.fromkeys(str((run.metadata or {}).get("suite") or "") for run in runs):
         if name in SUITES:
             try:
                 out.update((sample.id, sample) for sample in load_suite(name))
@@ -219,7 +189,7 @@ def _saved_image(run, sid) -> str | None:
 
 def _sample_ids(runs, all_samples: bool) -> list:
     if all_samples or not runs:
-        return _order(sid for run in runs for sid in (run.records or {}))
+        return list(dict.fromkeys(sid for run in runs for sid in (run.records or {})))
     # held by every run: in the first run's order (one pass, no list of every id first)
     others = [run.records or {} for run in runs[1:]]
     return [sid for sid in (runs[0].records or {}) if all(sid in o for o in others)]
@@ -231,7 +201,7 @@ def _sample_state(sid, runs) -> tuple[bool, bool]:
     for run in runs:
         rec = run.records.get(sid)
         if rec is not None:
-            if rec.get("outcome", "failed") == "passed":
+            if rec.get("outcome") == Outcome.PASSED:
                 passed = True
             else:
                 failing = True
@@ -276,8 +246,8 @@ def _gallery_row(sid, runs, budget: int, sample=None, render: bool = False) -> t
 
 def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int) -> dict:
     ids = _sample_ids(runs, bool(comparison.all_samples))
-    # failures first: disagreements, then samples a run fails, then passes (a stable
-    # partition in one pass: linear in the samples, which may be 1,000,000)
+    # failures first: disagreements, then samples a run fails, then passes (a stable partition in one pass:
+    # linear in the samples, which may be 1,000,000)
     buckets: tuple = ([], [], [])
     task_set, variation_set = set(), set()
     for sid in ids:
@@ -305,29 +275,13 @@ def _gallery(comparison, runs, budget: int, max_samples: int, render_limit: int)
 
 def render_html(comparison, runs=None, *, thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET,
                 max_samples: int = DEFAULT_MAX_SAMPLES, render_limit: int = DEFAULT_RENDER_LIMIT) -> str:
-    """Render the comparison page.
+    """The complete HTML document of the comparison page.
 
-    Parameters
-    ----------
-    comparison : pytest_violin.compare.model.Comparison
-        Tables, pairwise statements, dropped counts and mismatches.
-    runs : sequence of pytest_violin.compare.model.Run, optional
-        The runs whose records fill the gallery (default ``comparison.runs``).
-        Only samples every run holds are listed unless ``comparison.all_samples``.
-    thumbnail_budget : int, optional
-        Most bytes of thumbnail data URIs to embed (disagreements and failures
-        get theirs first); the rest show placeholders.
-    max_samples : int, optional
-        Most gallery rows.
-    render_limit : int, optional
-        For the first ``render_limit`` gallery rows, pictures the records
-        lack are made here: the expected image from the built-in suite the
-        run names, a ``dir:`` run's image from its folder (0: never).
-
-    Returns
-    -------
-    str
-        The complete HTML document.
+    ``runs`` (default ``comparison.runs``) fill the gallery: only samples every run holds unless
+    ``comparison.all_samples``, at most ``max_samples`` rows. At most ``thumbnail_budget`` bytes of thumbnail
+    data URIs are embedded (disagreements and failures get theirs first; the rest show placeholders). For the
+    first ``render_limit`` rows, pictures the records lack are made here: the expected image from the built-in
+    suite the run names, a ``dir:`` run's image from its folder (0: never).
     """
     runs = list(comparison.runs if runs is None else runs)
     title = " vs ".join(run.label for run in runs) or "comparison"

@@ -9,46 +9,31 @@ __all__ = ["ComparedRow", "Comparison", "PairDelta", "PublishedRow", "Run"]
 
 @dataclass
 class Run:
-    """One run to compare.
+    """One run to compare."""
 
-    Attributes
-    ----------
-    label : str
-        Shown in tables (``--label`` or the adapter recorded in the run).
-    source : str
-        Where it was loaded from (path), for messages.
-    kind : str
-        ``"results"`` (results.json / report folder), ``"baseline"`` or ``"dir"``.
-    metadata : dict
-        ``suite``, ``fingerprint``, ``profile``, ``package_version``, ``adapter``, ... as recorded.
-    records : dict
-        sample id -> record (a dict with at least ``task``, ``suite``,
-        ``variation``, ``outcome``, ``metrics``; where the run holds them also
-        ``failed`` (a tuple of metric names, left out when empty), ``prompt``,
-        ``error`` and ``extra`` with thumbnails), in suite order. Records
-        loaded from files hold only these keys (cut to bounded lengths), not
-        the whole results.json record: a run may hold 1,000,000 of them.
-    digests : bytes or None
-        The sample definition digests the run recorded (16 bytes each, in
-        the order of ``records``), or None when some record has none; what
-        the suite fingerprint is made of, so runs holding different samples
-        of one suite can be told apart from runs of a changed suite.
-    """
-
+    #: Shown in tables (``--label`` or the adapter recorded in the run).
     label: str
+    #: Where it was loaded from (path), for messages.
     source: str
+    #: ``"results"`` (results.json / report folder), ``"baseline"`` or ``"dir"``.
     kind: str
+    #: ``suite``, ``fingerprint``, ``profile``, ``package_version``, ``adapter``, ... as recorded.
     metadata: dict = field(default_factory=dict)
-    # not in the repr: a run may hold 1,000,000 records (a message or a log line
-    # that shows a Run must not format them all)
+    #: sample id -> record (a dict with at least ``task``, ``suite``, ``variation``, ``outcome``, ``metrics``;
+    #: where the run holds them also ``failed`` (a tuple of metric names, left out when empty), ``prompt``,
+    #: ``error`` and ``extra`` with thumbnails), in suite order. Records loaded from files hold only these
+    #: keys (cut to bounded lengths): a run may hold 1,000,000 of them, so they are not in the repr either.
     records: dict = field(default_factory=dict, repr=False)
+    #: The sample definition digests the run recorded (16 bytes each, in the order of ``records``), or None
+    #: when some record has none; what the suite fingerprint is made of, so runs holding different samples of
+    #: one suite tell apart from a changed suite.
     digests: bytes | None = field(default=None, repr=False)
 
     def definitions(self, ids) -> dict | None:
         """Sample id -> definition digest (32 hex digits) of ``ids``; None when one is unknown.
 
-        From :attr:`digests`, else from the records themselves (a run built
-        from full result records, ``extra.definition``).
+        From :attr:`digests`, else from the records themselves (a run built from full result records,
+        ``extra.definition``).
         """
         if self.digests is not None and len(self.digests) == 16 * len(self.records):
             at = {sid: i for i, sid in enumerate(self.records)}
@@ -66,31 +51,19 @@ class Run:
 
 @dataclass(frozen=True)
 class PublishedRow:
-    """One model's row of a published table of the paper.
+    """One model's row of a published table of the paper."""
 
-    Attributes
-    ----------
-    model : str
-        As printed in the paper.
-    table : str
-        ``"Table 1"`` ... with the line numbers of the source text.
-    task : str
-        ``color``, ``shape``, ``mask`` (or ``absolute`` for Table 7).
-    variation : str or None
-        The column group (e.g. ``v1``, ``inpaint``), None for a task total.
-    metrics : dict
-        Metric name -> published value (names as the package's metrics:
-        ``rgb_ed, lab_00, sd, ced, hf``, ``iou, dist, size, shape, purity``,
-        ``iou, dist, biou, leak, edge``) and ``mean``.
-    source : str
-        ``violin-paper.txt:LINE``.
-    """
-
+    #: As printed in the paper.
     model: str
+    #: ``"Table 1"`` ... with the line numbers of the source text.
     table: str
+    #: ``color``, ``shape``, ``mask`` (or ``absolute`` for Table 7).
     task: str
+    #: The column group (e.g. ``v1``, ``inpaint``), None for a task total.
     variation: str | None
+    #: Metric name -> published value (named as the package's metrics) and ``mean``.
     metrics: dict
+    #: ``violin-paper.txt:LINE``.
     source: str
 
 
@@ -98,8 +71,7 @@ class PublishedRow:
 class ComparedRow:
     """A (task, variation) row for one run or published model.
 
-    ``variation`` None is the task's row; ``pass_rate`` and ``n`` are None for
-    published rows.
+    ``variation`` None is the task's row; ``pass_rate`` and ``n`` are None for published rows.
     """
 
     label: str
@@ -132,38 +104,24 @@ class PairDelta:
 
 @dataclass
 class Comparison:
-    """Everything a renderer needs.
-
-    Attributes
-    ----------
-    runs : list of Run
-    rows : list of ComparedRow
-        Task x variation rows of every run and published model, in the
-        paper's layout order.
-    pairs : list of PairDelta
-    dropped : dict
-        Run label -> number of its samples left out because another run lacks them.
-    shared : int
-        Samples compared (held by every run), unless ``all_samples``.
-    mismatches : list of str
-        Suite fingerprint / profile / package version differences (shown above the table).
-    all_samples : bool
-    dropped_reasons : dict
-        Run label -> why its dropped samples were left out (``"not held by B"``).
-    modes : list of TaskModes
-        Failure modes per task and run (:mod:`pytest_violin.compare.modes`).
-    notes : list of str
-        Facts shown above the table that are no warning (runs holding
-        different samples of one suite: why their fingerprints differ).
-    """
+    """Everything a renderer needs."""
 
     runs: list
+    #: :class:`ComparedRow` of every run and published model, in the paper's layout order.
     rows: list
+    #: :class:`PairDelta` of every pair of runs and task.
     pairs: list = field(default_factory=list)
+    #: Run label -> number of its samples left out because another run lacks them.
     dropped: dict = field(default_factory=dict)
+    #: Samples compared (held by every run), unless ``all_samples``.
     shared: int = 0
+    #: Suite fingerprint / profile / package version differences (shown above the table).
     mismatches: list = field(default_factory=list)
     all_samples: bool = False
+    #: Run label -> why its dropped samples were left out (``"not held by B"``).
     dropped_reasons: dict = field(default_factory=dict)
+    #: :class:`~pytest_violin.compare.modes.TaskModes`: failure modes per task and run.
     modes: list = field(default_factory=list)
+    #: Facts shown above the table that are no warning (runs holding different samples of one suite: why their
+    #: fingerprints differ).
     notes: list = field(default_factory=list)

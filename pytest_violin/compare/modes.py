@@ -1,19 +1,15 @@
 """Failure modes per task and run: which way the failing samples failed, and what changed.
 
 A failing sample counts by the first finding of its diagnosis (the rule of
-:func:`pytest_violin.diagnosis.summary.failure_modes`, which this module
-calls): per task and run the share of failing samples whose diagnosis starts
-with each kind, and for every run after the first the change against the
-first in percentage points, so a comparison of two model versions says which
-failure mode grew ("gradient 61% -> 20%, -41 points").
+:func:`pytest_violin.diagnosis.summary.failure_modes`, which this module calls): per task and run the share of
+failing samples whose diagnosis starts with each kind, and for every run after the first the change against
+the first in percentage points, so a comparison of two model versions says which failure mode grew ("gradient
+61% -> 20%, -41 points").
 
-A run that recorded no diagnosis (a results.json written before diagnoses
-existed, a baseline file) says ``no diagnoses`` instead of a share: an
-absent diagnosis is not a sample without defects. The failure-mode table
-is built by :func:`build_modes` (called by
-:func:`pytest_violin.compare.table.build`) and rendered by
-:func:`table_cells` as a :class:`~pytest_violin.report.tables.Table` that every format
-escapes its own way.
+A run that recorded no diagnosis (a results.json written before diagnoses existed, a baseline file) says ``no
+diagnoses`` instead of a share: an absent diagnosis is not a sample without defects. The failure-mode table is
+built by :func:`build_modes` (called by :func:`pytest_violin.compare.table.build`) and rendered by
+:func:`table_cells` as a :class:`~pytest_violin.report._tables.Table` that every format escapes its own way.
 """
 
 from __future__ import annotations
@@ -21,10 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..diagnosis.summary import failure_modes
-from ..report import tables
 
-__all__ = ["MAX_ROWS", "RunModes", "TaskModes", "build_modes", "table_cells", "text_lines",
-           "markdown_lines", "latex_lines"]
+__all__ = ["MAX_ROWS", "RunModes", "TaskModes", "build_modes", "table_cells"]
 
 #: Kinds listed per task (those with the largest share in any run); the rest are "other".
 MAX_ROWS = 6
@@ -36,28 +30,18 @@ NO_FAILING = "none failing"
 
 @dataclass(frozen=True)
 class RunModes:
-    """One run's failure modes of one task.
-
-    Attributes
-    ----------
-    label : str
-    failing : int
-        Failing samples of the task.
-    recorded : int
-        Of them, those whose record holds a diagnosis (with or without findings).
-    diagnosed : int
-        Of them, those with at least one finding: the shares' denominator.
-    shares : dict
-        Kind -> share of ``diagnosed`` whose first finding has that kind.
-    ways : dict
-        Kind -> the more common direction (``lighter``, ``smaller``...) where it has one.
-    """
+    """One run's failure modes of one task."""
 
     label: str
+    #: Failing samples of the task.
     failing: int
+    #: Of them, those whose record holds a diagnosis (with or without findings).
     recorded: int
+    #: Of them, those with at least one finding: the shares' denominator.
     diagnosed: int
+    #: Kind -> share of ``diagnosed`` whose first finding has that kind.
     shares: dict = field(default_factory=dict)
+    #: Kind -> the more common direction (``lighter``, ``smaller``...) where it has one.
     ways: dict = field(default_factory=dict)
 
     @property
@@ -89,20 +73,11 @@ class TaskModes:
 
 
 def build_modes(runs, selected=None) -> list:
-    """The failure-mode table of ``runs``.
+    """The failure-mode table of ``runs``: one :class:`TaskModes` per task with a failing sample
+    in some run (first-seen order), empty when no run has one.
 
-    Parameters
-    ----------
-    runs : sequence of Run
-    selected : dict, optional
-        Run label -> the records compared (the shared samples); default
-        every record of each run.
-
-    Returns
-    -------
-    list of TaskModes
-        One per task with a failing sample in some run (first-seen order);
-        empty when no run has a failing sample.
+    ``selected`` maps a run's label to the records compared (the shared samples); default every record of each
+    run.
     """
     per_run = []
     for run in runs:
@@ -149,11 +124,9 @@ def _count_cell(cell: RunModes) -> str:
 def table_cells(modes) -> tuple[list, list]:
     """``(header, rows)`` of plain-text cells (every format escapes them).
 
-    One block per task: a ``failing`` row (the count, and how many have a
-    finding or that none was recorded), then one row per kind (share, with
-    the direction where it has one; ``-`` where the run has no shares) and
-    the change against the first run in points; kinds past
-    :data:`MAX_ROWS` are summed as ``other``.
+    One block per task: a ``failing`` row (the count, and how many have a finding or that none was recorded),
+    then one row per kind (share, with the direction where it has one; ``-`` where the run has no shares) and
+    the change against the first run in points; kinds past :data:`MAX_ROWS` are summed as ``other``.
     """
     if not modes:
         return [], []
@@ -181,48 +154,6 @@ def table_cells(modes) -> tuple[list, list]:
     return header, rows
 
 
-def _any_recorded(modes) -> bool:
-    return any(c.recorded for tm in modes for c in tm.runs)
-
-
 TITLE = "failure modes (first finding of each failing sample's diagnosis; docs/diagnoses.md)"
 NONE_RECORDED = ("failure modes: no diagnoses (no run recorded any: results.json from before "
                  "diagnoses, or a baseline file)")
-
-
-def text_lines(modes, esc) -> list:
-    """Terminal lines (``esc`` makes each cell one printable line); empty without failing samples."""
-    if not modes:
-        return []
-    if not _any_recorded(modes):
-        return ["", NONE_RECORDED]
-    return ["", TITLE + ":", *tables.text_lines(_table(modes, left=2 + len(modes[0].runs)), esc=esc, indent="  ")]
-
-
-def markdown_lines(modes, esc) -> list:
-    """A ``### Failure modes`` table (``esc`` is the Markdown escape)."""
-    if not modes:
-        return []
-    if not _any_recorded(modes):
-        return [esc(NONE_RECORDED[0].upper() + NONE_RECORDED[1:]) + ".", ""]
-    return ["### Failure modes", "",
-            "Share of failing samples whose diagnosis starts with each kind (docs/diagnoses.md).", "",
-            *tables.markdown_lines(_table(modes), esc=esc), ""]
-
-
-def latex_lines(modes, esc) -> list:
-    """A booktabs table of the failure modes (``esc`` is the LaTeX escape)."""
-    if not modes:
-        return []
-    if not _any_recorded(modes):
-        return ["% " + esc(NONE_RECORDED)]
-    table = _table(modes)
-    tasks = [r[0] for r in table.rows]
-    return tables.latex_lines(
-        table, esc=esc, midrule_before={i for i in range(1, len(tasks)) if tasks[i] != tasks[i - 1]},
-        caption="Failure modes: share of failing samples whose diagnosis starts with each kind.")
-
-
-def _table(modes, left: int = 2) -> tables.Table:
-    header, rows = table_cells(modes)
-    return tables.Table.make(header, rows, left=left)

@@ -1,22 +1,19 @@
 """The paper's published rows (Tables 1, 2, 3 and 7), from package data.
 
-``pytest_violin/data/paper_tables.json`` is a transcription of the Violin
-paper (``violin-paper.txt``); every row keeps the line it was read from in
-``source`` (``violin-paper.txt:LINE``). Metric names are the package's
-(:data:`~pytest_violin.metrics.COLOR_METRICS`, ``SHAPE_METRICS``,
-``MASK_METRICS``) plus ``mean``, the paper's per-task mean column.
+``pytest_violin/data/paper_tables.json`` is a transcription of the Violin paper (``violin-paper.txt``); every
+row keeps the line it was read from in ``source`` (``violin-paper.txt:LINE``). Metric names are the package's
+(:data:`~pytest_violin.metrics.COLOR_METRICS`, ``SHAPE_METRICS``, ``MASK_METRICS``) plus ``mean``, the paper's
+per-task mean column.
 
-* Table 1, pure color (task ``color``): the paper prints only its ``Var-1``
-  group, so the rows have variation ``v1``.
-* Table 2, image mask (task ``mask``) and Table 3, geometric shape (task
-  ``shape``): no variation groups; variation ``None`` is the task's row. The
-  paper's captions swap the mean columns' labels (Table 2 prints
-  ``shape-mean``, Table 3 ``mask-mean``); the values are read by their metric
-  columns, so each row's ``mean`` is the mean of its own task.
-* Table 7, Violin-Absolute-Color (task ``absolute``): variations ``v1`` to
-  ``v4``, ``v5-zh`` / ``v5-fr`` (the paper's ``Var-5(C)`` / ``Var-5(F)``)
-  and ``v6-rgb`` / ``v6-hsl`` (``Var-6(rgb)`` / ``Var-6(hsl)``), matching the
-  ``language`` and ``notation`` of the ``violin-absolute`` suite's samples.
+* Table 1, pure color (task ``color``): the paper prints only its ``Var-1`` group, so the rows have variation
+  ``v1``.
+* Table 2, image mask (task ``mask``) and Table 3, geometric shape (task ``shape``): no variation groups;
+  variation ``None`` is the task's row. The paper's captions swap the mean columns' labels (Table 2 prints
+  ``shape-mean``, Table 3 ``mask-mean``); the values are read by their metric columns, so each row's ``mean``
+  is the mean of its own task.
+* Table 7, Violin-Absolute-Color (task ``absolute``): variations ``v1`` to ``v4``, ``v5-zh`` / ``v5-fr`` (the
+  paper's ``Var-5(C)`` / ``Var-5(F)``) and ``v6-rgb`` / ``v6-hsl`` (``Var-6(rgb)`` / ``Var-6(hsl)``), matching
+  the ``language`` and ``notation`` of the ``violin-absolute`` suite's samples.
 """
 
 from __future__ import annotations
@@ -39,12 +36,11 @@ __all__ = ["DATA_FILE", "TABLES", "TASK_METRICS", "published_rows", "rows_from_d
 PAPER_SAMPLES = ("the official Violin samples (Hugging Face dataset Perkzi/VIOLIN: 7,745 "
                  "samples at 512x512, the mask task on 1,800 BrushNet photographs)")
 
-#: The published dataset's identity, as far as it is published. The paper states the
-#: samples per task (``violin-paper.txt:306``: 435 colour var-1, 1,160 var-2, 750 shapes,
-#: 1,800 per mask type); no SHA-256 of ``violin-test.parquet`` is published in the paper,
-#: the authors' README or a dataset card we could read, so ``sha256`` is None and the
-#: counts are what a run's data is checked against. Set ``sha256`` (the LFS object id of
-#: the hub's ``violin-test.parquet``) to check the file itself.
+#: The published dataset's identity, as far as it is published. The paper states the samples per task
+#: (``violin-paper.txt:306``: 435 colour var-1, 1,160 var-2, 750 shapes, 1,800 per mask type); no SHA-256 of
+#: ``violin-test.parquet`` is published in the paper, the authors' README or a dataset card we could read, so
+#: ``sha256`` is None and the counts are what a run's data is checked against. Set ``sha256`` (the LFS object
+#: id of the hub's ``violin-test.parquet``) to check the file itself.
 PAPER_DATASET = {
     "per_task": {"color/v1": 435, "color/v2": 1160, "shape": 750, "mask/inpainting": 1800,
                  "mask/outpainting": 1800, "mask/random": 1800},
@@ -55,25 +51,16 @@ PAPER_DATASET = {
 
 
 def _on_official_data(run) -> bool:
-    data = (getattr(run, "metadata", None) or {}).get("dataset")
+    data = (run.metadata or {}).get("dataset")
     return isinstance(data, dict) and bool(data.get("revision") or data.get("sha256")
                                            or data.get("key"))
 
 
 def dataset_differences(data: dict) -> list:
-    """How a run's official data differs from :data:`PAPER_DATASET` (empty: it matches).
+    """How a run's official data (its ``metadata["dataset"]``) differs from :data:`PAPER_DATASET`.
 
-    Parameters
-    ----------
-    data : dict
-        The run's ``metadata["dataset"]`` (``per_task``, ``sha256``, ``files``).
-
-    Returns
-    -------
-    list of str
-        ``"color/v1 2 of 435"`` for each task whose count differs, and
-        ``"sha256 ... (published ...)"`` when a published hash is known and
-        no file of the run's data has it.
+    ``"color/v1 2 of 435"`` for each task whose count differs, and ``"sha256 ... (published ...)"`` when a
+    published hash is known and no file of the run's data has it; empty when it matches.
     """
     per = data.get("per_task") if isinstance(data.get("per_task"), dict) else {}
     out = []
@@ -94,7 +81,7 @@ def dataset_differences(data: dict) -> list:
 
 
 def _run_note(run) -> list:
-    meta = getattr(run, "metadata", None) or {}
+    meta = run.metadata or {}
     lines = []
     if not _on_official_data(run):
         lines.append(f"run {run.label} did not use the paper's samples (suite "
@@ -105,7 +92,7 @@ def _run_note(run) -> list:
         ident = str(data.get("revision") or data.get("sha256") or data.get("key"))[:12]
         what = f"{data.get('repo') or data.get('source')}, {ident}"
         differs = dataset_differences(data)
-        scored = len(getattr(run, "records", None) or ())
+        scored = len(run.records or ())
         if differs:
             lines.append(f"run {run.label}: on data in the official format that is not the "
                          f"paper's dataset ({what}; samples per task: {', '.join(differs[:8])}; "
@@ -132,19 +119,17 @@ def _run_note(run) -> list:
 def comparability_notes(comparison) -> list:
     """Lines saying where the paper's rows and each run were measured (empty without paper rows).
 
-    The paper's rows come from :data:`PAPER_SAMPLES`. A run is said to be on
-    the official data only when its data's identity matches
-    :data:`PAPER_DATASET` (the samples per task; the sha256 when one is
-    published) and it scored all of it; a run on any other suite or data
-    (the built-in ``violin`` suite generates its own photos, masks, prompts,
-    colour pairs and shape placements; a hand-made parquet in the official
-    format), on a subset, or under a profile other than ``violin`` is said
-    to be so, its numbers beside the paper's indicative only.
+    The paper's rows come from :data:`PAPER_SAMPLES`. A run is said to be on the official data only when its
+    data's identity matches :data:`PAPER_DATASET` (the samples per task; the sha256 when one is published) and
+    it scored all of it; a run on any other suite or data (the built-in ``violin`` suite generates its own
+    photos, masks, prompts, colour pairs and shape placements; a hand-made parquet in the official format), on
+    a subset, or under a profile other than ``violin`` is said to be so, its numbers beside the paper's
+    indicative only.
     """
-    if not any(getattr(r, "published", False) for r in getattr(comparison, "rows", ()) or ()):
+    if not any(r.published for r in comparison.rows):
         return []
     lines = [f"paper rows: published values, measured on {PAPER_SAMPLES}"]
-    for run in getattr(comparison, "runs", ()) or ():
+    for run in comparison.runs:
         lines += _run_note(run)
     return lines
 
@@ -212,24 +197,12 @@ def _row(index: int, record) -> PublishedRow:
 
 
 def rows_from_data(data) -> list[PublishedRow]:
-    """Validate the parsed data file and return its rows.
+    """The rows of the parsed data file, in file order, validated.
 
-    Parameters
-    ----------
-    data : dict
-        The parsed JSON: an object whose ``rows`` is a list of records with
-        ``table``, ``task``, ``variation``, ``model``, ``metrics``, ``source``.
-
-    Returns
-    -------
-    list of PublishedRow
-        In file order.
-
-    Raises
-    ------
-    InvalidArgumentError
-        A record that is malformed (the message names the row, the value and
-        what is accepted), or two records for one table x model x variation.
+    ``data`` is an object whose ``rows`` is a list of records with ``table``, ``task``, ``variation``,
+    ``model``, ``metrics``, ``source``. A malformed record (the message names the row, the value and what is
+    accepted) or two records for one table x model x variation raise
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         _fail("paper tables", "data", type(data).__name__, "an object with a list 'rows'")
@@ -272,25 +245,12 @@ def _table_name(value) -> str:
 
 
 def published_rows(tables=None) -> list[PublishedRow]:
-    """The paper's published rows, from the package data.
+    """The paper's published rows from the package data, in the paper's order (table, then row).
 
-    Parameters
-    ----------
-    tables : iterable of (int or str), int, str or None
-        Tables to keep: ``"Table 1"``, ``"Table 2"``, ``"Table 3"``,
-        ``"Table 7"`` or their numbers; None (default) for all of them.
-
-    Returns
-    -------
-    list of PublishedRow
-        In the paper's order (table, then the printed row order).
-
-    Raises
-    ------
-    InvalidArgumentError
-        ``tables`` names a table that is not transcribed.
-    InternalError
-        The package data is missing or does not validate.
+    ``tables`` keeps ``"Table 1"``, ``"Table 2"``, ``"Table 3"``, ``"Table 7"`` (or their numbers; one or
+    several; None: all). A table that is not transcribed is an
+    :class:`~pytest_violin.errors.InvalidArgumentError`; package data that is missing or does not validate an
+    :class:`~pytest_violin.errors.InternalError`.
 
     Examples
     --------

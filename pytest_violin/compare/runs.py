@@ -1,9 +1,8 @@
 """Load a RUN to compare: a report folder / ``results.json``, a baseline file, or ``dir:``.
 
-Everything read here comes from outside: JSON files are size-capped before
-they are parsed, every error names the file, and a ``dir:`` folder is read
-only at the paths :func:`pytest_violin.models.directory.output_path` gives
-for the suite's sample ids (never outside the folder).
+Everything read here comes from outside: JSON files are size-capped before they are parsed, every error names
+the file, and a ``dir:`` folder is read only at the paths :func:`pytest_violin.models.directory.output_path`
+gives for the suite's sample ids (never outside the folder).
 """
 
 from __future__ import annotations
@@ -13,12 +12,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..diagnosis.summary import slim_diagnosis
-from ..errors import BaselineError, InvalidArgumentError, ViolinError
-from ..report.json_report import THUMBNAILS_FILE
-from ..report.text import is_image_data_uri
-from .model import Run
+from ..errors import InvalidArgumentError, ViolinError
+
+if TYPE_CHECKING:
+    from .model import Run
 
 __all__ = ["MAX_JSON_BYTES", "MAX_SAMPLES", "load_run"]
 
@@ -35,33 +34,15 @@ _LABEL_MAX = 80
 def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) -> Run:
     """Load one run to compare.
 
-    Parameters
-    ----------
-    spec : str
-        A report folder (holding ``results.json``), a ``results.json``, a
-        baseline file (``--violin-save-baseline``), or ``dir:FOLDER`` of
-        images saved by ``--violin-save-outputs`` (needs ``suite``).
-    label : str, optional
-        Shown in the tables; default the adapter recorded in the run (for
-        ``dir:`` the folder name).
-    suite : str or list of Sample, optional
-        For ``dir:``: a suite name or manifest path (``load_suite``) or the
-        loaded samples. Each sample is scored with ``Sample.score``.
-    progress : bool or file, optional
-        For ``dir:``: a progress bar on stderr (True), on this stream, or
-        none (False / None).
+    ``spec`` is a report folder (holding ``results.json``), a ``results.json``, a baseline file
+    (``--violin-save-baseline``), or ``dir:FOLDER`` of images saved by ``--violin-save-outputs``, scored here
+    with ``Sample.score``: that needs ``suite``, a suite name or manifest path (``load_suite``) or the loaded
+    samples, and shows ``progress`` on stderr (True) or on a stream. ``label`` is shown in the tables (default
+    the adapter recorded in the run; for ``dir:`` the folder name).
 
-    Returns
-    -------
-    Run
-
-    Raises
-    ------
-    InvalidArgumentError
-        Unknown or unreadable spec, a file too large, a document of another
-        format; the message names the file.
-    BaselineError
-        A baseline file that does not validate.
+    An unknown or unreadable spec, a file too large or a document of another format is an
+    :class:`~pytest_violin.errors.InvalidArgumentError` naming the file; a baseline that does not validate a
+    :class:`~pytest_violin.errors.BaselineError`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise InvalidArgumentError(f"RUN must be a non-empty path or 'dir:FOLDER', got {spec!r}")
@@ -81,12 +62,12 @@ def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) 
     doc = _read_json(path)
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if fmt == _RESULTS_FORMAT:
-        return _from_results(path, doc, label)
+        return _from_file(path, doc, label, "results")
     if fmt == _BASELINE_FORMAT:
         from ..gating.baseline import validate_baseline
 
         validate_baseline(doc, source=str(path))
-        return _from_baseline(path, doc, label)
+        return _from_file(path, doc, label, "baseline")
     raise InvalidArgumentError(f"{path}: format {str(fmt)[:60]!r} is neither {_RESULTS_FORMAT!r} "
                                f"(results.json of --violin-report) nor {_BASELINE_FORMAT!r} "
                                f"(--violin-save-baseline)")
@@ -95,9 +76,9 @@ def load_run(spec: str, *, label: str | None = None, suite=None, progress=None) 
 def _read_json(path: Path):
     """Parse ``path`` after checking its size (a hostile file cannot exhaust memory).
 
-    Read with :func:`pytest_violin._fs.read_option_bytes` (a regular file only,
-    refused by its size before it is read); the bytes are dropped once decoded,
-    so a 250 MB results.json is held once as text while it is parsed.
+    Read with :func:`pytest_violin._fs.read_option_bytes` (a regular file only, refused by its size before it
+    is read); the bytes are dropped once decoded, so a 250 MB results.json is held once as text while it is
+    parsed.
     """
     from .._fs import read_option_bytes
 
@@ -131,8 +112,8 @@ def _metrics(path, sid, raw) -> dict:
     if not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'metrics' must be an object, "
                                    f"got {type(raw).__name__}")
-    # fast path (every record pytest-violin writes): a small dict of finite floats under
-    # short names is kept as parsed; ``v - v == 0.0`` is False for inf and NaN
+    # fast path (every record pytest-violin writes): a small dict of finite floats under short names is kept
+    # as parsed; ``v - v == 0.0`` is False for inf and NaN
     if type(raw) is dict and len(raw) <= _MAX_METRICS:
         for k, v in raw.items():
             if type(v) is not float or v - v != 0.0 or len(k) > _METRIC_NAME_MAX:
@@ -162,13 +143,13 @@ def _failed(raw, interned: dict) -> tuple:
     return interned.setdefault(key, interned.setdefault(names, names))
 
 
-def _thumbnails(extra) -> dict | None:
-    thumbs = extra.get("thumbnails") if isinstance(extra, Mapping) else None
+def _clean_thumbnails(thumbs) -> dict:
+    """The ``expected``, ``generated`` and ``diff`` thumbnails of ``thumbs`` that are image data URIs."""
+    from ..report.text import is_image_data_uri
+
     if not isinstance(thumbs, Mapping):
-        return None
-    clean = {k: v for k, v in thumbs.items()
-             if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
-    return {"thumbnails": clean} if clean else None
+        return {}
+    return {k: v for k, v in thumbs.items() if k in ("expected", "generated", "diff") and is_image_data_uri(v)}
 
 
 def _short(value, limit: int, interned: dict) -> str:
@@ -180,10 +161,12 @@ def _short(value, limit: int, interned: dict) -> str:
 def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, dict]:
     """The fields a comparison uses, checked and cut (``interned`` shares repeated strings).
 
-    Only these are kept (a results.json record also holds limits, repeats,
-    timings...): 1,000,000 records must fit in memory. The common case (what
-    pytest-violin writes) takes the fast paths: type checks, no copies.
+    Only these are kept (a results.json record also holds limits, repeats, timings...): 1,000,000 records must
+    fit in memory. The common case (what pytest-violin writes) takes the fast paths: type checks, no copies.
     """
+    from ..diagnosis.summary import slim_diagnosis
+    from ..verdict import Outcome
+
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise InvalidArgumentError(f"{path}: every sample must be an object, got "
                                    f"{type(raw).__name__}")
@@ -198,13 +181,13 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     if not isinstance(task, str) or not task:
         raise InvalidArgumentError(f"{path}: sample {sid!r}: 'task' must be a string")
     own_suite, variation, outcome = get("suite"), get("variation"), get("outcome")
-    # five keys in the common case (a passed sample): the smallest dict CPython makes; the
-    # sample id is the key of Run.records, and an empty "failed" is left out
+    # five keys in the common case (a passed sample): the smallest dict CPython makes; the sample id is the
+    # key of Run.records, and an empty "failed" is left out
     rec = {"task": _short(task, 40, interned),
            "suite": suite if own_suite is None or own_suite == "" else _short(own_suite, 200, interned),
            "variation": None if variation is None else _short(variation, 60, interned),
            "outcome": _short(outcome, 20, interned) if outcome else
-                      ("failed" if get("failed") else "passed"),
+                      (Outcome.FAILED.value if get("failed") else Outcome.PASSED.value),
            "metrics": _metrics(path, sid, get("metrics"))}
     failed = _failed(get("failed"), interned)
     if failed:
@@ -215,7 +198,8 @@ def _record(path, raw, id_key: str, suite: str, interned: dict) -> tuple[str, di
     if error is not None:
         rec["error"] = str(error)[:_ERROR_MAX]
     if extra:
-        kept = _thumbnails(extra)
+        clean = _clean_thumbnails(extra.get("thumbnails") if isinstance(extra, Mapping) else None)
+        kept = {"thumbnails": clean} if clean else None
         # the first finding of a diagnosis, for the failure-mode table (compare/modes.py)
         found = slim_diagnosis(extra.get("diagnosis"), interned) if isinstance(extra, Mapping) else None
         if found is not None:  # without thumbnails one shared {"diagnosis": ...} per distinct one
@@ -282,20 +266,27 @@ def _meta(path, doc) -> dict:
     return {str(k)[:60]: v for k, v in list(meta.items())[:200]}
 
 
-def _from_results(path: Path, doc, label) -> Run:
+def _from_file(path: Path, doc, label, kind: str) -> Run:
+    """A results.json (``kind="results"``, with its thumbnails file) or a baseline as a Run."""
+    from ..report.json_report import THUMBNAILS_FILE
+    from .model import Run
+
     meta = _meta(path, doc)
     suite = _text(meta.get("suite")) or ""
-    records, digests = _records(path, doc.get("samples"), "sample_id", suite)
-    _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
-    return Run(label=_label(label, meta, path.parent.name or path.name), source=str(path),
-               kind="results", metadata=meta, records=records, digests=digests)
+    results = kind == "results"
+    records, digests = _records(path, doc.get("samples"), "sample_id" if results else "id", suite)
+    if results:
+        _attach_thumbnails(path.parent / THUMBNAILS_FILE, records)
+    fallback = (path.parent.name or path.name) if results else path.stem
+    return Run(label=_label(label, meta, fallback), source=str(path), kind=kind, metadata=meta,
+               records=records, digests=digests)
 
 
 def _attach_thumbnails(path: Path, records: dict) -> None:
     """Give the records the thumbnails ``--violin-report`` wrote beside results.json (for the gallery).
 
-    Optional and bounded: a missing, oversized or malformed file leaves the
-    records as they are; only ``data:image/png;base64`` strings are taken.
+    Optional and bounded: a missing, oversized or malformed file leaves the records as they are; only
+    ``data:image/png;base64`` strings are taken.
     """
     if not path.is_file():
         return
@@ -308,27 +299,18 @@ def _attach_thumbnails(path: Path, records: dict) -> None:
         return
     for sid, uris in thumbs.items():
         rec = records.get(sid)
-        if rec is None or not isinstance(uris, dict):
-            continue
-        clean = {k: v for k, v in uris.items() if k in ("expected", "generated", "diff")
-                 and is_image_data_uri(v)}
+        clean = _clean_thumbnails(uris) if rec is not None and isinstance(uris, dict) else None
         if clean:  # a new dict: a record's extra may be shared with others (_record)
             extra = rec.get("extra")
             rec["extra"] = {**(extra if isinstance(extra, dict) else {}), "thumbnails": clean}
-
-
-def _from_baseline(path: Path, doc, label) -> Run:
-    meta = _meta(path, doc)
-    suite = _text(meta.get("suite")) or ""
-    records, digests = _records(path, doc.get("samples"), "id", suite)
-    return Run(label=_label(label, meta, path.stem), source=str(path), kind="baseline",
-               metadata=meta, records=records, digests=digests)
 
 
 # --------------------------------------------------------------------------- dir:
 
 
 def _load_dir(spec: str, *, label, suite, progress) -> Run:
+    from .model import Run
+
     root = Path(spec[4:])
     if not spec[4:] or not root.is_dir():
         raise InvalidArgumentError(f"{spec}: {str(root)!r} is not a folder of saved images "
@@ -357,17 +339,18 @@ def _load_dir(spec: str, *, label, suite, progress) -> Run:
 
 def _score_dir(root: Path, samples, progress) -> dict:
     """Score every saved image of ``samples`` under ``root``; samples without one are left out."""
-    from ..models.directory import saved_image
-    from ..thresholds import build_limits, evaluate, limits_for_task
-
     from ..diagnosis import diagnose_failure
+    from ..diagnosis.summary import slim_diagnosis
+    from ..models.directory import saved_image
+    from ..thresholds import build_limits, limits_for_task
+    from ..verdict import Outcome, evaluate
 
     limits = build_limits()
     resolved = root.resolve()
     slim: dict = {}
     bar = None
     if progress:
-        from ..suite.progress import ProgressBar
+        from ..suite.manifest import ProgressBar
 
         bar = ProgressBar(len(samples), stream=None if progress is True else progress, label="score")
     records: dict = {}
@@ -383,14 +366,14 @@ def _score_dir(root: Path, samples, progress) -> dict:
             try:
                 metrics = sample.score(path)  # profile violin: read as cv2.imread reads it
             except ViolinError as exc:
-                records[sample.id] = {**base, "outcome": "error", "metrics": {},
+                records[sample.id] = {**base, "outcome": Outcome.ERROR.value, "metrics": {},
                                       "error": f"{path}: {exc}"[:300], "failed": []}
                 continue
             rows = evaluate(metrics, limits_for_task(limits, sample.task, metrics.keys()))
             failed = [r.metric for r in rows if not r.ok]
             values = {k: float(v) for k, v in metrics.items()}
             values["mean"] = float(metrics.mean)
-            records[sample.id] = {**base, "outcome": "failed" if failed else "passed",
+            records[sample.id] = {**base, "outcome": (Outcome.FAILED if failed else Outcome.PASSED).value,
                                   "metrics": values, "failed": failed, "error": None}
             if failed:  # diagnosed as the plugin diagnoses a failing sample (about one more score)
                 found, _ = diagnose_failure(sample, [path], [values])
@@ -401,6 +384,3 @@ def _score_dir(root: Path, samples, progress) -> dict:
             bar.close()
     return records
 
-
-# re-exported for callers that catch both kinds of bad file
-LoadErrors = (InvalidArgumentError, BaselineError)

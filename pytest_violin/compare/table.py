@@ -9,9 +9,9 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..gating.statistics import paired_bootstrap
+from ..gating.comparison import paired_bootstrap
 from ..report.text import printable
-from ..results import aggregate, sample_value
+from ..results import Outcome, aggregate, sample_value
 from .model import ComparedRow, Comparison, PairDelta
 
 __all__ = ["MISMATCH_KEYS", "build"]
@@ -22,35 +22,16 @@ MISMATCH_KEYS = ("fingerprint", "profile", "package_version")
 
 def build(runs, *, paper=(), all_samples: bool = False, allow_mismatch: bool = False,
           resamples: int = 2000, seed: int = 0) -> Comparison:
-    """Compare ``runs`` in the paper's layout.
+    """Compare ``runs`` (at least one; labels made unique here: ``A``, ``A #2``) in the paper's layout.
 
-    Parameters
-    ----------
-    runs : list of Run
-        At least one run (labels made unique here: ``A``, ``A #2``).
-    paper : iterable of PublishedRow, optional
-        Published rows shown as reference (only tasks some run holds; all of
-        them when no run is given a task they cover).
-    all_samples : bool, optional
-        Compare every run on all its samples instead of only the samples
-        every run holds.
-    allow_mismatch : bool, optional
-        Compare runs whose suite fingerprint, profile or package version
-        differ (the differences are listed in ``mismatches``).
-    resamples : int, optional
-        Bootstrap resamples of each pairwise interval.
-    seed : int, optional
-        Seed of the bootstrap.
+    ``paper`` rows are shown as reference (only tasks some run holds; all of them when no run is given).
+    ``all_samples`` compares every run on all its samples instead of only the samples every run holds;
+    ``allow_mismatch`` compares runs whose suite fingerprint, profile or package version differ (the
+    differences are listed in ``mismatches``). ``resamples`` and ``seed`` are those of the pairwise bootstrap
+    intervals.
 
-    Returns
-    -------
-    Comparison
-
-    Raises
-    ------
-    InvalidArgumentError
-        No run, or runs that differ (without ``allow_mismatch``), or runs
-        that share no sample.
+    No run, runs that differ (without ``allow_mismatch``) or runs that share no sample are an
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     runs = list(runs)
     if not runs:
@@ -133,11 +114,10 @@ def _mismatches(runs) -> dict:
 def _held_samples(runs, shared_ids, all_samples: bool) -> tuple:
     """Whether differing suite fingerprints only say that the runs hold different samples.
 
-    The fingerprint covers the samples a run holds, so a sequential gate's run,
-    a ``--violin-limit`` or a ``-k`` selection differs from the full run of
-    the same suite. Returns ``(note, "")`` when every run recorded the
-    definitions of the samples they share and those agree, else ``(None, why)``
-    with why the difference stands (added to the mismatch's message).
+    The fingerprint covers the samples a run holds, so a sequential gate's run, a ``--violin-limit`` or a
+    ``-k`` selection differs from the full run of the same suite. Returns ``(note, "")`` when every run
+    recorded the definitions of the samples they share and those agree, else ``(None, why)`` with why the
+    difference stands (added to the mismatch's message).
     """
     if not shared_ids:
         return None, ""
@@ -172,8 +152,7 @@ def _held_samples(runs, shared_ids, all_samples: bool) -> tuple:
 def _shown(text, limit: int = 80) -> str:
     """Outside text (a label, a recorded value) in a message or note: cut, then made printable.
 
-    The one place this module formats text read from runs; the renderers
-    escape it again for their format.
+    The one place this module formats text read from runs; the renderers escape it again for their format.
     """
     return printable(str(text)[:limit])
 
@@ -209,7 +188,7 @@ def _sample_mean(rec) -> float | None:
     """A sample's value in a pairwise delta, by the rule of the tables and the gate
     (:func:`pytest_violin.results.sample_value`): None for an error (not judged),
     1.0 for a sample without an image (no metrics: failed without one, or refused)."""
-    if rec.get("outcome") == "error":
+    if rec.get("outcome") == Outcome.ERROR:
         return None
     if not rec.get("metrics"):
         return sample_value({})
@@ -219,13 +198,11 @@ def _sample_mean(rec) -> float | None:
     return float(m)
 
 
-#: Pairs above which a task's interval is the normal approximation of the
-#: paired bootstrap (mean difference +- z * s / sqrt(n)) instead of the
-#: bootstrap itself, whose cost is resamples x n (2,000 x 333,333 pairs took
-#: 19 s per task on 2 shared cores). At this n the bootstrap distribution of a
-#: mean is normal to within its own Monte Carlo error at 2,000 resamples
-#: (the skewness term of the percentile interval is O(1/sqrt(n)): under a
-#: hundredth of the standard error here, against ~6% for the resampling).
+#: Pairs above which a task's interval is the normal approximation of the paired bootstrap (mean difference +-
+#: z * s / sqrt(n)) instead of the bootstrap itself, whose cost is resamples x n (2,000 x 333,333 pairs took
+#: 19 s per task on 2 shared cores). At this n the bootstrap distribution of a mean is normal to within its
+#: own Monte Carlo error at 2,000 resamples (the skewness term of the percentile interval is O(1/sqrt(n)):
+#: under a hundredth of the standard error here, against ~6% for the resampling).
 BOOTSTRAP_MAX_PAIRS = 100_000
 
 
@@ -247,8 +224,8 @@ def _pairs(runs, all_samples, shared_ids, resamples, seed) -> list:
     out = []
     for i, j in itertools.combinations(range(len(runs)), 2):
         a, b = runs[i], runs[j]
-        # one pass over the samples both hold: per task (in first-seen order) the
-        # paired sample means, skipping samples without a mean in either run
+        # one pass over the samples both hold: per task (in first-seen order) the paired sample means,
+        # skipping samples without a mean in either run
         by_task: dict = {}
         b_records = b.records
         for sid, ra in a.records.items():

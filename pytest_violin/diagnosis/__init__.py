@@ -1,16 +1,13 @@
 """Diagnoses: what a failing answer did, measured against its exact ground truth.
 
-:func:`diagnose` returns a :class:`Diagnosis`: a list of :class:`Finding`
-(``kind``, one-line ``text``, the ``numbers`` behind it), the one that
-explains most of the failure first. One module per task family
-(:mod:`.color` also serves the area-ratio task, :mod:`.geometric` the
-border and count tasks); every threshold is a module constant with its
-reason. A perfect answer gets no finding. docs/diagnoses.md lists the kinds
-with real examples.
+:func:`diagnose` returns a :class:`Diagnosis`: a list of :class:`Finding` (``kind``, one-line ``text``, the
+``numbers`` behind it), the one that explains most of the failure first. One module per task family
+(:mod:`.blocks` also serves the area-ratio task, :mod:`.shape` the border and count tasks); every threshold is
+a module constant with its reason. A perfect answer gets no finding. docs/diagnoses.md lists the kinds with
+real examples.
 
-This layer sits beside :mod:`pytest_violin.verdict`: it reads suites,
-task specs and metrics; the plugin and reporters call it for failing
-samples only.
+This layer sits beside :mod:`pytest_violin.verdict`: it reads suites, task specs and metrics; the plugin and
+reporters call it for failing samples only.
 """
 
 from __future__ import annotations
@@ -45,11 +42,10 @@ class _Lazy:
 #: Task name -> ``diagnoser(sample, image, expected) -> list of Finding``.
 DIAGNOSERS = {"color": _Lazy("blocks", "diagnose_color"), "ratio": _Lazy("blocks", "diagnose_ratio"),
               "shape": _Lazy("shape", "diagnose_shape"), "mask": _Lazy("mask", "diagnose_mask"),
-              "border": _Lazy("geometric", "diagnose_border"), "count": _Lazy("geometric", "diagnose_count")}
+              "border": _Lazy("shape", "diagnose_border"), "count": _Lazy("shape", "diagnose_count")}
 
-#: Spec kinds whose numbers a diagnoser needs; a sample of the task without
-#: them (e.g. an exported suite read from PNG files) is diagnosed as
-#: ``unsupported`` rather than guessed at.
+#: Spec kinds whose numbers a diagnoser needs; a sample of the task without them (e.g. an exported suite read
+#: from PNG files) is diagnosed as ``unsupported`` rather than guessed at.
 _NEEDS = {"ratio": ("orientation", "split", "colors"), "border": ("thickness", "fg", "bg"),
           "count": ("count", "dot", "fg", "bg")}
 
@@ -57,21 +53,9 @@ _NEEDS = {"ratio": ("orientation", "split", "colors"), "border": ("thickness", "
 def diagnose(sample, image) -> Diagnosis:
     """Measure how ``image`` departs from ``sample``'s exact answer.
 
-    Parameters
-    ----------
-    sample : Sample
-        The sample (its spec and ground truth say what was asked).
-    image : image-like
-        The answer: anything :func:`pytest_violin.as_rgb8` accepts, read as
-        :meth:`Sample.score` reads it under profile ``violin``; another size
-        is resized to the sample's first.
-
-    Returns
-    -------
-    Diagnosis
-        The findings, the one that explains most first; empty for a
-        perfect answer, and ``supported=False`` for a task without a
-        diagnoser.
+    ``image`` is read as :meth:`Sample.score` reads it under profile ``violin`` (another size resized to the
+    sample's first). The :class:`Diagnosis` lists the findings, the one that explains most first: empty for a
+    perfect answer, ``supported=False`` for a task without a diagnoser.
     """
     from ..imaging import as_rgb8, resize_rgb8
 
@@ -86,23 +70,11 @@ def diagnose(sample, image) -> Diagnosis:
 
 
 def diagnose_failure(sample, images, per_repeat) -> tuple:
-    """Diagnose a failing sample's worst repeat; never raise.
+    """``(Diagnosis, None)`` of a failing sample's worst repeat, or ``(None, "Type: first line")``.
 
-    Parameters
-    ----------
-    sample : Sample
-        The failing sample.
-    images : sequence
-        Its answers, one per repeat.
-    per_repeat : sequence of dict
-        Each repeat's metrics (with ``mean``); the worst mean is diagnosed.
-
-    Returns
-    -------
-    tuple
-        ``(Diagnosis, None)``, or ``(None, "Type: first line")`` (redacted,
-        cut to :data:`ERROR_LINE_CHARS`) when diagnosing raised: a diagnosis
-        must never turn a failure into an error.
+    The worst is the largest ``mean`` among ``per_repeat`` (each repeat's metrics, one per image of
+    ``images``). Diagnosing never raises: a diagnosis must never turn a failure into an error, so an exception
+    becomes its first line (redacted, cut to :data:`ERROR_LINE_CHARS`).
     """
     try:
         worst = max(range(len(images)),

@@ -1,16 +1,12 @@
 """Layout diagnoses: swapped blocks, a split in the wrong place, then each block.
 
-:func:`diagnose_color` serves the colour task (blocks in a layout, or a
-colour range), :func:`diagnose_ratio` the area-ratio task. Multi-block
-layouts are checked first for ``swapped_blocks`` (a permutation of the
-requested colours fits with less than half the error), two-colour splits
-for ``wrong_split`` (orientation and position of the border between the two
-colours, from the pixel classes of
-:func:`pytest_violin.metrics.geometric.nearer_first`); then every block is
-decomposed by :func:`.color.block_findings`, after
-:func:`.edges.blurred_edges` has taken out the band of a blurred boundary
-between blocks (``blurred_edge``). Weights are shares of the image's squared
-RGB error.
+:func:`diagnose_color` serves the colour task (blocks in a layout, or a colour range), :func:`diagnose_ratio`
+the area-ratio task. Multi-block layouts are checked first for ``swapped_blocks`` (a permutation of the
+requested colours fits with less than half the error), two-colour splits for ``wrong_split`` (orientation and
+position of the border between the two colours, from the pixel classes of
+:func:`pytest_violin.metrics.geometric.nearer_first`); then every block is decomposed by
+:func:`.color.block_findings`, after :func:`.edges.blurred_edges` has taken out the band of a blurred boundary
+between blocks (``blurred_edge``). Weights are shares of the image's squared RGB error.
 """
 
 from __future__ import annotations
@@ -31,8 +27,8 @@ __all__ = ["SPLIT_MIN_SHARE", "SPLIT_NEAR", "SPLIT_TWO_TONE_SHARE", "swap_findin
 SPLIT_MIN_SHARE = 0.01
 #: A pixel is "of one of the two colours" within this share of their distance.
 SPLIT_NEAR = 0.25
-#: Share of such pixels that makes the answer two-tone, so that its split can
-#: be measured (a uniform or unrelated answer has no split to speak of).
+#: Share of such pixels that makes the answer two-tone, so that its split can be measured (a uniform or
+#: unrelated answer has no split to speak of).
 SPLIT_TWO_TONE_SHARE = 0.5
 
 def swap_finding(medians, colors, names) -> tuple:
@@ -57,8 +53,8 @@ def swap_finding(medians, colors, names) -> tuple:
 def split_finding(image, colors, orientation: str, split: int):
     """``(finding or None, misplaced)``: the border between two colours found vs requested.
 
-    ``misplaced`` (bool array) marks the pixels of the other colour's side
-    when the split is wrong, so block findings leave them out.
+    ``misplaced`` (bool array) marks the pixels of the other colour's side when the split is wrong, so block
+    findings leave them out.
     """
     h, w = image.shape[:2]
     # judged only on a two-tone answer: most pixels near one of the two colours
@@ -71,8 +67,8 @@ def split_finding(image, colors, orientation: str, split: int):
     cols, rows = first.mean(axis=0), first.mean(axis=1)
     found_orient = "vertical" if np.var(cols) >= np.var(rows) else "horizontal"
     side = w if found_orient == "vertical" else h
-    # first colour assumed on the left / top: the median over the lines across the border of
-    # their first-colour pixel counts (their mean moves with text drawn over the border)
+    # first colour assumed on the left / top: the median over the lines across the border of their
+    # first-colour pixel counts (their mean moves with text drawn over the border)
     pos = float(np.median(first.sum(axis=1 if found_orient == "vertical" else 0)))
     side_req = w if orientation == "vertical" else h
     expected = np.zeros((h, w), bool)
@@ -99,30 +95,13 @@ _BLOCK_NAMES = {"single": ("image",), "vertical": ("left half", "right half"),
                          "bottom-right quadrant")}
 
 
-def _shares(findings, total: float) -> list:
-    total = max(total, 1e-9)
-    return [Finding(f.kind, f.text, f.numbers, min(float(f.weight) / total, 1.0)) for f in findings]
-
-
 def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, target=None) -> list:
-    """Findings of an image made of rectangular single-colour regions.
+    """Findings of an RGB uint8 answer made of rectangular single-colour regions.
 
-    Parameters
-    ----------
-    image : ndarray
-        The answer, RGB uint8, of the sample's size.
-    boxes : sequence of (x0, y0, w, h)
-        The regions.
-    colors : sequence of (r, g, b)
-        The expected colour of each region.
-    names : sequence of str
-        The regions' names in the texts.
-    split : (orientation, position), optional
-        For two regions split at ``position`` px: check ``wrong_split``.
-    swap : bool
-        Check ``swapped_blocks`` first.
-    target : callable, optional
-        ``target(found) -> colour`` replaces the expected colour (ranges).
+    ``boxes`` (``(x0, y0, w, h)``), ``colors`` and ``names`` give each region, its expected colour and its
+    name in the texts. ``split`` (``(orientation, position)``, two regions split at ``position`` px) checks
+    ``wrong_split``; ``swap`` checks ``swapped_blocks`` first; ``target(found)`` replaces the expected colour
+    (ranges).
     """
     findings, total = [], 0.0
     colors = [tuple(int(v) for v in c) for c in colors]
@@ -153,12 +132,13 @@ def diagnose_regions(image, boxes, colors, names, *, split=None, swap=False, tar
                                       origin=(x, y), explained=explained)
         findings.extend(more)
         total += energy
-    return _shares(findings, total)
+    total = max(total, 1e-9)  # each finding's weight as its share of the whole
+    return [Finding(f.kind, f.text, f.numbers, min(float(f.weight) / total, 1.0)) for f in findings]
 
 
 def diagnose_color(sample, image, expected) -> list:
     """Findings of a colour-task answer (blocks in a layout, or a colour range)."""
-    from ..suite.geometry import block_boxes
+    from ..suite.drawing import block_boxes
 
     h, w = image.shape[:2]
     spec = sample.spec

@@ -1,17 +1,13 @@
 """Colour diagnoses: what a colour block, split or range answer did instead.
 
-Every block (region of one expected colour) is decomposed: the answer's
-error against the expected colour, ``e = answer - colour``, is fitted per
-channel by ``a + b_u u + b_v v + k (r^2 - mean r^2)`` over the block's
-ordinary pixels (``u, v`` the position as a fraction of the block's side,
-``r`` the distance from its centre), on a subsampled grid (least squares,
-:func:`numpy.linalg.lstsq`). The constant is a uniform colour change
-(``wrong_color``), the linear terms a ``gradient``, the radial term a
-``vignette``, what is left ``noise`` or ``texture``; pixels far from the fit
-are ``objects`` (text, watermarks, added things: OpenCV connected
-components). Each finding's weight is the squared RGB error it accounts
-for (:mod:`.blocks` makes it a share of the image's), so findings order by
-how much they explain.
+Every block (region of one expected colour) is decomposed: the answer's error against the expected colour, ``e
+= answer - colour``, is fitted per channel by ``a + b_u u + b_v v + k (r^2 - mean r^2)`` over the block's
+ordinary pixels (``u, v`` the position as a fraction of the block's side, ``r`` the distance from its centre),
+on a subsampled grid (least squares, :func:`numpy.linalg.lstsq`). The constant is a uniform colour change
+(``wrong_color``), the linear terms a ``gradient``, the radial term a ``vignette``, what is left ``noise`` or
+``texture``; pixels far from the fit are ``objects`` (text, watermarks, added things: OpenCV connected
+components). Each finding's weight is the squared RGB error it accounts for (:mod:`.blocks` makes it a share
+of the image's), so findings order by how much they explain.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from ..metrics._lab import float_lab
+from ..metrics._common import float_lab
 from ..metrics.ciede2000 import ciede2000
 from ..suite.colors import ISCC_NBS_COLORS, format_color
 from .model import Finding
@@ -31,20 +27,19 @@ __all__ = ["WRONG_COLOR_DE", "GRADIENT_MIN_LEVELS", "VIGNETTE_MIN_LEVELS", "NOIS
            "OBJECT_DEVIATION", "OBJECT_MIN_SHARE", "FIT_GRID", "GRAY_WEIGHTS",
            "nearest_name", "delta_e", "color_change", "block_findings"]
 
-#: CIEDE2000 from which a block's colour counts as changed: an exact answer
-#: gives 0 and a one-level rounding of one channel about 0.3; the colour
-#: metric's own limit (lab_00 0.03) is 3.
+#: CIEDE2000 from which a block's colour counts as changed: an exact answer gives 0 and a one-level rounding
+#: of one channel about 0.3; the colour metric's own limit (lab_00 0.03) is 3.
 WRONG_COLOR_DE = 1.0
-#: Gray levels a linear trend must change across a block to be a gradient
-#: (an exact answer: 0; the metric limit sd 0.025 allows ~11 levels).
+#: Gray levels a linear trend must change across a block to be a gradient (an exact answer: 0; the metric
+#: limit sd 0.025 allows ~11 levels).
 GRADIENT_MIN_LEVELS = 3.0
 #: Gray levels between the centre and the corners that make a vignette.
 VIGNETTE_MIN_LEVELS = 3.0
-#: Standard deviation (gray levels) of what the smooth fit leaves that is
-#: noise or texture; the integer rounding of a smooth gradient leaves ~0.3.
+#: Standard deviation (gray levels) of what the smooth fit leaves that is noise or texture; the integer
+#: rounding of a smooth gradient leaves ~0.3.
 NOISE_MIN_STD = 1.5
-#: Largest channel deviation from the fit (levels) of an object pixel: far
-#: above noise and rounding, below any visible mark.
+#: Largest channel deviation from the fit (levels) of an object pixel: far above noise and rounding, below any
+#: visible mark.
 OBJECT_DEVIATION = 40.0
 #: Share of a block that object pixels must cover (0.05%: 131 px of 512x512).
 OBJECT_MIN_SHARE = 0.0005
@@ -90,11 +85,10 @@ def delta_e(found, requested) -> float:
 def color_change(found, requested, de: float | None = None) -> dict:
     """The numbers of a colour change: hex and names, CIEDE2000, ``dL``, ``dC``, hue shift.
 
-    ``dL`` and ``dC`` are CIE Lab lightness and chroma differences (found
-    minus requested); ``hue_shift_deg`` the signed hue-angle difference in
-    degrees (None when either colour is nearly gray, chroma < 5); ``levels``
-    the mean RGB channel difference. ``de``: their :func:`delta_e` when the
-    caller has it already (not computed twice).
+    ``dL`` and ``dC`` are CIE Lab lightness and chroma differences (found minus requested); ``hue_shift_deg``
+    the signed hue-angle difference in degrees (None when either colour is nearly gray, chroma < 5);
+    ``levels`` the mean RGB channel difference. ``de``: their :func:`delta_e` when the caller has it already
+    (not computed twice).
     """
     lab_f, lab_r = _lab(found), _lab(requested)
     de = float(ciede2000(lab_f[None, :], lab_r[None, :])[0]) if de is None else float(de)
@@ -153,29 +147,13 @@ def _objects(far: np.ndarray):
 
 def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
                    explained=None) -> tuple:
-    """Findings of one block against its expected colour.
+    """``(findings, energy)`` of one block, ``(h, w, 3)`` uint8, against its expected ``color``.
 
-    Parameters
-    ----------
-    block : ndarray
-        The answer's pixels of the block, ``(h, w, 3)`` uint8.
-    color : (r, g, b)
-        The expected colour; a callable ``color(found) -> (r, g, b)`` gives
-        it from the found colour instead (a colour range: the nearest
-        in-range colour).
-    where : str
-        The block's name in the texts (``"image"``, ``"left half"``).
-    origin : (x, y)
-        The block's top-left corner in the image (bounding boxes are in
-        image pixels).
-    explained : ndarray of bool, optional
-        Pixels another finding already explains; left out here.
-
-    Returns
-    -------
-    tuple
-        ``(findings, energies)``: the findings with their squared-error
-        energy as ``weight`` (not yet shares), and the block's total energy.
+    ``color`` is an ``(r, g, b)`` or a callable ``color(found) -> (r, g, b)`` that gives it from the found
+    colour (a colour range: the nearest in-range colour). ``where`` names the block in the texts (``"image"``,
+    ``"left half"``), ``origin`` is its top-left corner (bounding boxes are in image pixels), ``explained``
+    the pixels another finding already explains (left out here). Each finding's ``weight`` is its
+    squared-error energy (not yet a share); ``energy`` is the block's total.
     """
     hh, ww = block.shape[:2]
     block = np.ascontiguousarray(block)
@@ -235,8 +213,8 @@ def block_findings(block: np.ndarray, color, *, where: str, origin=(0, 0),
     rest_energy = max(total - obj_energy - off_energy - lin_energy - rad_energy, 0.0)
     target = target.astype(np.float32)
     findings = []
-    # uniform colour change
-    # vignette: centre vs corners (r^2 from 0 to 1/2); with one, the colour is the centre's
+    # uniform colour change vignette: centre vs corners (r^2 from 0 to 1/2); with one, the colour is the
+    # centre's
     corner = float(GRAY_WEIGHTS @ coef[3]) * 0.5
     offset = coef[0] - coef[3] / 6.0 if abs(corner) >= VIGNETTE_MIN_LEVELS else coef[0]
     found = target + offset

@@ -1,15 +1,12 @@
 """Blurred block boundaries: the transition between two adjacent blocks wider than a pixel.
 
-For every pair of blocks of a layout that share an edge (the two halves, the
-four quadrants, the two parts of an area ratio), the answer's pixels across
-the edge are projected on the line between the two expected colours
-(0 = the first block's colour, 1 = the second's); the median over the edge's
-length gives a profile, and its 10% to 90% rise over ``0.8 * width`` pixels
-is the width (a linear ramp's 10-90% rise is 0.8 of its width; an exact
-step measures 1 px, a Gaussian blur of sigma s about 3.2 s). A boundary
-wider than :data:`BLUR_MIN_PX` is a ``blurred_edge`` finding, and its band
-is handed to the block findings as explained: without it, a blurred
-boundary's pixels, far from each block's colour, read as ``objects``.
+For every pair of blocks of a layout that share an edge (the two halves, the four quadrants, the two parts of
+an area ratio), the answer's pixels across the edge are projected on the line between the two expected colours
+(0 = the first block's colour, 1 = the second's); the median over the edge's length gives a profile, and its
+10% to 90% rise over ``0.8 * width`` pixels is the width (a linear ramp's 10-90% rise is 0.8 of its width; an
+exact step measures 1 px, a Gaussian blur of sigma s about 3.2 s). A boundary wider than :data:`BLUR_MIN_PX`
+is a ``blurred_edge`` finding, and its band is handed to the block findings as explained: without it, a
+blurred boundary's pixels, far from each block's colour, read as ``objects``.
 """
 
 from __future__ import annotations
@@ -21,25 +18,24 @@ from .model import Finding
 __all__ = ["BLUR_MIN_PX", "EDGE_BAND_PX", "MIN_CONTRAST", "shared_edges", "edge_profile_width",
            "blurred_edges"]
 
-#: Transition width (px) reported as blurred; an exact step measures 1 px
-#: (the mask's feathered-edge threshold, measured the same way).
+#: Transition width (px) reported as blurred; an exact step measures 1 px (the mask's feathered-edge
+#: threshold, measured the same way).
 BLUR_MIN_PX = 2.5
 #: Pixels read on each side of an edge.
 EDGE_BAND_PX = 16
-#: Smallest RGB distance between the two colours whose edge is measured:
-#: below it one level of noise moves the profile by more than 2%.
+#: Smallest RGB distance between the two colours whose edge is measured: below it one level of noise moves the
+#: profile by more than 2%.
 MIN_CONTRAST = 48.0
-#: The profile's ends must lie within this of 0 and 1 (a transition between
-#: these two colours, not something else across the edge).
+#: The profile's ends must lie within this of 0 and 1 (a transition between these two colours, not something
+#: else across the edge).
 END_TOLERANCE = 0.25
 
 
 def shared_edges(boxes) -> list:
     """``(i, j, axis, position, start, stop)`` of each pair of boxes sharing an edge.
 
-    ``axis`` 1: a vertical edge at column ``position`` (``i`` left of ``j``),
-    rows ``start:stop``; ``axis`` 0: a horizontal edge at row ``position``
-    (``i`` above ``j``), columns ``start:stop``.
+    ``axis`` 1: a vertical edge at column ``position`` (``i`` left of ``j``), rows ``start:stop``; ``axis`` 0:
+    a horizontal edge at row ``position`` (``i`` above ``j``), columns ``start:stop``.
     """
     out = []
     for i, (xi, yi, wi, hi) in enumerate(boxes):
@@ -61,9 +57,8 @@ def edge_profile_width(profile: np.ndarray, positions: np.ndarray) -> float:
 def blurred_edges(image, boxes, colors, names) -> tuple:
     """``(findings, explained)`` for the shared edges of ``boxes`` (of ``colors``, named ``names``).
 
-    ``findings`` carry their squared RGB error (the band's, against the
-    expected colours) as weight; ``explained`` (bool, image-sized, or None)
-    marks the bands of the blurred edges.
+    ``findings`` carry their squared RGB error (the band's, against the expected colours) as weight;
+    ``explained`` (bool, image-sized, or None) marks the bands of the blurred edges.
     """
     h, w = image.shape[:2]
     findings, explained = [], None

@@ -1,29 +1,22 @@
 """Mask diagnoses: what the answer did with the masked and the kept regions.
 
-Read against the sample's inputs (the source photo and the keep mask) and
-the metrics' black threshold (gray <= 30,
-:data:`pytest_violin.metrics.mask.BLACK_THRESHOLD`):
+Read against the sample's inputs (the source photo and the keep mask) and the metrics' black threshold (gray
+<= 30, :data:`pytest_violin.metrics.mask.BLACK_THRESHOLD`):
 
 * ``inverted_mask``: the kept region is black and the masked one is not;
-* ``mask_offset``: the black region is the requested one moved by
-  ``(dx, dy)`` (its per-column and per-row pixel counts best aligned,
-  accepted when the move halves the IoU loss);
-* ``gray_fill`` / ``leak``: the masked area is not black, uniformly (one
-  gray level) or not (the photo or something else shows through); a dark
-  gray (up to gray 30) is black for the regions but not for ``leak``, the
-  mean gray there, nor for ``edge``, so from
-  :data:`DARK_FILL_MIN_GRAY` on it is named as well ("dark gray 12");
-* ``feathered_edge``: the transition across the mask's border is wider than
-  a pixel: the answer's gray over the source's, binned by the signed
-  distance to the border (``cv2.distanceTransform``), rises from 10% to 90%
+* ``mask_offset``: the black region is the requested one moved by ``(dx, dy)`` (its per-column and per-row
+  pixel counts best aligned, accepted when the move halves the IoU loss);
+* ``gray_fill`` / ``leak``: the masked area is not black, uniformly (one gray level) or not (the photo or
+  something else shows through); a dark gray (up to gray 30) is black for the regions but not for ``leak``,
+  the mean gray there, nor for ``edge``, so from :data:`DARK_FILL_MIN_GRAY` on it is named as well ("dark gray
+  12");
+* ``feathered_edge``: the transition across the mask's border is wider than a pixel: the answer's gray over
+  the source's, binned by the signed distance to the border (``cv2.distanceTransform``), rises from 10% to 90%
   over ``0.8 * width`` pixels (a linear ramp's 10-90% rise);
-* ``blacked_out``: most of the kept region is black where the source is
-  not (an all-black answer);
-* ``altered_kept``: the kept region changed (PSNR against the source; of
-  what is not blacked out).
+* ``blacked_out``: most of the kept region is black where the source is not (an all-black answer);
+* ``altered_kept``: the kept region changed (PSNR against the source; of what is not blacked out).
 
-Weights are shares of the masked (or, for ``altered_kept``, the kept) area
-each finding accounts for.
+Weights are shares of the masked (or, for ``altered_kept``, the kept) area each finding accounts for.
 """
 
 from __future__ import annotations
@@ -33,10 +26,9 @@ import math
 import cv2
 import numpy as np
 
-from ..metrics._common import gray
-from ..metrics._regions import region_iou_distance
+from ..metrics._common import gray, region_iou_distance
 from ..metrics.mask import BLACK_THRESHOLD
-from ..tasks.mask import LIMITS
+from ..tasks.geometric import MASK_LIMITS as LIMITS
 from .model import Finding
 
 __all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN_PX", "OFFSET_MIN_PX",
@@ -46,13 +38,11 @@ __all__ = ["LEAK_MIN_SHARE", "GRAY_FILL_STD", "DARK_FILL_MIN_GRAY", "FEATHER_MIN
 LEAK_MIN_SHARE = 0.01
 #: Largest gray standard deviation of a non-black masked area that is one gray fill.
 GRAY_FILL_STD = 6.0
-#: Mean gray of a masked core that is black by the threshold (<= 30) but not
-#: black enough: the first level the default ``mask.leak`` limit (the mean
-#: gray / 255 there) fails, 6 for a limit of 0.02. The exact answers of 200
-#: mask samples re-encoded as JPEG q90 stay below it (no finding).
+#: Mean gray of a masked core that is black by the threshold (<= 30) but not black enough: the first level the
+#: default ``mask.leak`` limit (the mean gray / 255 there) fails, 6 for a limit of 0.02. The exact answers of
+#: 200 mask samples re-encoded as JPEG q90 stay below it (no finding).
 DARK_FILL_MIN_GRAY = math.floor(LIMITS["leak"] * 255) + 1
-#: Transition width (px) reported as a feathered edge; an exact answer's
-#: step measures 1 px.
+#: Transition width (px) reported as a feathered edge; an exact answer's step measures 1 px.
 FEATHER_MIN_PX = 2.5
 #: Shift of the black region (px, either axis) reported as mask_offset.
 OFFSET_MIN_PX = 1.5
@@ -60,19 +50,18 @@ OFFSET_MIN_PX = 1.5
 SOFT_SHARE = 0.2
 #: Moves up to this size (px) of a soft edge are read as a feather instead.
 SOFT_MOVE_PX = 4.0
-#: Largest change of the black area (share) of a moved mask (a leak or a gray
-#: fill loses most of it; a move what leaves or enters the frame: up to ~45% for
-#: the small blobs along the frame of some random masks).
+#: Largest change of the black area (share) of a moved mask (a leak or a gray fill loses most of it; a move
+#: what leaves or enters the frame: up to ~45% for the small blobs along the frame of some random masks).
 MOVED_AREA_CHANGE = 0.6
 #: Largest shift (px) of the black region searched for, per axis.
 OFFSET_MAX_PX = 64
-#: PSNR (dB) of the kept region below which it counts as altered: an exact
-#: answer is identical (infinite), a JPEG q90 re-encode of a photo ~38-42 dB.
+#: PSNR (dB) of the kept region below which it counts as altered: an exact answer is identical (infinite), a
+#: JPEG q90 re-encode of a photo ~38-42 dB.
 ALTERED_PSNR_DB = 35.0
 #: Share of both regions the wrong way round that makes an inverted mask.
 INVERTED_SHARE = 0.5
-#: Share of the kept region black (where the source is not) that is blacked
-#: out: an all-black answer gives 1, an exact one 0.
+#: Share of the kept region black (where the source is not) that is blacked out: an all-black answer gives 1,
+#: an exact one 0.
 BLACKED_OUT_SHARE = 0.5
 #: Pixels of the masked region further than this from the border form its core.
 CORE_PX = 3.0
@@ -87,9 +76,8 @@ EDGE_MIN_SOURCE_GRAY = 40
 def edge_width(g_answer, g_source, signed) -> float | None:
     """Width in pixels of the transition from black to the source across the border.
 
-    ``signed`` is the distance to the border (positive in the kept region,
-    pixel centres at +-0.5, +-1.5, ...). ``None`` when the band has too few
-    usable pixels.
+    ``signed`` is the distance to the border (positive in the kept region, pixel centres at +-0.5,
+    +-1.5, ...). ``None`` when the band has too few usable pixels.
     """
     band = (np.abs(signed) <= EDGE_BAND_PX) & (g_source >= EDGE_MIN_SOURCE_GRAY)
     if band.sum() < 50:
@@ -119,11 +107,10 @@ def edge_width(g_answer, g_source, signed) -> float | None:
 def _profile_shift(want: np.ndarray, got: np.ndarray, axis: int) -> int:
     """The shift (px) of ``got`` against ``want`` along one axis (0: x, 1: y).
 
-    The regions' pixel counts per column (x) or row (y) are compared at
-    every shift up to :data:`OFFSET_MAX_PX` (the profile's ends repeated,
-    as a region that touches the frame keeps touching it), smallest
-    absolute difference first, the smaller shift on ties. An axis along
-    which the region does not change (a full-height strip moved up) gives 0.
+    The regions' pixel counts per column (x) or row (y) are compared at every shift up to
+    :data:`OFFSET_MAX_PX` (the profile's ends repeated, as a region that touches the frame keeps touching it),
+    smallest absolute difference first, the smaller shift on ties. An axis along which the region does not
+    change (a full-height strip moved up) gives 0.
     """
     pw = want.sum(axis=axis, dtype=np.int64).astype(np.float64)
     pg = got.sum(axis=axis, dtype=np.int64).astype(np.float64)
@@ -156,11 +143,10 @@ def _psnr(a, b, mask) -> float:
 def _fill_findings(g_core) -> tuple:
     """``(fill level or None, findings)`` of the masked core's gray levels.
 
-    Not black (above gray 30) on :data:`LEAK_MIN_SHARE` of it: a
-    ``gray_fill`` when one level (std <= :data:`GRAY_FILL_STD`), else a
-    ``leak``. Black by the threshold but with a mean gray of at least
-    :data:`DARK_FILL_MIN_GRAY`: the same two kinds, said as dark gray. The
-    level is returned for a uniform fill only.
+    Not black (above gray 30) on :data:`LEAK_MIN_SHARE` of it: a ``gray_fill`` when one level (std <=
+    :data:`GRAY_FILL_STD`), else a ``leak``. Black by the threshold but with a mean gray of at least
+    :data:`DARK_FILL_MIN_GRAY`: the same two kinds, said as dark gray. The level is returned for a uniform
+    fill only.
     """
     lit = g_core > BLACK_THRESHOLD
     share = float(lit.mean())

@@ -1,11 +1,9 @@
 """The records of a diagnosis: :class:`Finding` and :class:`Diagnosis`.
 
-A finding names one way the answer departs from the exact ground truth
-(``kind``), says it in one line (``text``) and keeps the numbers behind it
-(``numbers``, JSON-able). Its ``weight`` says how much of the failure it
-explains; the families compute it as a share of the answer's error where
-the error decomposes (the colour energy, the shape IoU loss, the masked
-area), so findings of one diagnosis compare with each other.
+A finding names one way the answer departs from the exact ground truth (``kind``), says it in one line
+(``text``) and keeps the numbers behind it (``numbers``, JSON-able). Its ``weight`` says how much of the
+failure it explains; the families compute it as a share of the answer's error where the error decomposes (the
+colour energy, the shape IoU loss, the masked area), so findings of one diagnosis compare with each other.
 """
 
 from __future__ import annotations
@@ -33,24 +31,15 @@ def _plain(value):
 
 @dataclass(frozen=True)
 class Finding:
-    """One measured departure from the ground truth.
+    """One measured departure from the ground truth."""
 
-    Parameters
-    ----------
-    kind : str
-        E.g. ``"gradient"``, ``"offset"``, ``"leak"`` (docs/diagnoses.md lists them).
-    text : str
-        One line in words, with the numbers.
-    numbers : dict
-        The measurements behind ``text`` (JSON-able).
-    weight : float
-        How much of the failure this explains (larger first); 0..1 for
-        most kinds.
-    """
-
+    #: E.g. ``"gradient"``, ``"offset"``, ``"leak"`` (docs/diagnoses.md lists them).
     kind: str
+    #: One line in words, with the numbers.
     text: str
+    #: The measurements behind ``text`` (JSON-able).
     numbers: dict = field(default_factory=dict)
+    #: How much of the failure this explains (larger first); 0..1 for most kinds.
     weight: float = 0.0
 
     def to_json(self) -> dict:
@@ -62,8 +51,8 @@ class Finding:
 class Diagnosis:
     """The findings of one answer, the one that explains most first.
 
-    Empty (falsy) when the answer shows nothing above the noise thresholds
-    or the sample's task has no diagnoser (``supported`` is then False).
+    Empty (falsy) when the answer shows nothing above the noise thresholds or the sample's task has no
+    diagnoser (``supported`` is then False).
     """
 
     sample_id: str

@@ -1,33 +1,30 @@
 """Probe readings: the paper's three observations, measured on a ``violin-probes`` run.
 
-The ``violin-probes`` suite (:mod:`pytest_violin.suite.builtin.probes`)
-pairs each probe with a control. Its run summary states, for this model:
+The ``violin-probes`` suite (:mod:`pytest_violin.suite.builtin.probes`) pairs each probe with a control. Its
+run summary states, for this model:
 
-* **negation**: the share of answers with a ``gradient`` finding, per
-  prompt variant: the plain hex prompt (control), with " No gradient." and
-  with " No ripples, no waves, no gradient.";
-* **gravity**: how far the colour moved toward the colour of a conflicting
-  context ("the color of ..." of the ISCC-NBS colour farthest away,
-  :func:`~pytest_violin.suite.builtin.probes.farthest_color`), in CIEDE2000:
-  ``dE(requested, context) - dE(found, context)``, positive toward the
-  context, against the same measure on the control (same hex, no context);
-  and the mean CIEDE2000 from the requested colour per variant;
-* **inertia**: the mean split position found for the 13%, 31.5% and 70%
-  requests (and the 50% controls), and how far toward 50% it was pulled.
+* **negation**: the share of answers with a ``gradient`` finding, per prompt variant: the plain hex
+  prompt (control), with " No gradient." and with " No ripples, no waves, no gradient.";
+* **gravity**: how far the colour moved toward the colour of a conflicting context ("the color of
+  ..." of the ISCC-NBS colour farthest away,
+  :func:`~pytest_violin.suite.builtin.probes.farthest_color`), in CIEDE2000: ``dE(requested,
+  context) - dE(found, context)``, positive toward the context, against the same measure on the
+  control (same hex, no context); and the mean CIEDE2000 from the requested colour per variant;
+* **inertia**: the mean split position found for the 13%, 31.5% and 70% requests (and the 50%
+  controls), and how far toward 50% it was pulled.
 
 Everything is read from the records the run wrote (results.json samples or
-:meth:`~pytest_violin.results.SampleResult.to_dict`): the diagnosis of a
-failing sample (``extra.diagnosis``) says what it found; a passing sample
-was not diagnosed (the plugin diagnoses failures only) and counts as the
-answer asked for (its colour and split are within the limits). Samples in
-error, refused or failed without a recorded diagnosis are left out and
-counted. docs/diagnoses.md ("Probe readings") shows real output.
+:meth:`~pytest_violin.results.SampleResult.to_dict`): the diagnosis of a failing sample (``extra.diagnosis``)
+says what it found; a passing sample was not diagnosed (the plugin diagnoses failures only) and counts as the
+answer asked for (its colour and split are within the limits). Samples in error, refused or failed without a
+recorded diagnosis are left out and counted. docs/diagnoses.md ("Probe readings") shows real output.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from ..verdict import Outcome
 
 __all__ = ["PROBES_SUITE", "ProbeReadings", "probe_readings", "probe_lines"]
 
@@ -37,34 +34,23 @@ PROBES_SUITE = "violin-probes"
 
 @dataclass
 class ProbeReadings:
-    """The measured numbers; a group a run did not hold is empty.
+    """The measured numbers; a group a run did not hold is empty."""
 
-    Attributes
-    ----------
-    negation : list of (probe, clause, hits, n)
-        Per prompt variant (``control`` has clause ``""``): answers with a
-        ``gradient`` finding, of ``n`` judged.
-    gravity_drift : dict
-        ``probe -> list`` of per-answer drifts toward the conflicting
-        context's colour (``conflict``, and ``control`` for the same colours).
-    gravity_error : dict
-        ``probe -> list`` of CIEDE2000 from the requested colour.
-    inertia : list of (requested_pct, [found_pct, ...])
-        Per requested share (as the prompt says it: 13.0), in suite order;
-        an answer without a ``wrong_split`` finding counts at the exact
-        split (whole pixels: 13.09%).
-    wrong_orientation : int
-        Inertia answers split the other way (left out of the means).
-    left_out : int
-        Probe samples not counted (error, refused, failed without a
-        diagnosis, or an inertia answer with no measurable split).
-    """
-
+    #: ``(probe, clause, hits, n)`` per prompt variant (``control`` has clause ``""``): answers with a
+    #: ``gradient`` finding, of ``n`` judged.
     negation: list = field(default_factory=list)
+    #: ``probe -> list`` of per-answer drifts toward the conflicting context's colour (``conflict``, and
+    #: ``control`` for the same colours).
     gravity_drift: dict = field(default_factory=dict)
+    #: ``probe -> list`` of CIEDE2000 from the requested colour.
     gravity_error: dict = field(default_factory=dict)
+    #: ``(requested_pct, [found_pct, ...])`` per requested share (as the prompt says it: 13.0), in suite
+    #: order; an answer without a ``wrong_split`` finding counts at the exact split (whole pixels: 13.09%).
     inertia: list = field(default_factory=list)
+    #: Inertia answers split the other way (left out of the means).
     wrong_orientation: int = 0
+    #: Probe samples not counted (error, refused, failed without a diagnosis, or an inertia answer with no
+    #: measurable split).
     left_out: int = 0
 
 
@@ -77,9 +63,9 @@ def _probe_samples() -> dict:
 
 def _findings(rec) -> list | None:
     """The answer's findings: ``[]`` for a passing sample, None when not known."""
-    if rec.get("outcome") == "passed":
+    if rec.get("outcome") == Outcome.PASSED:
         return []
-    if rec.get("outcome") != "failed":
+    if rec.get("outcome") != Outcome.FAILED:
         return None
     found = (rec.get("extra") or {}).get("diagnosis")
     return [f for f in found if isinstance(f, dict)] if isinstance(found, list) else None
@@ -120,28 +106,18 @@ def _split_found(rec, findings, spec, side: int):
             return None, True
         value = numbers.get("position_pct")
         return (float(value) if isinstance(value, (int, float)) else None), False
-    # no wrong_split: the split is within 1% (SPLIT_MIN_SHARE) unless its own metric failed,
-    # which without a finding means the answer is not two-tone (no split to measure)
+    # no wrong_split: the split is within 1% (SPLIT_MIN_SHARE) unless its own metric failed, which without a
+    # finding means the answer is not two-tone (no split to measure)
     if "ratio" in (rec.get("failed") or ()):
         return None, False
     return requested, False
 
 
 def probe_readings(records, samples=None) -> ProbeReadings | None:
-    """The readings of the ``violin-probes`` records among ``records``.
+    """The readings of the ``violin-probes`` records among ``records`` (None when there is none).
 
-    Parameters
-    ----------
-    records : iterable of dict
-        Result records (``sample_id``, ``suite``, ``outcome``, ``failed``,
-        ``extra.diagnosis``).
-    samples : mapping, optional
-        Sample id -> Sample; default the built-in ``violin-probes`` suite.
-
-    Returns
-    -------
-    ProbeReadings or None
-        None when no record is a sample of the probes suite.
+    ``records`` are result records (``sample_id``, ``suite``, ``outcome``, ``failed``, ``extra.diagnosis``);
+    ``samples`` maps their ids to samples (default the built-in ``violin-probes`` suite).
     """
     probes = [r for r in records if isinstance(r, dict) and r.get("suite") == PROBES_SUITE]
     if not probes:

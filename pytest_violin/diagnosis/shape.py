@@ -1,16 +1,18 @@
 """Shape diagnoses: where, how big and what the answer drew instead of the requested shape.
 
-The answer's foreground is the pixels nearer (RGB) to the requested shape
-colour than to the background (:func:`pytest_violin.metrics.geometric.nearer_first`,
-as the extra tasks classify), split into 8-connected components
-(``cv2.connectedComponentsWithStats``); the largest is the shape. Its class
-comes from its outer contour (``cv2.approxPolyDP`` vertices, circularity
-``4 pi A / P^2``, fill of ``cv2.minAreaRect``), its place and size from
-its moments (or bounding box when it is another class than requested).
+The answer's foreground is the pixels nearer (RGB) to the requested shape colour than to the background
+(:func:`pytest_violin.metrics.geometric.nearer_first`, as the extra tasks classify), split into 8-connected
+components (``cv2.connectedComponentsWithStats``); the largest is the shape. Its class comes from its outer
+contour (``cv2.approxPolyDP`` vertices, circularity ``4 pi A / P^2``, fill of ``cv2.minAreaRect``), its place
+and size from its moments (or bounding box when it is another class than requested).
 
-Weights decompose the shape's IoU loss ``1 - IoU``: the offset explains what
-moving the shape back by ``(-dx, -dy)`` recovers, the scale what scaling
-it back recovers after that; a wrong class explains the whole loss.
+Weights decompose the shape's IoU loss ``1 - IoU``: the offset explains what moving the shape back by ``(-dx,
+-dy)`` recovers, the scale what scaling it back recovers after that; a wrong class explains the whole loss.
+
+The border and dot-counting tasks are diagnosed here too, from the metrics' own measurements
+(:func:`~pytest_violin.metrics.geometric.border_metrics` reports the median run of border pixels per side,
+:func:`~pytest_violin.metrics.geometric.count_metrics` the 8-connected components it counts), so a finding's
+numbers are the numbers the metric was computed from.
 """
 
 from __future__ import annotations
@@ -20,33 +22,35 @@ import math
 import cv2
 import numpy as np
 
-from ..metrics._regions import largest_filled, region_iou_distance
+from ..metrics._common import largest_filled, region_iou_distance
+from ..metrics.geometric import border_metrics, count_metrics
 from .color import color_change, delta_e
 from .model import Finding
 
 __all__ = ["OFFSET_MIN_PX", "SCALE_MIN", "ROTATION_MIN_DEG", "HOLE_MIN_SHARE",
-           "EXTRA_MIN_SHARE", "WRONG_COLORS_DE", "classify", "diagnose_shape"]
+           "EXTRA_MIN_SHARE", "WRONG_COLORS_DE", "THICKNESS_MIN_PX", "DOT_SIZE_MIN", "classify",
+           "diagnose_shape", "diagnose_border", "diagnose_count"]
 
-#: Centre offset (px, either axis) reported: an exact answer is off by 0 and
-#: the rounding of a box's place by at most 0.5.
+#: Centre offset (px, either axis) reported: an exact answer is off by 0 and the rounding of a box's place by
+#: at most 0.5.
 OFFSET_MIN_PX = 1.5
 #: Departure of the linear size ratio from 1 reported (3%: one pixel of a 33 px shape).
 SCALE_MIN = 0.03
-#: Rotation (degrees) of a square or triangle reported; the digital contour
-#: of an upright shape fits within ~1 degree.
+#: Rotation (degrees) of a square or triangle reported; the digital contour of an upright shape fits within ~1
+#: degree.
 ROTATION_MIN_DEG = 3.0
 #: Share of the filled outline that is background inside it (an outline only).
 HOLE_MIN_SHARE = 0.05
 #: Area of further components, as a share of the requested shape's, reported.
 EXTRA_MIN_SHARE = 0.01
-#: CIEDE2000 of the shape or background colour reported (the shape metrics
-#: binarize at gray 127, so small colour changes do not fail them).
+#: CIEDE2000 of the shape or background colour reported (the shape metrics binarize at gray 127, so small
+#: colour changes do not fail them).
 WRONG_COLORS_DE = 3.0
 #: Components below this many pixels are specks, not shapes.
 MIN_COMPONENT_PX = 4
-#: Largest standard deviation (levels, any channel) of an answer that is one
-#: uniform colour, so no shape at all: the smallest shape of the suites (10%
-#: of the side, 0.8% of the image) gives about 22, JPEG noise about 1.
+#: Largest standard deviation (levels, any channel) of an answer that is one uniform colour, so no shape at
+#: all: the smallest shape of the suites (10% of the side, 0.8% of the image) gives about 22, JPEG noise about
+#: 1.
 UNIFORM_MAX_STD = 2.0
 
 
@@ -91,8 +95,8 @@ def _rotation(region: np.ndarray, cls: str):
 def nearer(image: np.ndarray, first, second) -> np.ndarray:
     """0/1 uint8 map of the pixels nearer (RGB) to ``first`` than to ``second``.
 
-    The test of :func:`pytest_violin.metrics.geometric.nearer_first`
-    (``2 x.(b - a) < |b|^2 - |a|^2``) as one ``cv2.transform``.
+    The test of :func:`pytest_violin.metrics.geometric.nearer_first` (``2 x.(b - a) < |b|^2 -
+    |a|^2``) as one ``cv2.transform``.
     """
     a = np.asarray(first, np.float64)
     b = np.asarray(second, np.float64)
@@ -214,4 +218,47 @@ def diagnose_shape(sample, image, expected) -> list:
         de = delta_e(found, want)
         if de >= WRONG_COLORS_DE:
             findings.append(_wrong_colors(part, color_change(found, want, de)))
+    return findings
+
+
+#: Departure (px) of a side's median border run reported; an exact answer's is 0.
+THICKNESS_MIN_PX = 1.0
+#: Departure of the mean dot side from the requested one reported (as a share, 10%).
+DOT_SIZE_MIN = 0.10
+
+
+def diagnose_border(sample, image, expected) -> list:
+    """``wrong_thickness``: the border's median thickness on each side vs the requested one."""
+    spec = sample.spec
+    t = int(spec["thickness"])
+    m = border_metrics(image, expected, thickness=t, fg=spec["fg"], bg=spec["bg"])
+    sides = {k: float(v) for k, v in m.info["measured"].items()}
+    off = {k: v - t for k, v in sides.items()}
+    if max(abs(v) for v in off.values()) < THICKNESS_MIN_PX:
+        return []
+    words = ", ".join(f"{k} {v:.0f}" for k, v in sides.items())
+    return [Finding("wrong_thickness", f"border {words} px instead of {t} px",
+                    {"requested": t, **sides},
+                    min(float(np.mean([abs(v) for v in off.values()])) / t, 1.0))]
+
+
+def diagnose_count(sample, image, expected) -> list:
+    """``wrong_count`` (dots found vs requested) and ``dot_size`` (their mean side)."""
+    spec = sample.spec
+    count, dot = int(spec["count"]), int(spec["dot"])
+    m = count_metrics(image, count=count, dot=dot, fg=spec["fg"], bg=spec["bg"])
+    found = int(m.info["found"])
+    findings = []
+    if found != count:
+        findings.append(Finding("wrong_count", f"{found} dots found instead of {count}",
+                                {"found": found, "requested": count},
+                                min(abs(found - count) / count, 1.0)))
+    if found:
+        fgmask = nearer(image, spec["fg"], spec["bg"])
+        _, _, stats, _ = cv2.connectedComponentsWithStats(fgmask, connectivity=8)
+        side = float(np.sqrt(np.median(stats[1:, cv2.CC_STAT_AREA])))
+        if abs(side / dot - 1.0) >= DOT_SIZE_MIN:
+            findings.append(Finding("dot_size", f"dots {side:.1f} px wide instead of {dot} px",
+                                    {"side_px": side, "requested_px": dot},
+                                    min(abs(side / dot - 1.0), 1.0) / 2))
     return findings

@@ -1,19 +1,17 @@
 """Failure modes per task: how often each kind is a failing sample's first finding.
 
-Reads result records (``results.json`` samples, or
-:meth:`pytest_violin.results.SampleResult.to_dict` output) whose
-``extra.diagnosis`` the run recorded, so a run summary (or a comparison of
-two model versions) says which failure mode dominates and which changed:
-``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``.
-Every failing sample is counted, with a finding or not, so a task whose
-failures the diagnosers cannot name says so:
-``mask (37 failing, 1 with a finding): 100% feathered_edge``.
+Reads result records (``results.json`` samples, or :meth:`pytest_violin.results.SampleResult.to_dict` output)
+whose ``extra.diagnosis`` the run recorded, so a run summary (or a comparison of two model versions) says
+which failure mode dominates and which changed: ``color (41 failing): 61% gradient, 22% wrong_color (mostly
+lighter)``. Every failing sample is counted, with a finding or not, so a task whose failures the diagnosers
+cannot name says so: ``mask (37 failing, 1 with a finding): 100% feathered_edge``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import NamedTuple
+from ..verdict import Outcome
 
 __all__ = ["TaskFailures", "FailureModes", "failure_modes", "failure_mode_lines", "failing_words",
            "first_findings", "slim_diagnosis", "MAX_KINDS"]
@@ -39,11 +37,10 @@ def _direction(finding: dict) -> str | None:
 def slim_diagnosis(findings, interned: dict | None = None) -> list | None:
     """What :func:`failure_modes` reads of a recorded diagnosis, small and shared.
 
-    ``[{"kind", "direction"}]`` of the first finding (``direction`` left out
-    when it has none), ``[]`` for a diagnosis without findings, ``None`` when
-    ``findings`` is not a recorded diagnosis (a list). Equal results are one
-    object per ``interned`` dict, so a comparison loading 1,000,000 failing
-    records keeps a handful of them.
+    ``[{"kind", "direction"}]`` of the first finding (``direction`` left out when it has none), ``[]`` for a
+    diagnosis without findings, ``None`` when ``findings`` is not a recorded diagnosis (a list). Equal results
+    are one object per ``interned`` dict, so a comparison loading 1,000,000 failing records keeps a handful of
+    them.
     """
     if not isinstance(findings, list):
         return None
@@ -86,15 +83,13 @@ class FailureModes(NamedTuple):
 def first_findings(records) -> dict:
     """Task -> :class:`TaskFailures` of its failing records (first-seen order).
 
-    The rule every failure-mode count uses: a failing sample counts by its
-    diagnosis' first finding (the one that explains most); one diagnosed
-    without a finding, or not diagnosed (an error while diagnosing, a record
-    written before diagnoses), counts as failing without a finding; a
-    passing sample does not count.
+    The rule every failure-mode count uses: a failing sample counts by its diagnosis' first finding (the one
+    that explains most); one diagnosed without a finding, or not diagnosed (an error while diagnosing, a
+    record written before diagnoses), counts as failing without a finding; a passing sample does not count.
     """
     counts: dict = {}
     for rec in records:
-        if not isinstance(rec, dict) or rec.get("outcome") != "failed":
+        if not isinstance(rec, dict) or rec.get("outcome") != Outcome.FAILED:
             continue
         task = str(rec.get("task", ""))
         failing, recorded, firsts = counts.get(task, (0, 0, []))
@@ -111,10 +106,9 @@ def first_findings(records) -> dict:
 def failure_modes(records) -> list:
     """Per task with a failing record, in first-seen order: a :class:`FailureModes`.
 
-    A kind's ``share`` is the fraction of the failing samples with a
-    finding whose first finding has that kind; ``direction`` the more
-    common of lighter/darker (``wrong_color``) or larger/smaller
-    (``scale``) among those.
+    A kind's ``share`` is the fraction of the failing samples with a finding whose first finding has that
+    kind; ``direction`` the more common of lighter/darker (``wrong_color``) or larger/smaller (``scale``)
+    among those.
     """
     out = []
     for task, counted in first_findings(records).items():
@@ -131,8 +125,8 @@ def failure_modes(records) -> list:
 def failing_words(failing: int, recorded: int, diagnosed: int) -> str:
     """``37 failing``, then how many have a finding when not all do.
 
-    ``37 failing`` (all with a finding), ``37 failing, 1 with a finding``,
-    ``36 failing, none with a finding``, ``36 failing, no diagnosis recorded``.
+    ``37 failing`` (all with a finding), ``37 failing, 1 with a finding``, ``36 failing, none with a
+    finding``, ``36 failing, no diagnosis recorded``.
     """
     if diagnosed == failing:
         return f"{failing} failing"
@@ -144,10 +138,9 @@ def failing_words(failing: int, recorded: int, diagnosed: int) -> str:
 def failure_mode_lines(records) -> list:
     """One line per task with a failing sample, when any failing sample was diagnosed.
 
-    ``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``;
-    ``mask (37 failing, 1 with a finding): 100% feathered_edge`` (the shares
-    are of the one with a finding); ``mask (36 failing, none with a finding)``.
-    No line at all when no failing record holds a diagnosis.
+    ``color (41 failing): 61% gradient, 22% wrong_color (mostly lighter)``; ``mask (37 failing, 1 with a
+    finding): 100% feathered_edge`` (the shares are of the one with a finding); ``mask (36 failing, none with
+    a finding)``. No line at all when no failing record holds a diagnosis.
     """
     tasks = failure_modes(records)
     if not any(t.recorded for t in tasks):

@@ -1,23 +1,16 @@
 """On-disk cache of generated images.
 
-Entries are PNG files named by a SHA-256 key over the adapter identity
-(secret-free by contract), every request field that changes the image
-(prompt, size, seed, task, repeat index and a digest of the input images)
-and the image reader that decoded the answer: an entry holds decoded
-pixels, and the readers disagree on the same answer (``pillow``, profile
-``strict``, composites transparency over black; ``opencv``, profile
-``violin``, drops it), so an entry is only found by a run that reads as
-the one that wrote it.
-Credentials are never part of a key or an entry. Writes go to a temporary
-file in the entry's directory and are renamed into place with
-:func:`os.replace`, which is atomic: concurrent pytest-xdist workers never
-see half-written entries. An entry is read only if it is a regular file
-(never through a symlink, never a device or a FIFO) of at most
-:data:`MAX_ENTRY_BYTES`, checked before a byte is read, and at most that
-many bytes are read. A corrupt, oversized or special entry is deleted
-with a warning (logger ``pytest_violin.cache``) and reported as a miss, so
-it is regenerated. Errors are never cached (the runner only stores
-images).
+Entries are PNG files named by a SHA-256 key over the adapter identity (secret-free by contract), every
+request field that changes the image (prompt, size, seed, task, repeat index and a digest of the input images)
+and the image reader that decoded the answer: an entry holds decoded pixels, and the readers disagree on the
+same answer (``pillow``, profile ``strict``, composites transparency over black; ``opencv``, profile
+``violin``, drops it), so an entry is only found by a run that reads as the one that wrote it. Credentials are
+never part of a key or an entry. Writes go to a temporary file in the entry's directory and are renamed into
+place with :func:`os.replace`, which is atomic: concurrent pytest-xdist workers never see half-written
+entries. An entry is read only if it is a regular file (never through a symlink, never a device or a FIFO) of
+at most :data:`MAX_ENTRY_BYTES`, checked before a byte is read, and at most that many bytes are read. A
+corrupt, oversized or special entry is deleted with a warning (logger ``pytest_violin.cache``) and reported as
+a miss, so it is regenerated. Errors are never cached (the runner only stores images).
 """
 
 from __future__ import annotations
@@ -39,14 +32,13 @@ __all__ = ["CACHE_VERSION", "MAX_ENTRY_BYTES", "ImageCache", "cache_identity"]
 
 log = logging.getLogger("pytest_violin.cache")
 
-#: Largest entry read, in bytes: a PNG is never much larger than its pixels, and
-#: no image larger than :data:`~pytest_violin.imaging.MAX_DECODED_BYTES` decodes.
+#: Largest entry read, in bytes: a PNG is never much larger than its pixels, and no image larger than
+#: :data:`~pytest_violin.imaging.MAX_DECODED_BYTES` decodes.
 MAX_ENTRY_BYTES = MAX_DECODED_BYTES
 
-#: Bumped when the key layout changes or an adapter's answers for the same
-#: request change meaning, so old entries are simply not found. 2: the
-#: diffusers adapter stopped answering mask samples with text-to-image images.
-#: 3: the image reader joined the key.
+#: Bumped when the key layout changes or an adapter's answers for the same request change meaning, so old
+#: entries are simply not found. 2: the diffusers adapter stopped answering mask samples with text-to-image
+#: images. 3: the image reader joined the key.
 CACHE_VERSION = 3
 
 
@@ -59,11 +51,9 @@ def _check_reader(reader: str) -> str:
 def cache_identity(adapter, identity: str) -> str | None:
     """The identity cache keys are formed with for ``adapter``.
 
-    An adapter may define ``cache_identity()``: a string that adds what its
-    server reports of the models it runs and its version (ComfyUI: the files
-    its loader nodes read, ``/system_stats``), or None when that cannot be
-    learnt (then nothing is looked up in or written to the cache). Without it:
-    ``identity``.
+    An adapter may define ``cache_identity()``: a string that adds what its server reports of the models it
+    runs and its version (ComfyUI: the files its loader nodes read, ``/system_stats``), or None when that
+    cannot be learnt (then nothing is looked up in or written to the cache). Without it: ``identity``.
     """
     method = getattr(adapter, "cache_identity", None)
     if not callable(method):
@@ -76,18 +66,9 @@ def cache_identity(adapter, identity: str) -> str | None:
 
 
 class ImageCache:
-    """A directory of cached images, safe for threads and processes.
-
-    Parameters
-    ----------
-    root : pathlib.Path
-        The cache directory (created on the first write).
-
-    Attributes
-    ----------
-    hits, misses, writes, dropped : int
-        Counters for this object (dropped = corrupt entries deleted).
-    """
+    """A directory of cached images (``root``, created on the first write), safe for threads
+    and processes; ``hits``, ``misses``, ``writes`` and ``dropped`` (corrupt entries deleted)
+    count this object's work."""
 
     def __init__(self, root):
         self.root = Path(root)
@@ -99,24 +80,9 @@ class ImageCache:
 
     @staticmethod
     def key(identity: str, request, *, reader: str | None = None) -> str:
-        """The cache key of ``request`` for the adapter ``identity``.
-
-        Parameters
-        ----------
-        identity : str
-            The adapter's secret-free identity.
-        request : GenerationRequest
-            The request.
-        reader : str, optional
-            The image reader the answer is decoded with (default: the
-            process-wide one, :func:`pytest_violin.imaging.current_reader`,
-            which the run's profile sets before anything is looked up).
-
-        Returns
-        -------
-        str
-            64 lowercase hex digits.
-        """
+        """64 hex digits keying ``request`` for the adapter's secret-free ``identity`` and the
+        ``reader`` the answer is decoded with (default: the process-wide one, which the run's
+        profile sets before anything is looked up)."""
         fields = [
             CACHE_VERSION,
             str(identity),
@@ -157,9 +123,8 @@ class ImageCache:
     def get(self, key: str) -> np.ndarray | None:
         """The cached image for ``key`` (RGB uint8), or ``None``.
 
-        A corrupt, oversized, unreadable or special entry (a symlink, a
-        device, a FIFO, a directory) is deleted with a warning where it can
-        be and ``None`` returned.
+        A corrupt, oversized, unreadable or special entry (a symlink, a device, a FIFO, a directory) is
+        deleted with a warning where it can be and ``None`` returned.
         """
         path = self.path(key)
         try:
@@ -192,13 +157,7 @@ class ImageCache:
         return None
 
     def put(self, key: str, image) -> Path:
-        """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically.
-
-        Returns
-        -------
-        pathlib.Path
-            The entry's path.
-        """
+        """Store ``image`` (anything ``as_rgb8`` accepts) under ``key``, atomically; its path."""
         path = atomic_write(self.path(key), encode_png(image))
         self._count("writes")
         return path

@@ -1,81 +1,128 @@
 """Generate images ahead of the tests that need them.
 
-pytest runs items one after another, but model endpoints have latency.
-:class:`Runner` generates images for the samples of *this process* in a
-bounded thread pool, in the order declared with :meth:`Runner.plan`, while
-the tests score earlier images. A test waits only for its own sample
-(:meth:`Runner.get`). At most ``2 * concurrency`` generations are submitted
-and not yet consumed, so memory stays flat however large the suite is.
+:class:`Runner` generates the images of *this process's* samples in a bounded thread pool, in the order
+declared with :meth:`Runner.plan`, while the tests score earlier images; a test waits only for its own sample
+(:meth:`Runner.get`). At most ``2 * concurrency`` generations are submitted and not yet consumed, so memory
+stays flat.
 
-What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`
-from an adapter, or an answer that is not an image) becomes
-``Generation.error`` with a redacted one-line reason: the model failed that
-sample. Anything else that goes wrong (a bug in an adapter or here, a full
-disk) becomes ``Generation.fault``: the test reports it as a pytest *error*,
-never as the model's failure, and it never enters a baseline as a score.
-A failed sample never stops the run.
+What the model did wrong (a :class:`~pytest_violin.errors.GenerationError`, an answer that is not an image) is
+``Generation.error`` with a redacted reason: the model failed that sample. Anything else (a bug, a full disk)
+is ``Generation.fault``: a pytest *error*, never the model's failure, never a score in a baseline. A failed
+sample never stops the run.
 
-Interrupts: the runner's ``cancel`` event (shared with the adapters through
-:class:`~pytest_violin.models.AdapterOptions`) stops new requests, retries
-and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in
-flight (the worker threads are daemon threads, so an adapter stuck in a
-socket read cannot hold the interpreter's exit).
-
-A dead endpoint: after ``dead_after`` consecutive samples whose generation
-failed in transport (no answer at all: connection refused, DNS, TLS,
-time-out) with no image in between, the runner stops calling the adapter and
-fails the remaining samples at once.
-
-A setup error: when the first ``setup_after`` samples of a run all end in the
-same :class:`~pytest_violin.errors.SetupError` (the request itself is invalid:
-a missing checkpoint, a 401) or the same
-:class:`~pytest_violin.errors.GenerationCrashed` (the code that makes the
-image raised: a ComfyUI node's exception on every prompt, a ``python:``
-model's ``KeyError``) before any image, the runner stops calling the adapter
-the same way (:attr:`Runner.setup_stop`). Setup errors, a server's crashes and
-time-outs (:attr:`~pytest_violin.errors.GenerationError.unjudged`) are
-*errors*, never the model's failure.
-
-A sample's ``attempts`` (its "generations made") count the adapter calls that
-reached the server: a call that raised before an HTTP adapter sent anything
-(a workflow refused before its upload) is not counted
-(:func:`~.usage.sent_marker`).
-
-The cache key uses the adapter's ``cache_identity()`` where it has one
-(:func:`cache_identity`): what a server reports of its models and version, so a
-swapped checkpoint is a cache miss.
+The ``cancel`` event (shared with the adapters through :class:`~pytest_violin.models.AdapterOptions`) stops
+new requests, retries and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in flight (daemon
+threads). The runner stops calling the adapter, failing the remaining samples at once, after ``dead_after``
+consecutive transport failures over ``dead_window`` seconds with no image in between (a dead endpoint), or
+when the first ``setup_after`` samples all end in the same :class:`~pytest_violin.errors.SetupError` or
+:class:`~pytest_violin.errors.GenerationCrashed` before any image (:attr:`Runner.setup_stop`). A sample's
+``attempts`` count the adapter calls that reached the server (:func:`~.usage.sent_marker`). The cache key uses
+the adapter's ``cache_identity()`` where it has one, so a swapped checkpoint is a cache miss.
 """
 
 from __future__ import annotations
 
+import queue
+import signal
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
 from .batching import Batcher
 from .cache import cache_identity
-from .pool import DaemonPool, wait_for
 from .usage import CallLimitReached, sent_marker
-from ..errors import GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError
-from ..errors import InvalidImageError, SetupError
-from ..models.directory import output_path
+from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
+                      InvalidImageError, SetupError)
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "Generation", "Runner", "cache_identity",
-           "exception_line", "output_path"]
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
+           "exception_line", "wait_for"]
 
-#: Consecutive transport failures (no answer at all) after which the runner
-#: stops calling the adapter for the rest of the run ...
+#: Seconds the main thread waits for a future at a time (see :func:`wait_for`).
+SIGNAL_SLICE = 0.2
+
+#: The signals the run handles in its main thread (pytest_plugin/signals.py).
+_MAIN_THREAD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def wait_for(future: Future):
+    """``future.result()``, waited for in slices of :data:`SIGNAL_SLICE` seconds.
+
+    The kernel may hand a process's SIGINT to any of its threads; Python then runs the handler in the main
+    thread, but only when that thread next runs Python code, and a lock wait without a time-out never returns
+    to it. So a Ctrl-C taken by a generation thread left the main thread waiting for a generation stuck in a
+    socket read (on a loaded machine, about one run in five).
+    """
+    while True:
+        try:
+            return future.result(timeout=SIGNAL_SLICE)
+        except FutureTimeout:
+            continue
+
+
+def _main_thread_takes_signals() -> None:
+    """Block the run's signals in this (pool) thread, so the kernel delivers them to the main
+    thread, which handles them (POSIX; elsewhere signals go to the main thread anyway)."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _MAIN_THREAD_SIGNALS)
+
+
+class DaemonPool:
+    """A fixed set of daemon threads running submitted callables as futures.
+
+    :class:`concurrent.futures.ThreadPoolExecutor` joins its threads when the interpreter exits, so one
+    generation stuck in a socket read holds up the end of an interrupted run; daemon threads do not.
+    """
+
+    def __init__(self, workers: int, name: str):
+        self._workers = int(workers)
+        self._name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn, *args) -> Future:
+        future: Future = Future()
+        self._queue.put((future, fn, args))
+        if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
+            thread = threading.Thread(target=self._work, daemon=True,
+                                      name=f"{self._name}-{len(self._threads)}")
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _work(self) -> None:
+        _main_thread_takes_signals()
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args))
+                except BaseException as exc:  # delivered to the waiting test
+                    future.set_exception(exc)
+            del item, future, fn, args
+
+    def shutdown(self, *, wait: bool) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+
+
+#: Consecutive transport failures (no answer at all) after which the runner stops calling the adapter for the
+#: rest of the run ...
 DEAD_AFTER = 10
-#: ... provided they span at least this many seconds: the failures of the
-#: generations in flight during a short restart of a server arrive together
-#: and are no dead endpoint.
+#: ... provided they span at least this many seconds: the failures of the generations in flight during a short
+#: restart of a server arrive together and are no dead endpoint.
 DEAD_WINDOW = 10.0
-#: Samples in a row ending in the same setup error (or the same crash), before
-#: any image, after which the runner stops calling the adapter.
+#: Samples in a row ending in the same setup error (or the same crash), before any image, after which the
+#: runner stops calling the adapter.
 SETUP_AFTER = 5
 
 
@@ -89,32 +136,12 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
 
 @dataclass
 class Generation:
-    """The outcome of generating the images of one sample.
-
-    Attributes
-    ----------
-    images : list of numpy.ndarray
-        RGB uint8 images, one per repeat (empty on error).
-    error : GenerationError or None
-        Why the model gave no image (message already redacted).
-    fault : str or None
-        An unexpected exception (a bug, not a model failure) as one redacted
-        line ``Type: message``; the test reports it as an error.
-    original_size : tuple of (int, int) or None
-        ``(width, height)`` of the model's answer when it had another size
-        than the sample's; the images are already resized to the sample's
-        size (so at most ``2 * concurrency`` small images are held, whatever
-        the model answers).
-    seconds : float
-        Wall time of the generation (all repeats).
-    attempts : int
-        Adapter calls made (cache hits excluded).
-    cached : bool
-        Whether every image came from the cache.
-    capped : bool
-        The call was refused by the run's call cap (``--violin-max-calls``,
-        ``--violin-max-cost``): nothing was sent; ``fault`` says so.
-    """
+    """The images of one sample (one per repeat, :class:`~pytest_violin.imaging.RGB8`, already
+    resized to the sample's size; the answer's size in ``original_size`` when it differed), or why there are
+    none: ``error`` (the model's, redacted) or ``fault`` (a bug or the environment, one redacted line;
+    ``capped`` when the run's call cap refused the call). ``attempts`` counts adapter calls (cache hits
+    excluded); ``cached``: every image came from
+    the cache."""
 
     images: list = field(default_factory=list)
     error: GenerationError | None = None
@@ -129,32 +156,11 @@ class Generation:
 class Runner:
     """Prefetching image generation for one process.
 
-    Parameters
-    ----------
-    adapter : ModelAdapter
-        The model.
-    concurrency : int, optional
-        Threads generating at once (>= 1).
-    cache : ImageCache, optional
-        Disk cache (``key``, ``get``, ``put``); skipped for adapters whose
-        ``cacheable`` attribute is False.
-    base_seed : int, optional
-        The run seed; per-sample seeds are derived from it.
-    repeats : int, optional
-        Images per sample (>= 1).
-    save_outputs : path-like, optional
-        Directory where every image is written as ``<sample id>.png``.
-    cancel : threading.Event, optional
-        Set on interrupt; the same event the adapters watch
-        (``AdapterOptions.cancel``). A new one when omitted.
-    dead_after : int, optional
-        Consecutive transport failures after which the endpoint counts as
-        unreachable (default :data:`DEAD_AFTER`) ...
-    dead_window : float, optional
-        ... when they span at least this many seconds (default
-        :data:`DEAD_WINDOW`).
-    usage : CallCounter, optional
-        Counts the images served from the cache (:mod:`.usage`).
+    ``concurrency`` threads generate at once (fewer when the adapter declares ``max_concurrency``); ``cache``
+    (skipped for adapters that are not ``cacheable``) keys images by the adapter's identity and the request;
+    per-sample seeds derive from ``base_seed``; ``repeats`` images per sample; ``save_outputs`` writes every
+    image as ``<sample id>.png``; ``cancel`` is the event the adapters watch; ``usage`` (a
+    :class:`~.usage.CallCounter`) counts the images served from the cache.
     """
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
@@ -165,11 +171,10 @@ class Runner:
         if int(repeats) < 1:
             raise InvalidArgumentError(f"repeats must be >= 1, got {repeats!r}")
         self.adapter = adapter
-        # an adapter that can serve fewer requests at once (a local pipeline
-        # behind a lock declares ``max_concurrency``) gets no more threads than
-        # that: queued samples then wait in the pool's queue, not inside
-        # ``generate``, so ``seconds`` measures generation; the prefetch window
-        # still follows ``concurrency``
+        # an adapter that can serve fewer requests at once (a local pipeline behind a lock declares
+        # ``max_concurrency``) gets no more threads than that: queued samples then wait in the pool's queue,
+        # not inside ``generate``, so ``seconds`` measures generation; the prefetch window still follows
+        # ``concurrency``
         limit = getattr(adapter, "max_concurrency", None)
         self.concurrency = int(concurrency) if not limit else max(1, min(int(concurrency), int(limit)))
         self.cancel = cancel if cancel is not None else threading.Event()
@@ -182,9 +187,9 @@ class Runner:
         self.repeats = int(repeats)
         self.save_outputs = None if save_outputs is None else Path(save_outputs)
         self.window = 2 * max(int(concurrency), self.concurrency)
-        # A sample's ground truth is rendered when its image is generated and
-        # again when it is scored, up to ``window`` samples later (plus the
-        # xdist look-ahead): keep that many renders (bounded, see RenderCache).
+        # A sample's ground truth is rendered when its image is generated and again when it is scored, up to
+        # ``window`` samples later (plus the xdist look-ahead): keep that many renders (bounded, see
+        # RenderCache).
         from ..suite.sample import RENDER_CACHE
 
         RENDER_CACHE.ensure_capacity(self.window + 8)
@@ -210,20 +215,20 @@ class Runner:
         self._closed = False
         self.generated = 0  # generations started (for tests and benchmarks)
         self.usage = usage  # the run's CallCounter: cache hits counted here (calls: CountingAdapter)
-        #: ``admit(sample_id) -> bool``: whether a planned sample may still be prefetched
-        #: (the sequential gate's say; None admits every sample)
+        #: ``admit(sample_id) -> bool``: whether a planned sample may still be prefetched (the sequential
+        #: gate's say; None admits every sample)
         self.admit = None
 
     # -- planning -------------------------------------------------------
     def plan(self, samples) -> None:
         """Declare the order in which this process will need ``samples``.
 
-        Replaces the previous plan; samples already submitted stay. Prefetch
-        starts at once, bounded by ``2 * concurrency`` unconsumed results.
+        Replaces the previous plan; samples already submitted stay. Prefetch starts at once, bounded by ``2 *
+        concurrency`` unconsumed results.
         """
         self._plan = [s for s in samples if s.id not in self._futures]
-        # a sample may be planned more than once (a ``violin::`` item and a
-        # user test of the same sample): keep every position, in order
+        # a sample may be planned more than once (a ``violin::`` item and a user test of the same sample):
+        # keep every position, in order
         positions: dict[str, list[int]] = {}
         for i, s in enumerate(self._plan):
             positions.setdefault(s.id, []).append(i)
@@ -255,12 +260,11 @@ class Runner:
     def _warm_up(self, sample) -> None:
         """Import, in the calling (main) thread, what generating ``sample``'s task imports lazily.
 
-        CPython 3.11.0-3.11.7 shares the AST constructor's recursion counter
-        between threads (cpython gh-106905): a module that calls ``ast.parse``
-        while it is imported in a generation thread (scikit-image's lazy
-        loader, ``numpy.ma``) can make pytest's own ``ast.parse``, formatting a
-        failure in the main thread, raise ``SystemError`` (an INTERNALERROR).
-        Rendering one sample of each task here, once, imports all of it first.
+        CPython 3.11.0-3.11.7 shares the AST constructor's recursion counter between threads (cpython
+        gh-106905): a module that calls ``ast.parse`` while it is imported in a generation thread
+        (scikit-image's lazy loader, ``numpy.ma``) can make pytest's own ``ast.parse``, formatting a failure
+        in the main thread, raise ``SystemError`` (an INTERNALERROR). Rendering one sample of each task here,
+        once, imports all of it first.
         """
         self._warm.add(sample.task)
         try:
@@ -279,10 +283,9 @@ class Runner:
     def get(self, sample) -> Generation:
         """Block until the images of ``sample`` are ready and return them.
 
-        A sample that was not planned (or not yet submitted) is submitted
-        at once. Consuming a planned sample drops prefetched results of
-        samples planned *before* it that were never asked for (deselected
-        or skipped), so they do not occupy the window.
+        A sample that was not planned (or not yet submitted) is submitted at once. Consuming a planned sample
+        drops prefetched results of samples planned *before* it that were never asked for (deselected or
+        skipped), so they do not occupy the window.
         """
         entry = self._futures.pop(sample.id, None)
         positions = self._plan_pos.get(sample.id)
@@ -306,9 +309,8 @@ class Runner:
     def withdraw(self, sample) -> bool:
         """Take ``sample`` out of the prefetch; True when nothing was sent for it.
 
-        False when its generation is running or done (it was paid for: consume
-        it with :meth:`get`); True when it was never submitted or its queued
-        submission was cancelled before a thread took it.
+        False when its generation is running or done (it was paid for: consume it with :meth:`get`); True when
+        it was never submitted or its queued submission was cancelled before a thread took it.
         """
         entry = self._futures.get(sample.id)
         if entry is None:
@@ -352,9 +354,8 @@ class Runner:
         Parameters
         ----------
         wait : bool, optional
-            Wait for generations in flight (a normal end). ``False`` after
-            an interrupt: the cancel event is set, so adapters start no new
-            request or retry, and the threads still in flight are abandoned.
+            Wait for generations in flight (a normal end). ``False`` after an interrupt: the cancel event is
+            set, so adapters start no new request or retry, and the threads still in flight are abandoned.
         """
         self._closed = True
         if not wait:
@@ -406,95 +407,101 @@ class Runner:
                                     else f"the same error in the first {n} samples, before any image: {why}")
 
     def _key_identity(self, identity: str) -> str | None:
-        # its own lock: the first thread asks the server (cache_identity may make HTTP calls)
-        # while the others wait for the answer, without holding up _note_transport / _note_answer
+        # its own lock: the first thread asks the server (cache_identity may make HTTP calls) while the others
+        # wait for the answer, without holding up _note_transport / _note_answer
         with self._identity_lock:
             if not self._cache_identity:
                 self._cache_identity.append(cache_identity(self.adapter, identity))
             return self._cache_identity[0]
 
     def _generate(self, sample) -> Generation:
-        from ..imaging import as_rgb8, resize_rgb8
         from ..models.request import GenerationRequest, derive_seed
 
         start = time.perf_counter()
-        images = []
-        original = None
-        attempts = 0
-        cached = True
+        gen = Generation(cached=True)
         # the model's own class names an adapter without an identity, not the counting wrapper's
         identity = getattr(self.adapter, "identity", type(getattr(self.adapter, "wrapped", self.adapter)).__name__)
-
-        def failed(error: GenerationError) -> Generation:
-            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
-                              transport=error.transport)  # a refusal stays a refusal
-            return Generation([], err, None, time.perf_counter() - start, attempts, False)
-
         try:
             first = None
             for repeat in range(self.repeats):
                 if first is None:
-                    request = first = GenerationRequest.from_sample(
-                        sample, base_seed=self.base_seed, repeat=repeat)
+                    request = first = GenerationRequest.from_sample(sample, base_seed=self.base_seed, repeat=repeat)
                 else:  # same (lazily rendered) input images, another seed
-                    request = replace(first, seed=derive_seed(self.base_seed, sample.id, repeat),
-                                      repeat=repeat)
-                key = None
-                image = None
-                if self.cache is not None:
-                    try:
-                        keyed = self._key_identity(identity)
-                        if keyed is not None:
-                            key = self.cache.key(keyed, request)
-                            image = self.cache.get(key)
-                    except Exception:  # a broken cache never fails a sample
-                        key, image = None, None
-                    if image is not None and self.usage is not None:
-                        self.usage.hit()
-                if image is None:
-                    if self.cancel.is_set():
-                        raise GenerationCancelled("cancelled: the run was interrupted")
-                    if self._dead is not None:
-                        raise GenerationError(self._dead, transport=True)
-                    if self._setup_stop is not None:
-                        raise SetupError(self._setup_stop)
-                    cached = False
-                    attempts += 1
-                    sent = sent_marker(self.adapter)
-                    try:
-                        output = (self._batcher or self.adapter).generate(request)
-                    except GenerationError as exc:
-                        if not sent(exc):  # refused before a request left: no generation made
-                            attempts -= 1
-                        self._note_transport(exc)
-                        self._note_setup(exc)
-                        raise
-                    self._note_answer()
-                    try:
-                        image = as_rgb8(output)
-                    except InvalidImageError as exc:
-                        raise GenerationError(
-                            f"model returned something that is not an image: {exception_line(exc)}") from None
-                    del output
-                    if image.shape[:2] != (sample.height, sample.width):
-                        original = original or (int(image.shape[1]), int(image.shape[0]))
-                        image = resize_rgb8(image, sample.width, sample.height)
-                    if key is not None:
-                        try:
-                            self.cache.put(key, image)
-                        except Exception:  # a full or read-only cache never fails a sample
-                            pass
+                    request = replace(first, seed=derive_seed(self.base_seed, sample.id, repeat), repeat=repeat)
+                image = self._image(sample, request, identity, gen)
                 if self.save_outputs is not None:
                     from ..imaging import encode_png
+                    from ..models.directory import output_path
 
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
-                images.append(image)
-        except GenerationError as exc:
-            return failed(exc)
+                gen.images.append(image)
+        except GenerationError as error:
+            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
+                              transport=error.transport)  # a refusal stays a refusal
+            return Generation([], err, None, time.perf_counter() - start, gen.attempts, False)
         except CallLimitReached as exc:  # nothing was sent: the cap refused the call
-            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts - 1,
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts - 1,
                               False, capped=True)
         except Exception as exc:  # a bug or an environment fault, not the model's failure
-            return Generation([], None, exception_line(exc), time.perf_counter() - start, attempts, False)
-        return Generation(images, None, None, time.perf_counter() - start, attempts,
-                          cached and bool(images), original)
+            return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts, False)
+        gen.seconds = time.perf_counter() - start
+        gen.cached = gen.cached and bool(gen.images)
+        return gen
+
+    def _image(self, sample, request, identity: str, gen: Generation):
+        """One image of ``sample``: from the cache, else from the adapter (counted in ``gen``)."""
+        key = image = None
+        if self.cache is not None:
+            try:
+                keyed = self._key_identity(identity)
+                if keyed is not None:
+                    key = self.cache.key(keyed, request)
+                    image = self.cache.get(key)
+            except Exception:  # a broken cache never fails a sample
+                key, image = None, None
+            if image is not None:
+                from ..imaging import RGB8
+
+                if self.usage is not None:
+                    self.usage.hit()
+                return RGB8.trusted(image)
+        gen.cached = False
+        image = self._call(sample, request, gen)
+        if key is not None:
+            try:
+                self.cache.put(key, image)
+            except Exception:  # a full or read-only cache never fails a sample
+                pass
+        return image
+
+    def _call(self, sample, request, gen: Generation):
+        """Ask the adapter; the answer is validated here, once (:class:`~pytest_violin.imaging.RGB8`)."""
+        from ..imaging import RGB8, as_rgb8, resize_rgb8
+
+        if self.cancel.is_set():
+            raise GenerationCancelled("cancelled: the run was interrupted")
+        if self._dead is not None:
+            raise GenerationError(self._dead, transport=True)
+        if self._setup_stop is not None:
+            raise SetupError(self._setup_stop)
+        gen.attempts += 1
+        sent = sent_marker(self.adapter)
+        try:
+            output = (self._batcher or self.adapter).generate(request)
+        except GenerationError as exc:
+            if not sent(exc):  # refused before a request left: no generation made
+                gen.attempts -= 1
+            self._note_transport(exc)
+            self._note_setup(exc)
+            raise
+        self._note_answer()
+        try:
+            image = as_rgb8(output)
+        except InvalidImageError as exc:
+            raise GenerationError(
+                f"model returned something that is not an image: {exception_line(exc)}") from None
+        del output
+        if image.shape[:2] != (sample.height, sample.width):
+            gen.original_size = gen.original_size or (int(image.shape[1]), int(image.shape[0]))
+            image = resize_rgb8(image, sample.width, sample.height)
+        return RGB8.trusted(image)

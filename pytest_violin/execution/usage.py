@@ -1,29 +1,25 @@
 """Count every call made to the model, where it is made, and refuse calls past the cap.
 
-What a paid API bills is the calls it receives, whatever pytest does around
-them: a rerun (pytest-rerunfailures), a prefetched sample that ``-x`` never
-reached, a repeat, the ``violin_generate`` fixture, a hypothesis test calling
-``violin_model.generate`` directly. So the count is kept at the adapter's
-door: :class:`CountingAdapter` wraps the session's adapter and every
-``generate`` goes through :meth:`CallCounter.reserve` first. The runner adds
-the images it served from the cache (:meth:`CallCounter.hit`).
+What a paid API bills is the calls it receives, whatever pytest does around them: a rerun
+(pytest-rerunfailures), a prefetched sample that ``-x`` never reached, a repeat, the ``violin_generate``
+fixture, a hypothesis test calling ``violin_model.generate`` directly. So the count is kept at the adapter's
+door: :class:`CountingAdapter` wraps the session's adapter and every ``generate`` goes through
+:meth:`CallCounter.reserve` first. The runner adds the images it served from the cache
+(:meth:`CallCounter.hit`).
 
-The cap (``--violin-max-calls``, its default for adapters that bill, and the
-calls ``--violin-max-cost`` affords at ``--violin-price``) holds at run time:
-a call past it is refused with :class:`CallLimitReached` before anything is
-sent. Under pytest-xdist every worker counts its own calls (the controller
-sums what the workers report at their end, ``config.workeroutput``), and the
-cap is shared through a folder of claim files (:class:`SharedCalls`): claiming
-a call is creating file ``N`` with ``O_CREAT | O_EXCL``, atomic across
+The cap (``--violin-max-calls``, its default for adapters that bill, and the calls ``--violin-max-cost``
+affords at ``--violin-price``) holds at run time: a call past it is refused with :class:`CallLimitReached`
+before anything is sent. Under pytest-xdist every worker counts its own calls (the controller sums what the
+workers report at their end, ``config.workeroutput``), and the cap is shared through a folder of claim files
+(:class:`SharedCalls`): claiming a call is creating file ``N`` with ``O_CREAT | O_EXCL``, atomic across
 processes, so N workers together make at most the cap's calls.
 
 A call that ended before sending anything (the run was interrupted:
-:class:`~pytest_violin.errors.GenerationCancelled` with zero attempts; an HTTP
-adapter that refused the request before its first request, such as a ComfyUI
-workflow without the ``{image}`` a sample needs) is given back, so the count is
-the calls the server received (:func:`sent_marker`).
-Retries of an HTTP attempt (a 5xx, a 429, a time-out) are requests too; they
-are counted apart (``retries``): the adapter's HTTP client counts them.
+:class:`~pytest_violin.errors.GenerationCancelled` with zero attempts; an HTTP adapter that refused the
+request before its first request, such as a ComfyUI workflow without the ``{image}`` a sample needs) is given
+back, so the count is the calls the server received (:func:`sent_marker`). Retries of an HTTP attempt (a 5xx,
+a 429, a time-out) are requests too; they are counted apart (``retries``): the adapter's HTTP client counts
+them.
 """
 
 from __future__ import annotations
@@ -173,13 +169,13 @@ def sent_marker(adapter):
     """Call before ``adapter.generate``; returns ``sent(exc) -> bool``: whether the call that
     raised ``exc`` reached the server.
 
-    An HTTP adapter (one with a ``client`` that counts ``requests_sent``): whether its
-    client sent a request from this thread since. Another adapter (a local model, a
-    ``python:`` callable) ran the model: True, unless it was cancelled before any
-    attempt (:class:`~pytest_violin.errors.GenerationCancelled` with zero ``attempts``).
+    An HTTP adapter (one with a ``client`` that counts ``requests_sent``): whether its client sent a request
+    from this thread since. Another adapter (a local model, a ``python:`` callable) ran the model: True,
+    unless it was cancelled before any attempt (:class:`~pytest_violin.errors.GenerationCancelled` with zero
+    ``attempts``).
     """
     if hasattr(getattr(adapter, "client", None), "requests_sent"):
-        from ..models.transport.client import thread_requests
+        from ..models._transport.client import thread_requests
 
         before = thread_requests()
         return lambda exc: thread_requests() > before
@@ -189,8 +185,8 @@ def sent_marker(adapter):
 class CountingAdapter:
     """``adapter`` with every ``generate`` counted (and capped) by ``counter``.
 
-    Every other attribute is the adapter's own (``identity``, ``cacheable``,
-    ``network``, ``close`` ...).
+    Every other attribute is the adapter's own (``identity``, ``cacheable``, ``network``, ``close``
+    ...).
     """
 
     def __init__(self, adapter, counter: CallCounter):
@@ -212,8 +208,8 @@ class CountingAdapter:
         try:
             return adapter.generate(request)
         except GenerationError as exc:
-            # ended before its first request (cancelled, refused by the adapter
-            # itself): nothing reached the server
+            # ended before its first request (cancelled, refused by the adapter itself): nothing reached the
+            # server
             sent = reached(exc)
             raise
         finally:

@@ -1,56 +1,32 @@
 """Baselines and regression gating (pure functions, no pytest).
 
-``records`` (sample records, digests, the suite fingerprint, the aggregation
-in the baseline's layout), ``baseline`` (the file), ``statistics`` (the
-paired bootstrap) and ``comparison`` (the verdict); the terminal lines of a
-comparison are with the other reporters (:mod:`pytest_violin.report.terminal`).
 Names load on first use, so importing the constants costs nothing.
 
-A *baseline* is a JSON document that freezes one run: every sample's metric
-values (and all its repeats), aggregates per task and per (task, variation),
-and the facts needed to judge whether two runs are comparable (suite name
-and fingerprint, metric profile, seed, package version, adapter identity).
+A *baseline* freezes one run: every sample's metric values, the aggregates and the facts that say whether two
+runs are comparable (docs/gating.md). :func:`compare` decides per task and per (task, variation) whether the
+model got *credibly worse* on the samples both runs share; samples on one side only, or redefined, are listed,
+never compared.
 
-:func:`compare` decides, per task and per (task, variation), whether the
-model got *credibly worse* than in the baseline, on three paired statistics of
-the samples both runs share: the mean metric (margin ``max_regression``), the
-pass rate (``max_pass_drop``) and the refusal rate (``max_regression``). A
-statistic regresses when its one-sided paired bootstrap bound lies above its
-margin, the family of every group and statistic held at ``alpha``. Samples
-present on one side only, and samples whose definition changed, are listed
-and left out of the arithmetic, never silently compared.
-
-The functions take *sample records*: plain mappings as produced by
-``SampleResult.to_json()`` (or any object with a ``to_json`` method).
+The functions take :class:`~pytest_violin.results.SampleResult` objects or their records.
 """
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_names
 
 _HOMES = {
     "DEFAULT_MAX_REGRESSION": "policy", "DEFAULT_RESAMPLES": "policy", "ERROR_VALUE": "policy",
     "OUTCOMES": "policy", "DEFAULT_ALPHA": "policy", "DEFAULT_MAX_PASS_DROP": "policy", "MIN_SHARED": "policy",
-    "as_record": "records", "sample_digest": "records", "suite_fingerprint": "records",
-    "aggregate_records": "records",
+    "sample_digest": "records", "suite_fingerprint": "records", "aggregate_records": "pytest_violin.results",
     "BASELINE_FORMAT": "baseline", "SCHEMA_VERSION": "baseline", "build_baseline": "baseline",
     "dumps_baseline": "baseline", "write_baseline": "baseline", "read_baseline": "baseline",
     "validate_baseline": "baseline",
-    "paired_bootstrap": "statistics",
-    "GroupDelta": "comparison", "Comparison": "comparison", "compare": "comparison",
+    "paired_bootstrap": "comparison", "GroupDelta": "comparison", "Stat": "comparison",
+    "Comparison": "comparison", "compare": "comparison",
+    "GateLimits": "decide", "GateVerdict": "decide", "decide": "decide",
 }
 
 __all__ = sorted(_HOMES)
 
 
-def __getattr__(name):
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOMES))
+__getattr__, __dir__ = lazy_names(globals(), _HOMES)

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from .._fs import atomic_write
 from ..errors import BaselineError
-from ..results import _jsonable
-from .policy import OUTCOMES
-from .records import _value, aggregate_records, as_record, suite_fingerprint
+from ..results import Outcome, _jsonable, aggregate_records, as_result
+from .records import suite_fingerprint
 
 __all__ = ["BASELINE_FORMAT", "SCHEMA_VERSION", "build_baseline", "dataset_change",
            "dumps_baseline", "read_baseline", "validate_baseline", "write_baseline"]
@@ -25,77 +24,20 @@ SCHEMA_VERSION = 1
 MAX_BASELINE_BYTES = 64 * 2**20
 
 _TOP_FIELDS = ("format", "schema_version", "metadata", "aggregates", "samples")
-_META_FIELDS = {
-    "suite": str,
-    "fingerprint": str,
-    "profile": str,
-    "seed": int,
-    "package_version": str,
-    "adapter": str,
-    "created": str,
-}
-
-
-
-def _sample_entry(rec: Mapping) -> dict:
-    metrics = {str(k): float(v) for k, v in (rec.get("metrics") or {}).items()}
-    if metrics and "mean" not in metrics:
-        metrics["mean"] = _value({"metrics": metrics})
-    repeats = [
-        {str(k): float(v) for k, v in (rep or {}).items()} for rep in (rec.get("repeats") or [])
-    ]
-    extra = rec.get("extra") or {}
-    definition = rec.get("definition") or extra.get("definition")
-    return {
-        "id": str(rec["id"]),
-        "task": str(rec.get("task")),
-        "variation": None if rec.get("variation") is None else str(rec.get("variation")),
-        "outcome": str(rec.get("outcome", "passed" if not rec.get("failed") else "failed")),
-        "failed": [str(x) for x in (rec.get("failed") or [])],
-        "error": None if rec.get("error") in (None, "") else str(rec.get("error")),
-        "seed": rec.get("seed"),
-        "definition": None if definition is None else str(definition),
-        "metrics": metrics,
-        "repeats": repeats,
-    }
-
+_META_FIELDS = {"suite": str, "fingerprint": str, "profile": str, "seed": int, "package_version": str,
+                "adapter": str, "created": str}
 
 def build_baseline(results: Iterable, *, suite: str, profile: str, seed: int, adapter: str,
                    fingerprint: str | None = None, package_version: str | None = None,
                    created: str | None = None, extra_metadata: Mapping | None = None) -> dict:
-    """Build a baseline document from the results of a run.
+    """The baseline document (docs/gating.md) of a run's ``results`` (results or records).
 
-    Parameters
-    ----------
-    results : iterable
-        Sample results (``SampleResult`` objects or records).
-    suite : str
-        Suite name or manifest path as given to ``--violin-suite``.
-    profile : str
-        Metric profile of the run.
-    seed : int
-        ``--violin-seed`` of the run.
-    adapter : str
-        The adapter's ``identity`` (already free of secrets).
-    fingerprint : str, optional
-        Suite fingerprint; by default computed from the records'
-        ``definition`` digests (``extra["definition"]``) with
-        :func:`suite_fingerprint`.
-    package_version : str, optional
-        Defaults to ``pytest_violin.__version__``.
-    created : str, optional
-        ISO 8601 UTC timestamp; defaults to now. The only field that differs
-        between two identical runs.
-    extra_metadata : Mapping, optional
-        More JSON-able metadata (``repeats``, ``pass_rule``, ...).
-
-    Returns
-    -------
-    dict
-        The baseline document (see docs/gating.md). Samples are sorted by id,
-        so the document does not depend on how the run was distributed.
+    ``adapter`` is the adapter's identity (free of secrets); ``fingerprint`` defaults to
+    :func:`suite_fingerprint` of the results' definitions; ``created`` (now by default) is the only field that
+    differs between two identical runs; ``extra_metadata`` adds JSON-able facts (``repeats``, ``pass_rule``,
+    ...). Samples are sorted by id, so the document does not depend on how the run was distributed.
     """
-    samples = sorted((_sample_entry(as_record(r)) for r in results), key=lambda s: s["id"])
+    samples = sorted((as_result(r).baseline_entry() for r in results), key=lambda s: s["id"])
     ids = [s["id"] for s in samples]
     if len(set(ids)) != len(ids):
         dup = sorted({i for i in ids if ids.count(i) > 1})[0]
@@ -106,24 +48,12 @@ def build_baseline(results: Iterable, *, suite: str, profile: str, seed: int, ad
         from .. import __version__ as package_version
     if created is None:
         created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-    meta = {
-        "suite": str(suite),
-        "fingerprint": str(fingerprint),
-        "profile": str(profile),
-        "seed": int(seed),
-        "package_version": str(package_version),
-        "adapter": str(adapter),
-        "created": str(created),
-    }
+    meta = {"suite": str(suite), "fingerprint": str(fingerprint), "profile": str(profile), "seed": int(seed),
+            "package_version": str(package_version), "adapter": str(adapter), "created": str(created)}
     for k, v in (extra_metadata or {}).items():
         meta.setdefault(str(k), v)
-    return {
-        "format": BASELINE_FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "metadata": meta,
-        "aggregates": aggregate_records(samples),
-        "samples": samples,
-    }
+    return {"format": BASELINE_FORMAT, "schema_version": SCHEMA_VERSION, "metadata": meta,
+            "aggregates": aggregate_records(samples), "samples": samples}
 
 
 def _dataset_identity(meta: Mapping):
@@ -140,9 +70,8 @@ def _dataset_identity(meta: Mapping):
 def dataset_change(old_meta: Mapping, new_meta: Mapping) -> str | None:
     """One line when two runs' metadata name different data (official data), else None.
 
-    A baseline of the built-in suite against a run on the official data (or
-    the other way round), or two official runs on other revisions / files,
-    are named, never compared silently.
+    A baseline of the built-in suite against a run on the official data (or the other way round), or two
+    official runs on other revisions / files, are named, never compared silently.
     """
     old, new = _dataset_identity(old_meta), _dataset_identity(new_meta)
     if old == new:
@@ -171,69 +100,32 @@ def dumps_baseline(baseline: Mapping) -> str:
 
 
 def write_baseline(path, baseline: Mapping) -> Path:
-    """Write a baseline file atomically (temporary file, then ``os.replace``).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Destination; parent directories are created.
-    baseline : Mapping
-        A document from :func:`build_baseline`; validated first.
-
-    Returns
-    -------
-    pathlib.Path
-        The path written.
-
-    Raises
-    ------
-    BaselineError
-        The document is invalid or the file cannot be written.
-    """
+    """Validate ``baseline`` and write it atomically (parents created); :class:`BaselineError`
+    when it is invalid or cannot be written."""
     path = Path(path)
     validate_baseline(baseline, source=str(path))
     try:
         text = dumps_baseline(baseline)
     except ValueError as exc:  # NaN / infinity
         raise BaselineError(f"{path}: baseline contains a non-finite number ({exc})") from exc
-    _atomic_write_text(path, text)
-    return path
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
     try:
         atomic_write(path, text, fsync=True)
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write baseline ({exc})") from exc
+    return path
 
 
 def read_baseline(path) -> dict:
-    """Read and validate a baseline file.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file written by :func:`write_baseline`.
-
-    Returns
-    -------
-    dict
-        The validated document.
-
-    Raises
-    ------
-    BaselineError
-        Missing file, invalid JSON, unknown format or schema version, or a
-        field of the wrong type; the message names the file and the field.
-    """
+    """Read and validate a baseline file; :class:`BaselineError` names the file and the field
+    (missing file, invalid JSON, unknown format or schema version, a field of the wrong type)."""
     from .._fs import read_option_json
 
     path = Path(path)
     if not os.path.lexists(path):
         raise BaselineError(f"{path}: baseline file does not exist "
                             "(write one with --violin-save-baseline=PATH)")
-    # a regular file of at most MAX_BASELINE_BYTES, nested at most 64 deep: a FIFO,
-    # /dev/zero or a 2 GB file is refused with one line, never read
+    # a regular file of at most MAX_BASELINE_BYTES, nested at most 64 deep: a FIFO, /dev/zero or a 2 GB file
+    # is refused with one line, never read
     doc = read_option_json(path, what="baseline", limit=MAX_BASELINE_BYTES, error=BaselineError)
     validate_baseline(doc, source=str(path))
     return doc
@@ -243,23 +135,8 @@ def _bad(source, fieldname, problem) -> BaselineError:
     return BaselineError(f"{source}: field {fieldname!r}: {problem}")
 
 
-def _check_number(source, fieldname, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _bad(source, fieldname, f"expected a number, got {type(v).__name__} {v!r}")
-    if not math.isfinite(float(v)):
-        raise _bad(source, fieldname, f"expected a finite number, got {v!r}")
-
-
 def validate_baseline(doc, *, source: str = "<baseline>") -> None:
-    """Check a baseline document; raise :class:`BaselineError` naming the field.
-
-    Parameters
-    ----------
-    doc : object
-        The parsed JSON.
-    source : str, optional
-        The file name used in messages.
-    """
+    """Check a baseline document; raise :class:`BaselineError` naming ``source`` and the field."""
     if not isinstance(doc, Mapping):
         raise BaselineError(f"{source}: expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") != BASELINE_FORMAT:
@@ -281,32 +158,44 @@ def validate_baseline(doc, *, source: str = "<baseline>") -> None:
     samples = doc.get("samples")
     if not isinstance(samples, list):
         raise _bad(source, "samples", "expected a list")
-    seen = set()
+    seen: set = set()
     for i, s in enumerate(samples):
-        where = f"samples[{i}]"
-        if not isinstance(s, Mapping):
-            raise _bad(source, where, "expected an object")
-        sid = s.get("id")
-        if not isinstance(sid, str) or not sid:
-            raise _bad(source, f"{where}.id", f"expected a non-empty string, got {sid!r}")
-        if sid in seen:
-            raise _bad(source, f"{where}.id", f"duplicate sample id {sid!r}")
-        seen.add(sid)
-        if not isinstance(s.get("task"), str):
-            raise _bad(source, f"{where}.task", f"expected a string, got {s.get('task')!r}")
-        if s.get("outcome") not in OUTCOMES:
-            raise _bad(source, f"{where}.outcome",
-                       f"expected one of {', '.join(map(repr, OUTCOMES))}, got {s.get('outcome')!r}")
-        metrics = s.get("metrics")
-        if not isinstance(metrics, Mapping):
-            raise _bad(source, f"{where}.metrics", "expected an object of metric name -> number")
-        for k, v in metrics.items():
-            _check_number(source, f"{where}.metrics.{k}", v)
-        reps = s.get("repeats", [])
-        if not isinstance(reps, list):
-            raise _bad(source, f"{where}.repeats", "expected a list")
-        for j, rep in enumerate(reps):
-            if not isinstance(rep, Mapping):
-                raise _bad(source, f"{where}.repeats[{j}]", "expected an object")
-            for k, v in rep.items():
-                _check_number(source, f"{where}.repeats[{j}].{k}", v)
+        _check_sample(source, f"samples[{i}]", s, seen)
+
+
+def _check_sample(source, where, s, seen: set) -> None:
+    if not isinstance(s, Mapping):
+        raise _bad(source, where, "expected an object")
+    sid = s.get("id")
+    if not isinstance(sid, str) or not sid:
+        raise _bad(source, f"{where}.id", f"expected a non-empty string, got {sid!r}")
+    if sid in seen:
+        raise _bad(source, f"{where}.id", f"duplicate sample id {sid!r}")
+    seen.add(sid)
+    if not isinstance(s.get("task"), str):
+        raise _bad(source, f"{where}.task", f"expected a string, got {s.get('task')!r}")
+    if s.get("outcome") not in _OUTCOMES:
+        raise _bad(source, f"{where}.outcome",
+                   f"expected one of {', '.join(map(repr, _OUTCOMES))}, got {s.get('outcome')!r}")
+    metrics = s.get("metrics")
+    if not isinstance(metrics, Mapping):
+        raise _bad(source, f"{where}.metrics", "expected an object of metric name -> number")
+    _check_numbers(source, f"{where}.metrics", metrics)
+    reps = s.get("repeats", [])
+    if not isinstance(reps, list):
+        raise _bad(source, f"{where}.repeats", "expected a list")
+    for j, rep in enumerate(reps):
+        if not isinstance(rep, Mapping):
+            raise _bad(source, f"{where}.repeats[{j}]", "expected an object")
+        _check_numbers(source, f"{where}.repeats[{j}]", rep)
+
+
+_OUTCOMES = tuple(o.value for o in Outcome)
+
+
+def _check_numbers(source, where, values: Mapping) -> None:
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _bad(source, f"{where}.{k}", f"expected a number, got {type(v).__name__} {v!r}")
+        if not math.isfinite(float(v)):
+            raise _bad(source, f"{where}.{k}", f"expected a finite number, got {v!r}")

@@ -1,23 +1,326 @@
-"""Compare a run with a baseline, per task and per (task, variation)."""
+"""Compare a run with a baseline, per task and per (task, variation): did the model get worse?
+
+:func:`compare` finds one :class:`GroupDelta` per group, each with three paired statistics (:class:`Stat`: the
+mean metric, the pass rate, the refusal rate) tested against their margins by a paired bootstrap
+(:func:`paired_bootstrap`), and the :class:`Comparison` that holds them with the facts of the two runs.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
+from ..results import Outcome, SampleResult, as_result
 from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES,
                      MIN_SHARED, above_margin)
-from .baseline import _sample_entry
-from .records import _mean, _value, as_record
-from .delta import Comparison, GroupDelta, selection_text
-from .statistics import _group_seed, paired_bootstrap
-from ..errors import InvalidArgumentError
 
-__all__ = ["Comparison", "GroupDelta", "compare", "no_image_cause", "selection_text"]
+__all__ = ["Comparison", "GroupDelta", "Stat", "compare", "no_image_cause", "paired_bootstrap", "selection_text"]
 
+
+# --------------------------------------------------------------------------- the paired bootstrap
+
+
+def _group_seed(seed: int, key: str) -> list[int]:
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return [int(seed) & 0xFFFFFFFF, int.from_bytes(digest, "big")]
+
+
+#: At most this many distinct differences take the multinomial path of :func:`paired_bootstrap`.
+_FEW_VALUES = 16
+
+
+def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95,
+                     seed: int | Sequence[int] = 0) -> tuple[float, float]:
+    """Percentile interval of ``mean(new - old)`` by a paired bootstrap.
+
+    Pairs are drawn with replacement; the pairing keeps the per-sample difficulty out of the noise. Same
+    inputs and seed, same interval; ``(nan, nan)`` for no pairs. Raises :class:`InvalidArgumentError` for
+    different lengths, ``resamples < 1`` or ``confidence`` outside (0, 1).
+    """
+    d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
+    if np.asarray(old).shape != np.asarray(new).shape or d.ndim != 1:
+        raise InvalidArgumentError(f"old and new must be 1-d and of one length; got shapes "
+                                   f"{np.asarray(old).shape} and {np.asarray(new).shape}")
+    if int(resamples) < 1:
+        raise InvalidArgumentError(f"resamples must be >= 1, got {resamples!r}")
+    if not 0.0 < confidence < 1.0:
+        raise InvalidArgumentError(f"confidence must lie in (0, 1), got {confidence!r}")
+    n = d.size
+    if n == 0:
+        return (float("nan"), float("nan"))
+    if n == 1 or np.all(d == d[0]):
+        return (float(d[0]), float(d[0]))
+    rng = np.random.default_rng(seed)
+    values, counts = np.unique(d, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # few distinct differences (pass/fail and refusal indicators): how often each value is drawn is
+        # multinomial, the same distribution as drawing the pairs, at a cost per resample of the distinct
+        # values instead of the pairs
+        means = rng.multinomial(n, counts / n, size=int(resamples)) @ values / n
+    else:
+        means = np.empty(int(resamples), dtype=np.float64)
+        chunk = max(1, 2_000_000 // n)  # bounded memory: ~16 MB of indices per block
+        for start in range(0, int(resamples), chunk):
+            stop = min(int(resamples), start + chunk)
+            means[start:stop] = d[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))
+
+
+# --------------------------------------------------------------------------- what compare finds
+
+
+def _finite_or_none(x):
+    return float(x) if x is not None and math.isfinite(float(x)) else None
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One paired statistic of a group: baseline and current value, ``new - old``, the
+    bootstrap bounds of the expected ``delta`` and its ``status``: ``regressed`` (shown worse than its
+    margin), ``improved`` (shown better by more than it), ``unchanged`` or
+    ``not-compared`` (no samples)."""
+
+    old: float = math.nan
+    new: float = math.nan
+    delta: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    status: str = "not-compared"
+
+    def to_dict(self) -> dict:
+        f = _finite_or_none
+        return {"old": f(self.old), "new": f(self.new), "delta": f(self.delta),
+                "ci": [f(self.ci_low), f(self.ci_high)], "status": self.status}
+
+
+@dataclass(frozen=True)
+class GroupDelta:
+    """One task (``variation=None``) or (task, variation) compared between two runs.
+
+    ``n`` samples are compared (shared, same definition, judged on both sides); ``mean`` is the mean metric
+    (margin ``max_regression``), ``pass_rate`` the share within their limits (``max_pass_drop``),
+    ``refusal_rate`` the share refused (``max_regression``). ``metric_deltas``: metric -> ``(old, new,
+    delta)`` over the samples with an image on both sides. ``no_image`` counts shared samples without an image
+    now that had one in the baseline (each counts 1.0), ``no_image_causes`` their ``(cause, count)`` most
+    frequent first; ``imaged_delta`` is the mean metric's change over the ``imaged_n`` samples with an image
+    on both sides.
+    """
+
+    task: str
+    variation: str | None
+    n: int
+    mean: Stat = Stat()
+    pass_rate: Stat = Stat()
+    refusal_rate: Stat = Stat()
+    metric_deltas: dict = field(default_factory=dict)
+    newly_failing: tuple = ()
+    newly_passing: tuple = ()
+    still_failing: int = 0
+    newly_refused: tuple = ()
+    no_image: int = 0
+    no_image_causes: tuple = ()
+    imaged_n: int = 0
+    imaged_delta: float = math.nan
+
+    @property
+    def label(self) -> str:
+        return self.task if self.variation is None else f"{self.task}/{self.variation}"
+
+    @property
+    def statuses(self) -> dict:
+        """Statistic -> status: ``mean``, ``pass_rate``, ``refusal_rate``."""
+        return {"mean": self.mean.status, "pass_rate": self.pass_rate.status,
+                "refusal_rate": self.refusal_rate.status}
+
+    @property
+    def regressed(self) -> tuple:
+        return tuple(k for k, v in self.statuses.items() if v == "regressed")
+
+    @property
+    def improved(self) -> tuple:
+        """The statistics that improved, when none regressed."""
+        return () if self.regressed else tuple(k for k, v in self.statuses.items() if v == "improved")
+
+    def to_dict(self) -> dict:
+        f = _finite_or_none
+        mean = self.mean.to_dict()
+        return {
+            "task": self.task, "variation": self.variation, "n": self.n,
+            "old": mean["old"], "new": mean["new"], "delta": mean["delta"], "ci": mean["ci"],
+            "status": self.mean.status, "regressed": list(self.regressed),
+            "metric_deltas": {k: [f(x) for x in v] for k, v in self.metric_deltas.items()},
+            "newly_failing": list(self.newly_failing), "newly_passing": list(self.newly_passing),
+            "still_failing": self.still_failing,
+            "pass_rate": self.pass_rate.to_dict(),
+            "refusals": {**self.refusal_rate.to_dict(), "newly_refused": list(self.newly_refused)},
+            "no_image": {"count": self.no_image, "causes": [list(c) for c in self.no_image_causes],
+                         "imaged": self.imaged_n, "imaged_delta": f(self.imaged_delta)},
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything :func:`compare` found.
+
+    ``groups``: task rows then (task, variation) rows, sorted. ``tests``: statistics tested (three per
+    compared group), each side of each interval at ``alpha / tests``. ``too_few``: ``(task, shared, in_run)``
+    of the tasks the gate cannot decide (fewer than :data:`~.policy.MIN_SHARED` comparable samples, or fewer
+    than half the run's, in the baseline). ``errored``: shared ids that ended in an error now (the gate is not
+    green while there is one); ``errored_in_baseline``: in the baseline only (reported). ``missing`` /
+    ``added``: ids on one side only; ``changed``: shared ids redefined (not compared). ``metadata_changes``:
+    field -> ``(baseline, current)``.
+    """
+
+    groups: tuple
+    max_regression: float
+    max_pass_drop: float = DEFAULT_MAX_PASS_DROP
+    alpha: float = DEFAULT_ALPHA
+    tests: int = 0
+    too_few: tuple = ()
+    allow_mismatch: bool = False
+    errored: tuple = ()
+    errored_in_baseline: tuple = ()
+    missing: tuple = ()
+    added: tuple = ()
+    changed: tuple = ()
+    fingerprint_changed: bool = False
+    old_fingerprint: str = ""
+    new_fingerprint: str = ""
+    metadata_changes: dict = field(default_factory=dict)
+    baseline_path: str | None = None
+    baseline_samples: int = 0
+    current_samples: int = 0
+    #: Why the baseline samples this run lacks were not run, when it is not a selection: e.g. "the sequential
+    #: gate (--violin-sequential) did not need" (read by :func:`selection_text`).
+    unrun_reason: str = ""
+    #: ``"sequential"`` when --violin-sequential decided the gate (its verdict is then
+    #: :attr:`sequential_regressions`, the groups it showed regressed); else ``"fixed-sample"``.
+    decided_by: str = "fixed-sample"
+    sequential_regressions: tuple = ()
+
+    @property
+    def selection(self) -> bool:
+        """True when this run holds part of the baseline's samples, none redefined and none
+        added: a ``-k`` / ``--deselect`` / ``--lf`` selection of an unchanged suite."""
+        return bool(self.missing) and not self.added and not self.changed
+
+    def _with(self, statistic: str) -> tuple:
+        return tuple(g for g in self.groups if getattr(g, statistic).status == "regressed")
+
+    @property
+    def regressions(self) -> tuple:
+        """Groups whose mean metric regressed."""
+        return self._with("mean")
+
+    @property
+    def refusal_regressions(self) -> tuple:
+        return self._with("refusal_rate")
+
+    @property
+    def regressed_groups(self) -> tuple:
+        """Groups with any statistic regressed (the fixed-sample verdict)."""
+        return tuple(g for g in self.groups if g.regressed)
+
+    @property
+    def improvements(self) -> tuple:
+        return tuple(g for g in self.groups if g.improved)
+
+    @property
+    def newly_passing(self) -> tuple:
+        """Known failures of the baseline within their limits now (task rows only, so once each)."""
+        return tuple(i for g in self.groups if g.variation is None for i in g.newly_passing)
+
+    @property
+    def compared(self) -> int:
+        return sum(g.n for g in self.groups if g.variation is None)
+
+    @property
+    def undecidable(self) -> bool:
+        """A task shares too few samples with the baseline and --violin-allow-mismatch is off."""
+        return bool(self.too_few) and not self.allow_mismatch
+
+    @property
+    def ok(self) -> bool:
+        """Samples were compared, enough to decide, none ended in an error, nothing regressed
+        (with a decided sequential gate: no group it showed regressed)."""
+        if self.compared == 0 or self.errored or self.undecidable:
+            return False
+        if self.decided_by == "sequential":
+            return not self.sequential_regressions
+        return not self.regressed_groups
+
+    def to_dict(self) -> dict:
+        """JSON-able form (embedded in results.json)."""
+        sequential = self.decided_by == "sequential"
+        # "regressions": every group the fixed-sample rule shows worse, on any statistic
+        fixed = {"regressions": [g.label for g in self.regressed_groups],
+                 "mean_regressions": [g.label for g in self.regressions],
+                 "pass_rate_regressions": [g.label for g in self._with("pass_rate")],
+                 "refusal_regressions": [g.label for g in self.refusal_regressions]}
+        return {
+            "baseline": self.baseline_path, "max_regression": self.max_regression,
+            "max_pass_drop": self.max_pass_drop, "alpha": self.alpha, "tests": self.tests, "ok": self.ok,
+            "compared": self.compared,
+            "too_few": [{"task": t, "shared": s, "in_run": n} for t, s, n in self.too_few],
+            "allow_mismatch": self.allow_mismatch, "errored": list(self.errored),
+            "errored_in_baseline": list(self.errored_in_baseline), "decided_by": self.decided_by,
+            "regressions": list(self.sequential_regressions) if sequential else fixed["regressions"],
+            **{k: [] if sequential else fixed[k]
+               for k in ("mean_regressions", "pass_rate_regressions", "refusal_regressions")},
+            # what the fixed-sample rule says of the samples a sequential gate generated (for information: a
+            # prefix the gate stopped; not the verdict)
+            **({"fixed_sample": fixed} if sequential else {}),
+            "improvements": [g.label for g in self.improvements],
+            "newly_passing": list(self.newly_passing),
+            "groups": [g.to_dict() for g in self.groups],
+            "missing": list(self.missing), "added": list(self.added), "changed": list(self.changed),
+            "fingerprint_changed": self.fingerprint_changed,
+            "selection": ({"selected": self.baseline_samples - len(self.missing), "of": self.baseline_samples}
+                          if self.selection else None),
+            "old_fingerprint": self.old_fingerprint, "new_fingerprint": self.new_fingerprint,
+            "metadata_changes": {k: list(v) for k, v in self.metadata_changes.items()},
+        }
+
+
+def selection_text(comparison) -> str | None:
+    """The one sentence every report gives a selection (:attr:`Comparison.selection`), else None."""
+    if not getattr(comparison, "selection", False):
+        return None
+    total = comparison.baseline_samples
+    selected = total - len(comparison.missing)
+    if getattr(comparison, "unrun_reason", ""):
+        return f"{selected} of {total} baseline samples ran: {comparison.unrun_reason} the other {len(comparison.missing)}"
+    return (f"{selected} of {total} baseline samples selected (a -k, --deselect, --lf or narrower "
+            f"selection; the suite is unchanged): the gate compared the selected samples only, "
+            f"{len(comparison.missing)} were not run")
+
+
+# --------------------------------------------------------------------------- compare
+
+
+#: The longest cause of a missing image kept (the error's first line).
+_CAUSE_CHARS = 120
+
+
+def no_image_cause(rec) -> str:
+    """Why a judged sample has no image: ``refused``, its error's first line (cut), or
+    ``no image in the answer``."""
+    rec = as_result(rec)
+    if rec.outcome is Outcome.REFUSED:
+        return "refused"
+    error = str(rec.error or "").strip()
+    if not error:
+        return "no image in the answer"
+    line = error.splitlines()[0].strip()
+    return line if len(line) <= _CAUSE_CHARS else line[:_CAUSE_CHARS - 1] + "…"
 
 
 def _verdict(lo: float, hi: float, margin: float) -> str:
@@ -30,42 +333,14 @@ def _verdict(lo: float, hi: float, margin: float) -> str:
     return "unchanged"
 
 
-def _metric(rec: Mapping, name: str):
-    """One metric of a sample record: None when it has no image or lacks that metric."""
-    value = (rec.get("metrics") or {}).get(name)
-    return None if value is None else float(value)
+def _mean(values) -> float:
+    return float(sum(values) / len(values)) if values else float("nan")
 
 
-def _samples_by_id(doc_or_records) -> dict:
+def _by_id(doc_or_records) -> dict[str, SampleResult]:
     if isinstance(doc_or_records, Mapping) and "samples" in doc_or_records:
-        items = doc_or_records["samples"]
-    else:
-        items = [_sample_entry(as_record(r)) for r in doc_or_records]
-    return {s["id"]: s for s in items}
-
-
-def _imaged(rec: Mapping) -> bool:
-    return bool(rec.get("metrics"))
-
-
-#: The longest cause of a missing image kept (the error's first line).
-_CAUSE_CHARS = 120
-
-
-def no_image_cause(rec: Mapping) -> str:
-    """Why a judged sample has no image: ``refused``, or its error's first line (cut), or
-    ``no image in the answer``."""
-    if rec.get("outcome") == "refused":
-        return "refused"
-    error = str(rec.get("error") or "").strip()
-    if not error:
-        return "no image in the answer"
-    line = error.splitlines()[0].strip()
-    return line if len(line) <= _CAUSE_CHARS else line[:_CAUSE_CHARS - 1] + "…"
-
-
-def _failing(rec: Mapping) -> bool:
-    return rec.get("outcome") in ("failed", "refused")
+        doc_or_records = doc_or_records["samples"]
+    return {r.sample_id: r for r in map(as_result, doc_or_records)}
 
 
 def _too_few(shared_by_task: Mapping, in_run: Mapping) -> tuple:
@@ -80,178 +355,147 @@ def _too_few(shared_by_task: Mapping, in_run: Mapping) -> tuple:
     return tuple(out)
 
 
-def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_REGRESSION,
-            max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
-            resamples: int = DEFAULT_RESAMPLES, seed: int = 0, baseline_path: str | None = None,
-            population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
-    """Compare a run with a baseline: did the model get worse?
+@dataclass(frozen=True)
+class _Rule:
+    """How every group is tested: the margins and the bootstrap's settings."""
 
-    Parameters
-    ----------
-    baseline : Mapping
-        A baseline document (:func:`read_baseline`).
-    current : Mapping or iterable
-        The current run: a baseline document (:func:`build_baseline`) or its
-        sample results.
-    max_regression : float, optional
-        The margin of the mean metric and of the refusal rate (default
-        :data:`DEFAULT_MAX_REGRESSION`).
-    max_pass_drop : float, optional
-        The margin of the pass rate (default :data:`DEFAULT_MAX_PASS_DROP`).
-    alpha : float, optional
-        The family's error rate (default :data:`DEFAULT_ALPHA`): each side of each
-        statistic's interval is at ``alpha / tests``, ``tests`` being three per group.
-    resamples, seed : optional
-        Bootstrap settings; the seed is mixed with the group and statistic, so each has
-        its own reproducible stream.
-    baseline_path : str, optional
-        Recorded in the result for reports.
-    population : Mapping, optional
-        Task -> ``(shared, in_run)`` to judge the overlap on (a sequential gate's
-        population, whose unneeded samples were not generated); by default the
-        samples compared and the run's samples of each task.
-    allow_mismatch : bool, optional
-        Decide tasks that share too few samples with the baseline anyway.
+    max_regression: float
+    max_pass_drop: float
+    confidence: float
+    resamples: int
+    seed: int
 
-    Returns
-    -------
-    Comparison
-        For each task and (task, variation), the paired bootstrap bounds of the model's
-        expected worsening on three statistics (the mean metric, the pass rate, the
-        refusal rate). A statistic *regresses* when its lower bound is above its margin and
-        *improves* when its upper bound is below minus the margin. The bootstrap over
-        samples measures a stochastic model's run-to-run variation along with the
-        samples' spread (each paired difference holds both draws' noise), and the
-        family of every group and statistic is held at ``alpha`` (Bonferroni).
-    """
+    def stat(self, old, new, key: str, margin: float, *, sign: float = 1.0) -> Stat:
+        """The paired statistic of ``old`` / ``new``; a worsening is a rise of ``sign * value``."""
+        o, nw = np.asarray(old, dtype=np.float64), np.asarray(new, dtype=np.float64)
+        lo, hi = paired_bootstrap(o, nw, resamples=self.resamples, confidence=self.confidence,
+                                  seed=_group_seed(self.seed, key))
+        status = _verdict(lo, hi, margin)
+        if sign < 0:  # the pass rate: tested on the share failing, reported as the share passing
+            return Stat(1.0 - o.mean(), 1.0 - nw.mean(), float(o.mean() - nw.mean()), -hi, -lo, status)
+        return Stat(float(o.mean()), float(nw.mean()), float(nw.mean() - o.mean()), lo, hi, status)
+
+    def group(self, task, var, ids, old: dict, new: dict) -> GroupDelta:
+        if not ids:
+            return GroupDelta(task, var, 0)
+        label = task if var is None else f"{task}/{var}"
+        a, b = [old[i] for i in ids], [new[i] for i in ids]
+        refused = [(x.outcome is Outcome.REFUSED, y.outcome is Outcome.REFUSED) for x, y in zip(a, b)]
+        imaged = [(x, y) for x, y in zip(a, b) if x.metrics and y.metrics]
+        lost = [y for x, y in zip(a, b) if x.metrics and not y.metrics]
+        return GroupDelta(
+            task, var, len(ids),
+            mean=self.stat([x.value for x in a], [y.value for y in b], label, self.max_regression),
+            pass_rate=self.stat([x.outcome.failing for x in a], [y.outcome.failing for y in b],
+                                label + "#failing", self.max_pass_drop, sign=-1.0),
+            refusal_rate=self.stat([r[0] for r in refused], [r[1] for r in refused], label + "#refused",
+                                   self.max_regression),
+            metric_deltas=_metric_deltas(imaged),
+            newly_failing=tuple(i for i, x, y in zip(ids, a, b) if not x.outcome.failing and y.outcome.failing),
+            newly_passing=tuple(i for i, x, y in zip(ids, a, b) if x.outcome.failing and not y.outcome.failing),
+            still_failing=sum(1 for x, y in zip(a, b) if x.outcome.failing and y.outcome.failing),
+            newly_refused=tuple(i for i, r in zip(ids, refused) if r[1] and not r[0]),
+            no_image=len(lost), no_image_causes=tuple(Counter(map(no_image_cause, lost)).most_common()),
+            imaged_n=len(imaged),
+            imaged_delta=(_mean([y.value for _, y in imaged]) - _mean([x.value for x, _ in imaged])
+                          if imaged else math.nan),
+        )
+
+
+def _metric_deltas(imaged: list) -> dict:
+    names = dict.fromkeys(k for pair in imaged for r in pair for k in r.metrics if k != "mean")
+    out = {}
+    for k in names:
+        pairs = [(x.metrics[k], y.metrics[k]) for x, y in imaged if k in x.metrics and k in y.metrics]
+        a, b = _mean([float(p[0]) for p in pairs]), _mean([float(p[1]) for p in pairs])
+        out[k] = (a, b, b - a)
+    return out
+
+
+def _check_margins(max_regression, max_pass_drop, alpha) -> None:
     for name, value in (("max_regression", max_regression), ("max_pass_drop", max_pass_drop)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
             raise InvalidArgumentError(f"{name} must be a number in [0, 1], got {value!r}")
     if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
         raise InvalidArgumentError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    old = _samples_by_id(baseline)
-    new = _samples_by_id(current)
-    missing = tuple(sorted(set(old) - set(new)))
-    added = tuple(sorted(set(new) - set(old)))
+
+
+def _sort_shared(old: dict, new: dict) -> tuple:
+    """``(changed, errored, errored_before, shared)`` ids of the samples both runs hold."""
     changed, errored, errored_before, shared = [], [], [], []
     for sid in sorted(set(old) & set(new)):
-        a, b = old[sid].get("definition"), new[sid].get("definition")
+        a, b = old[sid].definition, new[sid].definition
         if a and b and a != b:
             changed.append(sid)
-        elif new[sid].get("outcome") == "error":
+        elif new[sid].outcome is Outcome.ERROR:
             errored.append(sid)
-        elif old[sid].get("outcome") == "error":
+        elif old[sid].outcome is Outcome.ERROR:
             errored_before.append(sid)
         else:
             shared.append(sid)
+    return changed, errored, errored_before, shared
 
+
+def _groups(old: dict, new: dict, shared: list) -> dict:
+    """(task, variation or None) -> shared ids; groups on one side only appear with no ids."""
     keys: dict[tuple, list] = {}
-    for sid in shared:
-        s = new[sid]
-        task = str(s.get("task"))
-        var = s.get("variation")
-        keys.setdefault((task, None), []).append(sid)
-        keys.setdefault((task, "" if var is None else str(var)), []).append(sid)
-    # Groups that exist only on one side still appear, as "not-compared".
     for side in (old, new):
         for s in side.values():
-            task = str(s.get("task"))
-            var = s.get("variation")
-            keys.setdefault((task, None), [])
-            keys.setdefault((task, "" if var is None else str(var)), [])
+            keys.setdefault((str(s.task), None), [])
+            keys.setdefault((str(s.task), s.variation), [])
+    for sid in shared:
+        s = new[sid]
+        keys[(str(s.task), None)].append(sid)
+        keys[(str(s.task), s.variation)].append(sid)
+    return keys
 
+
+def _metadata(doc) -> dict:
+    return doc.get("metadata", {}) if isinstance(doc, Mapping) and "metadata" in doc else {}
+
+
+def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_REGRESSION,
+            max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
+            resamples: int = DEFAULT_RESAMPLES, seed: int = 0, baseline_path: str | None = None,
+            population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
+    """Compare a run with a baseline (:func:`read_baseline`): did the model get worse?
+
+    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Each statistic
+    *regresses* when its lower bound is above its margin (``max_regression`` for the mean metric and the
+    refusal rate, ``max_pass_drop`` for the pass rate) and *improves* when its upper bound is below minus the
+    margin; each side of each interval is at ``alpha / tests`` (Bonferroni), and the bootstrap over samples
+    measures a stochastic model's run-to-run variation along with the samples' spread. ``population`` (task ->
+    ``(shared, in_run)``, a sequential gate's) is what the overlap is judged on instead of the samples
+    compared; ``allow_mismatch`` decides tasks that share too few samples.
+    """
+    _check_margins(max_regression, max_pass_drop, alpha)
+    old, new = _by_id(baseline), _by_id(current)
+    changed, errored, errored_before, shared = _sort_shared(old, new)
+    keys = _groups(old, new, shared)
     tests = 3 * sum(1 for ids in keys.values() if ids)
-    # each side of each of the family's intervals at alpha / tests (Bonferroni)
-    confidence = 1.0 - 2.0 * alpha / max(1, tests)
-    groups = []
-    for (task, var), ids in sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or "")):
-        label = task if var is None else f"{task}/{var}"
-        if not ids:
-            groups.append(GroupDelta(task, var, 0, math.nan, math.nan, math.nan, math.nan, math.nan,
-                                     "not-compared"))
-            continue
-
-        def paired(o, nw, key):
-            o, nw = np.asarray(o, dtype=np.float64), np.asarray(nw, dtype=np.float64)
-            lo, hi = paired_bootstrap(o, nw, resamples=resamples, confidence=confidence,
-                                      seed=_group_seed(seed, label + key))
-            return float(o.mean()), float(nw.mean()), float(nw.mean() - o.mean()), lo, hi
-
-        o_mean, n_mean, delta, lo, hi = paired([_value(old[i]) for i in ids], [_value(new[i]) for i in ids], "")
-        # the pass rate's test is on the share failing (a worsening is a rise, as for the others)
-        f_old, f_new, f_delta, f_lo, f_hi = paired([_failing(old[i]) for i in ids],
-                                                   [_failing(new[i]) for i in ids], "#failing")
-        r_old, r_new, r_delta, r_lo, r_hi = paired([old[i].get("outcome") == "refused" for i in ids],
-                                                   [new[i].get("outcome") == "refused" for i in ids],
-                                                   "#refused")
-        imaged = [i for i in ids if _imaged(old[i]) and _imaged(new[i])]
-        lost = [i for i in ids if _imaged(old[i]) and not _imaged(new[i])]
-        causes = Counter(no_image_cause(new[i]) for i in lost)
-        names = []
-        for i in imaged:
-            for side in (old, new):
-                for k in (side[i].get("metrics") or {}):
-                    if k != "mean" and k not in names:
-                        names.append(k)
-        metric_deltas = {}
-        for k in names:
-            pairs = [(a, b) for a, b in ((_metric(old[i], k), _metric(new[i], k)) for i in imaged)
-                     if a is not None and b is not None]
-            a = _mean([p[0] for p in pairs])
-            b = _mean([p[1] for p in pairs])
-            metric_deltas[k] = (a, b, b - a)
-        groups.append(GroupDelta(
-            task, var, len(ids), o_mean, n_mean, delta, lo, hi, _verdict(lo, hi, max_regression),
-            metric_deltas,
-            newly_failing=tuple(i for i in ids if not _failing(old[i]) and _failing(new[i])),
-            newly_passing=tuple(i for i in ids if _failing(old[i]) and not _failing(new[i])),
-            still_failing=sum(1 for i in ids if _failing(old[i]) and _failing(new[i])),
-            passed_old=1.0 - f_old, passed_new=1.0 - f_new, passed_delta=-f_delta,
-            passed_ci_low=-f_hi, passed_ci_high=-f_lo, passed_status=_verdict(f_lo, f_hi, max_pass_drop),
-            refused_old=r_old, refused_new=r_new, refused_delta=r_delta, refused_ci_low=r_lo,
-            refused_ci_high=r_hi, refused_status=_verdict(r_lo, r_hi, max_regression),
-            newly_refused=tuple(i for i in ids if new[i].get("outcome") == "refused"
-                                and old[i].get("outcome") != "refused"),
-            no_image=len(lost), no_image_causes=tuple(causes.most_common()),
-            imaged_n=len(imaged),
-            imaged_delta=(_mean([_value(new[i]) for i in imaged]) - _mean([_value(old[i]) for i in imaged]))
-            if imaged else math.nan,
-        ))
-
+    rule = _Rule(float(max_regression), float(max_pass_drop), 1.0 - 2.0 * alpha / max(1, tests),
+                 resamples, seed)
+    order = sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or ""))
+    groups = tuple(rule.group(task, var, ids, old, new) for (task, var), ids in order)
     if population is None:
-        shared_by_task = Counter(str(new[i].get("task")) for i in shared)
-        in_run = Counter(str(s.get("task")) for s in new.values())
-        for task in {str(s.get("task")) for s in old.values()} & set(in_run):
+        shared_by_task = Counter(str(new[i].task) for i in shared)
+        in_run = Counter(str(s.task) for s in new.values())
+        for task in {str(s.task) for s in old.values()} & set(in_run):
             shared_by_task.setdefault(task, 0)
     else:
         shared_by_task = {t: int(v[0]) for t, v in population.items()}
         in_run = {t: int(v[1]) for t, v in population.items()}
-    old_meta = baseline.get("metadata", {}) if isinstance(baseline, Mapping) else {}
-    new_meta = current.get("metadata", {}) if isinstance(current, Mapping) and "metadata" in current else {}
-    old_fp = str(old_meta.get("fingerprint", ""))
-    new_fp = str(new_meta.get("fingerprint", ""))
-    meta_changes = {}
-    for k in ("suite", "profile", "seed", "adapter", "package_version", "repeats", "pass_rule"):
-        if k in old_meta and k in new_meta and old_meta[k] != new_meta[k]:
-            meta_changes[k] = (old_meta[k], new_meta[k])
+    old_meta, new_meta = _metadata(baseline), _metadata(current)
+    old_fp, new_fp = str(old_meta.get("fingerprint", "")), str(new_meta.get("fingerprint", ""))
+    meta_changes = {k: (old_meta[k], new_meta[k])
+                    for k in ("suite", "profile", "seed", "adapter", "package_version", "repeats", "pass_rule")
+                    if k in old_meta and k in new_meta and old_meta[k] != new_meta[k]}
     return Comparison(
-        groups=tuple(groups),
-        max_regression=float(max_regression),
-        max_pass_drop=float(max_pass_drop),
-        alpha=float(alpha),
-        tests=tests,
-        too_few=_too_few(shared_by_task, in_run),
-        allow_mismatch=bool(allow_mismatch),
-        errored=tuple(errored),
-        errored_in_baseline=tuple(errored_before),
-        missing=missing,
-        added=added,
-        changed=tuple(changed),
-        fingerprint_changed=bool(old_fp and new_fp and old_fp != new_fp),
-        old_fingerprint=old_fp,
-        new_fingerprint=new_fp,
-        metadata_changes=meta_changes,
-        baseline_path=baseline_path,
-        baseline_samples=len(old),
-        current_samples=len(new),
+        groups=groups, max_regression=float(max_regression), max_pass_drop=float(max_pass_drop),
+        alpha=float(alpha), tests=tests, too_few=_too_few(shared_by_task, in_run),
+        allow_mismatch=bool(allow_mismatch), errored=tuple(errored), errored_in_baseline=tuple(errored_before),
+        missing=tuple(sorted(set(old) - set(new))), added=tuple(sorted(set(new) - set(old))),
+        changed=tuple(changed), fingerprint_changed=bool(old_fp and new_fp and old_fp != new_fp),
+        old_fingerprint=old_fp, new_fingerprint=new_fp, metadata_changes=meta_changes,
+        baseline_path=baseline_path, baseline_samples=len(old), current_samples=len(new),
     )

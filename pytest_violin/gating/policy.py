@@ -5,26 +5,26 @@ from __future__ import annotations
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_MAX_PASS_DROP", "DEFAULT_MAX_REGRESSION", "DEFAULT_RESAMPLES",
            "ERROR_VALUE", "MIN_SHARED", "OUTCOMES", "TIE_TOLERANCE", "above_margin"]
 
-#: Default ``--violin-max-regression``: an absolute worsening of the mean
-#: metric (distances in [0, 1]). Justified in docs/gating.md.
+#: Default ``--violin-max-regression``: an absolute worsening of the mean metric (distances in [0, 1]).
+#: Justified in docs/gating.md.
 DEFAULT_MAX_REGRESSION = 0.01
 
-#: Default ``--violin-max-pass-drop``: the largest fall of a task's or variation's pass rate
-#: (the share of its samples within their limits) that is not a regression: 5 points.
+#: Default ``--violin-max-pass-drop``: the largest fall of a task's or variation's pass rate (the share of its
+#: samples within their limits) that is not a regression: 5 points.
 DEFAULT_MAX_PASS_DROP = 0.05
 
-#: Default ``--violin-alpha``: the chance that a gate (fixed-sample or sequential) fails a model
-#: that did not get worse, over all its groups and statistics together.
+#: Default ``--violin-alpha``: the chance that a gate (fixed-sample or sequential) fails a model that did not
+#: get worse, over all its groups and statistics together.
 DEFAULT_ALPHA = 0.05
 
-#: The fewest comparable samples a task must share with the baseline for a gate to decide it:
-#: below 20, one sample moves the task's pass rate by more than the default 5-point margin and
-#: its mean by up to 0.05 (five times the default margin), so "not worse" could not be shown.
+#: The fewest comparable samples a task must share with the baseline for a gate to decide it: below 20, one
+#: sample moves the task's pass rate by more than the default 5-point margin and its mean by up to 0.05 (five
+#: times the default margin), so "not worse" could not be shown.
 MIN_SHARED = 20
 
-#: Two quantities of the gate closer than this are equal: a bound "above the margin" must
-#: exceed it by more (0.03 - 0.02 is 0.009999999999999998 in floating point, and a mean of
-#: such differences may land on either side of 0.01). One rule for both gates.
+#: Two quantities of the gate closer than this are equal: a bound "above the margin" must exceed it by more
+#: (0.03 - 0.02 is 0.009999999999999998 in floating point, and a mean of such differences may land on either
+#: side of 0.01). One rule for both gates.
 TIE_TOLERANCE = 1e-9
 
 
@@ -37,13 +37,10 @@ def above_margin(value: float, margin: float) -> bool:
 #: Bootstrap resamples used by :func:`~pytest_violin.gating.compare`.
 DEFAULT_RESAMPLES = 4000
 
-from ..results import NO_IMAGE_VALUE
+from ..results import NO_IMAGE_VALUE, Outcome
 
-#: The distance a judged sample without metrics counts for (no image, or a
-#: refusal): the worst possible value, the one rule of :mod:`pytest_violin.results`.
+#: The distance a judged sample without metrics counts for (no image, or a refusal).
 ERROR_VALUE = NO_IMAGE_VALUE
 
-#: A sample's outcomes: ``refused`` (the provider declined) fails and scores
-#: like ``failed``; ``error`` (the tool or the environment failed, not the
-#: model) is recorded but never compared or scored.
-OUTCOMES = ("passed", "failed", "refused", "error")
+#: A sample's outcomes, as files hold them (:class:`~pytest_violin.results.Outcome`).
+OUTCOMES = tuple(o.value for o in Outcome)

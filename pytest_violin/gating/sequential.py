@@ -1,61 +1,17 @@
 """The sequential gate: decide a release from the first samples of a random order.
 
-Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin.sequential`).
+Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin._sequential`); docs/gating.md
+("The sequential gate") is the full account. Every task, and every (task, variation) of a task with several,
+is a group watching three paired statistics of the samples it shares with the baseline (:data:`STATISTICS`:
+the mean metric, the fail rate, the refusal rate), each with an anytime-valid :class:`~._confseq.MeanSequence`
+for its *expected* value. A group is regressed as soon as a lower bound is above its margin, not regressed
+once all three upper bounds are at or below theirs (every comparison by :func:`~.policy.above_margin`); the
+gate passes when every group is not regressed, and a group whose samples ran out undecided leaves it
+undecided. The error rates are split over every group and statistic (Bonferroni). Samples ending in an error
+are left out.
 
-The groups and their statistics
--------------------------------
-Every task, and every (task, variation) of a task with more than one
-variation, is a group. The run's population is the samples it shares with the
-baseline (same definition, judged in the baseline). Each group watches three
-paired statistics of its samples, each with an anytime-valid
-:class:`~.confseq.MeanSequence` for its *expected* value (the model's, over
-the task's distribution of samples, a stochastic model's noise included):
-
-* ``mean``: ``d = new - old`` of the mean metric (1.0 for no image or a
-  refusal, the rule of :func:`~pytest_violin.gating.compare`); margin
-  ``max_regression``; range ``[-max old, 1 - min old]``;
-* ``fail``: ``d = new_failed - old_failed`` in {-1, 0, 1}, failed meaning an
-  outcome other than ``passed`` (a refusal fails); margin ``max_pass_drop``;
-* ``refusal``: ``d = new_refused - old_refused``; margin ``max_regression``
-  (the ordinary gate's refusal test).
-
-A sample that ends in an *error* is left out (errors are taken not to depend
-on how good the answer would have been; an error keeps the run from green).
-
-The decision
-------------
-* a group is *regressed* as soon as any statistic's lower bound is above its
-  margin: the gate fails, nothing more is needed;
-* a group is *not regressed* once all three upper bounds are at or below
-  their margins; a task decided so does not end the watch on its variations:
-  a sample is needed while any of its groups is undecided;
-* the gate *passes* when every group (task and variation) is not regressed;
-  a group whose samples ran out undecided leaves the gate *undecided* (the
-  ordinary gate's rule then judges the run).
-
-Every comparison with a margin follows :func:`~.policy.above_margin` (a bound
-within ``TIE_TOLERANCE`` of the margin is at it). Error rates (Bonferroni over
-every group and statistic, at every look, with this stopping rule): the chance
-that any group is called regressed while every expected difference is at or
-below its margin is at most ``alpha`` (each lower bound at
-``alpha / (groups x 3)``); the chance that a group is called not regressed
-while one of its expected differences is above its margin is at most
-``alpha`` (each upper bound likewise).
-
-The order
----------
-:func:`sequential_order`: the samples with a cached image first (they are
-free), then every stratum's members in a seeded random permutation, the
-strata interleaved so that each is drawn from the start in proportion to its
-size; the samples outside the population last (they are never needed). Values
-enter each group's sequences in that order, whatever order the answers arrive
-in; cached values simply come first in each group's stream.
-
-The strata must be the tasks: each next value of a group must be a random
-draw of the group, which a stratified order *within* a task breaks (its next
-value would come from a chosen variation, whose mean may differ). A
-variation, a part of its task, then comes in random order too, so it also
-shows from the start.
+The strata of :func:`sequential_order` must be the tasks: each next value of a group must be a random draw of
+the group, which an order stratified *within* a task breaks.
 """
 
 from __future__ import annotations
@@ -67,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
-from .confseq import MeanSequence
+from ..results import Outcome, sample_value
+from ._confseq import MeanSequence
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP
 
 __all__ = ["DEFAULT_ALPHA", "STATISTICS", "Member", "SequentialGate", "population", "sequential_order"]
@@ -84,48 +41,33 @@ class Member:
     task: str
     variation: str | None
     old: float
-    old_outcome: str = "passed"
+    old_outcome: Outcome = Outcome.PASSED
 
     @property
     def old_failed(self) -> bool:
-        return self.old_outcome != "passed"
+        return Outcome(self.old_outcome) is not Outcome.PASSED
 
     @property
     def old_refused(self) -> bool:
-        return self.old_outcome == "refused"
+        return Outcome(self.old_outcome) is Outcome.REFUSED
 
 
 def population(baseline: Mapping, samples) -> dict:
-    """The samples of this run that the gate can pair with the baseline.
-
-    Parameters
-    ----------
-    baseline : Mapping
-        A baseline document (:func:`~pytest_violin.gating.read_baseline`).
-    samples : iterable of (id, task, variation, definition)
-        The run's samples; ``definition`` is the sample's digest (None when
-        unknown: then any baseline definition matches).
-
-    Returns
-    -------
-    dict
-        Sample id -> :class:`Member`, for the samples present in the
-        baseline with the same definition and not ended in an error there
-        (its outcome kept: anything but ``passed`` failed there).
-    """
-    from .records import _value
-
+    """Sample id -> :class:`Member` of the run's ``samples`` (``(id, task, variation,
+    definition)``; a None definition matches any) that the baseline holds with the same
+    definition and not ended in an error there."""
     old = {str(s["id"]): s for s in baseline.get("samples") or () if isinstance(s, Mapping)}
     out = {}
     for sid, task, variation, definition in samples:
         rec = old.get(str(sid))
-        if rec is None or rec.get("outcome") == "error":
+        if rec is None or rec.get("outcome") == Outcome.ERROR:
             continue
         if definition and rec.get("definition") and rec.get("definition") != definition:
             continue
         # clipped to [0, 1] as the new values are (the reader checks only that metrics are finite)
         out[str(sid)] = Member(str(sid), str(task), None if variation is None else str(variation),
-                               min(1.0, max(0.0, float(_value(rec)))), str(rec.get("outcome") or "failed"))
+                               min(1.0, max(0.0, float(sample_value(rec.get("metrics") or {})))),
+                               Outcome(rec.get("outcome") or Outcome.FAILED))
     return out
 
 
@@ -135,25 +77,9 @@ def _rank(seed: int, sid: str) -> float:
 
 
 def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
-    """The order in which the sequential gate generates ``ids``.
-
-    Parameters
-    ----------
-    ids : iterable of str
-        Every sample of the run.
-    groups : Mapping
-        Sample id -> stratum (the task: see the module docstring) for the
-        population; ids outside it go last, in their given order.
-    seed : int
-        The run's seed: the same seed gives the same order on every machine
-        and every xdist worker.
-    cached : collection of str, optional
-        Ids whose images are cached: first, in the same seeded order.
-
-    Returns
-    -------
-    list of str
-    """
+    """The order in which the sequential gate generates ``ids``: the ``cached`` ones first,
+    then the population (``groups``: id -> stratum, the task) in a ``seed``-ed order that is
+    the same on every machine and xdist worker, then the ids outside it as given."""
     ids = list(ids)
     cached = set(cached)
     by_group: dict = {}
@@ -162,8 +88,8 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
             by_group.setdefault(groups[sid], []).append(sid)
     key = {}
     for label, members in by_group.items():
-        # a seeded permutation of the group, spread evenly over [0, 1): position k of n
-        # sits at (k + u) / n, so every group is drawn from the start, in proportion
+        # a seeded permutation of the group, spread evenly over [0, 1): position k of n sits at (k + u) / n,
+        # so every group is drawn from the start, in proportion
         members.sort(key=lambda sid: _rank(seed, sid))
         n = len(members)
         for k, sid in enumerate(members):
@@ -175,8 +101,8 @@ def sequential_order(ids, groups: Mapping, *, seed: int, cached=()) -> list:
 
 def _ranges(olds: list) -> dict:
     """Each statistic's range of ``d`` in a group, from its baseline members (the new side of a
-    pair is anything in [0, 1] / {0, 1}). A range that is all <= 0 (the baseline at the worst
-    everywhere) is widened by a hair above 0, as :class:`MeanSequence` needs ``high > 0``: the
+    pair is anything in [0, 1] / {0, 1}). A range that is all <= 0 (the baseline at the worst everywhere) is
+    widened by a hair above 0, as :class:`MeanSequence` needs ``high > 0``: the
     group's upper bound is then at once below any margin."""
     values = [m.old for m in olds]
     failed = [m.old_failed for m in olds]
@@ -221,22 +147,9 @@ class _Group:
 
 
 class SequentialGate:
-    """The state of one sequential gate (see the module docstring).
-
-    Parameters
-    ----------
-    members : Mapping
-        :func:`population`'s result.
-    order : sequence of str
-        :func:`sequential_order`'s result (ids outside ``members`` are ignored).
-    cached : collection of str
-        Ids whose images are cached (they lead the order; reported as a count).
-    margin : float
-        ``--violin-max-regression``, in [0, 1]: the mean metric's and the refusal rate's margin.
-    max_pass_drop : float, optional
-        ``--violin-max-pass-drop``, in [0, 1]: the fail rate's margin.
-    alpha : float, optional
-        The error rate over every group and statistic (default :data:`DEFAULT_ALPHA`).
+    """The state of one sequential gate over ``members`` (:func:`population`) in ``order``
+    (:func:`sequential_order`); ``margin`` is the mean metric's and the refusal rate's, ``max_pass_drop`` the
+    fail rate's, ``alpha`` the error rate over every group and statistic.
     """
 
     def __init__(self, members: Mapping, order, *, cached=(), margin: float,
@@ -290,7 +203,7 @@ class SequentialGate:
             self.finished = "no sample of this run is in the baseline"
 
     # -- input -------------------------------------------------------------
-    def add(self, sample_id: str, value: float | None, outcome: str = "passed") -> None:
+    def add(self, sample_id: str, value: float | None, outcome: Outcome = Outcome.PASSED) -> None:
         """Take one sample's result: its mean metric and outcome, or None (or outcome ``error``)
         for an error (left out of the population).
 
@@ -300,13 +213,14 @@ class SequentialGate:
         if self.finished is not None or sid not in self.members or sid in self._values:
             return
         bisect.insort(self._arrived, self._position[sid])
-        if value is None or outcome == "error":
+        outcome = Outcome(outcome)
+        if value is None or outcome is Outcome.ERROR:
             self._values[sid] = None
         else:
             m = self.members[sid]
             new = min(1.0, max(0.0, float(value)))
-            self._values[sid] = (new - m.old, float(outcome != "passed") - float(m.old_failed),
-                                 float(outcome == "refused") - float(m.old_refused))
+            self._values[sid] = (new - m.old, float(outcome is not Outcome.PASSED) - float(m.old_failed),
+                                 float(outcome is Outcome.REFUSED) - float(m.old_refused))
         for g in self._of.get(sid, ()):
             self._advance(g)
         self._decide()
@@ -353,10 +267,10 @@ class SequentialGate:
         """Move each group's next member to the end of its stream while it has not arrived and at
         least ``slack`` later samples of the gate's order have; returns the members moved.
 
-        For a crashed xdist worker: the samples it held are handed out again only after every
-        other sample, so a stream waiting for them would stall until the end of the suite. A
-        sample still in flight on a live worker arrives within a few later ones (``slack`` is
-        more than the workers hold), so only the stranded ones move; which those are depends on
+        For a crashed xdist worker: the samples it held are handed out again only after every other sample, so
+        a stream waiting for them would stall until the end of the suite. A sample still in flight on a live
+        worker arrives within a few later ones (``slack`` is more than the workers hold), so only the stranded
+        ones move; which those are depends on
         the crash, not on their values, so each next value stays a random draw of its group."""
         position, arrived = self._position, self._arrived
         moved: list = []

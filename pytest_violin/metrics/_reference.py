@@ -1,17 +1,14 @@
 """The colour metrics written the straightforward way.
 
-This is the executable statement of the definitions that
-:func:`pytest_violin.metrics.color_metrics` implements quickly: per-pixel
-CIEDE2000 over the whole block, ``numpy.std``, a full ``numpy.fft.fft2``
-with ``fftshift``. Tests and ``benchmarks/bench_metrics.py`` compare the
-fast path against it; it is not public API.
+This is the executable statement of the definitions that :func:`pytest_violin.metrics.color_metrics`
+implements quickly: per-pixel CIEDE2000 over the whole block, ``numpy.std``, a full ``numpy.fft.fft2`` with
+``fftshift``. Tests and ``benchmarks/bench_metrics.py`` compare the fast path against it; it is not public
+API.
 
-CIEDE2000 per pixel: under ``violin`` the reference's float32 formula on
-float32 Lab (:func:`._ref32.ciede2000_32` by default;
-:func:`skimage_ciede2000` is the reference's own call, whose hue decisions
-at exactly opposite hues depend on the platform's float32 ``arctan2``, see
-:mod:`._ref32`); under ``strict`` ``skimage.color.rgb2lab`` and
-``skimage.color.deltaE_ciede2000`` in float64.
+CIEDE2000 per pixel: under ``violin`` the reference's float32 formula on float32 Lab
+(:func:`.ciede2000.ciede2000_32` by default; :func:`skimage_ciede2000` is the reference's own call, whose hue
+decisions at exactly opposite hues depend on the platform's float32 ``arctan2``, see :mod:`.ciede2000`); under
+``strict`` ``skimage.color.rgb2lab`` and ``skimage.color.deltaE_ciede2000`` in float64.
 """
 
 from __future__ import annotations
@@ -19,10 +16,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import gray, prepare_pair, split_blocks
-from ._lab import lab8, lab8_to_cie32
-from ._ref32 import ciede2000_32
-from ._types import Metrics, check_profile
+from ._common import Metrics, check_profile, gray, lab8, lab8_to_cie32, prepare_pair, split_blocks
+from .ciede2000 import ciede2000_32
 
 __all__ = ["plain_color_metrics", "plain_hf", "skimage_ciede2000"]
 
@@ -30,8 +25,8 @@ __all__ = ["plain_color_metrics", "plain_hf", "skimage_ciede2000"]
 def skimage_ciede2000(lab_gen: np.ndarray, lab_exp: np.ndarray) -> np.ndarray:
     """``skimage.color.deltaE_ciede2000(lab_gen, lab_exp)``: the reference's call.
 
-    On float32 input skimage keeps float32, as in the reference; its hue
-    decisions at exact ties follow this platform's float32 ``arctan2``.
+    On float32 input skimage keeps float32, as in the reference; its hue decisions at exact ties follow this
+    platform's float32 ``arctan2``.
     """
     from skimage.color import deltaE_ciede2000
 
@@ -58,11 +53,9 @@ def plain_color_metrics(image, expected, *, layout: str = "single",
                         profile: str = "violin", violin_ciede2000=ciede2000_32) -> Metrics:
     """The colour metrics computed plainly (slow reference path).
 
-    Same parameters and result as :func:`pytest_violin.metrics.color_metrics`;
-    ``violin_ciede2000(lab_gen, lab_exp)`` is the per-pixel CIEDE2000 of the
-    ``violin`` profile on float32 Lab (default: the reference's arithmetic,
-    :func:`._ref32.ciede2000_32`; :func:`skimage_ciede2000` is the
-    reference's own call).
+    Same parameters and result as :func:`pytest_violin.metrics.color_metrics`; ``violin_ciede2000(lab_gen,
+    lab_exp)`` is the per-pixel CIEDE2000 of the ``violin`` profile on float32 Lab (default: the reference's
+    arithmetic, :func:`.ciede2000.ciede2000_32`; :func:`skimage_ciede2000` is the reference's own call).
     """
     from skimage.color import deltaE_ciede2000, rgb2lab
 

@@ -1,19 +1,16 @@
 """Colour obedience metrics: ``rgb_ed, lab_00, sd, ced, hf`` (paper Eq. 2-6).
 
-Every metric is computed per block of the layout (a single-colour region
-of the expected image) and averaged over blocks. The implementation is the
-fast equivalent of the plain definitions in
-:mod:`pytest_violin.metrics._reference`: when an expected block is one
-colour (always, in colour tasks), per-pixel distances come from lookup
-tables indexed by the generated pixel's 8-bit codes, and the
-high-frequency power ratio needs only the few low frequencies of the DFT
-(Parseval gives the total). Results equal the plain path to ~1e-12.
+Every metric is computed per block of the layout (a single-colour region of the expected image) and averaged
+over blocks. The implementation is the fast equivalent of the plain definitions in
+:mod:`pytest_violin.metrics._reference`: when an expected block is one colour (always, in colour tasks),
+per-pixel distances come from lookup tables indexed by the generated pixel's 8-bit codes, and the
+high-frequency power ratio needs only the few low frequencies of the DFT (Parseval gives the total). Results
+equal the plain path to ~1e-12.
 
-Under ``violin``, ``lab_00`` is the reference's float32 CIEDE2000
-(:mod:`._ref32`): the table of the chroma/hue part is built per code pair
-with the reference's float32 arithmetic, since its hue-branch decisions
-depend on the ``(a, b)`` codes only. ``strict`` computes the float64
-formula over the image (:mod:`.ciede2000`) on unquantized Lab.
+Under ``violin``, ``lab_00`` is the reference's float32 CIEDE2000 (:mod:`.ciede2000`): the table of the
+chroma/hue part is built per code pair with the reference's float32 arithmetic, since its hue-branch decisions
+depend on the ``(a, b)`` codes only. ``strict`` computes the float64 formula over the image
+(:mod:`.ciede2000`) on unquantized Lab.
 """
 
 from __future__ import annotations
@@ -25,12 +22,9 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
-from ._common import (LAYOUTS, check_layout, clip01, gray, mean_channel_std, prepare_pair,
-                      split_blocks)
-from ._lab import float_lab, float_lab_planes, lab8, lab8_to_cie32
-from ._ref32 import chroma_hue32, ciede2000_32, lightness_sq32
-from ._types import Metrics, check_profile
-from .ciede2000 import ciede2000, ciede2000_planes_to_color
+from ._common import (LAYOUTS, Metrics, check_layout, check_profile, clip01, float_lab, float_lab_planes,
+                      gray, lab8, lab8_to_cie32, mean_channel_std, prepare_pair, split_blocks)
+from .ciede2000 import chroma_hue32, ciede2000, ciede2000_32, ciede2000_planes_to_color, lightness_sq32
 
 __all__ = ["COLOR_METRICS", "LAYOUTS", "color_metrics", "RGB_ED_NORM", "HF_RADIUS",
            "CANNY_LOW", "CANNY_HIGH"]
@@ -56,9 +50,8 @@ def _single_color(block: np.ndarray):
     h, w = block.shape[:2]
     first = block[0, 0]
     row = np.tile(first, w)
-    # The first row alone settles most textured blocks at once; then compare
-    # whole rows against one tiled row (much faster than broadcasting over a
-    # length-3 last axis).
+    # The first row alone settles most textured blocks at once; then compare whole rows against one tiled row
+    # (much faster than broadcasting over a length-3 last axis).
     if not np.array_equal(block[0].reshape(w * 3), row):
         return None
     if (block.reshape(h, w * 3) == row).all():
@@ -72,8 +65,8 @@ _ONES = np.ones((1, 3), dtype=np.float64)
 
 
 def _rgb_ed(gen: np.ndarray, exp: np.ndarray) -> float:
-    # |gen - exp| per channel (exact in uint8), squared through a float64
-    # lookup table, summed over channels, square-rooted, averaged in double.
+    # |gen - exp| per channel (exact in uint8), squared through a float64 lookup table, summed over channels,
+    # square-rooted, averaged in double.
     sq = cv2.LUT(cv2.absdiff(gen, exp), _SQUARES)
     dist = cv2.sqrt(cv2.transform(sq, _ONES))
     return clip01(cv2.mean(dist)[0] / RGB_ED_NORM)
@@ -83,10 +76,9 @@ class _ChromaHueTables:
     """Per reference colour, the chroma/hue part of CIEDE2000 for every
     8-bit ``(a, b)`` code pair seen so far (NaN: not computed yet).
 
-    A suite scores many answers against a few dozen colours, so entries
-    computed for one answer are reused for the next. Bounded LRU (each
-    table is 512 KiB); a lost race between threads recomputes identical
-    values, so no lock is needed around the arrays.
+    A suite scores many answers against a few dozen colours, so entries computed for one answer are reused for
+    the next. Bounded LRU (each table is 512 KiB); a lost race between threads recomputes identical values, so
+    no lock is needed around the arrays.
     """
 
     def __init__(self, maxsize: int = 16):
@@ -119,9 +111,8 @@ class _ChromaHueTables:
         present = np.flatnonzero(np.bincount(codes.ravel(), minlength=65536))
         missing = present[np.isnan(table[present])]
         if missing.size:
-            # Clamped at 0: the true value is >= 0 and only rounding leaves a
-            # tiny negative residue, so sqrt(L + max(ch, 0)) agrees with the
-            # plain sqrt(max(L + ch, 0)) to rounding and is never NaN.
+            # Clamped at 0: the true value is >= 0 and only rounding leaves a tiny negative residue, so sqrt(L
+            # + max(ch, 0)) agrees with the plain sqrt(max(L + ch, 0)) to rounding and is never NaN.
             table[missing] = np.maximum(_chroma_hue_codes32(ref_ab, missing), 0.0)
 
 
@@ -130,7 +121,7 @@ _CH_TABLES = _ChromaHueTables()
 
 def _chroma_hue_codes32(ref_ab: tuple[int, int], codes: np.ndarray) -> np.ndarray:
     """The reference's chroma/hue part of one expected colour against
-    packed ``a << 8 | b`` codes of generated pixels (see :mod:`._ref32`)."""
+    packed ``a << 8 | b`` codes of generated pixels (see :mod:`.ciede2000`)."""
     a_ref, b_ref = np.float32(ref_ab[0] - 128), np.float32(ref_ab[1] - 128)
     a = ((codes >> 8) - 128).astype(np.float32)
     b = ((codes & 255) - 128).astype(np.float32)
@@ -155,9 +146,8 @@ def _lab00_violin(gen_codes: np.ndarray, ref_codes) -> float:
     for _ in range(2):
         d2 = cv2.LUT(lightness, l_table)
         d2 += np.take(ch_table, ab)
-        # Entries are clamped at 0 and the lightness part is a square: d2 >= 0;
-        # a NaN mean means the table lacked some code (a warm table costs
-        # nothing more than its lookup).
+        # Entries are clamped at 0 and the lightness part is a square: d2 >= 0; a NaN mean means the table
+        # lacked some code (a warm table costs nothing more than its lookup).
         mean = np.sqrt(d2, out=d2).mean()
         if not np.isnan(mean):
             break
@@ -176,19 +166,17 @@ def _lab00_violin_general(gen_codes: np.ndarray, exp_codes: np.ndarray) -> float
     return clip01(total / gen.shape[0] / 100.0)
 
 
-#: Pixels per chunk of the strict one-colour path: Lab conversion and
-#: CIEDE2000 run chunk by chunk, so no temporary is image-sized.
+#: Pixels per chunk of the strict one-colour path: Lab conversion and CIEDE2000 run chunk by chunk, so no
+#: temporary is image-sized.
 STRICT_CHUNK = 8192
 
 
 def _lab00_strict_one(gen: np.ndarray, color: np.ndarray) -> float:
-    """Mean float64 CIEDE2000 / 100 of a block against one colour, in
-    unquantized Lab.
+    """Mean float64 CIEDE2000 / 100 of a block against one colour, in unquantized Lab.
 
-    Pixels equal to the colour score exactly 0 (their Lab is the colour's;
-    a vectorized conversion may round one colour differently in the last
-    bit at different positions, which would cost a perfect answer its
-    exact 0.0).
+    Pixels equal to the colour score exactly 0 (their Lab is the colour's; a vectorized conversion may round
+    one colour differently in the last bit at different positions, which would cost a perfect answer its exact
+    0.0).
     """
     ref = float_lab(color)
     pixels = np.ascontiguousarray(gen).reshape(-1, 1, 3)
@@ -227,17 +215,14 @@ def _ced(g: np.ndarray) -> float:
 def _low_frequency_basis(rows: int, cols: int):
     """DFT rows for the low frequencies of a ``rows`` x ``cols`` block.
 
-    Returns ``(basis_u, basis_v, weights)``: ``basis_u`` stacks cos and
-    sin rows ``(2 ku, rows)``, ``basis_v`` is ``(kv, cols)`` complex,
-    ``weights`` a float ``(ku, kv)`` array that counts each non-zero
-    frequency inside the radius (0 outside), or ``None`` when the block has
-    no spectral radius (1 pixel).
+    Returns ``(basis_u, basis_v, weights)``: ``basis_u`` stacks cos and sin rows ``(2 ku, rows)``, ``basis_v``
+    is ``(kv, cols)`` complex, ``weights`` a float ``(ku, kv)`` array that counts each non-zero frequency
+    inside the radius (0 outside), or ``None`` when the block has no spectral radius (1 pixel).
 
-    The spectrum of a real image is Hermitian, ``|F(-u, -v)| = |F(u, v)|``,
-    and the low-frequency disc is symmetric about the origin, so when the
-    frequency ranges are symmetric only the rows ``u >= 0`` are computed and
-    the rows ``u > 0`` count twice: half the work of the largest product,
-    the same sum up to rounding.
+    The spectrum of a real image is Hermitian, ``|F(-u, -v)| = |F(u, v)|``, and the low-frequency disc is
+    symmetric about the origin, so when the frequency ranges are symmetric only the rows ``u >= 0`` are
+    computed and the rows ``u > 0`` count twice: half the work of the largest product, the same sum up to
+    rounding.
     """
     crow, ccol = rows // 2, cols // 2
     norm = np.sqrt(crow**2 + ccol**2)
@@ -246,8 +231,7 @@ def _low_frequency_basis(rows: int, cols: int):
     reach = int(np.floor(HF_RADIUS * norm)) + 1
     du = np.arange(max(-crow, -reach), min(rows - 1 - crow, reach) + 1)
     dv = np.arange(max(-ccol, -reach), min(cols - 1 - ccol, reach) + 1)
-    # Same float operations as the plain path's radius grid, so the
-    # boundary decisions agree bit for bit.
+    # Same float operations as the plain path's radius grid, so the boundary decisions agree bit for bit.
     radius = np.sqrt(du[:, None] ** 2 + dv[None, :] ** 2) / norm
     low = ~(radius > HF_RADIUS)
     low[du == 0, dv == 0] = False  # the DC term is handled exactly
@@ -298,33 +282,22 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth, same size; each block of ``layout`` is normally
-        one colour.
+    image, expected : image-like
+        The generated image and the ground truth (each block of ``layout`` normally one colour).
     layout : {"single", "vertical", "horizontal", "quad"}
-        ``vertical`` = left|right halves, ``horizontal`` = top/bottom
-        halves, ``quad`` = 2x2 quadrants; split at ``h // 2`` / ``w // 2``.
-        Each metric is computed per block and averaged over blocks.
+        ``vertical`` = left|right halves, ``horizontal`` = top/bottom halves, ``quad`` = 2x2 quadrants; split
+        at ``h // 2`` / ``w // 2``. Each metric is computed per block and averaged over blocks.
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab codes,
-        the reference's float32 CIEDE2000); ``strict`` uses unquantized
-        float Lab (the formula of ``skimage.color.rgb2lab``) and the float64
-        CIEDE2000.
+        ``violin`` reproduces the reference numbers (8-bit OpenCV Lab codes, the reference's float32
+        CIEDE2000); ``strict`` uses unquantized float Lab (the formula of ``skimage.color.rgb2lab``) and the
+        float64 CIEDE2000.
 
     Returns
     -------
     Metrics
-        ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf`` in ``[0, 1]``
-        (0 = perfect), task ``"color"``.
+        ``rgb_ed``, ``lab_00``, ``sd``, ``ced``, ``hf`` in ``[0, 1]`` (0 = perfect), task ``"color"``.
 
-    Raises
-    ------
-    ValueError
-        Unknown layout or profile, an image too small for the layout,
-        images of different sizes (:class:`ImageSizeMismatchError`) or
-        input :func:`as_rgb8` refuses.
+    An image too small for the layout is a ``ValueError`` too.
 
     Notes
     -----
@@ -366,10 +339,9 @@ def color_metrics(image, expected, *, layout: str = "single", profile: str = "vi
         g_one = _single_color(gb)
         e_one = _single_color(eb)
         if g_one is not None:
-            # A one-colour generated block: sd, ced and hf are exactly 0 (one
-            # histogram bin, no gradient for Canny, no power off the zero
-            # frequency: the fast path's own values), and against a
-            # one-colour expected block every pixel pair is the same pair.
+            # A one-colour generated block: sd, ced and hf are exactly 0 (one histogram bin, no gradient for
+            # Canny, no power off the zero frequency: the fast path's own values), and against a one-colour
+            # expected block every pixel pair is the same pair.
             if e_one is not None:
                 sums["rgb_ed"] += _rgb_ed(g_one.reshape(1, 1, 3), e_one.reshape(1, 1, 3))
             else:

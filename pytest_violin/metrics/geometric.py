@@ -1,22 +1,21 @@
 """Metrics of the violin-extra tasks: area ratio, pixel border, dot counting.
 
-Each metric is a distance in ``[0, 1]``; 0.0 = exact obedience. Pixels are
-first classified to the nearer (Euclidean RGB) of the two colors the sample
-uses, so the metrics work for any color pair, not only white on black.
+Each metric is a distance in ``[0, 1]``; 0.0 = exact obedience. Pixels are first classified to the nearer
+(Euclidean RGB) of the two colors the sample uses, so the metrics work for any color pair, not only white on
+black.
 
-* :func:`ratio_metrics`: ``ratio`` = ``|r_gen - r| / max(r, 1 - r)`` where
-  ``r`` is the expected share of the first color and ``r_gen`` the share of
-  pixels nearer to it; plus the five color metrics computed on each of the
-  two expected regions as single-color images and averaged.
-* :func:`border_metrics`: for every row (left/right sides) and column
-  (top/bottom sides) of the middle half of each side, the run length of border-color
-  pixels from the edge. ``thickness`` = mean over the four sides of
-  ``min(|median run - t| / t, 1)``; ``spread`` = mean over the sides of
-  ``min(std(runs) / t, 1)`` (uneven or wavy borders); ``rgb_ed`` = mean
-  per-pixel RGB distance to the ground truth / 441.67.
-* :func:`count_metrics`: 8-connected components of dot-color pixels.
-  ``count`` = ``min(|n_gen - n| / n, 1)``; ``size`` = mean over components
-  of ``min(|area / dot^2 - 1|, 1)`` (1.0 if no component is found).
+* :func:`ratio_metrics`: ``ratio`` = ``|r_gen - r| / max(r, 1 - r)`` where ``r`` is the expected share of the
+  first color and ``r_gen`` the share of pixels nearer to it; plus the five color metrics computed on each of
+  the two expected regions as single-color images and averaged.
+* :func:`border_metrics`: for every row (left/right sides) and column (top/bottom sides) of the middle half of
+  each side, the run length of border-color pixels from the edge. ``thickness`` = mean over the four sides of
+  ``min(|median run - t| / t, 1)``; ``spread`` = mean over the sides of ``min(std(runs) / t, 1)`` (uneven or
+  wavy borders); ``rgb_ed`` = mean per-pixel RGB distance to the ground truth / 441.67.
+* :func:`count_metrics`: 8-connected components of dot-color pixels. ``count`` = ``min(|n_gen - n| / n, 1)``;
+  ``size`` = mean over components of ``min(|area / dot^2 - 1|, 1)`` (1.0 if no component is found).
+
+``fg`` and ``bg`` are the shape and background colors (white on black by default); border and counting accept
+``profile`` for a uniform interface, both profiles computing the same.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..imaging import as_rgb8, check_same_size
-from ._types import Metrics, check_profile
+from ._common import Metrics, check_profile
 
 __all__ = ["ratio_metrics", "border_metrics", "count_metrics", "nearer_first"]
 
@@ -55,26 +54,11 @@ def _rgb_ed(image, expected) -> float:
 
 def ratio_metrics(image, expected, *, orientation: str, split: int, colors,
                   profile: str = "violin") -> Metrics:
-    """Metrics of an area-ratio split image.
+    """``ratio, rgb_ed, lab_00, sd, ced, hf`` (task ``ratio``) of an area-ratio split image.
 
-    Parameters
-    ----------
-    image, expected : image-like
-        Generated image and ground truth, same size.
-    orientation : {"vertical", "horizontal"}
-        ``vertical``: first color on the left ``split`` columns;
-        ``horizontal``: on the top ``split`` rows.
-    split : int
-        Size of the first region in pixels (``1 .. W-1`` or ``1 .. H-1``).
-    colors : pair of (r, g, b)
-        First and second color.
-    profile : {"violin", "strict"}
-        Passed to :func:`pytest_violin.metrics.color_metrics`.
-
-    Returns
-    -------
-    Metrics
-        ``ratio, rgb_ed, lab_00, sd, ced, hf`` (task ``ratio``).
+    ``orientation`` ``vertical`` puts the first of the two ``colors`` on the left ``split`` columns,
+    ``horizontal`` on the top ``split`` rows (``1 .. W-1`` or ``1 .. H-1`` pixels); ``profile`` is passed to
+    :func:`pytest_violin.metrics.color_metrics`.
     """
     from . import color as _color  # metrics engineer's module
 
@@ -111,23 +95,9 @@ def _runs(fg: np.ndarray) -> np.ndarray:
 
 def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0, 0, 0),
                    profile: str = "violin") -> Metrics:
-    """Metrics of a ``thickness``-pixel border of color ``fg`` on ``bg``.
+    """``thickness, spread, rgb_ed`` (task ``border``) of a border of ``fg`` on ``bg``.
 
-    Parameters
-    ----------
-    image, expected : image-like
-        Generated image and ground truth, same size.
-    thickness : int
-        Requested border width in pixels (>= 1).
-    fg, bg : (r, g, b)
-        Border and interior colors.
-    profile : {"violin", "strict"}
-        Accepted for a uniform interface; both profiles compute the same.
-
-    Returns
-    -------
-    Metrics
-        ``thickness, spread, rgb_ed`` (task ``border``).
+    ``thickness`` is the requested width in pixels (at least 1).
     """
     check_profile(profile)
     img, exp = as_rgb8(image), as_rgb8(expected)
@@ -137,8 +107,8 @@ def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0
         raise InvalidArgumentError(f"thickness {thickness!r} must be at least 1 pixel")
     h, w = img.shape[:2]
     border = nearer_first(img, fg, bg)
-    # Measure along the middle half of each side, far from the corners, so a
-    # border thicker than requested does not turn corner lines into full runs.
+    # Measure along the middle half of each side, far from the corners, so a border thicker than requested
+    # does not turn corner lines into full runs.
     rows = slice(h // 4, h - h // 4)
     cols = slice(w // 4, w - w // 4)
     sides = {
@@ -163,26 +133,9 @@ def border_metrics(image, expected, *, thickness: int, fg=(255, 255, 255), bg=(0
 
 def count_metrics(image, *, count: int, dot: int, fg=(255, 255, 255), bg=(0, 0, 0),
                   profile: str = "violin") -> Metrics:
-    """Metrics of "exactly ``count`` dots of ``dot`` x ``dot`` pixels".
+    """``count, size`` (task ``count``) of "exactly ``count`` dots of ``dot`` x ``dot`` pixels".
 
-    Parameters
-    ----------
-    image : image-like
-        Generated image.
-    count : int
-        Requested number of dots (>= 1).
-    dot : int
-        Requested dot side in pixels.
-    fg, bg : (r, g, b)
-        Dot and background colors.
-    profile : {"violin", "strict"}
-        Accepted for a uniform interface; both profiles compute the same.
-
-    Returns
-    -------
-    Metrics
-        ``count, size`` (task ``count``); ``info["found"]`` is the number
-        of dots found.
+    ``count`` and ``dot`` are at least 1; ``info["found"]`` is the number of dots found.
     """
     check_profile(profile)
     if int(count) < 1 or int(dot) < 1:

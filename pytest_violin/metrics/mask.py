@@ -5,18 +5,16 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import clip01, gray, prepare_pair
-from ._regions import (KERNEL3, centroid, centroid_distance, largest_filled,
-                       region_iou_distance)
-from ._types import Metrics, check_profile
+from ._common import (KERNEL3, Metrics, centroid, centroid_distance, check_profile, clip01, gray,
+                      largest_filled, prepare_pair, region_iou_distance)
 
 __all__ = ["MASK_METRICS", "mask_metrics", "BLACK_THRESHOLD", "BAND_ITERATIONS",
            "CORE_ITERATIONS", "ZONE_ITERATIONS"]
 
 #: Metric names of the mask task, in display order.
 MASK_METRICS = ("iou", "dist", "biou", "leak", "edge")
-#: A pixel is blacked out when its OpenCV gray level is at most this (the
-#: reference's ``cv2.threshold(gray, 30, 255, THRESH_BINARY_INV)``).
+#: A pixel is blacked out when its OpenCV gray level is at most this (the reference's ``cv2.threshold(gray,
+#: 30, 255, THRESH_BINARY_INV)``).
 BLACK_THRESHOLD = 30
 #: 3x3 erosions that leave the inner part of a region (band = region - that).
 BAND_ITERATIONS = 5
@@ -29,9 +27,8 @@ ZONE_ITERATIONS = 2
 def black_region(gray_image: np.ndarray) -> np.ndarray:
     """0/255 region of pixels with gray level ``<=`` :data:`BLACK_THRESHOLD`.
 
-    ``THRESH_BINARY_INV`` keeps the pixels *not above* the threshold, so a
-    pixel of gray exactly 30 is black, as in the reference
-    (``mask_metric.py``, ``Mask_metrics_from_img_bgr``).
+    ``THRESH_BINARY_INV`` keeps the pixels *not above* the threshold, so a pixel of gray exactly 30 is black,
+    as in the reference (``mask_metric.py``, ``Mask_metrics_from_img_bgr``).
     """
     _, out = cv2.threshold(gray_image, BLACK_THRESHOLD, 255, cv2.THRESH_BINARY_INV)
     return out
@@ -45,9 +42,8 @@ def boundary_band(region: np.ndarray) -> np.ndarray:
 def mean_gradient(gray_image: np.ndarray, zone: np.ndarray, *, crop: bool = True) -> float:
     """Mean 3x3 Sobel gradient magnitude of ``gray_image`` inside ``zone``.
 
-    With ``crop`` the Sobel filters run only on the zone's bounding box
-    grown by one pixel, which gives the same values as filtering the whole
-    image (every zone pixel keeps its real neighbours; at the image border
+    With ``crop`` the Sobel filters run only on the zone's bounding box grown by one pixel, which gives the
+    same values as filtering the whole image (every zone pixel keeps its real neighbours; at the image border
     the reflection is the same).
     """
     if crop:
@@ -67,15 +63,11 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth: the source image with the masked region pure
-        black; same size.
+    image, expected : image-like
+        The generated image and the ground truth (the source image with the masked region pure black).
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers: each image's black
-        region (gray <= 30) is reduced to its largest external contour,
-        filled. ``strict`` uses the thresholded regions as they are, so a
+        ``violin`` reproduces the reference numbers: each image's black region (gray <= 30) is reduced to its
+        largest external contour, filled. ``strict`` uses the thresholded regions as they are, so a
         frame-shaped region stays a frame and stray dark pixels count.
 
     Returns
@@ -83,28 +75,20 @@ def mask_metrics(image, expected, *, profile: str = "violin") -> Metrics:
     Metrics
         ``iou, dist, biou, leak, edge`` in ``[0, 1]``, task ``"mask"``.
 
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
-
     Notes
     -----
     * ``iou``, ``dist``: as for shapes, on the black regions.
-    * ``biou`` (Eq. 7): ``1 - IoU`` of the boundary bands (region minus its
-      5-times 3x3 erosion); 0.0 when both bands are empty.
-    * ``leak`` (Eq. 8): mean gray / 255 of the generated image inside the
-      expected region eroded 3 times by 3x3 (the whole region if that is
-      empty); 0.0 when the expected region is empty.
-    * ``edge`` (Eq. 9): ``max(0, 1 - g_gen / g_gt)`` clipped, with ``g`` the
-      mean 3x3 Sobel magnitude inside the zone ``dilate(Canny(expected
-      region, 100, 200), 3x3, 2 times)``; 0.0 when the zone is empty or
+    * ``biou`` (Eq. 7): ``1 - IoU`` of the boundary bands (region minus its 5-times 3x3 erosion); 0.0 when
+      both bands are empty.
+    * ``leak`` (Eq. 8): mean gray / 255 of the generated image inside the expected region eroded 3 times by
+      3x3 (the whole region if that is empty); 0.0 when the expected region is empty.
+    * ``edge`` (Eq. 9): ``max(0, 1 - g_gen / g_gt)`` clipped, with ``g`` the mean 3x3 Sobel magnitude inside
+      the zone ``dilate(Canny(expected region, 100, 200), 3x3, 2 times)``; 0.0 when the zone is empty or
       ``g_gt < 1``.
 
-    A masked *photo* can miss 0.0 against itself under ``violin``: natural
-    pixels of gray 30 or darker join the black region, and a filled contour that
-    encloses kept pixels makes ``leak`` positive. See docs/metrics.md.
+    A masked *photo* can miss 0.0 against itself under ``violin``: natural pixels of gray 30 or darker join
+    the black region, and a filled contour that encloses kept pixels makes ``leak`` positive. See
+    docs/metrics.md.
     """
     check_profile(profile)
     gen, exp = prepare_pair(image, expected)

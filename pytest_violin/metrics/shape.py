@@ -5,9 +5,8 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from ._common import clip01, gray, mean_channel_std, prepare_pair
-from ._regions import centroid, centroid_distance, largest_filled, region_iou_distance
-from ._types import Metrics, check_profile
+from ._common import (Metrics, centroid, centroid_distance, check_profile, clip01, gray, largest_filled,
+                      mean_channel_std, prepare_pair, region_iou_distance)
 
 __all__ = ["SHAPE_METRICS", "shape_metrics", "SHAPE_THRESHOLD", "PURITY_NORM"]
 
@@ -27,8 +26,8 @@ def _binarize(rgb: np.ndarray) -> np.ndarray:
 def _hu_distance(gen: np.ndarray, gt: np.ndarray, profile: str) -> float:
     """``cv2.matchShapes`` I1 between two 0/255 regions.
 
-    ``violin`` passes the 0/255 images (moments weighted by intensity 255);
-    ``strict`` passes 0/1 images, i.e. binary moments.
+    ``violin`` passes the 0/255 images (moments weighted by intensity 255); ``strict`` passes 0/1 images, i.e.
+    binary moments.
     """
     if profile == "strict":
         gen = (gen > 0).astype(np.uint8)
@@ -41,40 +40,29 @@ def shape_metrics(image, expected, *, profile: str = "violin") -> Metrics:
 
     Parameters
     ----------
-    image : image-like
-        The generated image (anything :func:`pytest_violin.as_rgb8` accepts).
-    expected : image-like
-        The ground truth, same size.
+    image, expected : image-like
+        The generated image and the ground truth.
     profile : {"violin", "strict"}
-        ``violin`` reproduces the reference numbers: the generated region is
-        the largest external contour of ``gray > 127``, filled, and Hu
-        moments are intensity-weighted (0/255 images). ``strict`` uses the
-        thresholded region as it is (stray blobs and holes count) and binary
-        Hu moments.
+        ``violin`` reproduces the reference numbers: the generated region is the largest external contour of
+        ``gray > 127``, filled, and Hu moments are intensity-weighted (0/255 images). ``strict`` uses the
+        thresholded region as it is (stray blobs and holes count) and binary Hu moments.
 
     Returns
     -------
     Metrics
         ``iou, dist, size, shape, purity`` in ``[0, 1]``, task ``"shape"``.
 
-    Raises
-    ------
-    ValueError
-        Unknown profile, images of different sizes
-        (:class:`ImageSizeMismatchError`) or input ``as_rgb8`` refuses.
-
     Notes
     -----
     * ``iou``: ``1 - |G & T| / |G | T|`` (0 when both are empty).
-    * ``dist`` (Eq. 11): centroid distance / image diagonal, clipped; 1.0
-      if exactly one region is empty; both empty: 1.0 (violin), 0.0 (strict).
-    * ``size`` (Eq. 12): ``|area_G / area_T - 1|`` clipped, areas in pixels;
-      with an empty target, 1.0 if anything was generated else 0.0.
-    * ``shape`` (Eq. 13): ``cv2.matchShapes(G, T, CONTOURS_MATCH_I1)``
-      clipped; 1.0 if exactly one region is empty, 0.0 if both are.
-    * ``purity`` (Eq. 14): mean over R, G, B of the standard deviation of
-      the generated pixels inside ``G``, / 128, clipped; 0.0 if ``G`` is
-      empty.
+    * ``dist`` (Eq. 11): centroid distance / image diagonal, clipped; 1.0 if exactly one region is empty; both
+      empty: 1.0 (violin), 0.0 (strict).
+    * ``size`` (Eq. 12): ``|area_G / area_T - 1|`` clipped, areas in pixels; with an empty target, 1.0 if
+      anything was generated else 0.0.
+    * ``shape`` (Eq. 13): ``cv2.matchShapes(G, T, CONTOURS_MATCH_I1)`` clipped; 1.0 if exactly one region is
+      empty, 0.0 if both are.
+    * ``purity`` (Eq. 14): mean over R, G, B of the standard deviation of the generated pixels inside ``G``, /
+      128, clipped; 0.0 if ``G`` is empty.
     """
     check_profile(profile)
     gen, exp = prepare_pair(image, expected)

@@ -85,12 +85,15 @@ def xdist_worker(options) -> tuple[int | None, int | None]:
     """``(this worker's number, the run's worker count)`` under pytest-xdist, else ``(None, None)``.
 
     From ``options.extra["xdist"]`` (the plugin's; in the controller the
-    count alone), else from the variables pytest-xdist sets in its workers
+    count alone; None: no xdist), else from the variables pytest-xdist sets in its workers
     (``PYTEST_XDIST_WORKER=gw3``, ``PYTEST_XDIST_WORKER_COUNT``).
     """
-    given = (getattr(options, "extra", None) or {}).get("xdist")
+    extra = getattr(options, "extra", None) or {}
+    given = extra.get("xdist")
     if given:
         name, count = given
+    elif "xdist" in extra:  # the plugin says: no pytest-xdist in this run (whatever the environment)
+        return None, None
     else:
         name, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     worker = None

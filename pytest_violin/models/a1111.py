@@ -1,54 +1,30 @@
-"""``a1111:URL``: AUTOMATIC1111 / SD.Next web UI API.
+"""``a1111:URL``: AUTOMATIC1111 / SD.Next web UI API (docs/models.md).
 
-* Text-only samples: ``POST {url}/sdapi/v1/txt2img`` with JSON
-  ``{"prompt", "negative_prompt": "", "width", "height", "seed",
-  "batch_size": 1, "n_iter": 1, "send_images": true, "save_images": false}``.
-* Samples with input images: ``POST {url}/sdapi/v1/img2img`` with the
-  first input as ``init_images: [base64 PNG]``. For the mask task (two
-  inputs: source, mask with white = keep) the mask is also sent as
-  ``mask`` with ``inpainting_mask_invert: 1``: A1111 repaints the white
-  part of a mask, the task asks to change the black part, so the mask is
-  inverted on the server. ``?mask=off`` sends only the source image and
-  leaves the whole instruction to the prompt.
-* The answer's ``images[0]`` (base64, data URIs accepted) is the image.
-
-``user:password@`` in the URL becomes HTTP Basic auth (``--api-auth``);
-both are registered as secrets and left out of the adapter identity.
-Other ``?name=value`` parameters are added to every body, typed
-(``?steps=20&cfg_scale=7&sampler_name=Euler``).
+``txt2img`` for text-only samples, ``img2img`` with the first input as ``init_images`` otherwise; the mask
+task sends the mask with ``inpainting_mask_invert: 1`` (A1111 repaints white, the task changes the black part;
+``?mask=off`` leaves it to the prompt). ``user:password@`` in the URL becomes Basic auth, registered as a
+secret. Other ``?name=value`` parameters are added to every body, typed.
 """
 
 from __future__ import annotations
 
 
-from .transport.credentials import check_url
-from .transport.decode import image_from_response
-from .transport.client import HttpClient, client_from_options
+from ._transport.origins import check_url
+from ._transport.answers import image_from_response
+from ._transport.client import HttpClient, client_from_options
 from ..errors import ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
-from .request import GenerationRequest
+from .registry import format_params, parse_switch, split_params
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["A1111Adapter", "create"]
 
 
 class A1111Adapter(NetworkAdapter):
-    """Adapter for the A1111 / SD.Next API (see the module docstring).
+    """Adapter for the A1111 / SD.Next API; ``send_mask``: send the mask of two-input samples as ``mask``."""
 
-    Parameters
-    ----------
-    base_url : str
-        The web UI root (no trailing slash, no credentials).
-    client : HttpClient
-    params : dict
-        Extra body fields.
-    send_mask : bool
-        Send the mask of two-input samples as ``mask``.
-    """
-
-    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (pytest_plugin._planning.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,
@@ -96,10 +72,7 @@ class A1111Adapter(NetworkAdapter):
 def create(target: str, options) -> A1111Adapter:
     """Factory for ``a1111:http://[user:password@]host:port[?name=value...]``.
 
-    Raises
-    ------
-    ModelSpecError
-        For a missing or non-http(s) URL, or malformed parameters.
+    Raises :class:`ModelSpecError`: for a missing or non-http(s) URL, or malformed parameters.
     """
     target = (target or "").strip()
     if not target:

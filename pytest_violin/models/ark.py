@@ -1,30 +1,11 @@
-"""``ark:MODEL``: Seedream (and SeedEdit) through BytePlus ModelArk / Volcengine Ark.
+"""``ark:MODEL``: Seedream (and SeedEdit) through BytePlus ModelArk / Volcengine Ark (docs/models.md).
 
-* Every sample: ``POST {base}/images/generations`` with JSON ``{"model",
-  "prompt", "size": "WxH", "response_format": "b64_json", "seed",
-  "watermark": false}``; samples with input images (the mask task) add
-  ``"image"``: the images as ``data:image/png;base64,...`` URIs, in order
-  (the source, then the mask). Ark has no mask field: the mask goes as the
-  second reference image and the prompt says what it means.
-* ``ARK_API_KEY`` is sent as ``Authorization: Bearer``; ``ARK_BASE_URL``
-  picks the region (default :data:`DEFAULT_BASE_URL`, BytePlus
-  ap-southeast; Volcengine's is :data:`VOLCENGINE_BASE_URL`).
-* ``data[0].b64_json`` (or ``data[0].url``, downloaded without the key) is
-  the image. Content-safety answers (HTTP 400 with a code such as
-  ``InputTextSensitiveContentDetected`` or ``OutputImageSensitiveContentDetected``,
-  or a per-image ``data[0].error`` with such a code) are refusals
-  (:class:`~pytest_violin.errors.GenerationRefused`, never retried).
-* Sizes: each Seedream generation has a range of total pixels
-  (:data:`PIXEL_RANGES`); a request outside it is scaled, keeping its aspect
-  ratio, to the nearest size inside (the scorer resizes the answer back).
-  ``?size=2K`` (or any ``WxH``) overrides.
-* Models that take fewer input images than a sample has (text-to-image
-  models, SeedEdit's single image: :func:`max_input_images`) fail that
-  sample with one line instead of dropping inputs.
-
-Other suffix parameters are sent as extra fields, typed:
-``ark:seedream-4-5-251128?guidance_scale=5``; ``?seed=off`` leaves the
-seed out (the sample's seed is sent by default).
+``POST {base}/images/generations`` with ``response_format: b64_json`` and ``watermark: false``; input images
+go as data URIs in ``image`` (the mask as the second reference image: Ark has no mask field). Content-safety
+codes (HTTP 400, or a per-image ``data[0].error``) are refusals. Sizes outside a model's pixel range
+(:data:`PIXEL_RANGES`) are scaled to the nearest inside, keeping the aspect ratio; a model taking fewer input
+images than a sample has (:func:`max_input_images`) fails that sample with one line. Other suffix parameters
+are sent as typed extra fields; ``?seed=off`` leaves the seed out.
 """
 
 from __future__ import annotations
@@ -36,23 +17,14 @@ import re
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact_url
-from ._params import check_model_name, format_params, parse_switch, split_params
-from .base import NetworkAdapter
-from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json, server_message, truncate
+from .registry import check_model_name, format_params, parse_switch, split_params
+from .request import GenerationRequest, NetworkAdapter
+from ._transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response, load_json, server_message, truncate
 
-__all__ = [
-    "DEFAULT_BASE_URL",
-    "VOLCENGINE_BASE_URL",
-    "PIXEL_RANGES",
-    "ArkAdapter",
-    "create",
-    "is_refusal_code",
-    "max_input_images",
-    "size_for",
-]
+__all__ = ["DEFAULT_BASE_URL", "VOLCENGINE_BASE_URL", "PIXEL_RANGES", "ArkAdapter", "create", "is_refusal_code",
+           "max_input_images", "size_for"]
 
 DEFAULT_BASE_URL = "https://ark.ap-southeast.bytepluses.com/api/v3"
 VOLCENGINE_BASE_URL = "https://ark.cn-beijing.volces.com/api/v3"
@@ -93,8 +65,8 @@ def max_input_images(model: str) -> int:
 def size_for(model: str, width: int, height: int) -> str:
     """The ``size`` sent for a ``width`` x ``height`` request.
 
-    Scaled, keeping the aspect ratio, into the model's range of total
-    pixels (:data:`PIXEL_RANGES`); unknown models get the requested size.
+    Scaled, keeping the aspect ratio, into the model's range of total pixels (:data:`PIXEL_RANGES`); unknown
+    models get the requested size.
 
     Examples
     --------
@@ -121,19 +93,7 @@ def size_for(model: str, width: int, height: int) -> str:
 
 
 class ArkAdapter(NetworkAdapter):
-    """Adapter for Seedream on ModelArk / Volcengine Ark (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        A Seedream model or endpoint ID.
-    base_url : str
-        The region's API root (``ARK_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends ``ARK_API_KEY`` as ``Authorization: Bearer``.
-    params : dict
-        Extra JSON fields (``size`` overrides the computed size).
-    """
+    """Adapter for Seedream on ModelArk / Volcengine Ark (``params['size']`` overrides the computed size)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None,
                  *, send_seed: bool = True):
@@ -225,15 +185,7 @@ def _check_params(params: dict) -> dict:
 
 
 def create(target: str, options) -> ArkAdapter:
-    """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed model name, bad parameters, a missing
-        ``ARK_API_KEY`` (the message names the variable, never a value) or
-        a bad ``ARK_BASE_URL``.
-    """
+    """Factory for ``ark:MODEL[?size=2K&seed=off&name=value...]``."""
     model, params = split_params((target or "").strip(), what="ark")
     check_model_name(model, _MODEL_NAME, what="ark",
                      example="ark:seedream-4-5-251128 (a model ID or an endpoint ID)")

@@ -1,27 +1,11 @@
-"""``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API (submit, poll, fetch).
+"""``bfl:MODEL``: FLUX.1 / FLUX.2 through Black Forest Labs' API, submit, poll, fetch (docs/models.md).
 
-* Submit: ``POST {base}/{MODEL}`` (``base`` defaults to
-  ``https://api.bfl.ai/v1``) with JSON ``{"prompt", "seed", "width",
-  "height", "output_format": "png"}`` and the key in the ``x-key`` header
-  (``BFL_API_KEY``; ``BFL_BASE_URL`` sets another base, a regional host or
-  a local server). FLUX.1 Kontext models take ``aspect_ratio`` instead of
-  ``width``/``height``.
-* Samples with input images (the mask task) go to edit-capable models
-  (``flux-2-*``, ``flux-kontext-*``; ``?edit=on`` for others) as base64 PNG
-  in ``input_image``, ``input_image_2``, ...; a model that takes no input
-  image fails the sample with a message saying so.
-* The answer holds ``id`` and ``polling_url``; the adapter polls that URL
-  (with the key: it is BFL's own host) through
-  :func:`~pytest_violin.models.transport.jobs.poll_job` until ``Ready``,
-  then downloads ``result.sample``, a signed URL on a delivery host,
-  *without* the key. ``Request Moderated`` and ``Content Moderated`` are
-  refusals; ``Error`` and ``Task not found`` are failures.
-
-A ``polling_url`` is trusted (gets the key) only on the base URL's own
-origin or on an ``https`` host under ``bfl.ai``; any other is replaced by
-``{base}/get_result?id=ID``, so an answer cannot send the key elsewhere.
-BFL's API has no documented cancel endpoint: an interrupted run stops
-polling, and the job finishes (and is billed) on BFL's side.
+Submit ``POST {base}/{MODEL}`` with the key in ``x-key`` (Kontext models take ``aspect_ratio``; edit-capable
+models take input images as base64 in ``input_image``, ``input_image_2``, ...), poll ``polling_url`` until
+``Ready``, download ``result.sample`` without the key. ``Request Moderated`` / ``Content Moderated`` are
+refusals. A ``polling_url`` gets the key only on the base URL's origin or an ``https`` host under ``bfl.ai``;
+any other is replaced by ``{base}/get_result?id=ID``. BFL has no cancel endpoint: an interrupted job finishes
+(and is billed) on BFL's side.
 """
 
 from __future__ import annotations
@@ -34,14 +18,12 @@ from urllib.parse import quote
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
-from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
-from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id, same_origin as _same_origin
+from .registry import format_params, parse_switch, split_params
+from .request import GenerationRequest, NetworkAdapter
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.answers import HttpResult, image_from_response, load_json
+from ._transport.retries import parse_retry_after
+from ._transport.origins import Origins, check_path_id, provider_endpoint, same_origin as _same_origin
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "BflAdapter", "create", "json_answer", "first_wait_of",
            "same_origin"]
@@ -55,7 +37,7 @@ EDIT_PREFIXES = ("flux-2-", "flux-kontext-")
 STATES = JobStates(
     done=frozenset({"Ready"}),
     failed=frozenset({"Error"}),
-    # a job the API no longer knows: an error after a few polls (transport/jobs.py), not a failure
+    # a job the API no longer knows: an error after a few polls (_transport/client.py), not a failure
     vanished=frozenset({"Task not found"}),
     refused=frozenset({"Request Moderated", "Content Moderated"}),
     state_of=lambda body: str(body.get("status", "")),
@@ -101,10 +83,6 @@ def same_origin(url: str, base: str) -> bool:
     return _same_origin(url, base)
 
 
-def _on_host(url: str, domain: str) -> bool:
-    return url in Origins(domains=(domain,))
-
-
 def _multiple(value: int, step: int, low: int) -> int:
     return max(low, int(round(value / step)) * step)
 
@@ -115,21 +93,7 @@ def _aspect(width: int, height: int) -> str:
 
 
 class BflAdapter(NetworkAdapter):
-    """Adapter for Black Forest Labs' API (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        The endpoint name (``flux-2-pro``, ``flux-dev``, ``flux-kontext-pro``).
-    base_url : str
-        Without trailing slash.
-    client : HttpClient
-        Carries the ``x-key`` header.
-    edit : bool or "auto"
-        Whether the model takes input images (``auto``: by name).
-    params : dict
-        Extra JSON fields (``safety_tolerance``, ``prompt_upsampling`` ...).
-    """
+    """Adapter for Black Forest Labs' API; ``edit``: whether the model takes input images (``auto``: by name)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, edit="auto",
                  params: dict | None = None):
@@ -172,7 +136,7 @@ class BflAdapter(NetworkAdapter):
         if not isinstance(job_id, str) or not _ID.match(job_id):
             raise GenerationError(f"bfl submit answer has no usable 'id' (got {str(job_id)[:40]!r})")
         url = answer.get("polling_url")
-        if isinstance(url, str) and (same_origin(url, self.base_url) or _on_host(url, "bfl.ai")):
+        if isinstance(url, str) and (same_origin(url, self.base_url) or url in Origins(domains=("bfl.ai",))):
             return url
         return f"{self.base_url}/get_result?id={quote(job_id, safe='')}"
 
@@ -190,15 +154,7 @@ class BflAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> BflAdapter:
-    """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For an empty model name, a missing ``BFL_API_KEY`` (the message names
-        the variable, never a value), a bad ``BFL_BASE_URL`` or malformed
-        parameters.
-    """
+    """Factory for ``bfl:MODEL[?edit=on|off|auto&name=value...]``."""
     model, params = split_params((target or "").strip(), what="bfl")
     if not model or "/" in model:
         raise ModelSpecError(f"bfl: bad model name {model!r}; accepted: bfl:MODEL such as "

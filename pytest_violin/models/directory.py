@@ -1,14 +1,8 @@
-"""The ``dir:PATH`` model: replay images saved earlier.
+"""The ``dir:PATH`` model: replay images saved earlier (the layout ``--violin-save-outputs`` writes).
 
-Sample ``color/v1/pink/t03`` is read from ``PATH/color/v1/pink/t03.png``
-(repeat ``k > 0``: ``t03.r<k>.png``), the layout ``--violin-save-outputs``
-writes. Record once on a GPU machine, gate in CPU-only CI.
-
-A sample of the official data (``official/color/v1/id_123``) is also found
-where the authors' generation scripts save it: ``PATH/id_000123.png`` or
-``PATH/id_123.png`` (``PATH`` is one task's folder), or the same names in
-``PATH/<model>_color_var1/`` (``_color_var2``, ``_geometric``,
-``_image_mask_<mask type>``) when ``PATH`` holds those folders.
+``color/v1/pink/t03`` is ``PATH/color/v1/pink/t03.png`` (repeat ``k > 0``: ``t03.r<k>.png``). A sample of the
+official data is also found where the authors' scripts save it: ``PATH/id_000123.png`` or ``PATH/id_123.png``,
+or under ``PATH/<model>_color_var1/`` and its siblings.
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ __all__ = ["ReplayAdapter", "create", "output_path", "saved_image"]
 def output_path(root, sample_id: str, repeat: int = 0) -> Path:
     """Where ``--violin-save-outputs`` / ``dir:`` keep an image.
 
-    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png``
-    for repeat ``k > 0``.
+    ``ROOT/<sample id>.png`` for repeat 0, ``ROOT/<sample id>.r<k>.png`` for repeat ``k > 0``.
     """
     suffix = ".png" if repeat == 0 else f".r{int(repeat)}.png"
     return Path(root) / (sample_id + suffix)
@@ -52,14 +45,10 @@ def _official_candidates(root: Path, sample_id: str) -> list:
 def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
     """The file holding a sample's saved answer: :func:`output_path`, else the authors' layout.
 
-    For an official sample without a file at :func:`output_path`, the
-    first of ``id_000123.png`` / ``id_123.png`` in ``root`` or its
-    ``*_color_var1``-style folders; :func:`output_path` when none exists.
+    For an official sample without a file at :func:`output_path`, the first of ``id_000123.png`` /
+    ``id_123.png`` in ``root`` or its ``*_color_var1``-style folders; :func:`output_path` when none exists.
 
-    Raises
-    ------
-    GenerationError
-        Answers for the sample in more than one of those folders.
+    Raises :class:`GenerationError`: answers for the sample in more than one of those folders.
     """
     root = Path(root)
     path = output_path(root, sample_id, repeat)
@@ -76,10 +65,7 @@ def saved_image(root, sample_id: str, repeat: int = 0) -> Path:
 class ReplayAdapter:
     """Read ``<root>/<sample id>.png``.
 
-    Parameters
-    ----------
-    root : pathlib.Path
-        An existing directory.
+    * ``root``: an existing directory.
     """
 
     cacheable = False
@@ -105,17 +91,7 @@ class ReplayAdapter:
 
 
 def create(target: str, options=None) -> ReplayAdapter:
-    """Factory for ``dir:PATH``.
-
-    A relative ``PATH`` resolves like ``--violin-save-outputs``: against the
-    directory pytest was started in (the ini file's directory for a spec
-    from the ini file), see :attr:`AdapterOptions.spec_base`.
-
-    Raises
-    ------
-    ModelSpecError
-        When ``PATH`` is empty, missing or not a directory.
-    """
+    """Factory for ``dir:PATH``, resolved like ``--violin-save-outputs`` (:attr:`AdapterOptions.spec_base`)."""
     if not target or not target.strip():
         raise ModelSpecError("model spec 'dir:' needs a directory; accepted: dir:PATH")
     path = Path(target.strip()).expanduser()

@@ -1,27 +1,11 @@
-"""``fal:APP``: models on fal.ai through its queue (submit, poll, fetch).
+"""``fal:APP``: models on fal.ai through its queue, submit, poll, fetch (docs/models.md).
 
-* Submit: ``POST {base}/{APP}`` (``base`` defaults to
-  ``https://queue.fal.run``; ``FAL_BASE_URL`` sets another) with JSON
-  ``{"prompt", "seed", "image_size": {"width", "height"}, "num_images": 1,
-  "output_format": "png"}`` and ``Authorization: Key $FAL_KEY``. Input
-  images (the mask task) go as PNG data URIs in ``image_urls`` (a list)
-  for FLUX.2 apps and in ``image_url`` (the first image) for others;
-  ``?image_field=NAME`` chooses (a name ending in ``s`` gets the list).
-* The answer holds ``request_id``, ``status_url``, ``response_url`` and
-  ``cancel_url``. The adapter polls ``status_url`` through
-  :func:`~pytest_violin.models.transport.jobs.poll_job` until
-  ``COMPLETED`` (``IN_QUEUE`` and ``IN_PROGRESS`` keep it polling), then
-  reads ``response_url`` and downloads ``images[0].url`` (on fal's media
-  host: without the key).
-* Refusals: an answer whose ``has_nsfw_concepts`` flags the image, or a
-  result that is an error of type ``content_policy_violation``. Other
-  error results, and ``FAILED``/``CANCELED`` states, fail the sample.
-* Interrupted (Ctrl-C) while the job runs: ``PUT cancel_url`` once (best
-  effort, a few seconds at most), so a queued request is never run.
-
-Status, response and cancel URLs from an answer get the key only on the
-base URL's origin or an ``https`` host under ``fal.run``; others are
-rebuilt from the base, the app's ``owner/name`` and the request id.
+Submit ``POST {base}/{APP}`` with ``Authorization: Key $FAL_KEY`` (input images as data URIs in ``image_urls``
+for FLUX.2 apps, ``image_url`` for others, ``?image_field=NAME`` to choose), poll ``status_url`` until
+``COMPLETED``, read ``response_url`` and download ``images[0].url`` without the key. ``has_nsfw_concepts`` or
+a ``content_policy_violation`` error is a refusal; Ctrl-C sends ``PUT cancel_url`` once. URLs from an answer
+get the key only on the base URL's origin or an ``https`` host under ``fal.run``; others are rebuilt from the
+base, the app and the request id.
 """
 
 from __future__ import annotations
@@ -32,15 +16,12 @@ from urllib.parse import quote
 from ..errors import GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url, register_secret
-from ._params import format_params, split_params
-from .base import NetworkAdapter
+from .registry import format_params, split_params
+from .request import GenerationRequest, NetworkAdapter
 from .bfl import first_wait_of, json_answer
-from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
-from .transport.jobs import JobStates, poll_job
-from .transport.origins import Origins, check_path_id
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.origins import Origins, check_path_id, provider_endpoint
+from ._transport.answers import image_from_response
 
 __all__ = ["DEFAULT_BASE_URL", "STATES", "FalAdapter", "create"]
 
@@ -50,7 +31,7 @@ DEFAULT_BASE_URL = "https://queue.fal.run"
 STATES = JobStates(
     done=frozenset({"COMPLETED"}),
     failed=frozenset({"FAILED", "ERROR", "CANCELED", "CANCELLED"}),
-    # waiting for a runner: the sample's budget starts when it leaves the queue (transport/jobs.py)
+    # waiting for a runner: the sample's budget starts when it leaves the queue (_transport/client.py)
     queued=frozenset({"IN_QUEUE"}),
     state_of=lambda body: str(body.get("status", "")),
     message_of=lambda body: str(body.get("error") or body.get("detail") or ""),
@@ -60,13 +41,13 @@ _ID = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _APP = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)+$")
 _CANCEL_TIMEOUT = 5.0
 _REFUSAL_TYPES = ("content_policy_violation",)
-#: A 422 result whose message says one of these is a refusal (the client keeps
-#: only the message of an error answer, not its ``type``).
+#: A 422 result whose message says one of these is a refusal (the client keeps only the message of an error
+#: answer, not its ``type``).
 _REFUSAL_WORDS = ("content_policy", "content policy", "flagged", "nsfw", "safety checker")
 
 
 def _trusted(url, base: str) -> bool:
-    # one rule (transport/origins.py): the base's origin or an https host under fal.run
+    # one rule (_transport/origins.py): the base's origin or an https host under fal.run
     return isinstance(url, str) and url in Origins((base,), domains=("fal.run",))
 
 
@@ -86,21 +67,7 @@ def _refusal_of(body: dict) -> str | None:
 
 
 class FalAdapter(NetworkAdapter):
-    """Adapter for fal.ai's queue (see the module docstring).
-
-    Parameters
-    ----------
-    app : str
-        ``owner/name[/path]`` (``fal-ai/flux/dev``, ``fal-ai/flux-2/edit``).
-    base_url : str
-        Without trailing slash.
-    client : HttpClient
-        Carries the Authorization header.
-    image_field : str
-        Where input images go.
-    params : dict
-        Extra JSON fields (``num_inference_steps``, ``guidance_scale`` ...).
-    """
+    """Adapter for fal.ai's queue; ``app`` is ``owner/name[/path]``, ``image_field`` where input images go."""
 
     def __init__(self, app: str, base_url: str, client: HttpClient, *, image_field: str | None = None,
                  params: dict | None = None):
@@ -172,15 +139,7 @@ class FalAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> FalAdapter:
-    """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For a malformed app id, a missing ``FAL_KEY`` (the message names the
-        variable, never a value), a bad ``FAL_BASE_URL`` or malformed
-        parameters.
-    """
+    """Factory for ``fal:OWNER/APP[/PATH][?image_field=NAME&name=value...]``."""
     app, params = split_params((target or "").strip().rstrip("/"), what="fal")
     if not _APP.match(app or ""):
         raise ModelSpecError(f"fal: bad app id {app!r}; accepted: fal:OWNER/APP[/PATH] such as "

@@ -1,29 +1,11 @@
-"""``gemini:MODEL``: Gemini image models (the Nano-Banana family) through the Gemini API.
+"""``gemini:MODEL``: Gemini image models (Nano-Banana) through the Gemini API (docs/models.md).
 
-* Every sample: ``POST {base}/models/{MODEL}:generateContent`` with JSON
-  ``{"contents": [{"role": "user", "parts": [{"text": PROMPT}, IMAGES...]}],
-  "generationConfig": {"responseModalities": ["TEXT", "IMAGE"],
-  "imageConfig": {"aspectRatio": "W:H"}}}``. Input images (the mask task:
-  the source, then the mask, in that order) follow the prompt as
-  ``inlineData`` parts (``mimeType`` ``image/png``, base64 ``data``). The
-  API has no mask field: the mask goes as the second image and the prompt
-  says what it means.
-* The key comes from ``GEMINI_API_KEY`` (or else ``GOOGLE_API_KEY``) and is
-  sent in the ``x-goog-api-key`` header; ``GEMINI_BASE_URL`` sets the base
-  (default :data:`DEFAULT_BASE_URL`).
-* The image is the last ``inlineData`` part with an ``image/*`` MIME type
-  in the first candidate that is not a thought (thinking models such as
-  Gemini 3 Pro Image send draft images marked ``"thought": true`` first). An answer without one is a refusal
-  (:class:`~pytest_violin.errors.GenerationRefused`, never retried) when the
-  prompt was blocked (``promptFeedback.blockReason``), the candidate stopped
-  for a safety reason (:data:`REFUSAL_FINISH_REASONS`) or the model answered
-  with text only; any other answer without an image is a failure.
-* The requested size is sent as the nearest aspect ratio the API accepts
-  (:data:`ASPECT_RATIOS`); the scorer resizes the answer back.
-
-Suffix parameters: ``gemini:MODEL?image_size=2K`` sets
-``imageConfig.imageSize`` (``1K``, ``2K``, ``4K``; Gemini 3 image models),
-``?modalities=image`` asks for images only (``responseModalities: ["IMAGE"]``).
+``POST {base}/models/{MODEL}:generateContent`` with the prompt and the input images as ``inlineData`` parts
+(the mask as the second image: the API has no mask field), the key in ``x-goog-api-key`` (``GEMINI_API_KEY``
+or ``GOOGLE_API_KEY``), the size as the nearest accepted aspect ratio (:data:`ASPECT_RATIOS`). The image is
+the last ``image/*`` part of the first candidate that is not a thought; without one, a blocked prompt, a
+safety finish (:data:`REFUSAL_FINISH_REASONS`) or a text-only answer is a refusal, anything else a failure.
+``?image_size=2K``, ``?modalities=image``.
 """
 
 from __future__ import annotations
@@ -37,23 +19,14 @@ from urllib.parse import quote
 from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
-from ._params import check_model_name, format_params, split_params
-from .base import NetworkAdapter
-from .request import GenerationRequest
-from .transport.client import HttpClient, client_from_options
-from .transport.credentials import provider_endpoint
-from .transport.decode import load_json, truncate
+from .registry import check_model_name, format_params, split_params
+from .request import GenerationRequest, NetworkAdapter
+from ._transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import load_json, truncate
 
-__all__ = [
-    "ASPECT_RATIOS",
-    "DEFAULT_BASE_URL",
-    "GeminiAdapter",
-    "REFUSAL_BLOCK_REASONS",
-    "REFUSAL_FINISH_REASONS",
-    "create",
-    "nearest_aspect_ratio",
-    "read_answer",
-]
+__all__ = ["ASPECT_RATIOS", "DEFAULT_BASE_URL", "GeminiAdapter", "REFUSAL_BLOCK_REASONS", "REFUSAL_FINISH_REASONS",
+           "create", "nearest_aspect_ratio", "read_answer"]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -110,28 +83,10 @@ def _inline(part) -> dict | None:
 
 
 def read_answer(obj, *, max_pixels: int | None = None, where: str = "gemini answer"):
-    """The image in a ``generateContent`` answer, or the reason there is none.
+    """The image in a ``generateContent`` answer (RGB uint8), or the reason there is none.
 
-    Parameters
-    ----------
-    obj : object
-        The parsed JSON answer.
-    max_pixels : int, optional
-        Pixel limit for the decoded image.
-    where : str
-        What the answer is, for messages.
-
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8.
-
-    Raises
-    ------
-    GenerationRefused
-        Blocked prompt, a safety ``finishReason``, or text without an image.
-    GenerationError
-        Any other answer without a usable image.
+    Raises :class:`GenerationRefused` for a blocked prompt, a safety ``finishReason`` or text without an
+    image; :class:`GenerationError` for any other answer without a usable image.
     """
     if not isinstance(obj, dict):
         raise GenerationError(f"{where} is a JSON {type(obj).__name__}, not an object with 'candidates'")
@@ -185,19 +140,7 @@ def _decode_inline(data, where: str, max_pixels: int | None):
 
 
 class GeminiAdapter(NetworkAdapter):
-    """Adapter for Gemini image models (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        A Gemini image model (``models/`` taken off).
-    base_url : str
-        The API root (``GEMINI_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends the key as the ``x-goog-api-key`` header.
-    params : dict
-        Validated suffix parameters.
-    """
+    """Adapter for Gemini image models (``models/`` taken off the model name)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, params: dict | None = None):
         self.model = model
@@ -256,14 +199,7 @@ def _check_params(params: dict) -> dict:
 
 
 def create(target: str, options) -> GeminiAdapter:
-    """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed model name, unknown parameters, a missing
-        key or a bad ``GEMINI_BASE_URL``.
-    """
+    """Factory for ``gemini:MODEL[?image_size=2K&modalities=image]``."""
     model, params = split_params((target or "").strip(), what="gemini")
     model = check_model_name(model.removeprefix("models/"), _MODEL_NAME, what="gemini",
                              example="gemini:gemini-2.5-flash-image (letters, digits, '.', '-', '_')")

@@ -1,28 +1,10 @@
-"""``http://`` / ``https://``: any image service over HTTP.
+"""``http://`` / ``https://``: any image service over HTTP (docs/models.md, "The plugin's HTTP protocol").
 
-By default the adapter speaks the plugin's own protocol: it POSTs JSON ::
-
-    {"prompt": "...", "width": 512, "height": 512, "seed": 123,
-     "sample_id": "color/v1/...", "task": "color", "images": ["<base64 PNG>", ...]}
-
-and accepts raw image bytes, or JSON with base64 (or a URL) at ``image``,
-``images[0]``, ``data[0].b64_json``, ``data[0].url`` or ``url``.
-
-Other services are reached without code: ``--violin-request-template=FILE``
-is a JSON body with placeholders (see :data:`PLACEHOLDERS`) and
-``--violin-response-path=PATH`` says where the image is in the answer.
-
-Job APIs (submit, poll, fetch) too: ``--violin-poll-url-path=PATH`` says
-where the status URL is in the submit answer (absolute, or relative to the
-endpoint); the adapter polls it (``GET``) with
-:func:`~pytest_violin.models.transport.jobs.poll_job` until the state at
-``--violin-status-path`` (default ``status``) is one of
-``--violin-done-values``, then reads the image from that final status
-answer (``--violin-response-path``, or the default places). States in
-``--violin-failed-values`` end the sample as failed, states in
-``--violin-refused-values`` as refused (never retried). A ``Retry-After``
-header on the submit answer sets the first wait, on a status answer the
-next one. A status URL on another origin than the endpoint is polled
+By default the plugin's own protocol: a JSON ``POST`` of ``prompt``, ``width``, ``height``, ``seed``,
+``sample_id``, ``task`` and ``images`` (base64 PNG), answered by image bytes or JSON with the image at a known
+place. Other services without code: a body template (:class:`RequestTemplate`, ``--violin-request-template``)
+and a response path; job APIs with ``--violin-poll-url-path``, polled until ``--violin-done-values``
+(``--violin-failed-values``, ``--violin-refused-values`` end it), a status URL on another origin polled
 without credentials.
 """
 
@@ -34,17 +16,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .transport.credentials import check_url
-from .transport.decode import _walk, image_from_response, load_json, parse_response_path
-from .transport.client import HttpClient, HttpResult, client_from_options, parse_retry_after
-from .transport.origins import UrlRefused, resolve
-from .transport.jobs import JobStates, poll_job
-from .transport.outcomes import is_loopback
+from ._transport.origins import UrlRefused, check_url, resolve
+from ._transport.answers import HttpResult, _walk, image_from_response, load_json, parse_response_path
+from ._transport.client import HttpClient, JobStates, client_from_options, poll_job
+from ._transport.retries import is_loopback, parse_retry_after
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import png_base64
 from ..redaction import redact_url
-from .base import NetworkAdapter
-from .request import GenerationRequest
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["DEFAULT_DONE", "DEFAULT_FAILED", "HttpAdapter", "JobSpec", "RequestTemplate", "PLACEHOLDERS",
            "create", "encode_inputs", "request_fields"]
@@ -85,26 +64,12 @@ def request_fields(request: GenerationRequest) -> dict:
     }
 
 class RequestTemplate:
-    """A JSON request body with ``{placeholder}`` fields.
+    """A JSON request body with ``{placeholder}`` fields; :class:`ModelSpecError` for a bad placeholder.
 
-    A string that is exactly one placeholder is replaced by the value with
-    its type (``"{width}"`` -> ``512``, ``"{images}"`` -> a list); inside a
-    longer string the value is formatted as text. ``{{`` and ``}}`` are
-    literal braces. ``{images[N]}`` is the N-th input image as base64 PNG,
-    ``null`` (or ``""`` inside a longer string) when the sample has fewer
-    input images, so one template can serve text-only and editing tasks.
-
-    Parameters
-    ----------
-    body : JSON-able
-        The parsed template.
-    source : str
-        Where it came from, for error messages.
-
-    Raises
-    ------
-    ModelSpecError
-        For an unknown or malformed placeholder.
+    A string that is exactly one placeholder becomes the value with its type (``"{width}"`` -> ``512``);
+    inside a longer string, its text. ``{{`` and ``}}`` are literal braces. ``{images[N]}`` is the N-th input
+    image as base64 PNG, ``null`` (``""`` in a longer string) when the sample has fewer, so one template
+    serves text-only and editing tasks.
     """
 
     def __init__(self, body: Any, source: str = "request template"):
@@ -209,22 +174,7 @@ def _values(text: str | None, default: tuple, option: str) -> frozenset:
 
 
 class JobSpec:
-    """How the generic adapter reads a job API (from the ``--violin-*`` job options).
-
-    Parameters
-    ----------
-    poll_url_path : str
-        Where the status URL is in the submit answer.
-    status_path : str, optional
-        Where the state is in a status answer (default ``status``).
-    done, failed, refused : str, optional
-        Comma-separated states (compared case-insensitively).
-
-    Raises
-    ------
-    ModelSpecError
-        For a bad path, an empty list, or a state in two lists.
-    """
+    """How the generic adapter reads a job API (the ``--violin-*`` job options); states compare case-insensitively."""
 
     def __init__(self, poll_url_path: str, status_path: str | None = None, done: str | None = None,
                  failed: str | None = None, refused: str | None = None):
@@ -259,7 +209,7 @@ class JobSpec:
             keys = ", ".join(sorted(map(str, submit))[:8]) if isinstance(submit, dict) else type(submit).__name__
             raise GenerationError(f"submit answer has no status URL at {stop!r} (--violin-poll-url-path; "
                                   f"keys: {keys})")
-        try:  # one rule (transport/origins.py): judged as written, never fetched when refused
+        try:  # one rule (_transport/origins.py): judged as written, never fetched when refused
             return resolve(value, base, what="status URL in the submit answer")
         except UrlRefused as exc:
             raise GenerationError(exc.reason) from None
@@ -276,21 +226,7 @@ def _message_of(body) -> str:
 
 
 class HttpAdapter(NetworkAdapter):
-    """The generic HTTP adapter (see the module docstring).
-
-    Parameters
-    ----------
-    url : str
-        The endpoint, without credentials.
-    client : HttpClient
-        Session and retry loop.
-    template : RequestTemplate, optional
-        Body template; the plugin protocol without it.
-    response_path : str, optional
-        Where the image is in a JSON answer (the final status answer of a job).
-    job : JobSpec, optional
-        Submit / poll / fetch: how to read the job API.
-    """
+    """The generic HTTP adapter: the plugin's protocol, a body template, or a job API (:class:`JobSpec`)."""
 
     def __init__(self, url: str, client: HttpClient, *, template: RequestTemplate | None = None,
                  response_path: str | None = None, job: JobSpec | None = None):
@@ -346,22 +282,7 @@ class HttpAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> HttpAdapter:
-    """Factory for ``http://`` and ``https://`` specs.
-
-    Parameters
-    ----------
-    target : str
-        The endpoint URL (credentials in it become HTTP Basic auth).
-    options : AdapterOptions
-        Headers, timeout, retries, request template, response path,
-        concurrency.
-
-    Raises
-    ------
-    ModelSpecError
-        For a URL without host, a missing or invalid template file, an
-        unknown placeholder, a bad response path or bad headers.
-    """
+    """Factory for ``http://`` and ``https://`` specs (credentials in the URL become Basic auth)."""
     url, auth = check_url(target, what="model URL")
     template = None
     if getattr(options, "request_template", None):

@@ -1,23 +1,9 @@
-"""``openai:MODEL``: the OpenAI Images API and compatible servers.
+"""``openai:MODEL``: the OpenAI Images API and compatible servers (docs/models.md).
 
-* Text-only samples: ``POST {base}/images/generations`` with JSON
-  ``{"model", "prompt", "n": 1, "size": "WxH"}`` (and ``seed``, see below).
-* Samples with input images (the mask task): ``POST {base}/images/edits``,
-  multipart, every input image as a PNG part named ``image[]``, plus
-  ``model``, ``prompt``, ``n`` and ``size`` fields.
-
-``OPENAI_API_KEY`` is sent as ``Authorization: Bearer``; ``OPENAI_BASE_URL``
-sets the base (default ``https://api.openai.com/v1``). Answers with
-``data[0].b64_json`` or ``data[0].url`` are accepted. The requested size is
-mapped to the nearest size the model accepts (:data:`MODEL_SIZES`); the
-scorer resizes the answer back.
-
-``seed``: OpenAI-compatible servers such as vLLM-Omni honour it; the public
-API does not know it and rejects unknown fields. ``seed=auto`` (default)
-sends it unless the base URL is ``api.openai.com``; ``seed=on``/``off``
-forces it, as a target suffix (``openai:gpt-image-1?seed=on``) or in
-``AdapterOptions.extra["openai_seed"]``. Other suffix parameters
-(``?quality=low&background=opaque``) are sent as extra fields.
+``POST {base}/images/generations`` (JSON) for text-only samples, ``POST {base}/images/edits`` (multipart,
+every input image as ``image[]``) for samples with input images; the size is mapped to the nearest the model
+accepts (:data:`MODEL_SIZES`). ``seed=auto`` sends the seed except to ``api.openai.com``, which rejects
+unknown fields (``?seed=on``/``off``); other suffix parameters are sent as extra fields.
 """
 
 from __future__ import annotations
@@ -25,16 +11,15 @@ from __future__ import annotations
 import math
 from urllib.parse import urlsplit
 
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response
-from .transport.client import HttpClient, client_from_options
+from ._transport.origins import provider_endpoint
+from ._transport.answers import image_from_response
+from ._transport.client import HttpClient, client_from_options
 from ..errors import GenerationError, ModelSpecError
 from ..imaging import encode_png
-from .transport.outcomes import refusal_or
+from ._transport.retries import refusal_or
 from ..redaction import redact_url
-from ._params import format_params, parse_switch, split_params
-from .base import NetworkAdapter
-from .request import GenerationRequest
+from .registry import format_params, parse_switch, split_params
+from .request import GenerationRequest, NetworkAdapter
 
 __all__ = ["DEFAULT_BASE_URL", "MODEL_SIZES", "OpenAIAdapter", "create", "nearest_size"]
 
@@ -64,8 +49,8 @@ MODEL_SIZES = {
 def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
     """The accepted size nearest to ``width`` x ``height`` for ``model``.
 
-    Nearest means the closest aspect ratio first, then the closest area
-    (both on a log scale). Unknown models get the requested size.
+    Nearest means the closest aspect ratio first, then the closest area (both on a log scale). Unknown models
+    get the requested size.
 
     Examples
     --------
@@ -88,20 +73,7 @@ def nearest_size(model: str, width: int, height: int) -> tuple[int, int]:
 
 
 class OpenAIAdapter(NetworkAdapter):
-    """Adapter for the OpenAI Images API (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        Its sizes are :data:`MODEL_SIZES` (another model gets the requested size).
-    base_url : str
-        The API root (``OPENAI_BASE_URL``), no trailing slash, no credentials.
-    client : HttpClient
-        Sends ``OPENAI_API_KEY`` as ``Authorization: Bearer``.
-    send_seed : bool
-    params : dict
-        Extra JSON / form fields.
-    """
+    """Adapter for the OpenAI Images API (sizes: :data:`MODEL_SIZES`; ``params``: extra fields)."""
 
     def __init__(self, model: str, base_url: str, client: HttpClient, *, send_seed: bool,
                  params: dict | None = None):
@@ -126,12 +98,7 @@ class OpenAIAdapter(NetworkAdapter):
         return body
 
     def generate(self, request: GenerationRequest):
-        """Generate (or edit, when the request has input images) one image.
-
-        A 400 of the safety system (``moderation_blocked``,
-        ``content_policy_violation``) is this sample's refusal; other 4xx
-        answers are setup errors (see transport/outcomes.py).
-        """
+        """Generate (or edit, with input images) one image; a 400 of the safety system is a refusal."""
         try:
             return self._generate(request)
         except GenerationError as exc:
@@ -160,15 +127,7 @@ class OpenAIAdapter(NetworkAdapter):
 
 
 def create(target: str, options) -> OpenAIAdapter:
-    """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For an empty model name, a missing ``OPENAI_API_KEY`` (the message
-        names the variable, never a value), a bad ``OPENAI_BASE_URL`` or
-        malformed parameters.
-    """
+    """Factory for ``openai:MODEL[?seed=on|off|auto&name=value...]``."""
     model, params = split_params((target or "").strip(), what="openai")
     if not model:
         raise ModelSpecError("openai: no model given; accepted: openai:MODEL such as openai:gpt-image-1")

@@ -1,7 +1,7 @@
 """The ``oracle`` model: renders each sample's ground truth.
 
-Every sample passes with it; it is the default that makes the README's main
-command work on any machine, and the harness-overhead benchmark.
+Every sample passes with it; it is the default that makes the README's main command work on any machine, and
+the harness-overhead benchmark.
 """
 
 from __future__ import annotations
@@ -12,15 +12,7 @@ __all__ = ["OracleAdapter", "create"]
 
 
 class OracleAdapter:
-    """Return ``request.sample.expected()``.
-
-    Attributes
-    ----------
-    identity : str
-        ``"oracle"``.
-    cacheable : bool
-        False: rendering is cheaper than a cache lookup.
-    """
+    """Return ``request.sample.expected()`` (not cached: rendering is cheaper than a cache lookup)."""
 
     identity = "oracle"
     cacheable = False

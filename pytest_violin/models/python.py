@@ -1,31 +1,16 @@
-"""The ``python:MODULE:ATTR`` model: a callable from the user's own code.
+"""The ``python:MODULE:ATTR`` model: a callable from the user's own code (docs/models.md).
 
-``ATTR`` is a callable ``f(request) -> image``, an object with a
-``generate(request)`` method, or a class (instantiated without arguments)
-with such a method. The module is imported with the pytest rootdir, the
-invocation directory and the test directories on ``sys.path``, so it may
-live next to the tests.
+``ATTR`` is ``f(request) -> image``, an object with ``generate(request)``, or a class with such a method; the
+module is imported with the rootdir, the invocation directory and the test directories on ``sys.path``. Images
+are cached only with ``cacheable = True`` (the key cannot see code edits). What it raises decides the outcome:
+:class:`~pytest_violin.errors.GenerationRefused` refused, :class:`~pytest_violin.errors.GenerationUnjudged` an
+error, another :class:`~pytest_violin.errors.GenerationError` failed; any other exception is a
+:class:`~pytest_violin.errors.GenerationCrashed` (failed, with the traceback's last frames; the same crash on
+the first samples stops the run).
 
-Images are not cached unless the object has ``cacheable = True``: the cache
-key cannot see edits to the user's code.
-
-An object may also draw several requests in one call: a
-``generate_batch(requests) -> list`` method (one image per request, in
-order) and a ``batch_size`` attribute (the most it takes, an integer from 1
-to 256; optionally ``batch_key(request)``, which requests may share a call).
-The runner then groups compatible samples (same task, size and input
-images), each keeping its own seed (:mod:`pytest_violin.execution.batching`).
-
-What the callable raises decides the sample's outcome:
-:class:`~pytest_violin.errors.GenerationRefused` (the model declined: outcome
-``refused``), :class:`~pytest_violin.errors.GenerationUnjudged` (it cannot be
-judged: outcome ``error``, never a score), any other
-:class:`~pytest_violin.errors.GenerationError` (the model failed to draw it:
-outcome ``failed``, scored as no image). Any other exception is a
-:class:`~pytest_violin.errors.GenerationCrashed`: the model's failure too,
-its message ending with the traceback's last frames; when the first samples
-all crash the same way before any image (glue code raising ``KeyError:
-'steps'`` on every call), the run stops.
+An object may also draw several requests in one call: ``generate_batch(requests) -> list`` (one image per
+request, in order) with ``batch_size`` (the most it takes, 1 to 256) and optionally ``batch_key(request)``;
+the runner then groups compatible samples, each keeping its own seed (:mod:`pytest_violin.execution.batching`).
 """
 
 from __future__ import annotations
@@ -46,15 +31,7 @@ _FORM = "python:MODULE:ATTR (e.g. python:my_models:generate or python:pkg.mod:Mo
 
 
 class PythonAdapter:
-    """Wrap a user callable / object as a model adapter.
-
-    Parameters
-    ----------
-    target : str
-        ``MODULE:ATTR`` as given (used in ``identity``).
-    obj : object
-        The callable or object with ``generate``.
-    """
+    """Wrap a user callable, or an object with ``generate``, as a model adapter."""
 
     def __init__(self, target: str, obj):
         self.identity = f"python:{target}"
@@ -77,12 +54,8 @@ class PythonAdapter:
                 self.batch_key = key
 
     def generate(self, request):
-        """Call the user's function with the request.
-
-        A :class:`~pytest_violin.errors.GenerationError` it raises (a refusal,
-        an unjudged sample, a failure) passes as it is; any other exception
-        becomes a :class:`~pytest_violin.errors.GenerationCrashed` whose
-        message is :func:`crash_reason` (see the module docstring).
+        """Call the user's function; a :class:`~pytest_violin.errors.GenerationError` passes as it is, any other
+        exception becomes a :class:`~pytest_violin.errors.GenerationCrashed` (:func:`crash_reason`).
         """
         try:
             return self._fn(request)
@@ -110,16 +83,8 @@ class PythonAdapter:
 
 
 def crash_reason(exc: BaseException, *, skip: int = 0, frames: int = TRACEBACK_FRAMES) -> str:
-    """``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``, one line.
-
-    Parameters
-    ----------
-    exc : BaseException
-        The exception, with its traceback.
-    skip : int
-        Outer frames left out (the adapter's own call).
-    frames : int
-        The innermost frames kept; each names its file by its last two path parts.
+    """``exc`` on one line: its type, first line and innermost ``frames`` (outer ``skip`` left out):
+    ``Type: first line; traceback (most recent call last): FILE:LINE in FUNC: CODE > ...``.
     """
     lines = str(exc).strip().splitlines()
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
@@ -146,20 +111,7 @@ def _search_paths(options) -> list[str]:
 
 
 def _names_the_module(exc: ModuleNotFoundError, module_name: str) -> bool:
-    """Whether ``exc`` says ``module_name`` itself (or a parent package) is missing.
-
-    Parameters
-    ----------
-    exc : ModuleNotFoundError
-        Raised by importing ``module_name``.
-    module_name : str
-        The dotted module name of the spec.
-
-    Returns
-    -------
-    bool
-        ``False`` when the module was found and an import inside it failed.
-    """
+    """Whether ``exc`` (raised importing ``module_name``) says the module itself or a parent is missing."""
     missing = exc.name
     if not missing:
         return True
@@ -176,16 +128,7 @@ def _where(exc: BaseException) -> str:
 
 
 def create(target: str, options=None) -> PythonAdapter:
-    """Factory for ``python:MODULE:ATTR``.
-
-    Raises
-    ------
-    ModelSpecError
-        When the target is malformed, the module is not found, the module's
-        own import fails (the message names that error, e.g. the missing
-        package it imports), the module has no such attribute, or the
-        attribute is not callable.
-    """
+    """Factory for ``python:MODULE:ATTR``; a failing import inside the module is named in the error."""
     module_name, sep, attr = (target or "").partition(":")
     module_name, attr = module_name.strip(), attr.strip()
     if not sep or not module_name or not attr:

@@ -1,10 +1,13 @@
 """Turn a ``--violin-model`` spec into a model adapter.
 
-A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs
-are their own scheme, the URL the target). Built-in schemes are listed in
-:data:`BUILTIN_SCHEMES`; third-party packages add schemes with the entry
-point group ``pytest_violin.models``, whose objects are factories
-``factory(target: str, options: AdapterOptions) -> ModelAdapter``.
+A spec is ``SCHEME`` or ``SCHEME:TARGET`` (``http://`` and ``https://`` URLs are their own scheme, the URL the
+target). Built-in schemes are listed in :data:`BUILTIN_SCHEMES`; third-party packages add schemes with the
+entry point group ``pytest_violin.models``, whose objects are factories ``factory(target: str, options:
+AdapterOptions) -> ModelAdapter``.
+
+Suffix parameters (``openai:gpt-image-1?quality=low&seed=on``), shared by the factories: :func:`split_params`
+splits and types them, :func:`parse_switch` reads on/off switches, :func:`format_params` writes them into
+identities and :func:`check_model_name` checks the model name before them.
 """
 
 from __future__ import annotations
@@ -15,17 +18,85 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable, Mapping
+from urllib.parse import parse_qsl
 
 from ..errors import ModelSpecError
 
-__all__ = [
-    "AdapterOptions",
-    "BUILTIN_SCHEMES",
-    "ENTRY_POINT_GROUP",
-    "available_schemes",
-    "parse_spec",
-    "resolve_model",
-]
+__all__ = ["AdapterOptions", "BUILTIN_SCHEMES", "ENTRY_POINT_GROUP", "available_schemes", "check_model_name",
+           "coerce", "format_params", "parse_spec", "parse_switch", "resolve_model", "split_params"]
+
+
+def coerce(value: str):
+    """``"20"`` -> 20, ``"7.5"`` -> 7.5, ``"true"``/``"false"`` -> bool, else the text."""
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def split_params(target: str, *, what: str) -> tuple[str, dict]:
+    """Split ``"name?a=1&b=x"`` into ``("name", {"a": 1, "b": "x"})``.
+
+    Raises :class:`ModelSpecError`: for a malformed or repeated parameter.
+    """
+    head, sep, query = target.partition("?")
+    params: dict = {}
+    if sep:
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+        except ValueError:
+            raise ModelSpecError(
+                f"{what}: parameters {query!r} are not of the form name=value&name=value"
+            ) from None
+        for name, value in pairs:
+            if name in params:
+                raise ModelSpecError(f"{what}: parameter {name!r} is given twice")
+            params[name] = coerce(value)
+    return head, params
+
+
+def parse_switch(value, *, name: str, what: str, allowed=("auto",)) -> object:
+    """Read an on/off switch: True/False or one of ``allowed`` strings."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "on", "true", "yes"):
+        return True
+    if text in ("0", "off", "false", "no"):
+        return False
+    if text in allowed:
+        return text
+    raise ModelSpecError(
+        f"{what}: {name}={value!r} is not a switch; accepted: on, off" + "".join(f", {a}" for a in allowed)
+    )
+
+
+def format_params(params: dict) -> str:
+    """``?a=1&b=x`` for identities (sorted; empty for no parameters)."""
+    if not params:
+        return ""
+    return "?" + "&".join(f"{k}={params[k]}" for k in sorted(params))
+
+
+def check_model_name(model: str, pattern, *, what: str, example: str) -> str:
+    """``model`` when ``pattern`` matches it, else a :class:`ModelSpecError` that names it.
+
+    ``example``: a spec that works and what names are accepted, such as ``"ark:seedream-4-5-251128 (a model ID
+    or an endpoint ID)"``.
+    """
+    if not model or not pattern.match(model):
+        raise ModelSpecError(
+            f"{what}: model name {model!r} is not accepted; accepted: {what}:MODEL such as {example}"
+        )
+    return model
+
 
 ENTRY_POINT_GROUP = "pytest_violin.models"
 
@@ -60,39 +131,24 @@ SPEC_FORMS = (
 class AdapterOptions:
     """Settings every adapter factory receives.
 
-    Parameters
-    ----------
-    rootdir : pathlib.Path
-        The pytest rootdir (relative paths and ``python:`` modules resolve
-        against it).
-    headers : tuple of (str, str)
-        Extra HTTP headers; values may contain ``${ENV_VAR}`` references,
-        expanded by the HTTP adapters, never logged.
-    timeout : float
-        Seconds per HTTP request.
-    retries : int
-        Retries after the first attempt on transient failures.
-    request_template : pathlib.Path, optional
-        JSON body template for the generic HTTP adapter.
-    response_path : str, optional
-        Where the image is in a JSON response (``data.0.b64_json``).
-    concurrency : int
-        Requests in flight at once (adapters may size their pools by it).
-    extra : Mapping
-        Free-form settings for third-party adapters.
-    basedir : pathlib.Path, optional
-        Where relative paths in the model spec (``dir:PATH``,
-        ``diffusers:PATH``) resolve: the directory pytest was started in
-        for a command-line spec, the ini file's directory for an ini spec.
-        ``None``: the rootdir.
-    max_answer_bytes : int
-        Largest model answer read, in bytes after decompression (default
-        64 MiB, ``--violin-max-answer-mb``): ``Content-Length`` is checked
-        first, then the body while it streams; image URL downloads too.
-    cancel : threading.Event
-        Set by the runner when the run is interrupted: adapters start no
-        new request, retry or poll once it is set, wait on it instead of
-        sleeping, and raise :class:`~pytest_violin.errors.GenerationCancelled`.
+    * ``rootdir``: the pytest rootdir (relative paths and ``python:`` modules resolve against it).
+    * ``headers``: extra HTTP headers; values may contain ``${ENV_VAR}`` references, expanded by the HTTP
+      adapters, never logged.
+    * ``timeout``: seconds per HTTP request.
+    * ``retries``: retries after the first attempt on transient failures.
+    * ``request_template``: JSON body template for the generic HTTP adapter.
+    * ``response_path``: where the image is in a JSON response (``data.0.b64_json``).
+    * ``concurrency``: requests in flight at once (adapters may size their pools by it).
+    * ``extra``: free-form settings for third-party adapters.
+    * ``basedir``: where relative paths in the model spec (``dir:PATH``, ``diffusers:PATH``) resolve: the
+      directory pytest was started in for a command-line spec, the ini file's directory for an ini spec.
+      ``None``: the rootdir.
+    * ``max_answer_bytes``: largest model answer read, in bytes after decompression (default 64 MiB,
+      ``--violin-max-answer-mb``): ``Content-Length`` is checked first, then the body while it streams; image
+      URL downloads too.
+    * ``cancel``: set by the runner when the run is interrupted: adapters start no new request, retry or poll
+      once it is set, wait on it instead of sleeping, and raise
+      :class:`~pytest_violin.errors.GenerationCancelled`.
     """
 
     rootdir: Path = field(default_factory=Path.cwd)
@@ -116,10 +172,7 @@ class AdapterOptions:
 def parse_spec(spec: str) -> tuple[str, str]:
     """Split a model spec into ``(scheme, target)``.
 
-    Raises
-    ------
-    ModelSpecError
-        For an empty or malformed spec.
+    Raises :class:`ModelSpecError`: for an empty or malformed spec.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError(f"empty model spec {spec!r}; accepted: {SPEC_FORMS}")
@@ -154,27 +207,9 @@ def _load_factory(scheme: str) -> Callable:
 
 
 def resolve_model(spec: str, options: AdapterOptions | None = None):
-    """Build the model adapter a spec names.
+    """Build the model adapter ``spec`` names (:data:`SPEC_FORMS`).
 
-    Parameters
-    ----------
-    spec : str
-        ``oracle``, ``python:MODULE:ATTR``, ``dir:PATH``, an ``http(s)://``
-        URL, ``openai:MODEL``, ``a1111:URL``, ``diffusers:PATH_OR_ID`` or a
-        third-party ``SCHEME:TARGET``.
-    options : AdapterOptions, optional
-        Shared settings (headers, timeouts, ...).
-
-    Returns
-    -------
-    ModelAdapter
-        An object with ``identity``, ``generate(request)`` and ``close()``.
-
-    Raises
-    ------
-    ModelSpecError
-        (a ``ValueError``) for an unknown scheme or a target the adapter
-        rejects; the message names the spec and the accepted forms.
+    Raises :class:`ModelSpecError` (a ``ValueError``) naming the spec and the accepted forms.
     """
     scheme, target = parse_spec(spec)
     factory = _load_factory(scheme)

@@ -1,32 +1,12 @@
-"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate.
+"""``replicate:OWNER/NAME[:VERSION]``: models hosted on Replicate (docs/models.md, "Replicate").
 
-* ``replicate:OWNER/NAME`` creates a prediction of the model's latest
-  version: ``POST {base}/models/OWNER/NAME/predictions`` with
-  ``{"input": {...}}``.
-* ``replicate:OWNER/NAME:VERSION`` pins a version:
-  ``POST {base}/predictions`` with ``{"version": VERSION, "input": {...}}``.
-
-``REPLICATE_API_TOKEN`` is sent as ``Authorization: Bearer``;
-``REPLICATE_BASE_URL`` sets the base (default ``https://api.replicate.com/v1``).
-``?wait=N`` (1 to 60) sends ``Prefer: wait=N``: the create request is held
-open up to N seconds and may answer with the finished prediction. Otherwise
-(or when it is not finished yet) ``urls.get`` is polled with
-:func:`~pytest_violin.models.transport.jobs.poll_job` until ``succeeded``,
-``failed`` or ``canceled``; ``output`` is a URL (or a data URI) or a list of
-them, the first is fetched (without the token when it is on another host,
-such as ``replicate.delivery``). On Ctrl-C the prediction is cancelled
-through ``urls.cancel``.
-
-Inputs differ per model: ``--violin-replicate-input=FILE`` is the ``input``
-object with the placeholders of ``--violin-request-template`` (see
-:class:`~pytest_violin.models.http.RequestTemplate`), where ``{images[N]}``
-is a ``data:image/png;base64,...`` URI; a key whose value is a missing
-image (``null``) is left out, so one file serves text-only and editing
-tasks. Default: :data:`DEFAULT_INPUT`.
-
-Refusals: a succeeded prediction without output, or a failed one whose
-error names a safety filter (:data:`REFUSAL_WORDS`), ends as
-:class:`~pytest_violin.errors.GenerationRefused`.
+A prediction is created (``POST .../models/OWNER/NAME/predictions``, or ``POST .../predictions`` with a pinned
+``version``; ``?wait=N`` sends ``Prefer: wait=N``), then ``urls.get`` is polled until ``succeeded``,
+``failed`` or ``canceled`` and the first ``output`` fetched (without the token on another host); Ctrl-C
+cancels through ``urls.cancel``. The ``input`` object comes from ``--violin-replicate-input=FILE`` with the
+placeholders of :class:`~pytest_violin.models.http.RequestTemplate` (a key whose image is missing is left
+out); default :data:`DEFAULT_INPUT`. No output, or an error naming a safety filter (:data:`REFUSAL_WORDS`), is
+a refusal.
 """
 
 from __future__ import annotations
@@ -39,25 +19,21 @@ from pathlib import Path
 from ..errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
 from ..imaging import png_data_uri
 from ..redaction import redact, redact_url
-from ._params import format_params, split_params
-from .base import NetworkAdapter
+from .registry import format_params, split_params
+from .request import GenerationRequest, NetworkAdapter
 from .http import RequestTemplate
-from .request import GenerationRequest
-from .transport.client import HttpClient, HttpResult, client_from_options
-from .transport.origins import origin_or_none
-from .transport.origins import shown
-from .transport.credentials import provider_endpoint
-from .transport.decode import image_from_response, load_json
-from .transport.client import parse_retry_after
-from .transport.jobs import JobStates, poll_job
+from ._transport.client import HttpClient, JobStates, cancel_quietly, client_from_options, poll_job
+from ._transport.answers import HttpResult, image_from_response, load_json
+from ._transport.origins import origin_or_none, provider_endpoint, shown
+from ._transport.retries import parse_retry_after
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_INPUT", "REFUSAL_WORDS", "ReplicateAdapter", "create",
            "parse_target"]
 
 DEFAULT_BASE_URL = "https://api.replicate.com/v1"
 
-#: The ``input`` object without ``--violin-replicate-input``: the names most
-#: image models on Replicate use (``image`` and ``mask`` only for editing tasks).
+#: The ``input`` object without ``--violin-replicate-input``: the names most image models on Replicate use
+#: (``image`` and ``mask`` only for editing tasks).
 DEFAULT_INPUT = {
     "prompt": "{prompt}",
     "seed": "{seed}",
@@ -73,29 +49,26 @@ REFUSAL_WORDS = re.compile(r"nsfw|safety|moderat|flagged|sensitive content|conte
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _VERSION = re.compile(r"^[A-Za-z0-9]{1,128}$")
 
-#: Seconds before the first poll (a ``Retry-After`` on the create answer
-#: wins) and the cap of the backoff between polls.
+#: Seconds before the first poll (a ``Retry-After`` on the create answer wins) and the cap of the backoff
+#: between polls.
 FIRST_WAIT, MAX_WAIT = 0.5, 5.0
 
 #: Seconds a cancel request may take while the run stops.
 CANCEL_TIMEOUT = 3.0
 
-#: Terminal states of a prediction; all end the polling, :meth:`ReplicateAdapter.generate`
-#: reads them (a failure may be a refusal, told by its error message).
+#: Terminal states of a prediction; all end the polling, :meth:`ReplicateAdapter.generate` reads them (a
+#: failure may be a refusal, told by its error message).
 TERMINAL = frozenset({"succeeded", "failed", "canceled"})
 FAILED = frozenset({"failed", "canceled"})
 
-#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (transport/jobs.py)
+#: ``starting``: waiting for (or booting) a machine: the sample's budget starts after it (_transport/client.py)
 STATES = JobStates(done=TERMINAL, queued=frozenset({"starting"}))
 
 
 def parse_target(target: str) -> tuple[str, str | None]:
     """Split ``OWNER/NAME[:VERSION]`` into ``(owner/name, version or None)``.
 
-    Raises
-    ------
-    ModelSpecError
-        When the target is not of that form.
+    Raises :class:`ModelSpecError`: when the target is not of that form.
     """
     model, _, version = (target or "").strip().partition(":")
     if not _OWNER_NAME.match(model) or (version and not _VERSION.match(version)) or (_ and not version):
@@ -120,22 +93,7 @@ def _drop_missing(node):
 
 
 class ReplicateAdapter(NetworkAdapter):
-    """Adapter for Replicate predictions (see the module docstring).
-
-    Parameters
-    ----------
-    model : str
-        ``OWNER/NAME``.
-    version : str or None
-    base_url : str
-        Without trailing slash and without credentials.
-    client : HttpClient
-        Carries the Authorization header.
-    template : RequestTemplate
-        The ``input`` object.
-    wait : int or None
-        Seconds of ``Prefer: wait``; None: asynchronous.
-    """
+    """Adapter for Replicate predictions; ``wait``: seconds of ``Prefer: wait``, None for asynchronous."""
 
     def __init__(self, model: str, version: str | None, base_url: str, client: HttpClient, *,
                  template: RequestTemplate, wait: int | None = None):
@@ -182,11 +140,7 @@ class ReplicateAdapter(NetworkAdapter):
         return prediction, first_wait(answer, FIRST_WAIT, MAX_WAIT)
 
     def _own_url(self, prediction: dict, name: str) -> str | None:
-        """``urls[name]`` of ``prediction`` when it is on the API's own origin.
-
-        The token goes with these requests: a URL on another host is refused
-        rather than handed the token.
-        """
+        """``urls[name]`` of ``prediction`` when on the API's own origin (the token goes with it), else refused."""
         urls = prediction.get("urls")
         url = urls.get(name) if isinstance(urls, dict) else None
         if not isinstance(url, str) or not url:
@@ -205,8 +159,8 @@ class ReplicateAdapter(NetworkAdapter):
         done = threading.Event()
 
         def cancel() -> None:
-            # the client refuses requests once the run is cancelled: this one
-            # goes through the session, bounded by CANCEL_TIMEOUT, once
+            # the client refuses requests once the run is cancelled: this one goes through the session,
+            # bounded by CANCEL_TIMEOUT, once
             if not url or done.is_set():
                 return
             done.set()
@@ -229,7 +183,7 @@ class ReplicateAdapter(NetworkAdapter):
                     prediction = poll_job(self.client, url, STATES, what="Replicate prediction",
                                           first_wait=wait, max_wait=MAX_WAIT, cancel_job=cancel)
             except GenerationCancelled:
-                _quietly(cancel)
+                cancel_quietly(cancel)
                 raise
             return self._image(prediction)
 
@@ -253,13 +207,6 @@ class ReplicateAdapter(NetworkAdapter):
         return image_from_response(carrier, response_path="output", fetch=self.client.fetch)
 
 
-def _quietly(fn) -> None:
-    try:
-        fn()
-    except Exception:  # best effort: the run is stopping anyway
-        pass
-
-
 def _load_template(path) -> RequestTemplate:
     template = RequestTemplate.from_file(Path(path), what="--violin-replicate-input")
     if not isinstance(template.body, dict):
@@ -269,15 +216,7 @@ def _load_template(path) -> RequestTemplate:
 
 
 def create(target: str, options) -> ReplicateAdapter:
-    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``.
-
-    Raises
-    ------
-    ModelSpecError
-        For a malformed target, a missing ``REPLICATE_API_TOKEN`` (named,
-        never its value), a bad ``REPLICATE_BASE_URL``, a bad ``wait`` or an
-        invalid ``--violin-replicate-input`` file.
-    """
+    """Factory for ``replicate:OWNER/NAME[:VERSION][?wait=N]``."""
     spec, params = split_params((target or "").strip(), what="replicate")
     model, version = parse_target(spec)
     wait = params.pop("wait", None)

@@ -1,4 +1,9 @@
-"""The generation request every model adapter receives."""
+"""What a model is asked for one sample, and the adapter protocol that answers it.
+
+An adapter turns a :class:`GenerationRequest` into an image (anything :func:`pytest_violin.as_rgb8` accepts);
+:class:`NetworkAdapter` is what the adapters calling a service through an
+:class:`~pytest_violin.models._transport.client.HttpClient` share.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +11,18 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["GenerationRequest", "LazyImages", "derive_seed"]
+__all__ = ["GenerationRequest", "LazyImages", "ModelAdapter", "NetworkAdapter", "derive_seed"]
 
 
 def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
-    """Derive a per-sample seed from the run seed and the sample id.
+    """A per-sample seed in ``[0, 2**31 - 1]`` from the run seed, the sample id and the repeat index.
 
-    Stable across processes, machines and Python versions (BLAKE2b, not
-    ``hash()``), so a team can replay one sample with the same seed.
-
-    Parameters
-    ----------
-    base_seed : int
-        The run seed (``--violin-seed``).
-    sample_id : str
-        The sample id.
-    repeat : int, optional
-        Repeat index for ``--violin-repeats``; 0 for the first image.
-
-    Returns
-    -------
-    int
-        A seed in ``[0, 2**31 - 1]`` (fits every framework's seed type).
+    Stable across processes, machines and Python versions (BLAKE2b, not ``hash()``), so a team can replay one
+    sample with the same seed.
     """
     digest = hashlib.blake2b(
         f"{int(base_seed)}\x00{sample_id}\x00{int(repeat)}".encode(), digest_size=8
@@ -40,12 +31,8 @@ def derive_seed(base_seed: int, sample_id: str, repeat: int = 0) -> int:
 
 
 class LazyImages(Sequence):
-    """A sample's input images, rendered on first use.
-
-    Behaves like the tuple ``sample.inputs`` (``len``, indexing, iteration,
-    truth value) but renders nothing until an adapter reads it: the oracle
-    and the text-only adapters never pay for decoding and cropping a photo.
-    Rendered once per request, then kept with the request.
+    """A sample's input images as the tuple ``sample.inputs``, rendered once, when an adapter first reads them
+    (the oracle and the text-only adapters never pay for decoding and cropping a photo).
     """
 
     __slots__ = ("_sample", "_images", "_lock")
@@ -91,28 +78,10 @@ class LazyImages(Sequence):
 class GenerationRequest:
     """What a model is asked to produce for one sample.
 
-    Parameters
-    ----------
-    prompt : str
-        The instruction.
-    width, height : int
-        Requested image size in pixels.
-    seed : int
-        Per-sample seed (see :func:`derive_seed`).
-    sample_id : str
-        The sample id, for logging and replay.
-    task : str
-        ``color``, ``shape``, ``mask``, ...
-    images : sequence of numpy.ndarray
-        Input images for editing tasks, RGB uint8: for the mask task the
-        source image then the mask as a black/white RGB image. Requests
-        built by :meth:`from_sample` hold a :class:`LazyImages`, rendered
-        on first access (``len``, indexing, iteration or truth value).
-    sample : Sample, optional
-        The sample itself, for adapters that need more than the above (the
-        oracle). Never sent over the wire.
-    repeat : int
-        Repeat index (0 unless ``--violin-repeats`` is above 1).
+    * ``images``: input images for editing tasks, RGB uint8 (for the mask task the source, then the mask as a
+      black/white image); a :class:`LazyImages` when built by :meth:`from_sample`.
+    * ``sample``: the sample itself, for adapters that need more (the oracle); never sent over the wire.
+    * ``repeat``: repeat index (0 unless ``--violin-repeats`` is above 1).
     """
 
     prompt: str
@@ -127,12 +96,7 @@ class GenerationRequest:
 
     @classmethod
     def from_sample(cls, sample, *, base_seed: int = 0, repeat: int = 0) -> "GenerationRequest":
-        """Build the request for ``sample`` with its derived seed.
-
-        The input images are not rendered here: ``images`` is a
-        :class:`LazyImages` that renders them when an adapter first reads
-        them (the oracle never does).
-        """
+        """The request for ``sample`` with its derived seed; its images render when an adapter first reads them."""
         return cls(
             prompt=sample.prompt,
             width=sample.width,
@@ -153,3 +117,40 @@ class GenerationRequest:
             h.update(repr((arr.shape, str(arr.dtype))).encode())
             h.update(arr.tobytes())
         return h.hexdigest()
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """What every model adapter implements; ``identity``: a stable, secret-free description of the model."""
+
+    identity: str
+
+    def generate(self, request: GenerationRequest) -> Any:
+        """Return an image for ``request`` (anything ``as_rgb8`` accepts).
+
+        Raise :class:`~pytest_violin.errors.GenerationError` with a one-line reason when the model fails.
+        """
+
+    def close(self) -> None:
+        """Release sessions, pools and files. Called once at session end."""
+
+
+class NetworkAdapter:
+    """Base of the adapters that call a service through their ``client``; ``bills``: its calls may cost
+    money (the default ``--violin-max-calls`` applies; a self-hosted server sets it False).
+    """
+
+    identity: str
+    client: Any
+    cacheable = True
+    #: calls a network service: --violin-max-calls defaults to 2000 (see docs/plugin.md)
+    network = True
+    #: a paid API unless a subclass says otherwise
+    bills = True
+
+    def close(self) -> None:
+        """Close the session."""
+        self.client.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.identity!r})"

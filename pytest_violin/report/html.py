@@ -1,16 +1,14 @@
 """``report.html``: one self-contained page a person opens after a CI run.
 
-The page has no external resources at all (a Content-Security-Policy forbids
-them, and only the page's own inline script, pinned by its SHA-256, may run):
-summary tables per task and variation, inline SVG bar charts of the metric
-means, the regression gate's verdict when a baseline was given, and one row
-per sample (failures first) with expected / generated / difference
-thumbnails and filters (failures only, by outcome, by task, by text).
+The page has no external resources at all (a Content-Security-Policy forbids them, and only the page's own
+inline script, pinned by its SHA-256, may run): summary tables per task and variation, inline SVG bar charts
+of the metric means, the regression gate's verdict when a baseline was given, and one row per sample (failures
+first) with expected / generated / difference thumbnails and filters (failures only, by outcome, by task, by
+text).
 
-The page is rendered by ``templates/report.html.j2`` (:mod:`.pages`: autoescape
-on, so every string that comes from prompts, manifests, model servers or the
-environment is escaped where the template writes it); this module gathers
-what it shows.
+The page is rendered by ``templates/report.html.j2`` (:mod:`._pages`: autoescape on, so every string that
+comes from prompts, manifests, model servers or the environment is escaped where the template writes it); this
+module gathers what it shows.
 """
 
 from __future__ import annotations
@@ -18,26 +16,24 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..gating import aggregate_records
+from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import failures_first, fmt, records_of, usage_text
-from .pages import BADGES, Markup, capital, render_page
-from .svg import bar_chart, color_scale
+from ._pages import Markup, badge, capital, render_page
+from ._svg import bar_chart, color_scale
 from .text import is_image_data_uri
-from .view import task_tables
+from ._view import task_tables
 
 __all__ = ["DEFAULT_THUMBNAIL_BUDGET", "render_html", "write_html"]
 
-#: Bytes of thumbnail data URIs embedded at most; samples past the budget
-#: (passes come last) are listed without pictures. Keeps 7,745 samples of
-#: a real model's noisy images well under 50 MB.
+#: Bytes of thumbnail data URIs embedded at most; samples past the budget (passes come last) are listed
+#: without pictures. Keeps 7,745 samples of a real model's noisy images well under 50 MB.
 DEFAULT_THUMBNAIL_BUDGET = 35_000_000
 
 
 def _run_facts(meta, records) -> list:
-    passed = sum(1 for r in records if r.get("outcome") == "passed")
-    errors = sum(1 for r in records if r.get("outcome") == "error")
-    refused = sum(1 for r in records if r.get("outcome") == "refused")
+    passed, errors, refused = (sum(1 for r in records if r.get("outcome") == o)
+                               for o in (Outcome.PASSED, Outcome.ERROR, Outcome.REFUSED))
     failed = len(records) - passed - errors - refused
     rows = [("samples", f"{len(records)} ({passed} passed, {failed} failed, {refused} refused, "
                         f"{errors} errors)")]
@@ -54,7 +50,7 @@ def _run_facts(meta, records) -> list:
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
-    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -85,12 +81,8 @@ def _gate_view(comparison) -> dict:
             sections.append((title, css, causes, [
                 (g, rows, sorted(((k, v[2]) for k, v in g.metric_deltas.items()), key=lambda kv: -abs(kv[1]))[:3])
                 for g, rows in found]))
-    lists = [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                                             ("Not in the baseline", comparison.added),
-                                             ("Redefined since the baseline (not compared)", comparison.changed))
-             if ids]
     return {"sequential": sequential, "lines": lines, "metadata_changes": list(comparison.metadata_changes.items()),
-            "sections": sections, "lists": lists}
+            "sections": sections, "lists": not_compared(comparison, selection)}
 
 
 def _charts(tables) -> list:
@@ -99,11 +91,10 @@ def _charts(tables) -> list:
     charts = []
     for t in tables:
         task_row = t.aggregate
-        without = sum(int(task_row.get(k) or 0) for k in ("errors", "no_image", "refused"))
-        if without >= task_row["n"]:  # no image to chart: say so instead of drawing empty bars
-            charts.append((None, t.task, _without_text(task_row)))
+        if task_row.errors + task_row.no_image + task_row.refused >= task_row.count:
+            charts.append((None, t.task, _without_text(task_row)))  # no image to chart: say so
             continue
-        series = [(r["variation"] or "-", r["metrics"]) for r in t.variations] or [("all", task_row["metrics"])]
+        series = [(r.variation or "-", r.means) for r in t.variations] or [("all", task_row.means)]
         regressed = [r.label for r in t.rows if not r.total and r.status == "regressed"]
         width = max(340, min(1200, 60 + len(t.names) * (24 + 10 * len(series))))
         charts.append((Markup(bar_chart(list(t.names), series, title=f"{t.task}: metric means (lower is better)",
@@ -113,9 +104,9 @@ def _charts(tables) -> list:
 
 
 def _without_text(row) -> str:
-    parts = [f"{int(row.get(k) or 0)} {what}" for k, what in
-             (("no_image", "without an image"), ("refused", "refused"), ("errors", "errors")) if row.get(k)]
-    return ", ".join(parts) or f"{row['n']} samples"
+    parts = [f"{n} {what}" for n, what in
+             ((row.no_image, "without an image"), (row.refused, "refused"), (row.errors, "errors")) if n]
+    return ", ".join(parts) or f"{row.count} samples"
 
 
 #: The thumbnails of a sample, in display order, and their captions.
@@ -154,7 +145,7 @@ def _sample(rec, thumbs, newly_failing) -> SimpleNamespace:
     findings = [f for f in (rec.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)]
     return SimpleNamespace(
         id=sid, task=rec.get("task", ""), outcome=outcome,
-        badge=(BADGES.get(outcome, "fail"), outcome if outcome in BADGES else "failed"),
+        badge=badge(outcome),
         newly_failing=sid in newly_failing, variation=rec.get("variation") or "",
         prompt=rec.get("prompt", ""), error=rec.get("error"), thumbs=thumbs,
         resized=size if isinstance(size, (list, tuple)) and len(size) == 2 else None,
@@ -169,30 +160,12 @@ def _sample(rec, thumbs, newly_failing) -> SimpleNamespace:
 
 def render_html(results, *, metadata=None, comparison=None, aggregates=None,
                 thumbnail_budget: int = DEFAULT_THUMBNAIL_BUDGET, runs_comparison=None) -> str:
-    """Render the report page.
+    """The complete HTML report page.
 
-    Parameters
-    ----------
-    results : iterable
-        Sample results (with ``extra["thumbnails"]`` data URIs when they were
-        computed).
-    metadata : Mapping, optional
-        Run facts shown at the top (suite, adapter, profile, seed, ...).
-    comparison : Comparison, optional
-        The baseline comparison: adds the gate section and highlights
-        regressed rows and newly failing samples.
-    aggregates : Mapping, optional
-        Precomputed :func:`pytest_violin.gating.aggregate_records`.
-    thumbnail_budget : int, optional
-        Most bytes of thumbnails to embed (failures get theirs first).
-    runs_comparison : pytest_violin.compare.model.Comparison, optional
-        ``--violin-compare``: this run beside other runs (and the paper),
-        shown after the summary.
-
-    Returns
-    -------
-    str
-        The complete HTML document.
+    ``results`` carry ``extra["thumbnails"]`` data URIs when they were computed (at most ``thumbnail_budget``
+    bytes are embedded, failures first); ``metadata`` are the run facts shown at the top; ``comparison`` adds
+    the gate section and highlights regressed rows and newly failing samples; ``runs_comparison``
+    (``--violin-compare``) follows the summary.
     """
     records = records_of(results)
     agg = aggregates if aggregates is not None else aggregate_records(records)
@@ -204,10 +177,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         for g in comparison.groups:
             if g.variation is None:
                 newly_failing.update(g.newly_failing)
-    from .sequential import sequential_html
+    from ._sequential import regressed_groups, sequential_html
     from .terminal import NO_IMAGE_NOTE
-
-    from .sequential import regressed_groups
 
     marks = (regressed_groups(meta.get("sequential"))
              if getattr(comparison, "decided_by", "") == "sequential" else None)
@@ -235,7 +206,8 @@ def render_html(results, *, metadata=None, comparison=None, aggregates=None,
         no_image_note=NO_IMAGE_NOTE if any(r.get("no_image") or r.get("refused") for r in agg.get("tasks", []))
         else None, charts=_charts(tables), comparison=Markup(section),
         tasks=sorted({str(r.get("task", "")) for r in records}), kinds=_kinds(records),
-        scale=_scale() if _any_diff(records) else None, samples=samples, skipped=skipped,
+        scale=_scale() if any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
+                              for r in records) else None, samples=samples, skipped=skipped,
         budget=thumbnail_budget)
 
 
@@ -243,11 +215,6 @@ def _kinds(records) -> list:
     """The diagnosis kinds the records hold (docs/diagnoses.md), for the filter; none without any."""
     return sorted({str(f.get("kind", "")) for r in records
                    for f in (r.get("extra") or {}).get("diagnosis") or [] if isinstance(f, dict)})
-
-
-def _any_diff(records) -> bool:
-    return any(is_image_data_uri(((r.get("extra") or {}).get("thumbnails") or {}).get("diff"))
-               for r in records)
 
 
 def write_html(path, results, **kwargs) -> Path:

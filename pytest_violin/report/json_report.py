@@ -1,8 +1,7 @@
 """``results.json``: every sample's result and the aggregates of a run.
 
-The schema is documented in docs/reports.md. This module also holds the
-small helpers (records, ordering, number formats, atomic writes) that the
-Markdown and HTML writers share.
+The schema is documented in docs/reports.md. This module also holds the small helpers (records, ordering,
+number formats, atomic writes) that the Markdown and HTML writers share.
 """
 
 from __future__ import annotations
@@ -13,24 +12,11 @@ import math
 from pathlib import Path
 
 from .._fs import atomic_write
-from ..gating import aggregate_records, as_record
+from ..results import Outcome, aggregate_records, as_result
 
-__all__ = [
-    "THUMBNAILS_FILE",
-    "write_thumbnails_json",
-    "RESULTS_FORMAT",
-    "RESULTS_SCHEMA_VERSION",
-    "build_results",
-    "write_results_json",
-    "records_of",
-    "metric_names",
-    "fmt",
-    "fmt_pct",
-    "fmt_signed",
-    "failures_first",
-    "run_usage",
-    "usage_text",
-]
+__all__ = ["RESULTS_FORMAT", "RESULTS_SCHEMA_VERSION", "THUMBNAILS_FILE", "build_results", "failures_first",
+           "finite", "fmt", "fmt_pct", "fmt_signed", "metric_names", "records_of", "run_usage", "usage_text",
+           "write_results_json", "write_thumbnails_json"]
 
 RESULTS_FORMAT = "pytest-violin-results"
 RESULTS_SCHEMA_VERSION = 1
@@ -43,48 +29,37 @@ _PLUMBING = ("thumbnails",)
 
 
 def records_of(results, *, keep_thumbnails: bool = True) -> list[dict]:
-    """Plain dict records for ``results`` (``SampleResult`` objects or mappings), in order.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results.
-    keep_thumbnails : bool, optional
-        Keep ``extra["thumbnails"]`` (the HTML needs them, results.json not).
-
-    Returns
-    -------
-    list of dict
-    """
+    """The results.json records of ``results`` (results or records), in order; without
+    ``extra["thumbnails"]`` unless ``keep_thumbnails`` (the HTML needs them, results.json not)."""
     out = []
     for r in results:
-        rec = as_record(r)
-        extra = rec.get("extra")
-        if not keep_thumbnails and isinstance(extra, dict) and any(k in extra for k in _PLUMBING):
-            rec["extra"] = {k: v for k, v in extra.items() if k not in _PLUMBING}
+        rec = as_result(r).to_dict()
+        if not keep_thumbnails and any(k in rec["extra"] for k in _PLUMBING):
+            rec["extra"] = {k: v for k, v in rec["extra"].items() if k not in _PLUMBING}
         out.append(rec)
     return out
 
 
 def metric_names(rows) -> list[str]:
     """Metric names of ``rows`` (mappings with ``metrics``) in first-seen order, ``mean`` last."""
-    names: list[str] = []
-    for row in rows:
-        for k in (row.get("metrics") or {}):
-            if k != "mean" and k not in names:
-                names.append(k)
-    return [*names, "mean"]
+    return [*dict.fromkeys(k for row in rows for k in (row.get("metrics") or {}) if k != "mean"), "mean"]
+
+
+def finite(value) -> float | None:
+    """``value`` as a finite float; None for None, a bool, what is no number, NaN and infinity."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def fmt(value, digits: int = 3) -> str:
     """A number with ``digits`` decimals (the paper's tables use 3); ``n/a`` otherwise."""
-    if value is None or isinstance(value, bool):
-        return "n/a"
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return "n/a"
-    return f"{v:.{digits}f}" if math.isfinite(v) else "n/a"
+    v = finite(value)
+    return "n/a" if v is None else f"{v:.{digits}f}"
 
 
 def fmt_signed(value, digits: int = 3) -> str:
@@ -93,12 +68,10 @@ def fmt_signed(value, digits: int = 3) -> str:
     return text if text == "n/a" or text.startswith("-") else "+" + text
 
 
-def fmt_pct(value, signed: bool = False) -> str:
-    """A rate in ``[0, 1]`` as a percentage with one decimal (``+12.5%``); ``n/a`` otherwise."""
+def fmt_pct(value) -> str:
+    """A rate in ``[0, 1]`` as a percentage with one decimal (``12.5%``); ``n/a`` otherwise."""
     text = fmt(None if value is None or isinstance(value, bool) else 100 * float(value), 1)
-    if text == "n/a":
-        return text
-    return (text if text.startswith("-") or not signed else "+" + text) + "%"
+    return text if text == "n/a" else text + "%"
 
 
 def failures_first(records) -> list[dict]:
@@ -107,47 +80,28 @@ def failures_first(records) -> list[dict]:
         i, rec = item
         if rec.get("error"):
             return (0, i)
-        return (1 if rec.get("outcome") != "passed" else 2, i)
+        return (1 if rec.get("outcome") != Outcome.PASSED else 2, i)
     return [rec for _, rec in sorted(enumerate(records), key=key)]
 
 
 def run_usage(records, *, price=None, counted=None) -> dict:
-    """Generations made, cache hits and the estimated cost of a run's records.
+    """``generations`` (model calls made; HTTP retries not among them), ``cache_hits``,
+    ``price`` and ``estimated_cost`` (``generations * price``; None without a price) of a run's records
+    (``generations``, ``cache_hits``).
 
-    Parameters
-    ----------
-    records : iterable of Mapping
-        Sample records (``generations``, ``cache_hits``; records written
-        before these fields existed count 0).
-    price : float, optional
-        ``--violin-price``: USD per generated image.
-    counted : Mapping, optional
-        The calls counted where they were made
-        (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`:
-        ``calls``, ``cache_hits``, ``retries``, ``refused``): reruns, samples
-        prefetched before ``-x`` stopped the run, repeats and fixture calls
-        included. When given, the totals are these, not the records' sums
-        (a record holds only the last run of its sample).
-
-    Returns
-    -------
-    dict
-        ``generations`` (model calls made; retries of a failed HTTP attempt
-        not among them), ``cache_hits`` (images served from the cache, free),
-        ``price`` and ``estimated_cost`` (``generations * price``; both None
-        without a price); with ``counted`` also ``retries`` (HTTP requests
-        that repeated a failed attempt) and ``calls_refused`` (calls refused
-        at the cap).
+    ``counted``: the calls counted where they were made
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`: reruns, samples prefetched before ``-x``
+    stopped the run, repeats and fixture calls included; a record holds only the last run of its sample): the
+    totals are then these, plus ``retries`` and ``calls_refused`` (at the cap).
     """
     extra = {}
     if counted is not None:
         made, hits = _count(counted.get("calls")), _count(counted.get("cache_hits"))
         extra = {"retries": _count(counted.get("retries")), "calls_refused": _count(counted.get("refused"))}
     else:
-        made = hits = 0
-        for rec in records:
-            made += _count(rec.get("generations"))
-            hits += _count(rec.get("cache_hits"))
+        typed = [as_result(r) for r in records]
+        made = sum(_count(r.generations) for r in typed)
+        hits = sum(_count(r.cache_hits) for r in typed)
     cost = None if price is None else float(made) * float(price)
     return {"generations": made, "cache_hits": hits,
             "price": None if price is None else float(price), "estimated_cost": cost, **extra}
@@ -194,45 +148,27 @@ def _clean(obj):
 
 
 def build_results(results, *, metadata=None, comparison=None, aggregates=None) -> dict:
-    """The ``results.json`` document.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results in collection order.
-    metadata : Mapping, optional
-        Run facts (suite, adapter, profile, seed, interrupted, ...).
-    comparison : Comparison or Mapping, optional
-        The baseline comparison (:func:`pytest_violin.gating.compare`).
-    aggregates : Mapping, optional
-        Precomputed :func:`pytest_violin.gating.aggregate_records` output.
-
-    Returns
-    -------
-    dict
-        ``format``, ``schema_version``, ``metadata``, ``aggregates``,
-        ``comparison`` (or ``None``) and ``samples``; strict JSON (no NaN).
+    """The ``results.json`` document: ``format``, ``schema_version``, ``metadata`` (run facts
+    and counts), ``aggregates`` (precomputed :func:`~pytest_violin.results.aggregate_records` or computed),
+    ``comparison`` (the gate's, or None) and ``samples``; strict JSON (no NaN).
     """
     records = records_of(results, keep_thumbnails=False)
     meta = dict(metadata or {})
     meta.setdefault("created", _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat())
     meta["samples"] = len(records)
-    meta["passed"] = sum(1 for r in records if r.get("outcome") == "passed")
+    meta["passed"] = sum(1 for r in records if r.get("outcome") == Outcome.PASSED)
     meta["failed"] = len(records) - meta["passed"]
     meta["errors"] = sum(1 for r in records if r.get("error"))
-    meta["refused"] = sum(1 for r in records if r.get("outcome") == "refused")
+    meta["refused"] = sum(1 for r in records if r.get("outcome") == Outcome.REFUSED)
     for key, value in run_usage(records, price=meta.get("price")).items():
         meta.setdefault(key, value)
     if comparison is not None and hasattr(comparison, "to_dict"):
         comparison = comparison.to_dict()
-    for rec in records:
-        rec.pop("id", None)  # as_record adds it; the schema uses sample_id
     return _clean({
         "format": RESULTS_FORMAT,
         "schema_version": RESULTS_SCHEMA_VERSION,
         "metadata": meta,
-        "aggregates": aggregates if aggregates is not None else aggregate_records(
-            [as_record(r) for r in records]),
+        "aggregates": aggregates if aggregates is not None else aggregate_records(records),
         "comparison": comparison,
         "samples": records,
     })
@@ -255,13 +191,12 @@ THUMBNAILS_BUDGET = 35_000_000
 def write_thumbnails_json(path, results, *, budget: int = THUMBNAILS_BUDGET) -> Path:
     """Write the samples' thumbnails (``{sample_id: {"expected", "generated", "diff"}}``) to ``path``.
 
-    results.json leaves them out (they are plumbing for the HTML); a
-    comparison of report folders (``python -m pytest_violin compare``) reads
-    them from here for its gallery. Failures first; samples past ``budget``
+    results.json leaves them out (they are plumbing for the HTML); a comparison of report folders (``python -m
+    pytest_violin compare``) reads them from here for its gallery. Failures first; samples past ``budget``
     bytes of data URIs are left out.
     """
     records = records_of(results, keep_thumbnails=True)
-    records.sort(key=lambda r: r.get("outcome") == "passed")
+    records.sort(key=lambda r: r.get("outcome") == Outcome.PASSED)
     out, used = {}, 0
     for rec in records:
         thumbs = (rec.get("extra") or {}).get("thumbnails")

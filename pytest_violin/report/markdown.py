@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..gating import aggregate_records
+from ..results import Outcome, aggregate_records
 from .._fs import atomic_write
 from .json_report import fmt, fmt_signed, records_of, usage_text
-from .tables import Raw, Table, markdown_lines
+from ._gate_words import id_list
+from ._tables import Raw, Table, markdown_lines
 from .text import printable
-from .view import task_tables
+from ._view import task_tables
 
 __all__ = ["render_markdown", "write_summary", "md_escape"]
-
-_MAX_LISTED = 10
 
 
 def md_escape(text) -> str:
@@ -33,41 +32,16 @@ def _code(text) -> str:
     return "`" + " ".join(printable(text).replace("`", "'").split()) + "`"
 
 
-def _ids(ids) -> str:
-    ids = list(ids)
-    shown = ", ".join(_code(i) for i in ids[:_MAX_LISTED])
-    return shown + (f" and {len(ids) - _MAX_LISTED} more" if len(ids) > _MAX_LISTED else "")
-
-
 def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
                     runs_comparison=None) -> str:
-    """Render the run summary as GitHub-flavoured Markdown.
-
-    Parameters
-    ----------
-    results : iterable
-        Sample results.
-    metadata : Mapping, optional
-        Run facts (``suite``, ``adapter``, ``profile``, ``seed``, ``interrupted``).
-    comparison : Comparison, optional
-        Baseline comparison; adds regression / improvement tables.
-    aggregates : Mapping, optional
-        Precomputed aggregates.
-    runs_comparison : pytest_violin.compare.model.Comparison, optional
-        ``--violin-compare``: this run side by side with others, appended.
-
-    Returns
-    -------
-    str
-        One table per task (rows = variations, then the task total), like
-        the paper's Tables 1-3, plus the gate's verdict when a baseline was given.
-    """
+    """The run summary as GitHub-flavoured Markdown: run facts (``metadata``), one table per
+    task like the paper's, the gate's verdict with ``comparison``, and ``runs_comparison``
+    (``--violin-compare``: this run side by side with others) appended."""
     records = records_of(results, keep_thumbnails=False)
     agg = aggregates if aggregates is not None else aggregate_records(records)
     meta = dict(metadata or {})
-    passed = sum(1 for r in records if r.get("outcome") == "passed")
-    refused = sum(1 for r in records if r.get("outcome") == "refused")
-    errors = sum(1 for r in records if r.get("outcome") == "error")
+    passed, refused, errors = (sum(1 for r in records if r.get("outcome") == o)
+                               for o in (Outcome.PASSED, Outcome.REFUSED, Outcome.ERROR))
     lines = ["## pytest-violin results", ""]
     # an error (a time-out, a setup error, a crash) was never judged: not a failure
     facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors} failed"]
@@ -87,23 +61,20 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     lines.append("")
 
     groups = {}
-    from .sequential import sequential_markdown
+    from ._sequential import regressed_groups, sequential_markdown
 
     lines += sequential_markdown(meta.get("sequential"))  # --violin-sequential: what decided
     if comparison is not None:
         groups = {(g.task, g.variation): g for g in comparison.groups}
         lines += _gate_section(comparison)  # after a decided sequential gate: the facts only
-
-    from .sequential import regressed_groups
-
     marks = (regressed_groups(meta.get("sequential"))  # a decided sequential gate: its verdict marks
              if getattr(comparison, "decided_by", "") == "sequential" else None)
     for t in task_tables(agg, groups, marks):
         head = ["Variation", "n", "pass rate", *(["no image"] if t.no_image else []),
                 *(["refused"] if t.refused else []), *t.names, *(["Δ mean vs baseline"] if t.baseline else [])]
-        body = [[Raw("**all**") if r.total else r.label, str(r.n), f"{100 * r.pass_rate:.1f}%",
-                 *([str(r.no_image)] if t.no_image else []), *([str(r.refused)] if t.refused else []),
-                 *(fmt(r.metrics.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
+        body = [[Raw("**all**") if r.total else r.label, str(r.row.count), f"{100 * r.row.pass_rate:.1f}%",
+                 *([str(r.row.no_image)] if t.no_image else []), *([str(r.row.refused)] if t.refused else []),
+                 *(fmt(r.row.means.get(n)) for n in t.names), *([_delta(r)] if t.baseline else [])]
                 for r in t.rows]
         lines += [f"### {md_escape(t.task)}", "", *markdown_lines(Table.make(head, body), esc=md_escape), ""]
     from ..diagnosis.summary import failure_mode_lines
@@ -131,11 +102,11 @@ def _delta(row) -> str:
     """The Δ-mean cell: the difference, marked where the gate found the group worse or better."""
     if not row.compared:
         return "not compared"
-    return fmt_signed(row.group.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
+    return fmt_signed(row.group.mean.delta) + {"regressed": " ❌ regressed", "improved": " ✅ improved"}.get(row.status, "")
 
 
 def _gate_section(comparison) -> list[str]:
-    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -163,7 +134,7 @@ def _gate_section(comparison) -> list[str]:
         # the numbers are the gate's own text (gate_words); the label and the ids are escaped here
         table = Table(("group", "statistic", "n", "old", "new", "delta", "bounds", "newly failing"),
                       tuple((md_escape(g.label), r.statistic, r.n, r.old, r.new, r.delta, r.bounds,
-                             _ids(g.newly_failing) or "-") for g, rows in found for r in rows), "llrrrrll")
+                             id_list(g.newly_failing, _code) or "-") for g, rows in found for r in rows), "llrrrrll")
         lines += [f"{title}:", "", *markdown_lines(table, esc=str), ""]
     ratchet = None if sequential else ratchet_line(comparison)
     if ratchet:
@@ -176,39 +147,19 @@ def _gate_section(comparison) -> list[str]:
     elif comparison.fingerprint_changed:
         lines += ["**The suite definition changed since the baseline** "
                   f"({len(comparison.changed)} sample(s) redefined and not compared).", ""]
-    for title, ids in (("Missing from this run", () if selection else comparison.missing),
-                       ("Not in the baseline", comparison.added),
-                       ("Redefined since the baseline (not compared)", comparison.changed)):
-        if ids:
-            lines += [f"{title} ({len(ids)}): {_ids(ids)}", ""]
+    for title, ids in not_compared(comparison, selection):
+        lines += [f"{title} ({len(ids)}): {id_list(ids, _code)}", ""]
     for key, (a, b) in comparison.metadata_changes.items():
         lines += [f"Note: {md_escape(key)} changed from {_code(a)} to {_code(b)}.", ""]
     return lines
 
 
-def write_summary(path, results, *, github_step_summary: str | None = None, **kwargs) -> Path:
-    """Write ``summary.md`` and append it to the GitHub step summary file.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Where to write ``summary.md``.
-    results : iterable
-        Sample results.
-    github_step_summary : str, optional
-        File to append to; defaults to ``$GITHUB_STEP_SUMMARY`` (nothing is
-        appended when it is unset or empty).
-    **kwargs
-        Passed to :func:`render_markdown`.
-
-    Returns
-    -------
-    pathlib.Path
-    """
+def write_summary(path, results, **kwargs) -> Path:
+    """Write ``summary.md`` (:func:`render_markdown` of ``kwargs``) and append it to ``$GITHUB_STEP_SUMMARY``
+    (nothing when unset or empty)."""
     text = render_markdown(results, **kwargs)
     out = atomic_write(path, text)
-    target = github_step_summary if github_step_summary is not None else os.environ.get(
-        "GITHUB_STEP_SUMMARY", "")
+    target = os.environ.get("GITHUB_STEP_SUMMARY", "")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
             fh.write(text + "\n")

@@ -144,21 +144,7 @@ def _check_record(path, raw) -> dict:
     if outcome not in OUTCOMES:
         raise InvalidArgumentError(f"{path}: sample {_show(sid)}: outcome {_show(outcome)} is not one "
                                    f"of {', '.join(OUTCOMES)}")
-    for key in ("metrics", "limits"):
-        values = raw.get(key)
-        if values is None:
-            continue
-        if not isinstance(values, dict) or len(values) > 64 or not all(
-                isinstance(k, str) and len(k) <= 40 and (v is None or _number(v)) for k, v in values.items()):
-            raise InvalidArgumentError(f"{path}: sample {_show(sid)}: {key!r} must map metric names to "
-                                       f"numbers")
-    for key in ("repeats", "failed"):
-        if raw.get(key) is not None and not isinstance(raw.get(key), list):
-            raise InvalidArgumentError(f"{path}: sample {_show(sid)}: {key!r} must be a list")
-    for rep in raw.get("repeats") or ():
-        if not isinstance(rep, dict) or not all(v is None or _number(v) for v in rep.values()):
-            raise InvalidArgumentError(f"{path}: sample {_show(sid)}: a repeat must map metric names to "
-                                       f"numbers")
+    _check_numbers(path, sid, raw)
     if raw.get("extra") is not None and not isinstance(raw.get("extra"), dict):
         raise InvalidArgumentError(f"{path}: sample {_show(sid)}: 'extra' must be an object")
     index = raw.get("index", 0)
@@ -171,6 +157,24 @@ def _check_record(path, raw) -> dict:
         if rec.get(key) is not None:
             rec[key] = str(rec[key])[:cap]
     return rec
+
+
+def _metric_map(values) -> bool:
+    return isinstance(values, dict) and len(values) <= 64 and all(
+        isinstance(k, str) and len(k) <= 40 and (v is None or _number(v)) for k, v in values.items())
+
+
+def _check_numbers(path, sid, raw) -> None:
+    """A record's metrics, limits and repeats map metric names to numbers; its lists are lists."""
+    for key in ("metrics", "limits"):
+        if raw.get(key) is not None and not _metric_map(raw.get(key)):
+            raise InvalidArgumentError(f"{path}: sample {_show(sid)}: {key!r} must map metric names to "
+                                       f"numbers")
+    for key in ("repeats", "failed"):
+        if raw.get(key) is not None and not isinstance(raw.get(key), list):
+            raise InvalidArgumentError(f"{path}: sample {_show(sid)}: {key!r} must be a list")
+    if not all(_metric_map(rep) for rep in raw.get("repeats") or ()):
+        raise InvalidArgumentError(f"{path}: sample {_show(sid)}: a repeat must map metric names to numbers")
 
 
 def load_results(spec, *, what: str = "RUN") -> tuple[Path, dict]:

@@ -1,13 +1,15 @@
 """The terminal summary: one table per suite and task, rows per variation.
 
-Laid out like the paper's Tables 1-3: metric columns, the mean column,
-then the pass rate and the sample count.
+Laid out like the paper's Tables 1-3: metric columns, the mean column, then the pass rate and the sample
+count.
 """
 
 from __future__ import annotations
 
 
-from .tables import Table, text_lines
+from ..results import Outcome
+from ._gate_words import id_list, where
+from ._tables import Table, text_lines
 from .json_report import fmt_signed
 from .text import printable
 
@@ -25,27 +27,30 @@ def _fmt(value) -> str:
     return f"{value:.3f}"
 
 
+def _diagnosis_lines(results) -> list:
+    """The failure modes and the probe readings (docs/diagnoses.md); diagnosis loads only when either is due."""
+    lines = []
+    failed = [r.to_dict() for r in results if r.outcome is Outcome.FAILED]
+    if failed:
+        from ..diagnosis.summary import failure_mode_lines
+
+        modes = failure_mode_lines(failed)
+        if modes:
+            lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
+    if any(r.suite == "violin-probes" for r in results):  # diagnosis.probes.PROBES_SUITE
+        from ..diagnosis.probes import PROBES_SUITE, probe_lines
+
+        probes = probe_lines([r.to_dict() for r in results if r.suite == PROBES_SUITE])
+        if probes:
+            lines += ["", f"probe readings ({PROBES_SUITE}):", *(f"  {p}" for p in probes)]
+    return lines
+
+
 def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]:
-    """Render the aggregate tables of ``store`` as lines of text.
-
-    Parameters
-    ----------
-    store : ResultsStore
-        The run's results.
-    settings : ViolinSettings, optional
-        Adds model, profile and seed to the heading.
-    price : float, optional
-        ``--violin-price``: adds the estimated cost of the generations made.
-    usage : dict, optional
-        The run's call counts (``calls``, ``cache_hits``, ``retries``,
-        ``refused``; :meth:`pytest_violin.execution.usage.CallCounter.snapshot`):
-        what the totals and the cost are computed from when given.
-
-    Returns
-    -------
-    list of str
-        Lines, without trailing newlines.
-    """
+    """The lines (no newlines) of ``store``'s aggregate tables, headed by the model, profile and
+    seed of ``settings``; with ``price`` the estimated cost; ``usage`` is the run's call counts
+    (:meth:`pytest_violin.execution.usage.CallCounter.snapshot`), what the totals and
+    the cost are computed from when given."""
     rows = store.aggregate(totals=True)
     lines: list[str] = []
     if settings is not None and settings.model:
@@ -60,11 +65,7 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         if len(members) == 2:
             members.pop()
     for (suite, task), members in groups.items():
-        names = []
-        for row in members:
-            for n in row.metric_names:
-                if n not in names:
-                    names.append(n)
+        names = list(dict.fromkeys(n for row in members for n in row.metric_names))
         body = []
         for row in members:
             label = "all" if row.is_total else (row.variation or "-")
@@ -77,22 +78,12 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
         lines += ["", f"{suite} / {task}", *text_lines(table, rule=True)]
     total = len(store)
     passed = sum(1 for r in store.results if r.passed)
-    from ..diagnosis.summary import failure_mode_lines
-
-    modes = failure_mode_lines(r.to_dict() for r in store.results if r.outcome == "failed")
-    if modes:  # the first finding of each failing sample's diagnosis (docs/diagnoses.md)
-        lines += ["", "failure modes:", *(f"  {m}" for m in modes)]
-    from ..diagnosis.probes import PROBES_SUITE, probe_lines
-
-    probes = probe_lines([r.to_dict() for r in store.results if r.suite == PROBES_SUITE])
-    if probes:  # the paper's three observations, measured (docs/diagnoses.md)
-        lines += ["", f"probe readings ({PROBES_SUITE}):", *(f"  {p}" for p in probes)]
+    lines += _diagnosis_lines(store.results)
     if any(getattr(row, "no_image", 0) or row.refused for row in rows):
         lines.append("")
         lines.append(NO_IMAGE_NOTE)
     lines.append("")
-    errors = sum(1 for r in store.results if r.outcome == "error")
-    refused = sum(1 for r in store.results if r.outcome == "refused")
+    errors, refused = (sum(1 for r in store.results if r.outcome is o) for o in (Outcome.ERROR, Outcome.REFUSED))
     tail = f", {refused} refused by the model" if refused else ""
     tail += f", {errors} ended in an error (not scored: not the model's failure)" if errors else ""
     lines.append(f"{passed}/{total} samples passed ({100 * passed / total:.1f}%){tail}" if total
@@ -100,9 +91,9 @@ def format_summary(store, *, settings=None, price=None, usage=None) -> list[str]
     if total:
         from .json_report import run_usage, usage_text
 
-        # usage: the calls counted where they were made (reruns, -x, repeats,
-        # fixtures; pytest_violin.execution.usage), else the records' own counts
-        usage = run_usage([r.to_dict() for r in store.results], price=price, counted=usage)
+        # usage: the calls counted where they were made (reruns, -x, repeats, fixtures;
+        # pytest_violin.execution.usage), else the records' own counts
+        usage = run_usage(store.results, price=price, counted=usage)
         if usage["generations"] or usage["cache_hits"] or price is not None:
             lines.append(usage_text(usage))
     return lines
@@ -118,63 +109,48 @@ def write_summary(terminalreporter, store, *, settings=None, price=None, usage=N
 # --------------------------------------------------------------------------- the gate's verdict
 
 
-def _where(comparison) -> str:
-    return f" {comparison.baseline_path}" if comparison.baseline_path else ""
+def _group_lines(g, rows, which: str, level: str) -> list[tuple[str, str]]:
+    """A regressed or improved group: causes before numbers, its statistics, what moved."""
+    from ._gate_words import cause_line
+
+    out = [(f"  {which:9s} {g.label}  (n={g.n})", level)]
+    cause = cause_line(g)
+    if cause and which == "regressed":
+        out.append((f"            {cause}", "bad"))
+    out += [(f"            {r.statistic:<13s} old {r.old:>7s}  new {r.new:>7s}  delta {r.delta}  bounds {r.bounds}",
+             level) for r in rows]
+    if which != "regressed":
+        return out
+    worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
+    if worst:
+        out.append((f"            worst metrics ({g.imaged_n} with an image on both sides): "
+                    + ", ".join(f"{k} {fmt_signed(v[2], 4)}" for k, v in worst), "info"))
+    if g.newly_failing:
+        out.append((f"            newly failing ({len(g.newly_failing)}): {id_list(g.newly_failing)}", level))
+    if g.newly_refused and "refusal_rate" in g.regressed:
+        out.append((f"            newly refused ({len(g.newly_refused)}): {id_list(g.newly_refused)}", level))
+    return out
 
 
-def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
-    """Plain-text lines describing a comparison, for the terminal.
-
-    Parameters
-    ----------
-    comparison : Comparison
-        The result of :func:`compare`.
-    max_ids : int, optional
-        Sample ids listed per group / list before "and N more".
-
-    Returns
-    -------
-    list of (str, str)
-        ``(text, level)`` with level ``bad``, ``good``, ``warn`` or ``info``.
-    """
-    def ids(items):
-        items = list(items)
-        text = ", ".join(items[:max_ids])
-        return text + (f" and {len(items) - max_ids} more" if len(items) > max_ids else "")
-
-    from .gate_words import cause_line, group_rows, headline, ratchet_line, rule_line, too_few_line
+def comparison_lines(comparison) -> list[tuple[str, str]]:
+    """``(text, level)`` lines of a comparison for the terminal (level ``bad``, ``good``,
+    ``warn`` or ``info``); at most 10 sample ids per list before "and N more"."""
+    from ._gate_words import group_rows, headline, ratchet_line, rule_line, too_few_line
 
     out = []
     # a decided sequential gate gave the verdict (report/sequential.py): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
     if not sequential:
-        out.append(headline(comparison))
-        out.append((rule_line(comparison), "info"))
+        out += [headline(comparison), (rule_line(comparison), "info")]
         for which, level in (("regressed", "bad"), ("improved", "good")):
             for g, rows in group_rows(comparison, which=which):
-                out.append((f"  {which:9s} {g.label}  (n={g.n})", level))
-                cause = cause_line(g)
-                if cause and which == "regressed":  # causes before numbers
-                    out.append((f"            {cause}", "bad"))
-                for r in rows:
-                    out.append((f"            {r.statistic:<13s} old {r.old:>7s}  new {r.new:>7s}  "
-                                f"delta {r.delta}  bounds {r.bounds}", level))
-                worst = sorted(g.metric_deltas.items(), key=lambda kv: -kv[1][2])[:3]
-                if worst and which == "regressed":
-                    out.append((f"            worst metrics ({g.imaged_n} with an image on both sides): "
-                                + ", ".join(f"{k} {fmt_signed(v[2], 4)}" for k, v in worst), "info"))
-                if g.newly_failing and which == "regressed":
-                    out.append((f"            newly failing ({len(g.newly_failing)}): {ids(g.newly_failing)}",
-                                level))
-                if g.newly_refused and "refusal_rate" in g.regressed:
-                    out.append((f"            newly refused ({len(g.newly_refused)}): {ids(g.newly_refused)}",
-                                level))
+                out += _group_lines(g, rows, which, level)
         ratchet = ratchet_line(comparison)
         if ratchet:
             out.append((ratchet, "good"))
     elif comparison.errored:
         out.append((f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error and could "
-                    f"not be compared with baseline{_where(comparison)}: {ids(comparison.errored)}", "bad"))
+                    f"not be compared with baseline{where(comparison)}: {id_list(comparison.errored)}", "bad"))
     if sequential and comparison.too_few:
         out.append((too_few_line(comparison), "bad" if comparison.undecidable else "warn"))
     elif comparison.too_few and comparison.allow_mismatch:
@@ -192,7 +168,7 @@ def comparison_lines(comparison, *, max_ids: int = 10) -> list[tuple[str, str]]:
                          ("not in the baseline", comparison.added),
                          ("redefined since the baseline, not compared", comparison.changed)):
         if items:
-            out.append((f"{len(items)} sample(s) {title}: {ids(items)}", "warn"))
+            out.append((f"{len(items)} sample(s) {title}: {id_list(items)}", "warn"))
     for key, (a, b) in comparison.metadata_changes.items():
         out.append((f"{key} differs: baseline {a!r}, this run {b!r}", "warn"))
     return out

@@ -1,8 +1,7 @@
 """Text that is safe to print on a terminal.
 
-Prompts, sample ids and server messages come from manifests and model
-endpoints: a prompt holding ``ESC [ 2 J`` must not clear the user's screen,
-and one holding a carriage return must not overwrite the line before it.
+Prompts, sample ids and server messages come from manifests and model endpoints: a prompt holding ``ESC [ 2
+J`` must not clear the user's screen, and one holding a carriage return must not overwrite the line before it.
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ import re
 
 __all__ = ["format_usd", "printable"]
 
-# C0 controls but tab and newline, DEL, C1 controls, and the Unicode
-# bidirectional overrides and isolates that reorder what a terminal shows.
+# C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidirectional overrides and isolates that
+# reorder what a terminal shows.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -22,19 +21,8 @@ def _escape(match: re.Match) -> str:
 
 
 def printable(text) -> str:
-    """``text`` with terminal control characters shown as escapes.
-
-    Parameters
-    ----------
-    text : object
-        Converted with ``str``.
-
-    Returns
-    -------
-    str
-        Tabs and newlines are kept; every other C0/C1 control character,
-        DEL and the bidirectional-override characters become ``\\xNN`` /
-        ``\\uNNNN``.
+    """``str(text)`` with every C0/C1 control character but tab and newline, DEL and the
+    bidirectional overrides shown as ``\\xNN`` / ``\\uNNNN`` escapes.
 
     Examples
     --------
@@ -60,7 +48,7 @@ _IMAGE_DATA_URI = re.compile(r"^data:image/(png|jpeg);base64,[A-Za-z0-9+/]+=*$")
 def is_image_data_uri(value) -> bool:
     """Whether ``value`` is a base64 PNG or JPEG ``data:`` URI, safe to embed in a page.
 
-    Thumbnails come from files a report folder or a results.json holds:
-    nothing else (no script, no other scheme, no stray quote) is embedded.
+    Thumbnails come from files a report folder or a results.json holds: nothing else (no script, no other
+    scheme, no stray quote) is embedded.
     """
     return isinstance(value, str) and _IMAGE_DATA_URI.match(value) is not None

@@ -1,10 +1,8 @@
 """Small data-URI thumbnails for the HTML report.
 
-For each sample the report shows three thumbnails: the expected image, the
-generated image and a heat map of their difference. They are computed on
-the process that scored the sample (an xdist worker), encoded as tiny PNG
-or JPEG data URIs, and travel to the controller in
-``SampleResult.extra``; no full-size image ever leaves the worker.
+For each sample the report shows three thumbnails: the expected image, the generated image and a heat map of
+their difference. They are computed on the process that scored the sample (an xdist worker), encoded as tiny
+PNG or JPEG data URIs, and travel to the controller in ``SampleResult.extra``.
 """
 
 from __future__ import annotations
@@ -22,8 +20,6 @@ __all__ = ["HEATMAP_TICKS", "THUMBNAIL_SIZE", "thumbnail", "diff_heatmap", "data
 
 #: Longest side of a thumbnail, in pixels.
 THUMBNAIL_SIZE = 96
-
-
 
 _CHANNEL_MEAN = np.full((1, 3), 1.0 / 3.0)
 _SQRT_LUT = np.rint(np.sqrt(np.arange(256) / 255.0) * 255.0).astype(np.uint8)
@@ -49,47 +45,21 @@ def _shrink(rgb: np.ndarray, size: int) -> np.ndarray:
 
 
 def thumbnail(image, size: int = THUMBNAIL_SIZE) -> np.ndarray:
-    """Shrink an image so that its longest side is ``size`` pixels.
-
-    Parameters
-    ----------
-    image : image-like
-        Anything :func:`pytest_violin.imaging.as_rgb8` accepts.
-    size : int, optional
-        Longest side of the result; images already smaller are kept.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(h, w, 3)`` uint8 with ``max(h, w) <= size`` and the aspect ratio kept.
-    """
+    """``image`` (anything :func:`~pytest_violin.imaging.as_rgb8` accepts) shrunk so that its
+    longest side is at most ``size`` pixels, the aspect ratio kept."""
     if int(size) < 1:
         raise InvalidArgumentError(f"thumbnail size must be >= 1, got {size!r}")
     return _shrink(as_rgb8(image), int(size))
 
 
 def diff_heatmap(image, expected, size: int = THUMBNAIL_SIZE) -> np.ndarray:
-    """Heat map of ``|image - expected|`` at thumbnail size.
+    """RGB heat map of ``|image - expected|`` at thumbnail size (*inferno*: black identical,
+    yellow a full-range difference).
 
-    ``image`` is first resized to the expected size (as scoring does); the
-    difference is then taken at twice the thumbnail resolution (a
-    full-resolution difference costs more than the rest of the report),
-    averaged over the channels, put on a square-root scale so that small
-    deviations stay visible (a difference of 10/255 is already a fifth of
-    the way up the scale), shrunk and coloured with the *inferno* map:
-    black = identical, yellow = a full-range difference.
-
-    Parameters
-    ----------
-    image, expected : image-like
-        Generated and expected image.
-    size : int, optional
-        Longest side of the result.
-
-    Returns
-    -------
-    numpy.ndarray
-        RGB uint8 heat map.
+    ``image`` is first resized to the expected size (as scoring does); the difference is taken at twice the
+    thumbnail resolution (a full-resolution one costs more than the rest of the report), averaged over the
+    channels and put on a square-root scale, so that small deviations stay visible (10/255 is already a fifth
+    of the way up).
     """
     exp = as_rgb8(expected)
     gen = resize_rgb8(as_rgb8(image), exp.shape[1], exp.shape[0])
@@ -107,20 +77,8 @@ HEATMAP_TICKS = (0, 4, 16, 64, 128, 255)
 
 
 def heatmap_scale(stops: int = 16) -> list[tuple[float, str]]:
-    """The colour scale of :func:`diff_heatmap`, for a legend bar.
-
-    Parameters
-    ----------
-    stops : int, optional
-        Colour stops along the bar (at least 2).
-
-    Returns
-    -------
-    list of (float, str)
-        ``(position, "#rrggbb")`` from 0 (left, identical) to 1 (right, a
-        full-range difference of 255). A difference ``d`` sits at
-        ``sqrt(d / 255)``, as the heat map's square-root scale puts it.
-    """
+    """``(position, "#rrggbb")`` of ``stops`` colours along :func:`diff_heatmap`'s legend bar,
+    from 0 (identical) to 1 (a difference of 255); a difference ``d`` sits at ``sqrt(d / 255)``."""
     n = max(2, int(stops))
     positions = np.linspace(0.0, 1.0, n)
     levels = np.rint(positions * 255.0).astype(np.uint8).reshape(1, n)
@@ -145,24 +103,8 @@ def _flat(rgb: np.ndarray, limit: float = 0.08) -> bool:
 
 
 def data_uri(image, *, quality: int = 80) -> str:
-    """Encode a small image as a ``data:`` URI.
-
-    Images made of flat areas (the synthetic ground truths, clean outputs)
-    become PNG, lossless and a few hundred bytes; photographic or noisy
-    images become JPEG, a few kB at this size.
-
-    Parameters
-    ----------
-    image : image-like
-        Usually a thumbnail.
-    quality : int, optional
-        JPEG quality (1-100).
-
-    Returns
-    -------
-    str
-        ``data:image/png;base64,...`` or ``data:image/jpeg;base64,...``.
-    """
+    """A small image as a PNG ``data:`` URI when it is made of flat areas (ground truths,
+    clean outputs: lossless, a few hundred bytes), else JPEG (``quality``; a few kB)."""
     data, mime = encode_image(image, quality=quality)
     return f"data:{mime};base64," + base64.b64encode(data).decode("ascii")
 
@@ -184,28 +126,12 @@ def encode_image(image, *, quality: int = 80) -> tuple[bytes, str]:
 
 
 def make_thumbnails(expected, generated, *, size: int = THUMBNAIL_SIZE, inputs=()) -> dict:
-    """The thumbnails of one sample as data URIs.
+    """Data URIs of one sample's ``source`` and ``mask`` (its ``inputs``: the mask task),
+    ``expected``, ``generated`` and ``diff`` thumbnails, where they exist.
 
-    Parameters
-    ----------
-    expected : image-like or None
-        Ground truth; ``None`` to skip the expected and difference
-        thumbnails (the plugin does so for passing samples, whose
-        difference is near black, to avoid rendering the ground truth a
-        second time).
-    generated : image-like or None
-        The model's image (first repeat); ``None`` when generation failed.
-    size : int, optional
-        Longest side in pixels.
-    inputs : sequence of image-like, optional
-        The sample's input images (the mask task: the source image and the
-        mask), shown before the expected image as ``source`` and ``mask``.
-
-    Returns
-    -------
-    dict
-        A subset of ``{"source": uri, "mask": uri, "expected": uri,
-        "generated": uri, "diff": uri}``.
+    ``expected`` None skips the expected and difference thumbnails (the plugin does so for passing samples,
+    whose difference is near black: no second render of the ground truth); ``generated`` is None when
+    generation failed.
     """
     out = {}
     for name, image in zip(("source", "mask"), inputs or ()):

@@ -1,10 +1,14 @@
 """Build one sample from parameters, with its prompt and ground truth.
 
-The public builders (:func:`color_sample`, :func:`block_sample`,
-:func:`ratio_sample`, :func:`shape_sample`, :func:`mask_sample`) are what
-hypothesis strategies and assertions call; the suites use the lower-level
-``make_*`` functions with their own ids. Both produce the same
-:class:`~pytest_violin.suite.sample.Sample` class.
+The public builders (:func:`color_sample`, :func:`block_sample`, :func:`ratio_sample`, :func:`shape_sample`,
+:func:`mask_sample`) are what hypothesis strategies and assertions call; the suites use the lower-level
+``make_*`` functions with their own ids. Both produce the same :class:`~pytest_violin.suite.sample.Sample`
+class.
+
+A public builder makes a sample of suite ``custom`` whose id is built from its parameters
+(``custom/color/<rrggbb>[/...]``); its colors are anything :func:`parse_color` accepts, ``notation`` is how
+the prompt writes them (``hex``, ``rgb``, ``hsl``, or ``name`` for ISCC-NBS colors only), ``width`` and
+``height`` the image size and ``template`` the prompt template index.
 """
 
 from __future__ import annotations
@@ -16,28 +20,15 @@ import numpy as np
 from ..errors import ImageSizeMismatchError, SuiteError
 from ..imaging import as_rgb8
 from .colors import format_color, parse_color
-from .geometry import place_bbox, shape_extent
-from .masks import MASK_KINDS, fill_enclosed
-from .photos import LIFT, lift_dark
+from .drawing import LIFT, MASK_KINDS, fill_enclosed, lift_dark, place_bbox, shape_extent
 from .prompts import (ANCHOR_PHRASES, BLOCK_TEMPLATES, CODE_TEMPLATES, COLOR_TEMPLATES,
                       MASK_TEMPLATES, NOTATION_LABELS, QUAD_TEMPLATES, RATIO_TEMPLATES,
                       SHAPE_PHRASES, SHAPE_TEMPLATES, percent, pick)
 from .sample import Sample
 
-__all__ = [
-    "CUSTOM_SUITE",
-    "color_sample",
-    "block_sample",
-    "ratio_sample",
-    "shape_sample",
-    "mask_sample",
-    "make_blocks",
-    "make_fuzzy",
-    "make_ratio",
-    "make_shape",
-    "make_photo_mask",
-    "shape_prompt",
-]
+__all__ = ["CUSTOM_SUITE", "color_sample", "block_sample", "ratio_sample", "shape_sample",
+           "mask_sample", "make_blocks", "make_fuzzy", "make_ratio", "make_shape",
+           "make_photo_mask", "shape_prompt"]
 
 #: Suite name of samples made by the public builders.
 CUSTOM_SUITE = "custom"
@@ -54,15 +45,20 @@ def _check_notation(notation):
         raise SuiteError(f"unknown notation {notation!r}; accepted: name, hex, rgb, hsl")
 
 
-def _suffix(notation, template, width, height, default_notation="hex") -> str:
+def _suffix(notation, template, width, height) -> str:
     parts = []
-    if notation != default_notation:
+    if notation != "hex":
         parts.append(notation)
     if template:
         parts.append(f"t{template}")
     if (width, height) != (512, 512):
         parts.append(f"{width}x{height}")
     return "".join("/" + p for p in parts)
+
+
+def _decimal(value) -> str:
+    """A number in an id: at most 6 decimals, no trailing zeros (``0.315``, ``0.5``, ``1``)."""
+    return f"{float(value):.6f}".rstrip("0").rstrip(".")
 
 
 def _hex6(rgb) -> str:
@@ -140,7 +136,7 @@ def make_shape(sample_id, suite, variation, shape, size, template, width=512, he
 
 def make_photo_mask(sample_id, suite, kind, photo, mask_seed, template, width=512,
                     height=512) -> Sample:
-    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.photos`)."""
+    """A mask sample on a base photograph (see :mod:`pytest_violin.suite.drawing`)."""
     spec = {"kind": "mask", "mask_kind": kind, "mask_seed": int(mask_seed), "photo": photo,
             "lift": LIFT, "template": template}
     prompt = pick(MASK_TEMPLATES, template, "mask")
@@ -148,25 +144,21 @@ def make_photo_mask(sample_id, suite, kind, photo, mask_seed, template, width=51
 
 
 # ---------------------------------------------------------------- public builders
+def _colors(colors, need: int, notation: str, what: str) -> tuple:
+    """``(rgbs, texts)``: ``need`` colors, as the prompt writes them (an hsl text read back)."""
+    rgbs = [parse_color(c) for c in colors]
+    if len(rgbs) != need:
+        raise SuiteError(f"{what} {need} colors, got {len(rgbs)}")
+    if notation == "hsl":
+        rgbs = [parse_color(format_color(c, "hsl")) for c in rgbs]
+    return rgbs, [format_color(c, notation) for c in rgbs]
+
+
 def color_sample(color, *, notation: str = "hex", width: int = 512, height: int = 512,
                  template: int = 0) -> Sample:
-    """One uniform color image.
+    """One uniform color image (task ``color``, layout ``single``).
 
-    Parameters
-    ----------
-    color : str or sequence of int
-        Anything :func:`parse_color` accepts.
-    notation : {"hex", "rgb", "hsl", "name"}
-        How the prompt writes the color (``name`` only for ISCC-NBS colors).
-    width, height : int
-        Image size.
-    template : int
-        Template index: ``0..14`` for ``name``, ``0..5`` for code notations.
-
-    Returns
-    -------
-    Sample
-        Task ``color``, layout ``single``, id ``custom/color/<rrggbb>[/...]``.
+    ``template`` is ``0..14`` for ``name``, ``0..5`` for code notations.
     """
     width, height = _size(width, height)
     _check_notation(notation)
@@ -185,40 +177,18 @@ def color_sample(color, *, notation: str = "hex", width: int = 512, height: int 
 
 def block_sample(layout: str, colors, *, notation: str = "hex", width: int = 512,
                  height: int = 512, template: int = 0) -> Sample:
-    """Two or four uniform color blocks.
+    """Two or four uniform color blocks (task ``color``), id ``custom/blocks/<layout>/<rrggbb>-...``.
 
-    Parameters
-    ----------
-    layout : {"vertical", "horizontal", "quad"}
-        ``vertical`` = left | right halves, ``horizontal`` = top / bottom,
-        ``quad`` = 2x2 in reading order (top-left, top-right, bottom-left,
-        bottom-right).
-    colors : sequence of colors
-        2 colors (4 for ``quad``), anything :func:`parse_color` accepts.
-    notation : {"hex", "rgb", "hsl", "name"}
-        How the prompt writes the colors.
-    width, height : int
-        Image size.
-    template : int
-        ``0..9`` for two blocks, ``0..1`` for quad.
-
-    Returns
-    -------
-    Sample
-        Task ``color`` with the given layout, id
-        ``custom/blocks/<layout>/<rrggbb>-<rrggbb>[...]``.
+    ``layout`` is ``vertical`` (left | right halves), ``horizontal`` (top / bottom) or ``quad`` (2x2 in
+    reading order: top-left, top-right, bottom-left, bottom-right), with 2 colors (4 for ``quad``);
+    ``template`` is ``0..9`` for two blocks, ``0..1`` for quad.
     """
     width, height = _size(width, height)
     _check_notation(notation)
     need = {"vertical": 2, "horizontal": 2, "quad": 4}.get(layout)
     if need is None:
         raise SuiteError(f"unknown block layout {layout!r}; accepted: vertical, horizontal, quad")
-    rgbs = [parse_color(c) for c in colors]
-    if len(rgbs) != need:
-        raise SuiteError(f"layout {layout!r} needs {need} colors, got {len(rgbs)}")
-    if notation == "hsl":
-        rgbs = [parse_color(format_color(c, "hsl")) for c in rgbs]
-    texts = [format_color(c, notation) for c in rgbs]
+    rgbs, texts = _colors(colors, need, notation, f"layout {layout!r} needs")
     label = NOTATION_LABELS[notation]
     if layout == "quad":
         prompt = pick(QUAD_TEMPLATES, template, "quad").format(
@@ -239,43 +209,23 @@ def block_sample(layout: str, colors, *, notation: str = "hex", width: int = 512
 
 def ratio_sample(ratio: float, colors, *, orientation: str = "vertical", notation: str = "hex",
                  width: int = 512, height: int = 512, template: int = 0) -> Sample:
-    """An area-ratio split: the first color covers ``ratio`` of the width (or height).
+    """An area-ratio split (task ``ratio``): the first color covers ``ratio`` of the width (or height).
 
-    Parameters
-    ----------
-    ratio : float
-        Share of the first color, ``0 < ratio < 1``; the boundary is at pixel
-        ``round(ratio * width)`` (``height`` for ``horizontal``), which
-        must leave both regions non-empty.
-    colors : pair of colors
-        First (left / top) and second color.
-    orientation : {"vertical", "horizontal"}
-        ``vertical`` = left | right, ``horizontal`` = top / bottom.
-    notation, width, height, template
-        As in :func:`block_sample` (``template`` in ``0..1``).
-
-    Returns
-    -------
-    Sample
-        Task ``ratio``, id ``custom/ratio/<orientation>/<ratio>/<rrggbb>-<rrggbb>[...]``.
+    ``0 < ratio < 1``; the boundary is at pixel ``round(ratio * width)`` (``height`` for
+    ``orientation="horizontal"``, top / bottom instead of left | right), which must leave both regions
+    non-empty. ``template`` is ``0..1``.
     """
     width, height = _size(width, height)
     _check_notation(notation)
     if orientation not in RATIO_TEMPLATES:
         raise SuiteError(f"unknown orientation {orientation!r}; accepted: vertical, horizontal")
-    rgbs = [parse_color(c) for c in colors]
-    if len(rgbs) != 2:
-        raise SuiteError(f"a ratio sample needs 2 colors, got {len(rgbs)}")
-    if notation == "hsl":
-        rgbs = [parse_color(format_color(c, "hsl")) for c in rgbs]
-    texts = [format_color(c, notation) for c in rgbs]
+    rgbs, texts = _colors(colors, 2, notation, "a ratio sample needs")
     ratio = float(ratio)
     if not 0.0 < ratio < 1.0:
         raise SuiteError(f"ratio {ratio!r} must lie strictly between 0 and 1")
     prompt = pick(RATIO_TEMPLATES[orientation], template, "ratio").format(
         pct=percent(ratio), rest=percent(round(1.0 - ratio, 6)), first=texts[0], second=texts[1])
-    rtext = f"{ratio:.6f}".rstrip("0").rstrip(".")
-    sid = (f"custom/ratio/{orientation}/{rtext}/" + "-".join(_hex6(c) for c in rgbs)
+    sid = (f"custom/ratio/{orientation}/{_decimal(ratio)}/" + "-".join(_hex6(c) for c in rgbs)
            + _suffix(notation, template, width, height))
     return make_ratio(sid, CUSTOM_SUITE, orientation, ratio, orientation, rgbs, prompt, width,
                       height)
@@ -283,31 +233,13 @@ def ratio_sample(ratio: float, colors, *, orientation: str = "vertical", notatio
 
 def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: int = 512,
                  height: int = 512, template: int = 0) -> Sample:
-    """A solid white shape on black.
+    """A solid white shape on black (task ``shape``, variation = shape).
 
-    Parameters
-    ----------
-    shape : {"circle", "square", "triangle"}
-        Circle (``size`` = diameter), axis-aligned square or upright
-        equilateral triangle (``size`` = side length).
-    size : float
-        Fraction of the image width, in ``(0, 1]``.
-    anchor : str, optional
-        Named alignment of the bounding box (``left-center``, ``top-right``,
-        ``center``, ... see :data:`~pytest_violin.suite.geometry.ANCHORS`).
-    center : tuple of float, optional
-        ``(fx, fy)`` position of the bounding-box centre as fractions of
-        the width and height. Neither given: ``anchor="center"``.
-    width, height : int
-        Image size.
-    template : int
-        ``0..9``.
-
-    Returns
-    -------
-    Sample
-        Task ``shape``, variation = shape, id
-        ``custom/shape/<shape>/s<size>/<anchor or c<fx>-<fy>>[...]``.
+    ``shape`` is a ``circle`` (``size`` = diameter), an axis-aligned ``square`` or an upright equilateral
+    ``triangle`` (``size`` = side length), ``size`` a fraction of the image width in ``(0, 1]``. ``anchor``
+    names the alignment of the bounding box (``left-center``, ``top-right``, ``center``, ... see
+    :data:`~pytest_violin.suite.drawing.ANCHORS`), or ``center`` gives the bounding-box centre ``(fx, fy)`` as
+    fractions of the width and height; neither given: ``anchor="center"``. ``template`` is ``0..9``.
     """
     width, height = _size(width, height)
     if anchor is None and center is None:
@@ -316,13 +248,11 @@ def shape_sample(shape: str, size: float, *, anchor=None, center=None, width: in
         raise SuiteError(f"unknown anchor {anchor!r}; accepted: {', '.join(ANCHOR_PHRASES)}")
     if shape not in SHAPE_PHRASES:
         raise SuiteError(f"unknown shape {shape!r}; accepted: {', '.join(SHAPE_PHRASES)}")
-    stext = f"{float(size):.6f}".rstrip("0").rstrip(".")
     if anchor is not None:
         where = anchor
     else:
-        fx, fy = (f"{float(v):.6f}".rstrip("0").rstrip(".") for v in center)
-        where = f"c{fx}-{fy}"
-    sid = f"custom/shape/{shape}/s{stext}/{where}" + _suffix("hex", template, width, height)
+        where = f"c{_decimal(center[0])}-{_decimal(center[1])}"
+    sid = f"custom/shape/{shape}/s{_decimal(size)}/{where}" + _suffix("hex", template, width, height)
     return make_shape(sid, CUSTOM_SUITE, shape, shape, size, template, width, height,
                       anchor=anchor, center=center)
 
@@ -347,31 +277,13 @@ def _keep_mask(mask, shape) -> np.ndarray:
 
 def mask_sample(image, mask, *, kind: str = "random", template: int = 0,
                 well_formed: bool = True) -> Sample:
-    """A mask sample from any image and a binary mask.
+    """A mask sample (task ``mask``, id ``custom/mask/<kind>/<digest>``) from any image and a binary mask.
 
-    Parameters
-    ----------
-    image : image-like
-        The source image (anything :func:`pytest_violin.as_rgb8` accepts).
-    mask : array_like
-        Binary mask of the same size: bool, 0/1, 0/255, or a black/white
-        RGB image; true / non-zero / white = keep.
-    kind : {"inpaint", "outpaint", "random"}
-        The variation to file the sample under.
-    template : int
-        Prompt template ``0..2``.
-    well_formed : bool
-        If True (default), make the ground truth measurable by the mask
-        metrics: lift the darkest tones of the source so every channel is
-        >= 40 (:func:`~pytest_violin.suite.photos.lift_dark`) and turn kept
-        pixels enclosed by black into black
-        (:func:`~pytest_violin.suite.masks.fill_enclosed`).
-
-    Returns
-    -------
-    Sample
-        Task ``mask``, id ``custom/mask/<kind>/<digest>``; the pixels are held
-        by the sample (read-only).
+    ``mask`` is of the image's size: bool, 0/1, 0/255, or a black/white RGB image; true / non-zero / white =
+    keep. ``kind`` is the variation to file the sample under, ``template`` ``0..2``. ``well_formed`` (default)
+    makes the ground truth measurable by the mask metrics: the darkest tones of the source are lifted so every
+    channel is >= 40 (:func:`~pytest_violin.suite.drawing.lift_dark`) and kept pixels enclosed by black turn
+    black (:func:`~pytest_violin.suite.drawing.fill_enclosed`). The sample holds the pixels (read-only).
     """
     if kind not in MASK_KINDS:
         raise SuiteError(f"unknown mask kind {kind!r}; accepted: {', '.join(MASK_KINDS)}")

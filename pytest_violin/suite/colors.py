@@ -1,14 +1,11 @@
 """Colors: the ISCC-NBS Level-2 table and color notations.
 
-Notations understood by :func:`parse_color` and written by
-:func:`format_color`:
+Notations understood by :func:`parse_color` and written by :func:`format_color`:
 
-* ``name``: one of the 29 ISCC-NBS Level-2 names (``"yellowish pink"``),
-  case and spacing insensitive;
+* ``name``: one of the 29 ISCC-NBS Level-2 names (``"yellowish pink"``), case and spacing insensitive;
 * ``hex``: ``#RRGGBB`` or ``#RGB`` (the ``#`` is optional);
 * ``rgb``: ``rgb(217, 180, 81)``, components 0-255 or percentages;
-* ``hsl``: ``hsl(43, 64%, 58%)``, hue in degrees, saturation and lightness
-  in percent (decimals allowed);
+* ``hsl``: ``hsl(43, 64%, 58%)``, hue in degrees, saturation and lightness in percent (decimals allowed);
 * a sequence of three integers in ``0..255``.
 """
 
@@ -22,14 +19,8 @@ from importlib import resources
 from ..errors import InternalError, InvalidColorError
 from .ids import slugify
 
-__all__ = [
-    "IsccColor",
-    "ISCC_NBS_COLORS",
-    "NOTATIONS",
-    "parse_color",
-    "format_color",
-    "color_by_name",
-]
+__all__ = ["IsccColor", "ISCC_NBS_COLORS", "NOTATIONS", "parse_color", "format_color",
+           "color_by_name"]
 
 #: Notations accepted by :func:`format_color`.
 NOTATIONS = ("name", "hex", "rgb", "hsl")
@@ -91,12 +82,8 @@ _BY_RGB = {c.rgb: c for c in ISCC_NBS_COLORS}
 
 
 def color_by_name(name: str) -> IsccColor:
-    """Return the ISCC-NBS color called ``name`` (case/space/dash insensitive).
-
-    Raises
-    ------
-    InvalidColorError
-        If ``name`` is not one of the 29 names.
+    """The ISCC-NBS color called ``name`` (case, space and dash insensitive), else an
+    :class:`~pytest_violin.errors.InvalidColorError`.
     """
     key = " ".join(str(name).lower().replace("-", " ").replace("_", " ").split())
     color = _BY_KEY.get(key)
@@ -128,22 +115,10 @@ def _fail(value, problem: str = "is in no accepted notation") -> InvalidColorErr
 
 
 def parse_color(value) -> tuple:
-    """Parse a color in any accepted notation to an ``(r, g, b)`` tuple of ints.
+    """Parse a color in any notation of the module docstring to an ``(r, g, b)`` tuple of ints in ``0..255``.
 
-    Parameters
-    ----------
-    value : str or sequence of int
-        See the module docstring for the notations.
-
-    Returns
-    -------
-    tuple of int
-        ``(r, g, b)`` with components in ``0..255``.
-
-    Raises
-    ------
-    InvalidColorError
-        Naming ``value`` and the accepted forms.
+    Anything else is an :class:`~pytest_violin.errors.InvalidColorError` naming ``value`` and the accepted
+    forms.
 
     Examples
     --------
@@ -153,38 +128,7 @@ def parse_color(value) -> tuple:
     (62, 80, 31)
     """
     if isinstance(value, str):
-        text = value.strip()
-        m = _HEX.match(text)
-        if m:
-            digits = m.group(1)
-            if len(digits) == 3:
-                digits = "".join(ch * 2 for ch in digits)
-            return tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
-        m = _RGB.match(text)
-        if m:
-            out = []
-            for num, pct in ((m.group(1), m.group(2)), (m.group(3), m.group(4)),
-                             (m.group(5), m.group(6))):
-                v = float(num)
-                if pct:
-                    if not 0.0 <= v <= 100.0:
-                        raise _fail(value, f"has a percentage {num}% outside 0..100")
-                    out.append(_round8(v / 100.0))
-                else:
-                    if not (0.0 <= v <= 255.0 and v == int(v)):
-                        raise _fail(value, f"has a component {num} that is not an integer in 0..255")
-                    out.append(int(v))
-            return tuple(out)
-        m = _HSL.match(text)
-        if m:
-            h, s, lum = float(m.group(1)), float(m.group(2)), float(m.group(3))
-            if not (0.0 <= s <= 100.0 and 0.0 <= lum <= 100.0):
-                raise _fail(value, "has saturation or lightness outside 0..100%")
-            return _hsl_to_rgb(h, s, lum)
-        try:
-            return color_by_name(text).rgb
-        except InvalidColorError:
-            raise _fail(value) from None
+        return _parse_text(value)
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__len__"):
         raise _fail(value)
     try:
@@ -207,6 +151,40 @@ def parse_color(value) -> tuple:
     return tuple(out)
 
 
+def _parse_text(value: str) -> tuple:
+    text = value.strip()
+    m = _HEX.match(text)
+    if m:
+        digits = m.group(1)
+        if len(digits) == 3:
+            digits = "".join(ch * 2 for ch in digits)
+        return tuple(int(digits[i:i + 2], 16) for i in (0, 2, 4))
+    m = _RGB.match(text)
+    if m:
+        return tuple(_rgb_component(value, m.group(i), m.group(i + 1)) for i in (1, 3, 5))
+    m = _HSL.match(text)
+    if m:
+        h, s, lum = float(m.group(1)), float(m.group(2)), float(m.group(3))
+        if not (0.0 <= s <= 100.0 and 0.0 <= lum <= 100.0):
+            raise _fail(value, "has saturation or lightness outside 0..100%")
+        return _hsl_to_rgb(h, s, lum)
+    try:
+        return color_by_name(text).rgb
+    except InvalidColorError:
+        raise _fail(value) from None
+
+
+def _rgb_component(value: str, num: str, pct: str) -> int:
+    v = float(num)
+    if pct:
+        if not 0.0 <= v <= 100.0:
+            raise _fail(value, f"has a percentage {num}% outside 0..100")
+        return _round8(v / 100.0)
+    if not (0.0 <= v <= 255.0 and v == int(v)):
+        raise _fail(value, f"has a component {num} that is not an integer in 0..255")
+    return int(v)
+
+
 def _fmt(x: float, decimals: int) -> str:
     text = f"{x:.{decimals}f}"
     if "." in text:
@@ -226,27 +204,12 @@ def _format_hsl(rgb: tuple) -> str:
 
 
 def format_color(rgb, notation: str = "hex") -> str:
-    """Write a color in one notation.
+    """Write a color (anything :func:`parse_color` accepts) in one notation.
 
-    Parameters
-    ----------
-    rgb : str or sequence of int
-        Anything :func:`parse_color` accepts.
-    notation : {"hex", "rgb", "hsl", "name"}
-        ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``;
-        ``hsl`` -> the shortest ``hsl(...)`` (0 to 3 decimals) that parses
-        back to exactly ``rgb``; ``name`` -> the ISCC-NBS name in lower case
-        (only for the 29 table colors).
-
-    Returns
-    -------
-    str
-
-    Raises
-    ------
-    InvalidColorError
-        For an unparseable color, an unknown notation, or ``name`` of a
-        color that is not in the ISCC-NBS table.
+    ``hex`` -> ``#D9B451``; ``rgb`` -> ``rgb(217, 180, 81)``; ``hsl`` -> the shortest ``hsl(...)`` (0 to 3
+    decimals) that parses back to exactly the color; ``name`` -> the ISCC-NBS name in lower case (only for the
+    29 table colors). An unparseable color, an unknown notation or ``name`` of a color not in the table is an
+    :class:`~pytest_violin.errors.InvalidColorError`.
     """
     rgb = parse_color(rgb)
     if notation == "hex":

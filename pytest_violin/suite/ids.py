@@ -1,9 +1,8 @@
 """Sample ids: validation, slugs and stable seeds.
 
-Sample ids become file paths (exports, replays, saved outputs), so they are
-restricted to relative, ``/``-separated segments of ``[a-z0-9._-]``.
-Seeds are derived with BLAKE2b, never with ``hash()``, so they are the same
-in every process, on every machine and Python version.
+Sample ids become file paths (exports, replays, saved outputs), so they are restricted to relative,
+``/``-separated segments of ``[a-z0-9._-]``. Seeds are derived with BLAKE2b, never with ``hash()``, so they
+are the same in every process, on every machine and Python version.
 """
 
 from __future__ import annotations
@@ -20,24 +19,10 @@ _MAX_ID = 200
 
 
 def validate_sample_id(sample_id) -> str:
-    """Return ``sample_id`` if it is a safe relative path, else raise.
+    """``sample_id`` (e.g. ``"color/v1/yellowish-pink/t07"``) if it is a safe relative path.
 
-    Parameters
-    ----------
-    sample_id : str
-        Candidate id such as ``"color/v1/yellowish-pink/t07"``.
-
-    Returns
-    -------
-    str
-        The id, unchanged.
-
-    Raises
-    ------
-    SampleIdError
-        If the id is not a string, is empty, longer than 200 characters,
-        absolute, has an empty, ``.`` or ``..`` segment, or a character
-        outside ``[a-z0-9._-]`` in a segment.
+    Else a :class:`~pytest_violin.errors.SampleIdError`: not a string, empty, longer than 200 characters,
+    absolute, an empty, ``.`` or ``..`` segment, or a character outside ``[a-z0-9._-]`` in a segment.
     """
     accepted = ("accepted: relative '/'-separated segments of [a-z0-9._-], "
                 "no empty, '.' or '..' segment, at most 200 characters")
@@ -59,33 +44,15 @@ def validate_sample_id(sample_id) -> str:
 def slugify(text: str) -> str:
     """Turn free text into one id segment: lower case, runs of other characters -> ``-``.
 
-    Parameters
-    ----------
-    text : str
-        E.g. ``"Yellowish pink"`` or ``"IMG 0001.JPG"``.
-
-    Returns
-    -------
-    str
-        E.g. ``"yellowish-pink"``; ``"x"`` if nothing usable is left.
+    ``"Yellowish pink"`` -> ``"yellowish-pink"``, ``"IMG 0001.JPG"`` -> ``"img-0001.jpg"``; ``"x"`` if nothing
+    usable is left.
     """
     slug = re.sub(r"[^a-z0-9.]+", "-", str(text).lower()).strip("-.")
     return slug or "x"
 
 
 def stable_seed(*parts) -> int:
-    """A 63-bit seed from ``parts`` (joined by NUL), stable across processes.
-
-    Parameters
-    ----------
-    *parts
-        Anything with a stable ``str()`` (strings, ints).
-
-    Returns
-    -------
-    int
-        In ``[0, 2**63)``.
-    """
+    """A seed in ``[0, 2**63)`` from ``parts`` (their ``str()`` joined by NUL), stable across processes."""
     data = "\x00".join(str(p) for p in parts).encode("utf-8")
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") >> 1
 

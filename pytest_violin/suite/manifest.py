@@ -1,4 +1,4 @@
-"""Manifests: export a suite to ``manifest.jsonl`` + PNGs, and load one back.
+"""Manifests: export a suite to ``manifest.jsonl`` + PNGs, and load one back (with a text progress bar).
 
 Layout of an export folder::
 
@@ -7,18 +7,15 @@ Layout of an export folder::
     OUT_DIR/inputs/<sample id>/image.png    mask task: source image
     OUT_DIR/inputs/<sample id>/mask.png     mask task: the mask (white = keep)
 
-Each line holds ``id, suite, task, variation, prompt, width, height, layout,
-control, metric_names, spec`` (see :meth:`Sample.to_manifest`) plus
-``expected`` and ``inputs``: paths relative to the manifest's folder.
-Loaded samples read their ground truth and inputs from those files; a line
-without ``expected`` must have a spec that can be rendered.
+Each line holds ``id, suite, task, variation, prompt, width, height, layout, control, metric_names, spec``
+(see :meth:`Sample.to_manifest`) plus ``expected`` and ``inputs``: paths relative to the manifest's folder.
+Loaded samples read their ground truth and inputs from those files; a line without ``expected`` must have a
+spec that can be rendered.
 
-A manifest is read as untrusted input: every path must resolve
-(symlinks followed) to a regular, non-empty file inside the manifest's
-folder; the image header of each file is read when the manifest loads
-(a recognised format, the sample's size, within the image limits of
-:mod:`pytest_violin.imaging`); ``width`` and ``height`` lie in
-``1..MAX_SIDE``; a line holds at most :data:`MAX_LINE_BYTES` bytes.
+A manifest is read as untrusted input: every path must resolve (symlinks followed) to a regular, non-empty
+file inside the manifest's folder; the image header of each file is read when the manifest loads (a recognised
+format, the sample's size, within the image limits of :mod:`pytest_violin.imaging`); ``width`` and ``height``
+lie in ``1..MAX_SIDE``; a line holds at most :data:`MAX_LINE_BYTES` bytes.
 """
 
 from __future__ import annotations
@@ -27,25 +24,28 @@ import json
 import math
 import os
 import stat
+import sys
+import time
 from pathlib import Path
 
+from .. import tasks
 from .._fs import atomic_write
 from ..errors import InvalidImageError, ManifestError, SampleIdError, SuiteError
 from ..imaging import MAX_PIXELS, encode_png, file_kind, probe_image_file
-from .progress import ProgressBar
-from .render import RENDERABLE_KINDS
 from .sample import LAYOUTS, TASKS, Sample
 
-__all__ = ["MANIFEST_NAME", "MAX_SIDE", "MAX_LINE_BYTES", "export_samples", "load_manifest",
+__all__ = ["MANIFEST_NAME", "MAX_SIDE", "MAX_LINE_BYTES", "ProgressBar", "export_samples", "load_manifest",
            "manifest_path"]
 
 MANIFEST_NAME = "manifest.jsonl"
-#: Largest ``width`` or ``height`` of a manifest sample: 8192, so that a
-#: sample's images stay within the 64-megapixel limit of
-#: :data:`pytest_violin.imaging.MAX_PIXELS`.
+#: Largest ``width`` or ``height`` of a manifest sample: 8192, so that a sample's images stay within the
+#: 64-megapixel limit of :data:`pytest_violin.imaging.MAX_PIXELS`.
 MAX_SIDE = math.isqrt(MAX_PIXELS)
 #: Longest manifest line, in bytes (1 MiB; an exported line is < 2 KiB).
 MAX_LINE_BYTES = 1024 * 1024
+
+#: Spec kinds whose ground truth a manifest may leave out (rendered instead).
+RENDERABLE_KINDS = tasks.renderable_kinds()
 _INPUT_NAMES = {"mask": ("image", "mask")}
 
 
@@ -56,36 +56,20 @@ def manifest_path(path) -> Path:
 
 
 def _write(path: Path, data: bytes) -> None:
-    # atomic: a new file renamed over the name, so a symlink already in the
-    # output folder is replaced, never written through
+    # atomic: a new file renamed over the name, so a symlink already in the output folder is replaced, never
+    # written through
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data)
 
 
 def export_samples(samples, out_dir, *, progress: bool = True, stream=None,
                    compression: int = 1) -> Path:
-    """Write a manifest and the PNGs of ``samples`` into ``out_dir``.
+    """Write a manifest and the PNGs of ``samples`` into ``out_dir``; return the manifest file.
 
-    Streams: one sample is rendered, written and dropped at a time, so
-    memory stays flat whatever the suite size.
-
-    Parameters
-    ----------
-    samples : iterable of Sample
-        What to export (a list gives the progress bar its total).
-    out_dir : path
-        Created if missing; an existing manifest there is overwritten.
-    progress : bool
-        Show a text progress bar on ``stream`` (default stderr).
-    stream : file, optional
-        Where the progress bar goes.
-    compression : int
-        PNG zlib level 0-9.
-
-    Returns
-    -------
-    pathlib.Path
-        The manifest file.
+    Streams: one sample is rendered, written and dropped at a time, so memory stays flat whatever the suite
+    size. ``out_dir`` is created if missing (an existing manifest there is overwritten); ``progress`` shows a
+    text progress bar on ``stream`` (default stderr; a list of samples gives it its total); ``compression`` is
+    the PNG zlib level 0-9.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -153,13 +137,11 @@ def _check(record, name, kind, where, *, required=True):
 def _resolve(base: str, rel, field, where, size) -> str:
     """The real path of ``rel``: a regular, non-empty image file inside ``base``.
 
-    ``base`` is the manifest folder's real path. Symlinks are followed
-    (``os.path.realpath``) and the target must still lie inside ``base``;
-    directories, FIFOs, devices, sockets and empty files (``/proc`` files
-    read as empty) are refused, and so is a file whose image header is not
-    of a recognised format, of ``size`` (``(width, height)``), or within
-    the image limits. Nothing but the header is read, and no message
-    quotes the file's content.
+    ``base`` is the manifest folder's real path. Symlinks are followed (``os.path.realpath``) and the target
+    must still lie inside ``base``; directories, FIFOs, devices, sockets and empty files (``/proc`` files read
+    as empty) are refused, and so is a file whose image header is not of a recognised format, of ``size``
+    (``(width, height)``), or within the image limits. Nothing but the header is read, and no message quotes
+    the file's content.
     """
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or ".." in Path(rel).parts:
         raise ManifestError(f"{field} path {rel!r} must be a relative path inside the "
@@ -230,8 +212,19 @@ def _sample_from_record(record, base: str, where, default_suite: str) -> Sample:
         if metric_names != ():
             raise ManifestError(f"metric_names must be a list of strings, got {metric_names!r}",
                                 field="metric_names", **where)
+    files = _files(record, base, where, (values["width"], values["height"]), values["task"], spec)
+    try:
+        return Sample(values["id"], values["suite"] or default_suite, values["task"],
+                      values["variation"] or "default", values["prompt"], values["width"],
+                      values["height"], layout=layout, spec=spec, control=control,
+                      metric_names=tuple(metric_names), files=files or None)
+    except SuiteError as exc:
+        raise ManifestError(str(exc), **where) from None
+
+
+def _files(record, base: str, where, size, task: str, spec: dict) -> dict:
+    """The expected and input files of a record, each checked; a sample needs one or a renderable spec."""
     files = {}
-    size = (values["width"], values["height"])
     if record.get("expected") is not None:
         files["expected"] = _resolve(base, record["expected"], "expected", where, size)
     inputs = record.get("inputs") or []
@@ -246,42 +239,21 @@ def _sample_from_record(record, base: str, where, default_suite: str) -> Sample:
             raise ManifestError(f"no 'expected' file and spec kind {kind!r} cannot be rendered; "
                                 f"give an expected PNG or a spec of kind "
                                 f"{', '.join(RENDERABLE_KINDS)}", field="expected", **where)
-    if values["task"] == "mask" and "inputs" not in files and "photo" not in spec:
+    if task == "mask" and "inputs" not in files and "photo" not in spec:
         raise ManifestError("a mask sample needs 'inputs' (image and mask PNGs) or a "
                             "renderable spec", field="inputs", **where)
-    try:
-        return Sample(values["id"], values["suite"] or default_suite, values["task"],
-                      values["variation"] or "default", values["prompt"], values["width"],
-                      values["height"], layout=layout, spec=spec, control=control,
-                      metric_names=tuple(metric_names), files=files or None)
-    except SuiteError as exc:
-        raise ManifestError(str(exc), **where) from None
+    return files
 
 
 def load_manifest(path) -> list:
-    """Load the samples of a manifest file or export folder.
+    """The samples of ``manifest.jsonl`` (or the folder holding it), in file order.
 
-    Parameters
-    ----------
-    path : path
-        ``manifest.jsonl`` or the folder holding it.
-
-    Returns
-    -------
-    list of Sample
-        In file order; ground truth and inputs are read from the PNG files.
-
-    Raises
-    ------
-    ManifestError
-        With the file, 1-based line and field at fault: invalid JSON, a
-        missing or mistyped field, a width or height outside
-        ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing PNG, a
-        path that leaves the manifest folder (through ``..`` or a symlink),
-        a directory, FIFO, device or empty file, an image file that is not
-        an image of the sample's size (header only; the message never
-        quotes a file's content), an over-long line, or a control that
-        names no sample of the manifest.
+    Ground truth and inputs are read from the PNG files. A :class:`~pytest_violin.errors.ManifestError` names
+    the file, 1-based line and field at fault: invalid JSON, a missing or mistyped field, a width or height
+    outside ``1..MAX_SIDE``, an invalid id, a duplicate id, a missing PNG, a path that leaves the manifest
+    folder (through ``..`` or a symlink), a directory, FIFO, device or empty file, an image file that is not
+    an image of the sample's size (header only; the message never quotes a file's content), an over-long line,
+    or a control that names no sample of the manifest.
     """
     mpath = manifest_path(path)
     if not mpath.is_file():
@@ -323,3 +295,61 @@ def load_manifest(path) -> list:
     if not samples:
         raise ManifestError("the manifest holds no sample", path=mpath)
     return samples
+
+
+# ---------------------------------------------------------------- progress (export, official data, dir: runs)
+
+
+class ProgressBar:
+    """``label [#######.......] 123/7745  1.6%  12.3/s`` on one line of ``stream`` (default stderr).
+
+    On a terminal the line is redrawn at most 10 times a second; when the stream is not a terminal (CI logs)
+    one line is written per 10 %. ``width`` is the bar's width in characters.
+    """
+
+    def __init__(self, total: int, stream=None, label: str = "", width: int = 30):
+        self.total = max(0, int(total))
+        self.stream = sys.stderr if stream is None else stream
+        self.label = label
+        self.width = width
+        self.done = 0
+        self._start = time.perf_counter()
+        self._last_draw = 0.0
+        self._last_decile = -1
+        try:
+            self._tty = bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            self._tty = False
+
+    def _line(self) -> str:
+        frac = self.done / self.total if self.total else 1.0
+        filled = int(round(frac * self.width))
+        elapsed = max(time.perf_counter() - self._start, 1e-9)
+        rate = self.done / elapsed
+        bar = "#" * filled + "." * (self.width - filled)
+        prefix = f"{self.label} " if self.label else ""
+        return f"{prefix}[{bar}] {self.done}/{self.total} {frac * 100:5.1f}% {rate:7.1f}/s"
+
+    def update(self, n: int = 1) -> None:
+        """Advance by ``n`` steps and redraw if it is time to."""
+        self.done = min(self.total, self.done + n) if self.total else self.done + n
+        now = time.perf_counter()
+        if self._tty:
+            if now - self._last_draw >= 0.1 or self.done >= self.total:
+                self.stream.write("\r" + self._line())
+                self.stream.flush()
+                self._last_draw = now
+        else:
+            decile = int(10 * self.done / self.total) if self.total else 10
+            if decile != self._last_decile:
+                self._last_decile = decile
+                self.stream.write(self._line() + "\n")
+                self.stream.flush()
+
+    def close(self) -> None:
+        """Draw the final state and end the line."""
+        if self._tty:
+            self.stream.write("\r" + self._line() + "\n")
+        elif self._last_decile != 10 and self.total:
+            self.stream.write(self._line() + "\n")
+        self.stream.flush()

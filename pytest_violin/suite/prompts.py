@@ -1,21 +1,17 @@
 """Prompt templates, written for pytest-violin in the style of the Violin examples.
 
-Templates go from loose to strict: the first ones just name the color or
-shape, the last ones spell out every constraint (no texture, no gradient,
-exact sizes). Placeholders are filled with :meth:`str.format`.
+Templates go from loose to strict: the first ones just name the color or shape, the last ones spell out every
+constraint (no texture, no gradient, exact sizes). Placeholders are filled with :meth:`str.format`.
 """
 
 from __future__ import annotations
 
 from ..errors import SuiteError
 
-__all__ = [
-    "COLOR_TEMPLATES", "CODE_TEMPLATES", "BLOCK_TEMPLATES", "QUAD_TEMPLATES",
-    "FUZZY_TEMPLATES", "MULTILINGUAL_TEMPLATES", "RATIO_TEMPLATES", "SHAPE_TEMPLATES",
-    "SHAPE_PHRASES", "ANCHOR_PHRASES", "MASK_TEMPLATES", "BORDER_TEMPLATES",
-    "COUNT_TEMPLATES", "NOTATION_LABELS", "NEGATION_CLAUSES", "GRAVITY_CONTEXTS",
-    "UNRELATED_CONTEXT", "pick", "percent",
-]
+__all__ = ["COLOR_TEMPLATES", "CODE_TEMPLATES", "BLOCK_TEMPLATES", "QUAD_TEMPLATES", "FUZZY_TEMPLATES",
+           "MULTILINGUAL_TEMPLATES", "RATIO_TEMPLATES", "SHAPE_TEMPLATES", "SHAPE_PHRASES", "ANCHOR_PHRASES",
+           "MASK_TEMPLATES", "BORDER_TEMPLATES", "COUNT_TEMPLATES", "NOTATION_LABELS", "NEGATION_CLAUSES",
+           "GRAVITY_CONTEXTS", "UNRELATED_CONTEXT", "pick", "percent"]
 
 #: Single color by name, 15 templates (suite ``violin``, ``color/v1``).
 COLOR_TEMPLATES = (
@@ -55,8 +51,8 @@ CODE_TEMPLATES = (
 _V = "vertical"
 _H = "horizontal"
 
-#: Two blocks, 20 templates as ``(layout, text)``: ``{first}`` is the left
-#: (vertical) or top (horizontal) color, ``{second}`` the other one.
+#: Two blocks, 20 templates as ``(layout, text)``: ``{first}`` is the left (vertical) or top (horizontal)
+#: color, ``{second}`` the other one.
 BLOCK_TEMPLATES = (
     (_V, "An image split into a left half in {first} and a right half in {second}."),
     (_H, "An image split into a top half in {first} and a bottom half in {second}."),

@@ -2,62 +2,109 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InvalidImageError, SuiteError
-from ..imaging import as_rgb8, resize_rgb8
 from .. import tasks
+from ..errors import InvalidArgumentError, InvalidImageError, SuiteError
+from ..imaging import as_rgb8, resize_rgb8
 from ..tasks import color as _color_family
-from .frozen import FrozenMap, freeze, thaw
+from .drawing import apply_mask
 from .ids import validate_sample_id
-from .render import apply_mask, render_inputs, render_spec
 
-__all__ = [
-    "Sample",
-    "TASKS",
-    "LAYOUTS",
-    "COLOR_METRICS",
-    "SHAPE_METRICS",
-    "MASK_METRICS",
-    "RATIO_METRICS",
-    "BORDER_METRICS",
-    "COUNT_METRICS",
-    "default_metric_names",
-    "RenderCache",
-    "RENDER_CACHE",
-]
+__all__ = ["Sample", "TASKS", "LAYOUTS", "default_metric_names", "RenderCache", "RENDER_CACHE",
+           "FrozenMap", "freeze", "thaw", "canonical_json"]
 
-#: Tasks a sample can have (the built-in task families; families registered
-#: later are accepted too, see :func:`pytest_violin.tasks.task_names`).
+#: Tasks a sample can have (the built-in task families; families registered later are accepted too, see
+#: :func:`pytest_violin.tasks.task_names`).
 TASKS = tasks.task_names()
 #: Layouts of color samples.
 LAYOUTS = _color_family.LAYOUTS
 
-COLOR_METRICS = tasks.metric_names("color")
-SHAPE_METRICS = tasks.metric_names("shape")
-MASK_METRICS = tasks.metric_names("mask")
-RATIO_METRICS = tasks.metric_names("ratio")
-BORDER_METRICS = tasks.metric_names("border")
-COUNT_METRICS = tasks.metric_names("count")
+
+# read-only, JSON-able containers for sample specs
+
+
+class FrozenMap(dict):
+    """A ``dict`` that refuses every mutation (so ``json.dumps`` still works).
+
+    Values are frozen recursively by :func:`freeze`: nested dicts become ``FrozenMap`` and lists become
+    tuples.
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *args, **kwargs):
+        raise InvalidArgumentError("sample specs are read-only; build a new sample instead")
+
+    __setitem__ = __delitem__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
+
+    def __ior__(self, other):
+        self._readonly()
+
+    def __hash__(self):
+        return hash(canonical_json(self))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (FrozenMap, (dict(self),))
+
+    def __repr__(self):
+        return f"FrozenMap({dict.__repr__(self)})"
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def freeze(value):
+    """Deep-freeze JSON-like data: dict -> FrozenMap, list/tuple -> tuple."""
+    kind = type(value)
+    if kind in _SCALARS or kind is FrozenMap:
+        return value
+    if isinstance(value, dict):
+        return FrozenMap({str(k): (v if type(v) in _SCALARS else freeze(v))
+                          for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        if all(type(v) in _SCALARS for v in value):
+            return tuple(value)
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+def thaw(value):
+    """Inverse of :func:`freeze`: plain dicts and lists (JSON round-trip form)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
+def canonical_json(value) -> str:
+    """Compact JSON with sorted keys: a stable text form of spec data."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class RenderCache:
     """A small per-process LRU of rendered ground truths.
 
-    A run asks for one sample's ground truth several times in a row (the
-    oracle renders it, :meth:`Sample.score` renders it again, a report may
-    want it once more), and for mask samples and exported suites that is
-    the expensive part (cropping and resizing a photo, decoding a PNG). The
-    cache keeps the last ``maxsize`` renders, keyed by the identity of the
-    :class:`Sample` object (the entry holds the sample, so the key cannot be
-    reused while it lives), stored read-only; :meth:`Sample.expected`
-    returns a fresh writable copy, so callers can never alter a shared
-    array. Bounded, so nothing is held for the whole suite: ``maxsize``
-    images of at most ``width * height * 3`` bytes each.
+    A run asks for one sample's ground truth several times in a row (the oracle renders it,
+    :meth:`Sample.score` renders it again, a report may want it once more), and for mask samples and exported
+    suites that is the expensive part (cropping and resizing a photo, decoding a PNG). The cache keeps the
+    last ``maxsize`` renders, keyed by the identity of the :class:`Sample` object (the entry holds the sample,
+    so the key cannot be reused while it lives), stored read-only; :meth:`Sample.expected` returns a fresh
+    writable copy, so callers can never alter a shared array. Bounded, so nothing is held for the whole suite:
+    ``maxsize`` images of at most ``width * height * 3`` bytes each.
     """
 
     def __init__(self, maxsize: int = 16):
@@ -118,9 +165,8 @@ def default_metric_names(task: str) -> tuple:
 class Sample:
     """One Violin sample: a prompt, its input images and its ground truth.
 
-    Samples are immutable, hashable and cheap: no pixel is held; the
-    ground truth is returned by :meth:`expected` as a new array on each
-    call (the last few expensive renders are kept in the bounded
+    Samples are immutable, hashable and cheap: no pixel is held; the ground truth is returned by
+    :meth:`expected` as a new array on each call (the last few expensive renders are kept in the bounded
     process-wide :data:`RENDER_CACHE`, not on the sample).
 
     Parameters
@@ -202,24 +248,23 @@ class Sample:
     def inputs(self) -> tuple:
         """Input images (RGB uint8), rendered or loaded on each access.
 
-        ``(source_image, mask_as_black_white_rgb)`` for mask samples (white
-        = keep), ``()`` for generation tasks.
+        ``(source_image, mask_as_black_white_rgb)`` for mask samples (white = keep), ``()`` for generation
+        tasks.
         """
         if self.files is not None and self.files.get("inputs"):
             return tuple(self._read_file(p, "input image") for p in self.files["inputs"])
         if self.payload is not None:
-            from .masks import mask_to_rgb
+            from .drawing import mask_to_rgb
 
             source, keep = self.payload
             return (source.copy(), mask_to_rgb(keep))
-        return render_inputs(self.spec, self.width, self.height)
+        return tasks.render_inputs(self.spec, self.width, self.height)
 
     def expected(self) -> np.ndarray:
         """The ground-truth image, ``(height, width, 3)`` uint8, rendered on demand.
 
-        Always a new writable array. Expensive ground truths (mask samples
-        cropped from a photo, exported suites read from PNG) come from a
-        small bounded LRU of recent renders (:data:`RENDER_CACHE`), copied.
+        Always a new writable array. Expensive ground truths (mask samples cropped from a photo, exported
+        suites read from PNG) come from a small bounded LRU of recent renders (:data:`RENDER_CACHE`), copied.
         """
         if not self._costly_render():
             return self._render_expected()
@@ -239,7 +284,7 @@ class Sample:
         if self.payload is not None:
             source, keep = self.payload
             return apply_mask(source, keep)
-        return render_spec(self.spec, self.width, self.height)
+        return tasks.render(self.spec, self.width, self.height)
 
     def _read_file(self, path, what: str) -> np.ndarray:
         """Decode a manifest file: one line naming the sample and file on failure."""
@@ -252,23 +297,11 @@ class Sample:
                                     f"image ({reason})") from None
 
     def score(self, image, *, profile: str = "violin"):
-        """Score a generated image against this sample's ground truth.
+        """Score a generated image (resized to ``(width, height)`` first when it has another size).
 
-        Parameters
-        ----------
-        image : image-like
-            Anything :func:`pytest_violin.as_rgb8` accepts. An image of
-            another size is resized to ``(width, height)`` first.
-        profile : {"violin", "strict"}
-            Metric profile.
-
-        Returns
-        -------
-        Metrics
-            Values named by :attr:`metric_names`; ``info`` holds
-            ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
+        Returns the :class:`~pytest_violin.metrics.Metrics` named by :attr:`metric_names`; their ``info``
+        holds ``original_size`` ``(w, h)``, ``resized`` and ``sample_id``.
         """
-        from .scoring import score_image
 
         # profile "violin" reads an answer as the reference scripts do (cv2.imread)
         img = as_rgb8(image, reader="opencv" if profile == "violin" else None)
@@ -276,7 +309,7 @@ class Sample:
         resized = (w, h) != (self.width, self.height)
         if resized:
             img = resize_rgb8(img, self.width, self.height)
-        metrics = score_image(self, img, profile)
+        metrics = tasks.score(self, img, profile)
         return metrics.with_info(original_size=(int(w), int(h)), resized=resized,
                                  sample_id=self.id)
 

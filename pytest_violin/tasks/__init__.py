@@ -1,18 +1,15 @@
 """The task registry: one :class:`TaskFamily` per task, looked up by everything else.
 
-A task family (color, shape, mask, ratio, border, count) declares its
-metric names, default limits, the sample spec kinds it renders, how to
-render the ground truth (and input images), how to score an image and how
-to put a sample into words (see :class:`~pytest_violin.tasks.base.TaskFamily`).
-The suite, the thresholds, the assertions and the strategies read those
-facts here, so a new family is its own module plus one line in
-:data:`BUILTIN_FAMILIES`; a test or a plugin may also :func:`register` one
-at run time (it then renders and scores like a built-in one; the
-threshold tables :data:`pytest_violin.thresholds.DEFAULT_LIMITS` and
+A task family (color, shape, mask, ratio, border, count) declares its metric names, default limits, the sample
+spec kinds it renders, how to render the ground truth (and input images), how to score an image and how to put
+a sample into words (see :class:`~pytest_violin.tasks.base.TaskFamily`). The suite, the thresholds, the
+assertions and the strategies read those facts here, so a new family is its own module plus one line in
+:data:`BUILTIN_FAMILIES`; a test or a plugin may also :func:`register` one at run time (it then renders and
+scores like a built-in one; the threshold tables :data:`pytest_violin.thresholds.DEFAULT_LIMITS` and
 ``KNOWN_METRICS`` are views of the built-in families taken at import).
 
-Importing this package is light: no numpy, no OpenCV; the families import
-their drawing and metric code when they are called.
+Importing this package is light: no numpy, no OpenCV; the families import their drawing and metric code when
+they are called.
 """
 
 from __future__ import annotations
@@ -20,42 +17,25 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 
 from ..errors import InvalidArgumentError, SuiteError
 from .base import DEFAULT_EXTRA_LIMIT, TaskFamily
 
-__all__ = [
-    "TaskFamily",
-    "DEFAULT_EXTRA_LIMIT",
-    "BUILTIN_FAMILIES",
-    "register",
-    "unregister",
-    "families",
-    "builtin_families",
-    "family",
-    "find_family",
-    "family_for_kind",
-    "task_names",
-    "renderable_kinds",
-    "known_metrics",
-    "default_limits",
-    "metric_names",
-    "render",
-    "render_inputs",
-    "score",
-    "describe",
-    "costly_render",
-]
+__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "BUILTIN_FAMILIES", "register", "unregister",
+           "families", "builtin_families", "family", "find_family", "family_for_kind", "task_names",
+           "renderable_kinds", "known_metrics", "default_limits", "metric_names", "render",
+           "render_inputs", "score", "describe", "costly_render"]
 
-#: task name -> "module:attribute" of the families shipped with the package,
-#: in display order. A new built-in family is one line here.
+#: task name -> "module:attribute" of the families shipped with the package, in display order. A new built-in
+#: family is one line here.
 BUILTIN_FAMILIES: Mapping[str, str] = {
     "color": "pytest_violin.tasks.color:FAMILY",
-    "shape": "pytest_violin.tasks.shape:FAMILY",
-    "mask": "pytest_violin.tasks.mask:FAMILY",
-    "ratio": "pytest_violin.tasks.ratio:FAMILY",
-    "border": "pytest_violin.tasks.border:FAMILY",
-    "count": "pytest_violin.tasks.count:FAMILY",
+    "shape": "pytest_violin.tasks.geometric:SHAPE",
+    "mask": "pytest_violin.tasks.geometric:MASK",
+    "ratio": "pytest_violin.tasks.geometric:RATIO",
+    "border": "pytest_violin.tasks.geometric:BORDER",
+    "count": "pytest_violin.tasks.geometric:COUNT",
 }
 
 _LOCK = threading.Lock()
@@ -72,25 +52,11 @@ def _load_builtin(name: str, target: str) -> TaskFamily:
 
 
 def register(new: TaskFamily, *, replace: bool = False) -> TaskFamily:
-    """Add a task family to the registry.
+    """Add a task family to the registry; return it (``FAMILY = register(TaskFamily(...))``).
 
-    Parameters
-    ----------
-    new : TaskFamily
-        The family; its name and spec kinds must be new (unless ``replace``).
-    replace : bool
-        Replace a registered family of the same name (its kinds are freed).
-
-    Returns
-    -------
-    TaskFamily
-        ``new``, so a module can write ``FAMILY = register(TaskFamily(...))``.
-
-    Raises
-    ------
-    InvalidArgumentError
-        For something that is not a :class:`TaskFamily`, a name already
-        registered, or a spec kind another family renders.
+    Its name and spec kinds must be new, unless ``replace`` replaces a registered family of the same name (its
+    kinds are freed). Something that is not a :class:`TaskFamily`, a name already registered or a spec kind
+    another family renders is an :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if not isinstance(new, TaskFamily):
         raise InvalidArgumentError(f"register({new!r}): expected a pytest_violin.tasks.TaskFamily")
@@ -114,12 +80,8 @@ def register(new: TaskFamily, *, replace: bool = False) -> TaskFamily:
 
 
 def unregister(name: str) -> TaskFamily:
-    """Remove a family added with :func:`register` (built-in families stay).
-
-    Raises
-    ------
-    InvalidArgumentError
-        For a built-in family or a name that is not registered.
+    """Remove a family added with :func:`register`; a built-in or unknown name is an
+    :class:`~pytest_violin.errors.InvalidArgumentError`.
     """
     if name in BUILTIN_FAMILIES:
         raise InvalidArgumentError(f"task family {name!r} is built in and cannot be unregistered")
@@ -155,13 +117,7 @@ def find_family(task: str) -> TaskFamily | None:
 
 
 def family(task: str) -> TaskFamily:
-    """The family of a task name.
-
-    Raises
-    ------
-    SuiteError
-        For a task no family declares (the message lists the known ones).
-    """
+    """The family of a task name; a :class:`~pytest_violin.errors.SuiteError` listing the known ones if none."""
     found = _FAMILIES.get(task)
     if found is None:
         raise SuiteError(f"unknown task {task!r}; accepted: {', '.join(_FAMILIES)}")
@@ -207,12 +163,8 @@ def default_limits(selected=None) -> dict:
 
 # ---------------------------------------------------------------- dispatch
 def render(spec, width: int, height: int):
-    """The ground truth of a spec, drawn by the family of its kind.
-
-    Raises
-    ------
-    SuiteError
-        For a kind no family renders (the message lists the accepted ones).
+    """The ground truth of a spec, drawn by the family of its kind (a
+    :class:`~pytest_violin.errors.SuiteError` listing the accepted kinds if none).
     """
     kind = spec.get("kind")
     owner = family_for_kind(kind)
@@ -242,13 +194,8 @@ def _join(words, last: str) -> str:
 def score(sample, image, profile: str):
     """Score an RGB uint8 image of the sample's size with the family that owns it.
 
-    A spec kind listed in some family's ``score_kinds`` decides; otherwise
-    the family of the sample's task scores it when it ``scores_any_kind``.
-
-    Raises
-    ------
-    SuiteError
-        When neither applies.
+    A spec kind listed in some family's ``score_kinds`` decides; otherwise the family of the sample's task
+    scores it when it ``scores_any_kind``; else a :class:`~pytest_violin.errors.SuiteError`.
     """
     kind = sample.spec.get("kind")
     owner = family_for_kind(kind)
@@ -267,15 +214,13 @@ def score(sample, image, profile: str):
 def describe(sample) -> str:
     """A sample's ground truth in one line of words, else its prompt.
 
-    The family of the spec kind is asked first, then the family of the
-    task; a spec missing what its family needs falls back to the prompt.
+    The family of the spec kind is asked first, then the family of the task; a spec missing what its family
+    needs falls back to the prompt.
     """
-    try:
+    with suppress(KeyError, TypeError, ValueError, IndexError):
         for owner in (family_for_kind(sample.spec.get("kind")), find_family(sample.task)):
             if owner is not None:
                 text = owner.describe(sample)
                 if text:
                     return text
-    except (KeyError, TypeError, ValueError, IndexError):
-        pass
     return sample.prompt

@@ -1,10 +1,9 @@
 """The :class:`TaskFamily` record: everything the package knows about one task.
 
-This module imports nothing heavy (no numpy, no OpenCV, nothing of
-:mod:`pytest_violin.suite` or :mod:`pytest_violin.metrics`): a family's
-functions import what they draw and measure with when they are called, so
-the registry (and the threshold tables derived from it) can be read
-without loading the imaging stack.
+This module imports nothing heavy (no numpy, no OpenCV, nothing of :mod:`pytest_violin.suite` or
+:mod:`pytest_violin.metrics`): a family's functions import what they draw and measure with when they are
+called, so the registry (and the threshold tables derived from it) can be read without loading the imaging
+stack.
 """
 
 from __future__ import annotations
@@ -15,11 +14,10 @@ from types import MappingProxyType
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "no_inputs"]
+__all__ = ["TaskFamily", "DEFAULT_EXTRA_LIMIT", "no_inputs", "color_words", "plain_color", "pct"]
 
-#: Limit of a metric (and of the mean) of a family that declares no limit
-#: for it, when that family's thresholds are not strict (see
-#: :attr:`TaskFamily.strict_thresholds`).
+#: Limit of a metric (and of the mean) of a family that declares no limit for it, when that family's
+#: thresholds are not strict (see :attr:`TaskFamily.strict_thresholds`).
 DEFAULT_EXTRA_LIMIT = 0.05
 
 
@@ -43,40 +41,34 @@ class TaskFamily:
     metric_names : tuple of str
         The metrics a score of this task returns, in display order.
     default_limits : Mapping[str, float]
-        Default pass limit per bare metric name and ``"mean"``; a metric
-        missing here has no default limit (strict families) or
-        :data:`DEFAULT_EXTRA_LIMIT` (the others).
+        Default pass limit per bare metric name and ``"mean"``; a metric missing here has no default limit
+        (strict families) or :data:`DEFAULT_EXTRA_LIMIT` (the others).
     kinds : tuple of str
         The sample spec kinds (``spec["kind"]``) this family renders.
     render : callable
-        ``render(spec, width, height) -> ndarray``: the ground truth of a
-        spec of one of :attr:`kinds` (``(height, width, 3)`` uint8 RGB).
+        ``render(spec, width, height) -> ndarray``: the ground truth of a spec of one of :attr:`kinds`
+        (``(height, width, 3)`` uint8 RGB).
     score : callable
-        ``score(sample, image, profile) -> Metrics``: the metrics of an RGB
-        uint8 image of the sample's size.
+        ``score(sample, image, profile) -> Metrics``: the metrics of an RGB uint8 image of the sample's size.
     describe : callable, optional
-        ``describe(sample) -> str or None``: the ground truth in words for a
-        failure message; ``None`` when the sample is not one it can
-        describe (the prompt is used then).
+        ``describe(sample) -> str or None``: the ground truth in words for a failure message; ``None`` when
+        the sample is not one it can describe (the prompt is used then).
     inputs : callable, optional
-        ``inputs(spec, width, height) -> tuple`` of input images (RGB
-        uint8); default: none (a generation task).
+        ``inputs(spec, width, height) -> tuple`` of input images (RGB uint8); default: none (a generation
+        task).
     score_kinds : tuple of str
-        Spec kinds whose samples this family scores whatever their task
-        (e.g. ``fuzzy`` colors, ``ratio``): the kind carries the numbers
-        the scorer needs.
+        Spec kinds whose samples this family scores whatever their task (e.g. ``fuzzy`` colors, ``ratio``):
+        the kind carries the numbers the scorer needs.
     scores_any_kind : bool
-        Whether samples of this task whose spec kind is not in any
-        family's :attr:`score_kinds` are scored here too (from the expected
-        image alone, e.g. an exported suite read from PNG files).
+        Whether samples of this task whose spec kind is not in any family's :attr:`score_kinds` are scored
+        here too (from the expected image alone, e.g. an exported suite read from PNG files).
     strict_thresholds : bool
         The family's metric names are checked in threshold overrides
-        (:data:`pytest_violin.thresholds.KNOWN_METRICS`) and a metric
-        without a limit has none; otherwise a metric without a limit gets
-        :data:`DEFAULT_EXTRA_LIMIT`.
+        (:data:`pytest_violin.thresholds.KNOWN_METRICS`) and a metric without a limit has none; otherwise a
+        metric without a limit gets :data:`DEFAULT_EXTRA_LIMIT`.
     costly_render : bool
-        Whether rendering the ground truth is expensive enough to keep the
-        last few renders (:data:`pytest_violin.suite.sample.RENDER_CACHE`).
+        Whether rendering the ground truth is expensive enough to keep the last few renders
+        (:data:`pytest_violin.suite.sample.RENDER_CACHE`).
     """
 
     name: str
@@ -127,3 +119,34 @@ class TaskFamily:
         """Default limits keyed ``"task.metric"``, in metric order, mean last."""
         return {f"{self.name}.{k}": float(self.default_limits[k])
                 for k in (*self.metric_names, "mean") if k in self.default_limits}
+
+
+# colors and fractions in words, for the families' descriptions
+
+
+def color_words(rgb) -> str:
+    """``#RRGGBB`` followed by its ISCC-NBS name (or pure black / white) when it has one."""
+    from ..suite.colors import ISCC_NBS_COLORS, format_color
+
+    rgb = tuple(int(c) for c in rgb)
+    text = format_color(rgb, "hex")
+    for color in ISCC_NBS_COLORS:
+        if color.rgb == rgb:
+            return f"{text} ({color.phrase})"
+    if rgb == (0, 0, 0):
+        return f"{text} (pure black)"
+    if rgb == (255, 255, 255):
+        return f"{text} (pure white)"
+    return text
+
+
+def plain_color(rgb) -> str:
+    """``white`` or ``black``, else :func:`color_words`."""
+    rgb = tuple(int(c) for c in rgb)
+    return {(255, 255, 255): "white", (0, 0, 0): "black"}.get(rgb) or color_words(rgb)
+
+
+def pct(fraction: float) -> str:
+    """A fraction as a percentage with at most two decimals (``0.315`` -> ``31.5%``)."""
+    text = f"{100.0 * fraction:.2f}".rstrip("0").rstrip(".")
+    return f"{text}%"

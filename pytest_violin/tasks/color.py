@@ -1,14 +1,12 @@
 """The color family: uniform color blocks (Violin v1/v2, hex codes, quadrants, fuzzy ranges).
 
-Spec kinds: ``blocks`` (``layout``, one color per block) and ``fuzzy``
-(any one color inside the RGB box ``low``..``high``; ``colors[0]`` is its
-centre, drawn as the ground truth).
+Spec kinds: ``blocks`` (``layout``, one color per block) and ``fuzzy`` (any one color inside the RGB box
+``low``..``high``; ``colors[0]`` is its centre, drawn as the ground truth).
 """
 
 from __future__ import annotations
 
-from .base import TaskFamily
-from ._words import color_words
+from .base import TaskFamily, color_words
 
 __all__ = ["FAMILY", "LAYOUTS", "BLOCK_COUNTS", "METRICS", "LIMITS", "fuzzy_target"]
 
@@ -19,19 +17,18 @@ LAYOUTS = tuple(BLOCK_COUNTS)
 
 METRICS = ("rgb_ed", "lab_00", "sd", "ced", "hf")
 
-#: Justified, with the numbers the metrics give on synthetic cases, in
-#: docs/thresholds.md: a CIEDE2000 of 2.3 (one just-noticeable difference)
-#: passes; a 16-level gradient, a watermark or a neighbouring ISCC-NBS color fails.
+#: Justified, with the numbers the metrics give on synthetic cases, in docs/thresholds.md: a CIEDE2000 of 2.3
+#: (one just-noticeable difference) passes; a 16-level gradient, a watermark or a neighbouring ISCC-NBS color
+#: fails.
 LIMITS = {"rgb_ed": 0.045, "lab_00": 0.03, "sd": 0.025, "ced": 0.005, "hf": 0.005, "mean": 0.02}
 
 
 def fuzzy_target(image, low, high):
     """The nearest in-range color of every pixel (per-channel clamp).
 
-    For a range given as two corners of an RGB box, clamping each channel
-    is the nearest point of the box in Euclidean RGB, so the precision
-    metrics measured against this target are distances to the range, and
-    any in-range solid color scores 0.
+    For a range given as two corners of an RGB box, clamping each channel is the nearest point of the box in
+    Euclidean RGB, so the precision metrics measured against this target are distances to the range, and any
+    in-range solid color scores 0.
     """
     import numpy as np
 

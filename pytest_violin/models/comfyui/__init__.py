@@ -1,63 +1,13 @@
-"""``comfyui:URL`` with ``--violin-workflow=FILE``: a ComfyUI server.
+"""``comfyui:URL`` with ``--violin-workflow=FILE``: a ComfyUI server (docs/models.md, "ComfyUI").
 
-The workflow (:mod:`.workflow`) is exported in ComfyUI's API format, with
-``{prompt}``, ``{seed}``, ``{width}``, ``{height}``, ``{image}``, ``{mask}``
-... placeholders. Spec parameters: ``?output=NODE_ID`` (or a node's
-``_meta.title``) chooses the scored image (required when the workflow has
-several image outputs), ``?mask=rgb|alpha`` how the mask is uploaded
-(:data:`~.adapter.MASK_MODES`), ``?history=keep`` leaves the prompts in the
-server's history.
-
-One sample:
-
-1. each input image the workflow uses is uploaded with
-   ``POST {URL}/upload/image`` (multipart ``image``, ``type=input``,
-   ``overwrite=true``, a name derived from the pixels, so a second run
-   overwrites the same files); ``{image}`` and ``{mask}`` become the names
-   the server answers (for ``LoadImage``). A sample with input images and a
-   workflow without the placeholder for them is a setup error;
-2. ``POST {URL}/prompt`` with ``{"prompt": workflow, "client_id": ...}``
-   queues it and answers ``prompt_id``; a 400 (the workflow fails
-   validation: a checkpoint that is not there, a wrong input type) is a
-   :class:`~pytest_violin.errors.SetupError` naming every node error;
-3. ``GET {URL}/history/{prompt_id}`` is polled (empty until the prompt
-   ends) with :func:`~pytest_violin.models.transport.jobs.poll_job`; while it
-   is empty, ``GET {URL}/queue`` says whether the prompt waits
-   (``queue_pending``: the sample's time budget has not started), runs, or
-   vanished (deleted by another client, a restarted server: an error after a
-   few polls). A server without ``GET /queue`` (404: a proxy, a hosted API)
-   gets one warning, and its prompts count as running from the submit;
-4. the chosen output's image is downloaded with ``GET {URL}/view?filename=
-   ...&subfolder=...&type=...``;
-5. whatever the outcome, the prompt leaves the server when the sample ends
-   (:mod:`.housekeeping`): still queued, it is deleted from the queue;
-   running (a time-out), interrupted; its history entry is deleted
-   (``POST /history`` with ``delete``) once it exists. ComfyUI has no route
-   that deletes uploaded inputs or saved outputs: ``SaveImage`` files stay in
-   the server's output folder (use ``PreviewImage``, whose files go to the
-   temp folder ComfyUI empties at each start; see docs/models.md).
-
-Before the first prompt, the spec is checked against the server: which of
-the workflow's nodes put images in the history comes from ``GET
-/object_info/CLASS`` (:mod:`.nodes`; a server that cannot tell leaves the
-core classes, with a :class:`~pytest_violin.errors.ViolinWarning`), so
-several image outputs without ``?output=`` are a usage error; so is a
-``{mask}`` read through ``LoadImage``'s MASK output without ``?mask=alpha``
-(an RGB upload has no alpha: that mask is empty).
-
-A history entry whose ``status.status_str`` is ``error`` with an
-``execution_error`` (an exception inside a node: CUDA out of memory, a model file
-missing at run time) is a :class:`~pytest_violin.errors.ServerCrashed`: an
-error, never a score, its line naming the node, its class and the exception
-(the same crash on the first samples stops the run, as a setup error does);
-one interrupted by someone else is an error; a finished prompt without an
-image is a setup error. On Ctrl-C the prompt is taken off the queue
-(``POST /queue`` with ``delete``) and, only when ``GET /queue`` lists it as
-running, interrupted (``POST /interrupt`` with the ``prompt_id``), all of it
-within :data:`~.adapter.CANCEL_DEADLINE` seconds.
-
-The cache key includes what the server reports of the models the workflow
-loads and of its version (:meth:`~.adapter.ComfyUIAdapter.cache_identity`).
+The workflow (:mod:`.workflow`, API format with ``{prompt}``, ``{seed}``, ``{image}``, ``{mask}``
+... placeholders) is checked against the server before the first prompt: which nodes put images in
+the history comes from ``GET /object_info`` (:mod:`._server`), so several image outputs without
+``?output=NODE`` are a usage error, and so is a ``{mask}`` read through ``LoadImage``'s MASK output
+without ``?mask=alpha``. One sample uploads its input images, queues the prompt (a 400 is a setup
+error naming every node error), polls its history with the queue telling waiting from running from
+vanished (:mod:`.adapter`), downloads the chosen output, and leaves nothing in the queue or history
+(:mod:`._server`).
 """
 
 from __future__ import annotations
@@ -66,11 +16,11 @@ import warnings
 from pathlib import Path
 
 from ...errors import ModelSpecError, ViolinWarning
-from .._params import split_params
-from ..transport.client import client_from_options
-from ..transport.credentials import check_url
+from ..registry import split_params
+from .._transport.client import client_from_options
+from .._transport.origins import check_url
 from .adapter import MASK_MODES, ComfyUIAdapter
-from .nodes import image_output_classes
+from ._server import image_output_classes
 from .workflow import IMAGE_OUTPUTS, PLACEHOLDERS, Workflow
 
 __all__ = ["PLACEHOLDERS", "ComfyUIAdapter", "Workflow", "create"]
@@ -79,13 +29,9 @@ __all__ = ["PLACEHOLDERS", "ComfyUIAdapter", "Workflow", "create"]
 def create(target: str, options) -> ComfyUIAdapter:
     """Factory for ``comfyui:URL[?output=NODE&mask=rgb|alpha&history=keep]`` (with ``--violin-workflow=FILE``).
 
-    Raises
-    ------
-    ModelSpecError
-        For a URL without host, a missing ``--violin-workflow``, an invalid
-        workflow file, an unknown parameter or value, several image outputs
-        and no ``?output=``, a ``{mask}`` read through ``LoadImage``'s MASK
-        output without ``?mask=alpha``.
+    Raises :class:`ModelSpecError`: for a URL without host, a missing ``--violin-workflow``, an invalid
+    workflow file, an unknown parameter or value, several image outputs and no ``?output=``, a ``{mask}`` read
+    through ``LoadImage``'s MASK output without ``?mask=alpha``.
     """
     target = (target or "").strip()
     if not target:

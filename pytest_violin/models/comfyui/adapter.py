@@ -12,33 +12,28 @@ import numpy as np
 from ...errors import GenerationCancelled, GenerationError, GenerationUnjudged, SetupError
 from ...imaging import as_rgb8, encode_png
 from ...redaction import redact, redact_url
-from ..base import NetworkAdapter
+from ..request import GenerationRequest, NetworkAdapter
 from ..replicate import first_wait
-from ..request import GenerationRequest
-from ..transport.client import HttpClient
-from ..transport.decode import image_from_response, load_json
-from ..transport.jobs import JobStates, poll_job
-from .answers import (digest, execution_message, history_state, image_outputs, queue_position,
-                      validation_reason, workflow_files)
-from .housekeeping import CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger
+from .._transport.client import HttpClient, JobStates, cancel_quietly, poll_job
+from .._transport.answers import image_from_response, load_json
+from ._server import (CANCEL_TIMEOUT, FORGET_DEADLINE, Ledger, digest, execution_message, history_state,
+                      image_outputs, queue_position, validation_reason, workflow_files)
 from .workflow import LOADER_FOLDERS, Workflow
 
 __all__ = ["CANCEL_DEADLINE", "CANCEL_TIMEOUT", "FIRST_WAIT", "MAX_WAIT", "MASK_MODES", "ComfyUIAdapter"]
 
-#: Seconds before the first poll of the history (a ``Retry-After`` on the
-#: ``/prompt`` answer wins) and the cap of the backoff between polls.
+#: Seconds before the first poll of the history (a ``Retry-After`` on the ``/prompt`` answer wins) and the cap
+#: of the backoff between polls.
 FIRST_WAIT, MAX_WAIT = 0.2, 2.0
 
-#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the
-#: ``GET /queue`` look and the ``/interrupt``, together. A deadline, not a per-read
-#: time-out: the transport's watchdog shuts the socket down when it passes, so a
-#: server that never answers, or trickles a byte a second, cannot hold a stopping run;
-#: the steps not reached by then are skipped.
+#: Seconds the whole cancel of a prompt may take: its ``POST /queue`` delete, the ``GET /queue`` look and the
+#: ``/interrupt``, together. A deadline, not a per-read time-out: the transport's watchdog shuts the socket
+#: down when it passes, so a server that never answers, or trickles a byte a second, cannot hold a stopping
+#: run; the steps not reached by then are skipped.
 CANCEL_DEADLINE = 4.0
 
-#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep);
-#: ``alpha`` as an RGBA image whose alpha is the mask, so ``LoadImage``'s MASK
-#: output is 1 where the sample asks for a change (1 - alpha).
+#: ``?mask=``: ``rgb`` uploads the mask as an RGB image (white = keep); ``alpha`` as an RGBA image whose alpha
+#: is the mask, so ``LoadImage``'s MASK output is 1 where the sample asks for a change (1 - alpha).
 MASK_MODES = ("rgb", "alpha")
 
 STATES = JobStates(done=frozenset({"success", "interrupted"}), broken=frozenset({"error"}),
@@ -69,22 +64,11 @@ def _rgba_png(mask) -> bytes:
 
 
 class ComfyUIAdapter(NetworkAdapter):
-    """Adapter for a ComfyUI server (see the package docstring).
-
-    Parameters
-    ----------
-    base_url : str
-        The server, without trailing slash and credentials.
-    client : HttpClient
-    workflow : Workflow
-    mask : str
-        ``rgb`` or ``alpha`` (:data:`MASK_MODES`).
-    keep_history : bool
-        Leave each prompt in the server's history (default: delete it when
-        its sample ends, whatever the outcome: :mod:`.housekeeping`).
+    """Adapter for a ComfyUI server; ``mask``: ``rgb`` or ``alpha`` (:data:`MASK_MODES`); ``keep_history``:
+    leave each prompt in the server's history (default: delete it when its sample ends).
     """
 
-    #: a server of one's own: no default --violin-max-calls (pytest_plugin.planning.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (pytest_plugin._planning.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, workflow: Workflow, *, mask: str = "rgb",
@@ -111,14 +95,9 @@ class ComfyUIAdapter(NetworkAdapter):
 
     # -- what the server runs (the cache key) -------------------------------------------
     def cache_identity(self) -> str | None:
-        """The identity plus a digest of what the server reports of its models and version.
-
-        ``GET /system_stats`` (``comfyui_version``, ``pytorch_version``) and,
-        for each model file the workflow's loaders name, its entry in ``GET
-        /experiment/models/{folder}`` (name, size, modification time; a
-        loader of unknown folder: ``GET /object_info/{class}``). A swapped
-        checkpoint under the same name is a cache miss. None (no cache for
-        this run) when the server cannot tell.
+        """The identity plus a digest of the server's versions (``GET /system_stats``) and of each model file
+        its loaders name (``GET /experiment/models/{folder}``: a swapped checkpoint is a cache miss); None (no
+        cache) when the server cannot tell.
         """
         with self._server_lock:
             if not self._server:
@@ -160,13 +139,9 @@ class ComfyUIAdapter(NetworkAdapter):
     def upload(self, request: GenerationRequest) -> list:
         """Upload the input images the workflow uses; their names on the server.
 
-        Raises
-        ------
-        SetupError
-            (the same message for every sample of the task, so a run of them
-            stops early) A sample with input images the workflow has no placeholder for
-            (a text-to-image workflow on mask samples would ignore them), or a
-            workflow that needs more input images than the sample has.
+        Raises :class:`SetupError`: (the same message for every sample of the task, so a run of them stops
+        early) A sample with input images the workflow has no placeholder for (a text-to-image workflow on
+        mask samples would ignore them), or a workflow that needs more input images than the sample has.
         """
         images = request.images
         missing = self.workflow.missing_placeholders(len(images))
@@ -201,10 +176,7 @@ class ComfyUIAdapter(NetworkAdapter):
     def queue(self, workflow: Any) -> tuple[str, float]:
         """Queue ``workflow``; return its ``prompt_id`` and the wait before the first poll.
 
-        Raises
-        ------
-        SetupError
-            The server refused the workflow (400): every node error in the message.
+        Raises :class:`SetupError`: the server refused the workflow (400): every node error in the message.
         """
         try:
             answer = self.client.post_json(f"{self.base_url}/prompt",
@@ -265,8 +237,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def take_notices(self) -> list:
         """What the user should be told once (a server without ``GET /queue``), not yet taken.
 
-        Found in a generation thread; the plugin warns from the test's thread
-        (a :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
+        Found in a generation thread; the plugin warns from the test's thread (a
+        :class:`~pytest_violin.errors.ViolinWarning`), where pytest records it.
         """
         with self._live_lock:
             taken, self._notices = self._notices, []
@@ -276,8 +248,8 @@ class ComfyUIAdapter(NetworkAdapter):
         done = threading.Event()
 
         def cancel() -> None:
-            # the client refuses requests once the run is cancelled: these go
-            # through the session, once, all of them within CANCEL_DEADLINE
+            # the client refuses requests once the run is cancelled: these go through the session, once, all
+            # of them within CANCEL_DEADLINE
             if not done.is_set():
                 done.set()
                 self.ledger.cancel(prompt_id, CANCEL_DEADLINE)
@@ -287,11 +259,8 @@ class ComfyUIAdapter(NetworkAdapter):
     def pick_output(self, entry: dict) -> dict:
         """The scored image of a history entry (``?output=`` or the one image output).
 
-        Raises
-        ------
-        SetupError
-            No image at all, none from the chosen node, or images from
-            several nodes and no ``?output=`` (listing them).
+        Raises :class:`SetupError`: no image at all, none from the chosen node, or images from several nodes
+        and no ``?output=`` (listing them).
         """
         found = image_outputs(entry)
         chosen = self.workflow.output
@@ -317,7 +286,7 @@ class ComfyUIAdapter(NetworkAdapter):
         """Upload, queue, poll the history (and queue), download the scored output image.
 
         Whatever the outcome, the prompt leaves the server when the sample ends
-        (:meth:`.housekeeping.Ledger.forget`; not with ``?history=keep``).
+        (:meth:`._server.Ledger.forget`; not with ``?history=keep``).
         """
         prompt: dict = {}
         try:
@@ -344,10 +313,7 @@ class ComfyUIAdapter(NetworkAdapter):
                               max_wait=MAX_WAIT, cancel_job=cancel, fetch=fetch)
         except GenerationCancelled:
             prompt["wait"] = 0.0  # the run stops: its end (close) waits for the interrupt to land
-            try:
-                cancel()
-            except Exception:  # best effort: the run is stopping anyway
-                pass
+            cancel_quietly(cancel)
             raise
         finally:
             prompt["ended"] = bool(seen)  # its history entry exists: the prompt left the queue

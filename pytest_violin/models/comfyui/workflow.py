@@ -1,24 +1,19 @@
 """A ComfyUI workflow in the API format, with placeholders and one scored output.
 
-The workflow is exported from ComfyUI in the **API format** ("Export
-(API)"): a JSON object of nodes ``{"3": {"class_type": ..., "inputs": ...}}``.
-String values hold placeholders (:data:`PLACEHOLDERS`): ``{prompt}``,
-``{seed}``, ``{width}``, ``{height}``, ``{image}`` and ``{mask}`` (plus
-``{sample_id}``, ``{task}``, ``{repeat}`` and ``{size}``). A string that is
-exactly one placeholder keeps the value's type (``"{seed}"`` becomes an
-integer); ``{{`` and ``}}`` are literal braces.
+The workflow is exported from ComfyUI in the **API format** ("Export (API)"): a JSON object of nodes ``{"3":
+{"class_type": ..., "inputs": ...}}``. String values hold placeholders (:data:`PLACEHOLDERS`): ``{prompt}``,
+``{seed}``, ``{width}``, ``{height}``, ``{image}`` and ``{mask}`` (plus ``{sample_id}``, ``{task}``,
+``{repeat}`` and ``{size}``). A string that is exactly one placeholder keeps the value's type (``"{seed}"``
+becomes an integer); ``{{`` and ``}}`` are literal braces.
 
-The scored image comes from one output node: ``output`` (``?output=`` of
-the spec: a node id or a node's ``_meta.title``) names it; without it the
-workflow must have exactly one image output node, or the spec is refused with
-the list of them. Which classes are image outputs the server says
-(``image_classes``, from its ``/object_info``: see :mod:`.nodes`); without
-its word, the core ones (:data:`IMAGE_OUTPUTS`).
+The scored image comes from one output node: ``output`` (``?output=`` of the spec: a node id or a node's
+``_meta.title``) names it; without it the workflow must have exactly one image output node, or the spec is
+refused with the list of them. Which classes are image outputs the server says (``image_classes``, from its
+``/object_info``: see :mod:`._server`); without its word, the core ones (:data:`IMAGE_OUTPUTS`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -35,8 +30,8 @@ PLACEHOLDERS = ("prompt", "seed", "width", "height", "image", "mask", "sample_id
 #: ``{image}`` and ``{mask}`` are the request's first and second input images.
 IMAGE_SLOTS = {"image": 0, "mask": 1}
 
-#: Core node classes whose history output carries ``images`` (ComfyUI 0.3.64: the
-#: output nodes with an IMAGE or MASK input), for a server that cannot say.
+#: Core node classes whose history output carries ``images`` (ComfyUI 0.3.64: the output nodes with an IMAGE
+#: or MASK input), for a server that cannot say.
 IMAGE_OUTPUTS = frozenset({"SaveImage", "PreviewImage", "MaskPreview", "SaveAnimatedWEBP", "SaveAnimatedPNG",
                            "SaveWEBM"})
 
@@ -65,27 +60,13 @@ def _describe(node_id: str, node: dict) -> str:
 class Workflow:
     """A ComfyUI API-format workflow with placeholders.
 
-    Parameters
-    ----------
-    body : dict
-        The parsed workflow.
-    source : str
-        Where it came from, for messages.
-    output : str, optional
-        The node id or ``_meta.title`` of the output node whose image is
-        scored (``?output=``).
-    image_classes : frozenset or callable, optional
-        The node classes whose images reach the history, or a function of
-        the workflow's class names that returns them (None: it cannot tell);
-        default and fallback :data:`IMAGE_OUTPUTS`.
+    * ``output``: the node id or ``_meta.title`` of the output node whose image is scored (``?output=``).
+    * ``image_classes``: the node classes whose images reach the history, or a function of the workflow's
+      class names returning them (None: it cannot tell); default and fallback :data:`IMAGE_OUTPUTS`.
 
-    Raises
-    ------
-    ModelSpecError
-        For a workflow in the UI format, one that is not a JSON object of
-        nodes, an unknown placeholder, a workflow without ``{prompt}``, an
-        ``output`` that names no node, or several image outputs and no
-        ``output``.
+    Raises :class:`ModelSpecError` for a UI-format workflow, one that is not a JSON object of nodes, an
+    unknown placeholder, no ``{prompt}``, an ``output`` naming no node, or several image outputs and no
+    ``output``.
     """
 
     def __init__(self, body: Any, source: str = "workflow", output: str | None = None,
@@ -152,8 +133,8 @@ class Workflow:
     def masks_read_from_alpha(self) -> list:
         """``LoadImage`` nodes reading ``{mask}`` whose MASK output (its second) a node uses.
 
-        ``LoadImage``'s MASK is ``1 - alpha`` of the file, all zeros for an image
-        without alpha: an RGB mask upload read that way is an empty mask.
+        ``LoadImage``'s MASK is ``1 - alpha`` of the file, all zeros for an image without alpha: an RGB mask
+        upload read that way is an empty mask.
         """
         readers = {str(k) for k, node in self.body.items() if node.get("class_type") == "LoadImage"
                    and any(isinstance(v, str) and "{mask}" in v for v in (node.get("inputs") or {}).values())}

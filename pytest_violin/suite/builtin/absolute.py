@@ -3,13 +3,11 @@
 Sizes chosen so that each of the 29 ISCC-NBS colors appears in every variation:
 
 * ``v1`` hex single color: 29 colors x 6 templates = 174;
-* ``v2`` hex two blocks: the 58 pairs of ``violin`` x (one left|right, one
-  top/bottom template) = 116;
-* ``v3`` hex 2x2 quadrants: 29 x 2 templates = 58; sample ``i`` uses colors
-  ``i, i+5, i+12, i+20`` (mod 29), so each color sits once in each quadrant
-  per template;
-* ``v4`` fuzzy color: 29 x 2 templates = 58; range = each channel ``c`` from
-  ``round(0.7 c)`` to ``min(255, round(1.3 c))``; any solid color inside scores 0;
+* ``v2`` hex two blocks: the 58 pairs of ``violin`` x (one left|right, one top/bottom template) = 116;
+* ``v3`` hex 2x2 quadrants: 29 x 2 templates = 58; sample ``i`` uses colors ``i, i+5, i+12, i+20`` (mod 29),
+  so each color sits once in each quadrant per template;
+* ``v4`` fuzzy color: 29 x 2 templates = 58; range = each channel ``c`` from ``round(0.7 c)`` to ``min(255,
+  round(1.3 c))``; any solid color inside scores 0;
 * ``v5`` multilingual: 29 x (Chinese, French) = 58;
 * ``v6`` other notations: 29 x (``rgb()``, ``hsl()``) = 58.
 """

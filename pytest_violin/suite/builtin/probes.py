@@ -2,15 +2,13 @@
 
 Every probe names its control sample (same suite) in ``control``:
 
-* ``negation`` (task color): per ISCC-NBS color a plain hex prompt (the
-  control) and the same prompt with "no gradient" and "no ripples" clauses;
-  29 x 3 = 87;
-* ``gravity`` (task color): a hex color alone (control), inside an agreeing
-  context ("the color of rusted iron" for reddish brown), a conflicting one
-  (the context of the color farthest away in RGB) and an unrelated one;
-  29 x 4 = 116;
-* ``inertia`` (task ratio): a 50 % split (control) against 31.5 %, 13 % and
-  70 % splits, for 4 color pairs x 2 orientations; 8 x 4 = 32.
+* ``negation`` (task color): per ISCC-NBS color a plain hex prompt (the control) and the same prompt with "no
+  gradient" and "no ripples" clauses; 29 x 3 = 87;
+* ``gravity`` (task color): a hex color alone (control), inside an agreeing context ("the color of rusted
+  iron" for reddish brown), a conflicting one (the context of the color farthest away in RGB) and an unrelated
+  one; 29 x 4 = 116;
+* ``inertia`` (task ratio): a 50 % split (control) against 31.5 %, 13 % and 70 % splits, for 4 color pairs x 2
+  orientations; 8 x 4 = 32.
 """
 
 from __future__ import annotations

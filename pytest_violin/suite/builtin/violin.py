@@ -1,11 +1,10 @@
 """Suite ``violin``: the main benchmark, 7,745 samples at 512x512.
 
 * ``color/v1``: 29 ISCC-NBS colors x 15 templates = 435;
-* ``color/v2``: 58 ordered color pairs x 20 templates (10 left|right,
-  10 top/bottom) = 1,160; pair ``k`` of color ``i`` is ``(i, i + 7)`` or
-  ``(i, i + 18)`` modulo 29, so every color is first twice and second twice;
-* ``shape``: 3 shapes x 10 templates x 25 (size, anchor) combinations = 750,
-  the combinations rotating through 5 sizes x 9 anchors;
+* ``color/v2``: 58 ordered color pairs x 20 templates (10 left|right, 10 top/bottom) = 1,160; pair ``k`` of
+  color ``i`` is ``(i, i + 7)`` or ``(i, i + 18)`` modulo 29, so every color is first twice and second twice;
+* ``shape``: 3 shapes x 10 templates x 25 (size, anchor) combinations = 750, the combinations rotating through
+  5 sizes x 9 anchors;
 * ``mask``: 1,800 base images x 3 mask kinds = 5,400.
 """
 
@@ -13,11 +12,9 @@ from __future__ import annotations
 
 from ..builders import make_blocks, make_photo_mask, make_shape
 from ..colors import ISCC_NBS_COLORS
-from ..geometry import ANCHORS, SHAPES
-from ..frozen import freeze
+from ..drawing import ANCHORS, MASK_KINDS, SHAPES, SKIMAGE_PHOTOS, list_photo_dir
+from ..sample import freeze
 from ..ids import slugify, stable_seed
-from ..masks import MASK_KINDS
-from ..photos import SKIMAGE_PHOTOS, list_photo_dir
 from ..prompts import BLOCK_TEMPLATES, COLOR_TEMPLATES, SHAPE_TEMPLATES, percent
 
 __all__ = ["NAME", "SHAPE_SIZES", "MASK_BASE_IMAGES", "PAIR_OFFSETS", "color_pairs", "build",
@@ -44,12 +41,11 @@ def _round(x: float) -> float:
     return round(x, 4)
 
 
-def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES, tag: str = NAME) -> list:
+def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES) -> list:
     """``(slug, n, photo_spec)`` of the base images: photos cycled, variant ``n`` of each.
 
-    Variant 0 of a photo is the largest centred crop; later variants are
-    zoomed (1-1.8x), shifted and possibly mirrored crops drawn from 16-bit
-    slices of one stable hash of ``(tag, photo, n)``.
+    Variant 0 of a photo is the largest centred crop; later variants are zoomed (1-1.8x), shifted and possibly
+    mirrored crops drawn from 16-bit slices of one stable hash of ``(NAME, photo, n)``.
     """
     if photos_dir is None:
         photos = [("skimage", name, None) for name in SKIMAGE_PHOTOS]
@@ -60,7 +56,7 @@ def photo_specs(photos_dir=None, count: int = MASK_BASE_IMAGES, tag: str = NAME)
     for b in range(count):
         source, name, folder = photos[b % len(photos)]
         n = b // len(photos)
-        key = (tag, name, n)
+        key = (NAME, name, n)
         if n == 0:
             spec = {"source": source, "name": name, "zoom": 1.0, "fx": 0.5, "fy": 0.5,
                     "flip": False}

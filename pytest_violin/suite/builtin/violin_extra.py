@@ -1,12 +1,11 @@
 """Suite ``violin-extra``: exact-count tasks with their own metrics, 84 samples.
 
-* ``ratio``: area-ratio splits, 8 ratios x 2 orientations x 3 color pairs = 48
-  (512x512); variation = orientation;
-* ``border``: a white border of 1-64 pixels on black, 8 thicknesses x
-  (512, 1024) canvases = 16; variation = ``512px`` / ``1024px``;
-* ``count``: exactly N white square dots on black, 10 counts x dot sides
-  (4, 8) = 20 (512x512); variation = ``dot4`` / ``dot8``. Dot positions are
-  drawn from a stable seed on a grid of cells so dots never touch.
+* ``ratio``: area-ratio splits, 8 ratios x 2 orientations x 3 color pairs = 48 (512x512); variation =
+  orientation;
+* ``border``: a white border of 1-64 pixels on black, 8 thicknesses x (512, 1024) canvases = 16; variation =
+  ``512px`` / ``1024px``;
+* ``count``: exactly N white square dots on black, 10 counts x dot sides (4, 8) = 20 (512x512); variation =
+  ``dot4`` / ``dot8``. Dot positions are drawn from a stable seed on a grid of cells so dots never touch.
 """
 
 from __future__ import annotations
@@ -36,9 +35,8 @@ _WHITE, _BLACK = (255, 255, 255), (0, 0, 0)
 def dot_positions(count: int, dot: int, width: int, height: int, seed: int) -> list:
     """Top-left corners of ``count`` non-touching ``dot`` x ``dot`` dots.
 
-    The image is cut into cells of ``4 * dot`` pixels; ``count`` distinct
-    cells are drawn and each dot sits at a random offset inside its cell
-    with at least ``dot`` pixels of margin, so two dots are always at least
+    The image is cut into cells of ``4 * dot`` pixels; ``count`` distinct cells are drawn and each dot sits at
+    a random offset inside its cell with at least ``dot`` pixels of margin, so two dots are always at least
     ``2 * dot`` pixels apart.
     """
     cell = 4 * dot

@@ -1,23 +1,21 @@
 """The published Violin dataset (Hugging Face ``Perkzi/VIOLIN``) as a suite.
 
-Three forms load (:func:`load_official`), each with its ``metadata/``
-folder of prompt CSVs (beside the data, or given as ``metadata=``):
+Three forms load (:func:`load_official`), each with its ``metadata/`` folder of prompt CSVs (beside the data,
+or given as ``metadata=``):
 
-* ``violin-test.parquet`` (or a folder holding ``*.parquet``, such as a
-  ``git clone`` of the dataset): streamed with pyarrow, its images
-  written once into the official-data cache in the authors' converted
+* ``violin-test.parquet`` (or a folder holding ``*.parquet``, such as a ``git clone`` of the dataset):
+  streamed with pyarrow, its images written once into the official-data cache in the authors' converted
   layout;
-* the converted folder (``data/Task_*`` + ``metadata/``) that the authors'
-  ``parquet_to_violin_data.py`` writes;
-* ``hf:OWNER/NAME[@REVISION]``: downloaded once through huggingface_hub
-  into its normal cache (``HF_HUB_OFFLINE=1`` honoured).
+* the converted folder (``data/Task_*`` + ``metadata/``) that the authors' ``parquet_to_violin_data.py``
+  writes;
+* ``hf:OWNER/NAME[@REVISION]``: downloaded once through huggingface_hub into its normal cache
+  (``HF_HUB_OFFLINE=1`` honoured).
 
-Samples are ``official/color/v1/id_N``, ``official/color/v2/id_N``,
-``official/shape/id_N`` and ``official/mask/<mask_type>/id_N``; their
-ground truth is read as the reference reads it (``cv2.imread``). What no
-column states (the var-2 split, the shape class, the mask polarity) is read
-from the ground truth (:mod:`.infer`); every such reading that is not clear
-is counted and reported in :attr:`OfficialSamples.dataset`.
+Samples are ``official/color/v1/id_N``, ``official/color/v2/id_N``, ``official/shape/id_N`` and
+``official/mask/<mask_type>/id_N``; their ground truth is read as the reference reads it (``cv2.imread``).
+What no column states (the var-2 split, the shape class, the mask polarity) is read from the ground truth
+(:mod:`.infer`); every such reading that is not clear is counted and reported in
+:attr:`OfficialSamples.dataset`.
 """
 
 from __future__ import annotations
@@ -26,13 +24,14 @@ import hashlib
 import os
 import shutil
 import warnings
+from contextlib import suppress
 from pathlib import Path
 
 from ..._fs import atomic_write, load_json_text, read_option_file
 from ...errors import ManifestError, SuiteError
 from ...report.text import printable
 from ..sample import Sample
-from ._paths import regular_inside, shown, shown_path
+from ._paths import require_inside, shown, shown_path
 from .loader import INDEX_VERSION, build_index, cache_root, write_json
 from .metadata import read_metadata
 from .schema import sample_id
@@ -53,17 +52,13 @@ class OfficialSamples(list):
 def _parquets(folder: Path, root: Path | None = None) -> list:
     """The ``*.parquet`` files of ``folder`` (``violin-test.parquet`` when there is one).
 
-    Each must resolve to a regular file inside ``root`` (default ``folder``):
-    a clone holding a link out of itself is refused, naming the link.
+    Each must resolve to a regular file inside ``root`` (default ``folder``): a clone holding a link out of
+    itself is refused, naming the link.
     """
     root = folder if root is None else root
     found = sorted(p for p in folder.rglob("*.parquet") if ".cache" not in p.parts)
     for p in found:
-        why = regular_inside(p, root)
-        if why is not None:
-            raise ManifestError(f"parquet {why}; expected a regular file inside "
-                                f"{shown_path(root)} (a symlink out of the dataset is not "
-                                f"followed)", path=shown_path(p))
+        require_inside(p, root, "parquet")
     preferred = [p for p in found if p.name == "violin-test.parquet"]
     return preferred or found
 
@@ -71,8 +66,8 @@ def _parquets(folder: Path, root: Path | None = None) -> list:
 def is_official_source(name_or_path) -> bool:
     """Whether ``--violin-suite`` names official data (``hf:``, a parquet, a converted folder).
 
-    A path ending ``.parquet`` is official data whether or not it exists, so
-    that a missing one is "file not found", not "unknown suite".
+    A path ending ``.parquet`` is official data whether or not it exists, so that a missing one is "file not
+    found", not "unknown suite".
     """
     text = str(name_or_path)
     if text.startswith("hf:"):
@@ -98,11 +93,10 @@ def _metadata_dir(explicit, *candidates):
 def _sha_memo(path: Path) -> str:
     """SHA-256 of a (large) file, remembered by its identity in the file system.
 
-    The key is every field of ``stat`` that a rewrite of the file changes and
-    that nobody can set back: the device and inode (a new file replacing it),
-    the size and the inode change time ``st_ctime_ns`` (a rewrite in place
-    sets it to now, and ``touch -d`` or ``os.utime`` restoring the mtime sets
-    it again). Size and mtime alone were restored in a minute.
+    The key is every field of ``stat`` that a rewrite of the file changes and that nobody can set back: the
+    device and inode (a new file replacing it), the size and the inode change time ``st_ctime_ns`` (a rewrite
+    in place sets it to now, and ``touch -d`` or ``os.utime`` restoring the mtime sets it again). Size and
+    mtime alone were restored in a minute.
     """
     from .parquet import sha256_file
 
@@ -111,18 +105,14 @@ def _sha_memo(path: Path) -> str:
              f"{info.st_ctime_ns}")
     key = hashlib.blake2b(ident.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
     memo = cache_root() / "sha256" / key
-    try:
+    with suppress(OSError):
         text = memo.read_text().strip()
         if len(text) == 64 and all(c in "0123456789abcdef" for c in text):
             return text
-    except OSError:
-        pass
     digest = sha256_file(path)
-    try:
+    with suppress(OSError):
         memo.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(memo, digest.encode())
-    except OSError:
-        pass
     return digest
 
 
@@ -153,9 +143,8 @@ def _index_problem(doc) -> str | None:
 def _load_index(index: Path):
     """The cached index at ``index``; None when there is none of this version to use.
 
-    A cached index that cannot be used (a special or oversized file, not JSON,
-    not the shape this version writes) is deleted with a warning, so it is
-    built again, never an error of every later run.
+    A cached index that cannot be used (a special or oversized file, not JSON, not the shape this version
+    writes) is deleted with a warning, so it is built again, never an error of every later run.
     """
     if not os.path.lexists(index):
         return None
@@ -188,7 +177,7 @@ def _drop_index(index: Path, why: str) -> None:
 
 
 def _progress(total):
-    from ..progress import ProgressBar
+    from ..manifest import ProgressBar
 
     return ProgressBar(total, label="official data")
 
@@ -283,28 +272,15 @@ def _samples(doc, identity: dict) -> OfficialSamples:
 def load_official(source, *, metadata=None) -> OfficialSamples:
     """Load the official Violin data from a parquet, a converted folder or ``hf:REPO[@REV]``.
 
-    Parameters
-    ----------
-    source : str or path
-        ``violin-test.parquet``, a folder holding it (a clone of the hub
-        repository), the converted folder, or ``hf:OWNER/NAME[@REVISION]``.
-    metadata : path, optional
-        The folder of metadata CSVs (default: ``metadata/`` beside the data).
+    ``source`` is ``violin-test.parquet``, a folder holding it (a clone of the hub repository), the converted
+    folder, or ``hf:OWNER/NAME[@REVISION]``; ``metadata`` the folder of metadata CSVs (default: ``metadata/``
+    beside the data). The samples carry ``.dataset``: ``form``, ``source``, ``sha256`` or ``revision``,
+    ``rows``, ``samples``, ``per_task``, ``skipped`` (reason -> rows), ``notes`` (reading -> rows),
+    ``metadata``.
 
-    Returns
-    -------
-    OfficialSamples
-        The samples, with ``.dataset``: ``form``, ``source``, ``sha256`` or
-        ``revision``, ``rows``, ``samples``, ``per_task``, ``skipped``
-        (reason -> rows), ``notes`` (reading -> rows), ``metadata``.
-
-    Raises
-    ------
-    SuiteError
-        A missing extra (naming ``pip install 'pytest-violin[hub]'``), a hub
-        dataset offline and not cached.
-    ManifestError
-        One line naming the file, the row or id and what was expected.
+    A missing extra (naming ``pip install 'pytest-violin[hub]'``) or a hub dataset offline and not cached is a
+    :class:`~pytest_violin.errors.SuiteError`; bad data a :class:`~pytest_violin.errors.ManifestError` naming
+    the file, the row or id and what was expected.
     """
     try:
         return _load(str(source), metadata)

@@ -1,11 +1,9 @@
 """Paths from outside stay inside their folder (symlinks followed); text from them is shown cut.
 
-A dataset is hostile until bounded: a metadata CSV may be a symlink to
-``/proc/self/environ`` (a ``git clone`` of someone's dataset repository), a
-file name or a header cell may hold terminal escape codes, an ``id`` cell may
-be megabytes long. :func:`regular_inside` is the one test a file passes
-before a byte of it is read, and :func:`shown` is how any string that came
-from a dataset enters a message.
+A dataset is hostile until bounded: a metadata CSV may be a symlink to ``/proc/self/environ`` (a ``git clone``
+of someone's dataset repository), a file name or a header cell may hold terminal escape codes, an ``id`` cell
+may be megabytes long. :func:`regular_inside` is the one test a file passes before a byte of it is read, and
+:func:`shown` is how any string that came from a dataset enters a message.
 """
 
 from __future__ import annotations
@@ -14,10 +12,11 @@ import os
 import stat
 from pathlib import Path
 
+from ...errors import ManifestError
 from ...redaction import redact
 from ...report.text import printable
 
-__all__ = ["inside", "regular_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
+__all__ = ["inside", "regular_inside", "require_inside", "shown", "shown_path", "quoted_path", "MAX_SHOWN",
            "MAX_PATH_SHOWN"]
 
 #: Characters of a value from a dataset (a cell, a file name, a header) shown in a message.
@@ -35,10 +34,9 @@ def inside(path, folder) -> bool:
 def regular_inside(path, folder) -> str | None:
     """None when ``path`` resolves to a regular file inside ``folder``, else why not.
 
-    Symlinks are followed, so a link that stays inside (a Hugging Face cache
-    snapshot's link to its ``blobs/``, with ``folder`` the repository's cache
-    folder) is accepted, and one that leaves it (``/proc/self/environ``, a
-    ``.env`` beside the clone) is refused before it is opened.
+    Symlinks are followed, so a link that stays inside (a Hugging Face cache snapshot's link to its
+    ``blobs/``, with ``folder`` the repository's cache folder) is accepted, and one that leaves it
+    (``/proc/self/environ``, a ``.env`` beside the clone) is refused before it is opened.
     """
     if not inside(path, folder):
         return f"resolves outside {quoted_path(os.path.realpath(folder))}"
@@ -49,21 +47,19 @@ def regular_inside(path, folder) -> str | None:
     return None if stat.S_ISREG(mode) else "is not a regular file"
 
 
+def require_inside(path, root, what: str) -> None:
+    """Raise a :class:`ManifestError` naming ``what`` unless :func:`regular_inside` accepts ``path``."""
+    why = regular_inside(path, root)
+    if why is not None:
+        raise ManifestError(f"{what} {why}; expected a regular file inside {shown_path(root)} (a symlink "
+                            f"out of the dataset is not followed)", path=shown_path(path))
+
+
 def shown(value, limit: int = MAX_SHOWN) -> str:
-    """``value`` as one printable, redacted line of at most ``limit`` characters, quoted.
+    """``value`` (``str()`` of a cell, a file name, a path or a header from a dataset) as one quoted line.
 
-    Parameters
-    ----------
-    value : object
-        A cell, a file name, a path or a header from a dataset (``str`` of it).
-    limit : int, optional
-        Characters kept; a longer value ends ``...`` with its length.
-
-    Returns
-    -------
-    str
-        ``'text'`` with control characters as ``\\xNN`` escapes (newlines and
-        tabs too: one line), a registered secret masked.
+    Printable (control characters as ``\\xNN`` escapes, newlines and tabs too) and redacted (a registered
+    secret masked); past ``limit`` characters it ends ``...`` with its length.
 
     Examples
     --------

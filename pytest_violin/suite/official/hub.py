@@ -1,26 +1,23 @@
 """``hf:OWNER/NAME[@REVISION]``: the dataset's files through huggingface_hub and its cache.
 
-``snapshot_download`` fetches the parquet files and any ``metadata/*.csv``
-of the dataset repository once, with its progress bars, into the normal
-Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
-``~/.cache/huggingface/hub``); later runs read the cache. With
-``HF_HUB_OFFLINE=1`` nothing is fetched: a snapshot not in the cache is a
-one-line error. The cache folder, the offline switch and the hub's address
-(``HF_ENDPOINT``) are read from the environment at each call (huggingface_hub
-reads them once, at import).
+``snapshot_download`` fetches the parquet files and any ``metadata/*.csv`` of the dataset repository once,
+with its progress bars, into the normal Hugging Face cache (``HF_HUB_CACHE``, else ``HF_HOME/hub``, else
+``~/.cache/huggingface/hub``); later runs read the cache. With ``HF_HUB_OFFLINE=1`` nothing is fetched: a
+snapshot not in the cache is a one-line error. The cache folder, the offline switch and the hub's address
+(``HF_ENDPOINT``) are read from the environment at each call (huggingface_hub reads them once, at import).
 
-Nothing is downloaded unbounded: online, the repository's file list with
-sizes (``HfApi.dataset_info(files_metadata=True)``, one request) is read
-first, the sizes of the files the patterns select are summed and a sum over
-:data:`MAX_HUB_BYTES` (or a file of no stated size) is refused; the download
-is then pinned to the commit whose sizes were checked. Offline, the cached
-snapshot's files are summed the same way before any of them is read.
+Nothing is downloaded unbounded: online, the repository's file list with sizes
+(``HfApi.dataset_info(files_metadata=True)``, one request) is read first, the sizes of the files the patterns
+select are summed and a sum over :data:`MAX_HUB_BYTES` (or a file of no stated size) is refused; the download
+is then pinned to the commit whose sizes were checked. Offline, the cached snapshot's files are summed the
+same way before any of them is read.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from pathlib import Path
 
 from ..._fs import atomic_write
@@ -33,9 +30,8 @@ __all__ = ["parse_hub_spec", "hub_cache_dir", "offline", "download", "repo_cache
 
 _SPEC = re.compile(r"hf:([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:@([\w./-]{1,128}))?")
 ALLOW = ["*.parquet", "**/*.parquet", "metadata/*.csv", "*metadata*.csv", "**/*metadata*.csv"]
-#: Largest sum of the sizes of the files a hub dataset is downloaded with (the ones
-#: :data:`ALLOW` selects), in bytes: 16 GiB. The official data (7,745 samples of
-#: 512x512 PNGs) is a few GB.
+#: Largest sum of the sizes of the files a hub dataset is downloaded with (the ones :data:`ALLOW` selects), in
+#: bytes: 16 GiB. The official data (7,745 samples of 512x512 PNGs) is a few GB.
 MAX_HUB_BYTES = 16 << 30
 #: Seconds the hub's answer about the repository's files may take.
 HUB_TIMEOUT_S = 30.0
@@ -121,18 +117,16 @@ def _cached_sizes(folder: Path) -> dict:
 def _keep_ref(cache: Path, repo_id: str, revision, commit: str) -> None:
     """Point ``refs/<revision>`` of the cached dataset at ``commit``, as the client does.
 
-    A download pinned to a commit hash writes no ref; without it a later offline
-    load of the branch would not find the snapshot.
+    A download pinned to a commit hash writes no ref; without it a later offline load of the branch would not
+    find the snapshot.
     """
     name = revision or "main"
     if name == commit:
         return
     ref = repo_cache(cache, repo_id) / "refs" / name
-    try:
+    with suppress(OSError):  # the snapshot still serves this run
         if not ref.is_file() or ref.read_text().strip() != commit:
             atomic_write(ref, commit)
-    except OSError:  # the snapshot still serves this run
-        pass
 
 
 def _commit_of(snapshot: Path) -> str:
@@ -147,9 +141,8 @@ def repo_cache(cache: Path, repo_id: str) -> Path:
 def _one_snapshot(spec: str, cache: Path, repo_id: str, revision, folder: Path) -> Path:
     """``folder`` when it is exactly one cached commit's snapshot of the repository, else refused.
 
-    The hub client turns ``refs/<branch>`` into a folder name as it reads it: an
-    empty ref gives ``snapshots/`` itself (every cached revision at once), a ref
-    holding ``..`` a folder outside the cache.
+    The hub client turns ``refs/<branch>`` into a folder name as it reads it: an empty ref gives
+    ``snapshots/`` itself (every cached revision at once), a ref holding ``..`` a folder outside the cache.
     """
     snapshots = repo_cache(cache, repo_id) / "snapshots"
     real = Path(os.path.realpath(folder))
@@ -174,13 +167,9 @@ def _one_snapshot(spec: str, cache: Path, repo_id: str, revision, folder: Path) 
 def download(spec: str) -> tuple[Path, str, str]:
     """The local snapshot folder of a hub dataset: ``(folder, repo_id, commit)``.
 
-    Raises
-    ------
-    SuiteError
-        huggingface_hub is missing (naming the extra), offline and not
-        cached, the repository or revision does not exist, or the network
-        fails, the files sum over :data:`MAX_HUB_BYTES` or one states no
-        size: one line each.
+    A :class:`~pytest_violin.errors.SuiteError` in one line when huggingface_hub is missing (naming the
+    extra), offline and not cached, the repository or revision does not exist, or the network fails, the files
+    sum over :data:`MAX_HUB_BYTES` or one states no size.
     """
     repo_id, revision = parse_hub_spec(spec)
     try:

@@ -1,18 +1,14 @@
 """What the official data does not state in a column, read from the ground truth.
 
-* the var-2 split: exactly the reference's rule
-  (``color_metric.py``, ``auto_infer_split``: the largest colour step along
-  the middle row against the middle column; left|right when the row's is
-  larger, else top/bottom), so scores equal the reference case for case;
-  a ground truth with no step or with steps both ways is *noted* (it is
-  ambiguous: the reference's rule still decides), and so is a prompt that
-  names the other split;
-* the shape class: from the prompt when it names exactly one of circle,
-  square, triangle, else from the ground truth's filled fraction of its
-  bounding box (square ~1, circle ~pi/4, triangle ~1/2);
-* the stored mask's polarity: where the photo is not dark, the ground truth
-  is black where the mask is black (white = keep, the prompts' "1 = keep")
-  or where it is white (inverted); anything else contradicts the ground truth.
+* the var-2 split: exactly the reference's rule (``color_metric.py``, ``auto_infer_split``: the largest colour
+  step along the middle row against the middle column; left|right when the row's is larger, else top/bottom),
+  so scores equal the reference case for case; a ground truth with no step or with steps both ways is *noted*
+  (it is ambiguous: the reference's rule still decides), and so is a prompt that names the other split;
+* the shape class: from the prompt when it names exactly one of circle, square, triangle, else from the ground
+  truth's filled fraction of its bounding box (square ~1, circle ~pi/4, triangle ~1/2);
+* the stored mask's polarity: where the photo is not dark, the ground truth is black where the mask is black
+  (white = keep, the prompts' "1 = keep") or where it is white (inverted); anything else contradicts the
+  ground truth.
 """
 
 from __future__ import annotations
@@ -83,9 +79,8 @@ def shape_class(gt_rgb: np.ndarray) -> str | None:
 def mask_polarity(photo_rgb: np.ndarray, mask_rgb: np.ndarray, gt_rgb: np.ndarray) -> str:
     """``"white-keep"``, ``"black-keep"``, ``"unreadable"`` or ``"contradicts"``.
 
-    Only pixels where the photo's gray level is above 30 (the reference's
-    black threshold) tell: there a kept pixel stays bright in the ground
-    truth and a masked one turns black. ``unreadable``: the mask is one
+    Only pixels where the photo's gray level is above 30 (the reference's black threshold) tell: there a kept
+    pixel stays bright in the ground truth and a masked one turns black. ``unreadable``: the mask is one
     colour, or no telling pixel lies on one of its sides.
     """
     photo = cv2.cvtColor(photo_rgb, cv2.COLOR_RGB2GRAY) > 30

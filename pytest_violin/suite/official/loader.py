@@ -1,11 +1,10 @@
 """One pass over the official rows: check every file, read what no column states, index it.
 
-The pass (:func:`build_index`) reads each ground truth's header (the image
-bounds of :mod:`pytest_violin.imaging` apply), hashes it, and decodes it
-(as ``cv2.imread`` does) where the var-2 split, the shape class or the mask
-polarity must be read from it. Its result, one JSON line per sample plus a
-summary, is kept in the official-data cache under a key of the data's
-identity, so later runs load in milliseconds.
+The pass (:func:`build_index`) reads each ground truth's header (the image bounds of
+:mod:`pytest_violin.imaging` apply), hashes it, and decodes it (as ``cv2.imread`` does) where the var-2 split,
+the shape class or the mask polarity must be read from it. Its result, one JSON line per sample plus a
+summary, is kept in the official-data cache under a key of the data's identity, so later runs load in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -63,8 +62,8 @@ def _probe(path: Path, what: str, where: str):
 def _sha(path: Path, where: str) -> str:
     """The short SHA-256 of a ground-truth file of at most :data:`MAX_CELL_BYTES`, in blocks.
 
-    Its header was probed, but a valid header may be followed by any number of
-    bytes no decoder reads: the size is checked before a byte is hashed.
+    Its header was probed, but a valid header may be followed by any number of bytes no decoder reads: the
+    size is checked before a byte is hashed.
     """
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

@@ -2,10 +2,9 @@
 
 The authors' generation scripts read ``metadata/Task_Color_Var1_metadata.csv``,
 ``Task_Color_Var2_metadata.csv``, ``Task_Geometric_metadata.csv`` and
-``Task_Image_Mask_<mask_type>_metadata.csv`` with the columns ``id, prompt``
-(the mask files add ``image1_path, image2_path``); ``Variation_1`` /
-``Variation_2`` / ``Variation_3`` spellings and any ``*Geometric*metadata*.csv``
-are accepted too. Ids are ``123``, ``id_123`` or ``id_000123``.
+``Task_Image_Mask_<mask_type>_metadata.csv`` with the columns ``id, prompt`` (the mask files add
+``image1_path, image2_path``); ``Variation_1`` / ``Variation_2`` / ``Variation_3`` spellings and any
+``*Geometric*metadata*.csv`` are accepted too. Ids are ``123``, ``id_123`` or ``id_000123``.
 """
 
 from __future__ import annotations
@@ -20,15 +19,15 @@ from pathlib import Path
 
 from ..._fs import read_option_bytes
 from ...errors import ManifestError
-from ._paths import regular_inside, shown, shown_path
+from ._paths import require_inside, shown, shown_path
 from .schema import MASK_TYPES, MAX_PROMPT_CHARS, metadata_name, parse_number
 
 __all__ = ["Metadata", "classify", "read_metadata", "MAX_CSV_BYTES"]
 
 #: Largest metadata CSV read, in bytes (16 MiB; the official files are < 2 MiB).
 MAX_CSV_BYTES = 16 * 1024 * 1024
-#: What a header cell must look like to be echoed in an error: a file whose first line
-#: is not a row of column names (a ``.env``, an environment dump) is not echoed at all.
+#: What a header cell must look like to be echoed in an error: a file whose first line is not a row of column
+#: names (a ``.env``, an environment dump) is not echoed at all.
 _COLUMN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ ().-]{0,39}")
 _MAX_COLUMNS_SHOWN = 12
 
@@ -143,19 +142,16 @@ def read_metadata(folder, root=None) -> Metadata:
     folder : path or None
         The metadata folder.
     root : path, optional
-        The folder every CSV must resolve into, symlinks followed (default:
-        ``folder``): the dataset's folder, or a hub repository's cache folder,
-        whose snapshot files are links into its ``blobs/``.
+        The folder every CSV must resolve into, symlinks followed (default: ``folder``): the dataset's folder,
+        or a hub repository's cache folder, whose snapshot files are links into its ``blobs/``.
 
     Raises
     ------
     ManifestError
-        One line naming the file, the line and what was expected: a CSV that
-        resolves outside ``root`` or is no regular file (refused before it is
-        opened), a missing column, an id that is no official id, an id listed
-        twice, an empty prompt, two files for one group, a file that is not
-        UTF-8 CSV, a file over :data:`MAX_CSV_BYTES` (refused by its size,
-        never read whole).
+        One line naming the file, the line and what was expected: a CSV that resolves outside ``root`` or is
+        no regular file (refused before it is opened), a missing column, an id that is no official id, an id
+        listed twice, an empty prompt, two files for one group, a file that is not UTF-8 CSV, a file over
+        :data:`MAX_CSV_BYTES` (refused by its size, never read whole).
     """
     meta = Metadata(folder=None if folder is None else Path(folder))
     if folder is None:
@@ -173,18 +169,14 @@ def read_metadata(folder, root=None) -> Metadata:
         if group is None:
             meta.ignored.append(path.name)
             continue
-        why = regular_inside(path, root)
-        if why is not None:
-            raise ManifestError(f"metadata CSV {why}; expected a regular file inside "
-                                f"{shown_path(root)} (a symlink out of the dataset is not "
-                                f"followed)", path=shown_path(path))
+        require_inside(path, root, "metadata CSV")
         if group in meta.files:
             raise ManifestError(f"a second metadata file for {group} (the first is "
                                 f"{shown(meta.files[group].name)}); expected one file per task",
                                 path=shown_path(path))
         meta.files[group] = path
-        # read once, at most MAX_CSV_BYTES (by its size before reading, and while reading), from
-        # the resolved path that was checked: the rows and the digest come from the same bytes
+        # read once, at most MAX_CSV_BYTES (by its size before reading, and while reading), from the resolved
+        # path that was checked: the rows and the digest come from the same bytes
         raw = read_option_bytes(os.path.realpath(path), what=f"metadata CSV {shown_path(path)}",
                                 limit=MAX_CSV_BYTES, error=ManifestError)
         meta.rows[group] = _read_one(path, group, raw)

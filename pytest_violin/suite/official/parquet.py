@@ -1,23 +1,18 @@
 """Stream the rows of ``violin-test.parquet`` with pyarrow, one row at a time, every byte bounded.
 
-Only the columns the suite needs are read, one row per record batch
-(``ParquetFile.iter_batches``), so memory holds one row's cells whatever
-the file's size. pyarrow comes with the ``hub`` extra:
-``pip install 'pytest-violin[hub]'``.
+Only the columns the suite needs are read, one row per record batch (``ParquetFile.iter_batches``), so memory
+holds one row's cells whatever the file's size. pyarrow comes with the ``hub`` extra: ``pip install
+'pytest-violin[hub]'``.
 
-Two sizes are bounded, because they differ by any factor: the *encoded*
-size (what the footer states, what pyarrow holds of a column chunk while
-it decodes it) and the *decoded* size (what the cells are once read:
-dictionary or run-length encoding turns 33 KB of file into gigabytes of
-repeated cells). The footer's encoded size of every row group is checked
-against :data:`MAX_ROW_GROUP_BYTES` before a row is read; the decoded bytes
-are counted as they arrive, per cell (:data:`~.schema.MAX_CELL_BYTES` for an
-image, :data:`~.schema.MAX_PROMPT_CHARS` for a prompt,
-:data:`~.schema.MAX_TEXT_CELL_CHARS` for the other text), per row group
-(:data:`MAX_ROW_GROUP_DECODED`), per column (:data:`MAX_COLUMN_DECODED`) and
-for the whole file (:data:`MAX_EXPANSION` times its size, plus
-:data:`EXPANSION_SLACK`): the images are extracted into the official-data
-cache, so this last bound is the cache's size for one file.
+Two sizes are bounded, because they differ by any factor: the *encoded* size (what the footer states, what
+pyarrow holds of a column chunk while it decodes it) and the *decoded* size (what the cells are once read:
+dictionary or run-length encoding turns 33 KB of file into gigabytes of repeated cells). The footer's encoded
+size of every row group is checked against :data:`MAX_ROW_GROUP_BYTES` before a row is read; the decoded bytes
+are counted as they arrive, per cell (:data:`~.schema.MAX_CELL_BYTES` for an image,
+:data:`~.schema.MAX_PROMPT_CHARS` for a prompt, :data:`~.schema.MAX_TEXT_CELL_CHARS` for the other text), per
+row group (:data:`MAX_ROW_GROUP_DECODED`), per column (:data:`MAX_COLUMN_DECODED`) and for the whole file
+(:data:`MAX_EXPANSION` times its size, plus :data:`EXPANSION_SLACK`): the images are extracted into the
+official-data cache, so this last bound is the cache's size for one file.
 """
 
 from __future__ import annotations
@@ -35,24 +30,23 @@ __all__ = ["require_pyarrow", "iter_rows", "sha256_file", "EXTRA_HINT", "BATCH_R
            "MAX_EXPANSION", "EXPANSION_SLACK", "check_row_groups"]
 
 EXTRA_HINT = "pip install 'pytest-violin[hub]'"
-#: Rows per record batch: one. A cell may be up to :data:`~.schema.MAX_CELL_BYTES`
-#: decoded, and its size is known only once it is decoded; one row of three image
-#: columns is the most memory holds (batches of 16 rows held 16 times as much).
+#: Rows per record batch: one. A cell may be up to :data:`~.schema.MAX_CELL_BYTES` decoded, and its size is
+#: known only once it is decoded; one row of three image columns is the most memory holds (batches of 16 rows
+#: held 16 times as much).
 BATCH_ROWS = 1
-#: Largest encoded size of one row group (of the columns read, as the footer states
-#: it), in bytes: 256 MiB. pyarrow holds a column chunk while it decodes its pages, and a
-#: decoded cell is at most a page. The ``datasets`` library writes image datasets in row
-#: groups of 100 rows (~70 MB of 512x512 PNGs).
+#: Largest encoded size of one row group (of the columns read, as the footer states it), in bytes: 256 MiB.
+#: pyarrow holds a column chunk while it decodes its pages, and a decoded cell is at most a page. The
+#: ``datasets`` library writes image datasets in row groups of 100 rows (~70 MB of 512x512 PNGs).
 MAX_ROW_GROUP_BYTES = 256 << 20
 #: Largest decoded size of one row group (every column read), in bytes: 1 GiB.
 MAX_ROW_GROUP_DECODED = 1 << 30
-#: Largest decoded size of one column over the whole file, in bytes: 8 GiB for an image
-#: column (the official data is a few GB in all), 64 MiB for a text column (7,745 prompts
-#: of at most MAX_PROMPT_CHARS characters are 31 MB).
+#: Largest decoded size of one column over the whole file, in bytes: 8 GiB for an image column (the official
+#: data is a few GB in all), 64 MiB for a text column (7,745 prompts of at most MAX_PROMPT_CHARS characters
+#: are 31 MB).
 MAX_COLUMN_DECODED = {"image": 8 << 30, "text": 64 << 20}
-#: The decoded cells of a file may be at most this many times its size (plus
-#: :data:`EXPANSION_SLACK`): images are stored compressed already (PNG, JPEG), so a file
-#: that decodes to much more than it is repeats cells, the shape of a decompression bomb.
+#: The decoded cells of a file may be at most this many times its size (plus :data:`EXPANSION_SLACK`): images
+#: are stored compressed already (PNG, JPEG), so a file that decodes to much more than it is repeats cells,
+#: the shape of a decompression bomb.
 MAX_EXPANSION = 4
 #: Decoded bytes allowed on top of :data:`MAX_EXPANSION` times the file's size: 64 MiB.
 EXPANSION_SLACK = 64 << 20
@@ -80,15 +74,10 @@ def sha256_file(path) -> str:
 def check_row_groups(pf, path, columns) -> None:
     """Refuse a row group whose encoded size (of ``columns``) is over :data:`MAX_ROW_GROUP_BYTES`.
 
-    The size is read from the footer: the ``total_uncompressed_size`` of every
-    column chunk read, summed, and never less than the row group's own
-    ``total_byte_size`` where every column is read. It is the size of the
-    pages, not of the cells they decode to (:class:`_Budget` counts those).
-
-    Raises
-    ------
-    ManifestError
-        One line naming the file, the row group, its size and the cap.
+    The size is read from the footer: the ``total_uncompressed_size`` of every column chunk read, summed, and
+    never less than the row group's own ``total_byte_size`` where every column is read. It is the size of the
+    pages, not of the cells they decode to (:class:`_Budget` counts those). The
+    :class:`~pytest_violin.errors.ManifestError` names the file, the row group, its size and the cap.
     """
     wanted = set(columns)
     footer = pf.metadata
@@ -113,8 +102,8 @@ def check_row_groups(pf, path, columns) -> None:
 class _Budget:
     """The decoded bytes of one file, counted per row group, per column and in all.
 
-    Every cell is counted before it is converted to a Python object or
-    written anywhere; the first count over its cap is a one-line error.
+    Every cell is counted before it is converted to a Python object or written anywhere; the first count over
+    its cap is a one-line error.
     """
 
     def __init__(self, path: Path, file_size: int):
@@ -220,18 +209,12 @@ def _open(path: Path, pq):
 def iter_rows(path):
     """Yield ``(row_number, record)`` for every row (0-based), streaming.
 
-    ``record`` holds the scalar columns and, for each image column, the
-    encoded bytes (or a resolved path) or None.
-
-    Raises
-    ------
-    SuiteError
-        pyarrow is missing.
-    ManifestError
-        Not a regular file or not a parquet file, no ``task``/``variation``
-        or ``id`` or ``ground_truth`` column, a row group over
-        :data:`MAX_ROW_GROUP_BYTES` encoded (refused before any row is read),
-        a cell, row group, column or file over its decoded cap.
+    ``record`` holds the scalar columns and, for each image column, the encoded bytes (or a resolved path) or
+    None. pyarrow missing is a :class:`~pytest_violin.errors.SuiteError`; a
+    :class:`~pytest_violin.errors.ManifestError` refuses what is not a regular file or not a parquet file, one
+    without a ``task``/``variation``, ``id`` or ``ground_truth`` column, a row group over
+    :data:`MAX_ROW_GROUP_BYTES` encoded (before any row is read), a cell, row group, column or file over its
+    decoded cap.
     """
     pq = require_pyarrow()
     path = Path(path)

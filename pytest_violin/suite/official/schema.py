@@ -1,37 +1,30 @@
 """What the official Violin data looks like: columns, task numbers, folders, ids.
 
-Facts from the authors' converter ``parquet_to_violin_data.py``
-(github.com/lihy715/Anonymous_Violin, the earlier anonymous release of
-github.com/AI-Obedience/Violin) and their generation scripts
+Facts from the authors' converter ``parquet_to_violin_data.py`` (github.com/lihy715/Anonymous_Violin, the
+earlier anonymous release of github.com/AI-Obedience/Violin) and their generation scripts
 (``eval_closed_source/generate/generate_*_task.py``):
 
-* the parquet (``violin-test.parquet``) has the columns ``task`` (or
-  ``variation`` when ``task`` is empty: 1 color var-1, 2 color var-2,
-  3 geometric, 4 image mask), ``id`` (``id_<N>``), ``mask_type``
-  (``inpainting`` / ``outpainting`` / ``random``; empty means
-  ``inpainting``), ``image_id``, and the images ``ground_truth``,
-  ``image1_path`` (mask task: the photo) and ``image2_path`` (mask task:
-  the mask), each a ``{"bytes": ...}`` struct (the ``datasets`` Image
-  feature) or a path;
-* the converter writes ``Task_Color_Var1/id_N.png``, ``Task_Color_Var2/``,
-  ``Task_Geometric/``, ``Task_Image_Mask/<mask_type>/id_N.png``,
-  ``Task_Image_Mask_raw_image/images/<image_id>.(png|jpg)`` and
+* the parquet (``violin-test.parquet``) has the columns ``task`` (or ``variation`` when ``task`` is empty: 1
+  color var-1, 2 color var-2, 3 geometric, 4 image mask), ``id`` (``id_<N>``), ``mask_type`` (``inpainting`` /
+  ``outpainting`` / ``random``; empty means ``inpainting``), ``image_id``, and the images ``ground_truth``,
+  ``image1_path`` (mask task: the photo) and ``image2_path`` (mask task: the mask), each a ``{"bytes": ...}``
+  struct (the ``datasets`` Image feature) or a path;
+* the converter writes ``Task_Color_Var1/id_N.png``, ``Task_Color_Var2/``, ``Task_Geometric/``,
+  ``Task_Image_Mask/<mask_type>/id_N.png``, ``Task_Image_Mask_raw_image/images/<image_id>.(png|jpg)`` and
   ``Task_Image_Mask_raw_image/<mask_type>_mask/<image_id>.png``;
-* the prompts live in ``metadata/*.csv`` (``id, prompt``; the mask files
-  add ``image1_path, image2_path``); the generation scripts read
-  ``Task_Color_Var1_metadata.csv``, ``Task_Color_Var2_metadata.csv``,
-  ``Task_Geometric_metadata.csv`` and ``Task_Image_Mask_<type>_metadata.csv``
-  and save answers as ``id_<N zero-padded to 6>.png``.
+* the prompts live in ``metadata/*.csv`` (``id, prompt``; the mask files add ``image1_path, image2_path``);
+  the generation scripts read ``Task_Color_Var1_metadata.csv``, ``Task_Color_Var2_metadata.csv``,
+  ``Task_Geometric_metadata.csv`` and ``Task_Image_Mask_<type>_metadata.csv`` and save answers as ``id_<N
+  zero-padded to 6>.png``.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["TASK_NUMBERS", "MASK_TYPES", "MASK_VARIATIONS", "GT_FOLDERS", "RAW_FOLDER",
-           "IMAGE_COLUMNS", "parse_number", "group_of", "sample_id", "gt_folder", "group_of_sample",
-           "MAX_CELL_BYTES", "MAX_PROMPT_CHARS", "MAX_TEXT_CELL_CHARS", "METADATA_NAMES",
-           "metadata_name"]
+__all__ = ["TASK_NUMBERS", "MASK_TYPES", "MASK_VARIATIONS", "GT_FOLDERS", "RAW_FOLDER", "IMAGE_COLUMNS",
+           "parse_number", "group_of", "sample_id", "gt_folder", "group_of_sample", "MAX_CELL_BYTES",
+           "MAX_PROMPT_CHARS", "MAX_TEXT_CELL_CHARS", "METADATA_NAMES", "metadata_name"]
 
 #: ``task`` value -> (plugin task, variation or None when read per row).
 TASK_NUMBERS = {1: ("color", "v1"), 2: ("color", "v2"), 3: ("shape", None), 4: ("mask", None)}
@@ -47,13 +40,13 @@ RAW_FOLDER = "Task_Image_Mask_raw_image"
 IMAGE_COLUMNS = ("ground_truth", "image1_path", "image2_path")
 #: Largest image cell (or file) read, in bytes: 64 MiB.
 MAX_CELL_BYTES = 64 * 1024 * 1024
-#: Longest prompt, in characters (the paper's prompts are one or two sentences; a
-#: megabyte prompt would be copied into every report, index and request).
+#: Longest prompt, in characters (the paper's prompts are one or two sentences; a megabyte prompt would be
+#: copied into every report, index and request).
 MAX_PROMPT_CHARS = 4000
 #: Longest ``task``, ``id``, ``mask_type`` or ``image_id`` cell, in characters.
 MAX_TEXT_CELL_CHARS = 256
-#: The metadata CSV each group's prompts are read from, as the authors' generation
-#: scripts name it (other spellings are recognised: :func:`.metadata.classify`).
+#: The metadata CSV each group's prompts are read from, as the authors' generation scripts name it (other
+#: spellings are recognised: :func:`.metadata.classify`).
 METADATA_NAMES = {"color/v1": "Task_Color_Var1_metadata.csv",
                   "color/v2": "Task_Color_Var2_metadata.csv",
                   "shape": "Task_Geometric_metadata.csv"}

@@ -1,9 +1,8 @@
 """The rows of an official dataset, from the parquet (extracted once) or a converted folder.
 
-Both give :class:`Row` objects naming files in the converter's layout
-(``data/Task_*``); the parquet's images are written there once, into a
-folder of the official-data cache named by the parquet's SHA-256, one row
-at a time (memory holds one record batch).
+Both give :class:`Row` objects naming files in the converter's layout (``data/Task_*``); the parquet's images
+are written there once, into a folder of the official-data cache named by the parquet's SHA-256, one row at a
+time (memory holds one record batch).
 """
 
 from __future__ import annotations
@@ -52,11 +51,9 @@ def _write(path: Path, data) -> None:
 def parquet_rows(parquet: Path, data: Path, skipped: dict, seen: dict | None = None):
     """Yield the :class:`Row` of every parquet row, writing its images under ``data``.
 
-    Rows without ``task`` and ``variation`` are skipped (as the authors'
-    converter skips them) and counted in ``skipped``. ``seen`` (group, id ->
-    where) is shared by the files of one dataset: an id in two files is
-    refused, naming both, before the second one's images are written over
-    the first one's.
+    Rows without ``task`` and ``variation`` are skipped (as the authors' converter skips them) and counted in
+    ``skipped``. ``seen`` (group, id -> where) is shared by the files of one dataset: an id in two files is
+    refused, naming both, before the second one's images are written over the first one's.
     """
     seen = {} if seen is None else seen
     for n, rec in iter_rows(parquet):
@@ -166,8 +163,8 @@ def _input_path(value: str | None, root: Path, data: Path, fallback: Path | None
 def _ground_truths(folder: Path, root: Path, skipped: dict) -> list:
     """``[(number, path)]`` of the ``id_N`` images of ``folder``, each id once.
 
-    ``id_5.png``, ``id_05.png``, ``id_5.jpg`` and ``id_5.PNG`` are all id 5:
-    two of them are refused, naming both, rather than one silently chosen.
+    ``id_5.png``, ``id_05.png``, ``id_5.jpg`` and ``id_5.PNG`` are all id 5: two of them are refused, naming
+    both, rather than one silently chosen.
     """
     found = {}
     for entry in os.scandir(folder):

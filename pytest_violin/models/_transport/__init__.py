@@ -1,0 +1,1 @@
+"""The HTTP transport the network adapters share: internal, for the adapters under :mod:`pytest_violin.models` only."""

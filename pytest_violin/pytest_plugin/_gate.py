@@ -1,0 +1,379 @@
+"""The regression gate, the baseline and the report files of one run: a part of the session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..report.text import printable
+from ._options import GateSettings
+from ._sharding import baseline_note, gate_note
+
+if TYPE_CHECKING:
+    from ..compare.model import Comparison as RunsComparison
+    from ..compare.model import Run
+    from ..gating.decide import GateVerdict
+
+__all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
+
+#: Passing samples per (task, variation) and process whose generated image is shown in the HTML report. Every
+#: failing sample gets its thumbnails; a passing one looks like its expected image by definition, so a few examples
+#: per variation show what the model draws without paying for thousands.
+PASSING_THUMBNAILS_PER_VARIATION = 12
+
+#: Node id of the gate's own test, reported after the last sample (its failure is the gate's).
+GATE_NODEID = "violin::gate"
+
+#: ``workerinput`` key: the baseline's outcomes (:meth:`GateState.index_of`), sent to xdist workers.
+INDEX_INPUT = "violin_baseline_outcomes"
+
+_STYLES = {"bad": {"red": True, "bold": True}, "good": {"green": True}, "warn": {"yellow": True}, "info": {}}
+
+
+@dataclass(eq=False)
+class GateState:
+    """What the gate learns during one session (its options are the frozen :class:`GateSettings`)."""
+
+    settings: GateSettings
+    baseline_doc: dict | None = None
+    #: sample id -> ``(outcome, definition, mean)`` in the baseline: what a failing sample is
+    #: (known, new) in every process (the controller sends it to xdist workers)
+    baseline_index: dict | None = None
+    #: ``(records, baseline document)`` of this run once the comparison is made (at the end of
+    #: the test loop, or at the session's end after an interruption)
+    decided: tuple | None = None
+    verdict: GateVerdict | None = None  # the gate's decision (gating.decide)
+    gate_failed: bool = False  # violin::gate was reported failed (its text is in FAILURES)
+    interrupted: bool = False
+    messages: list = field(default_factory=list)
+    passing_thumbnails: dict = field(default_factory=dict)
+    compare_runs: list[Run] = field(default_factory=list)  # --violin-compare: loaded runs
+    compare_paper: bool = False  # --violin-compare=paper
+    runs_comparison: RunsComparison | None = None  # this run beside compare_runs
+    sequential: dict | None = None  # --violin-sequential: the gate's summary (gating.sequential)
+
+    @classmethod
+    def load(cls, config, settings: GateSettings) -> GateState:
+        """The gate of ``config``: its baseline read (the controller's, or the outcomes an xdist
+        worker was sent) and its ``--violin-compare`` runs loaded; a bad file is a usage error."""
+        state = cls(settings)
+        worker = getattr(config, "workerinput", None)
+        if settings.baseline is not None and worker is None:
+            from ..errors import BaselineError
+            from ..gating import read_baseline
+            try:
+                state.baseline_doc = read_baseline(settings.baseline)
+            except BaselineError as exc:
+                raise pytest.UsageError(f"--violin-baseline={settings.baseline_label!r}: {exc}") from None
+            state.baseline_index = state.index_of(state.baseline_doc)
+        elif worker is not None and worker.get(INDEX_INPUT) is not None:
+            state.baseline_index = {str(k): tuple(v) for k, v in worker[INDEX_INPUT].items()}
+        if worker is None:
+            state._load_compare_runs(config)
+        return state
+
+    @staticmethod
+    def index_of(doc) -> dict:
+        """Sample id -> ``(outcome, definition, mean)`` of a baseline document."""
+        from ..results import sample_value
+        return {str(r["id"]): (str(r.get("outcome")), r.get("definition"),
+                               float(sample_value(r.get("metrics") or {})))
+                for r in doc.get("samples") or ()}
+
+    def _load_compare_runs(self, config) -> None:
+        """Load every ``--violin-compare=RUN`` now: a bad RUN is a usage error before any sample runs."""
+        if not self.settings.compare:
+            return
+        from ..compare.runs import load_run
+        from ..errors import ViolinError
+        for spec in self.settings.compare:
+            if spec == "paper":
+                self.compare_paper = True
+                continue
+            path = spec if spec.startswith("dir:") else str(config.invocation_params.dir / spec)
+            try:
+                self.compare_runs.append(load_run(path))
+            except ViolinError as exc:
+                raise pytest.UsageError(f"--violin-compare={spec!r}: {exc}") from None
+
+    @property
+    def active(self) -> bool:
+        """True when the run has a baseline, a report or a comparison to make."""
+        return self.settings.active or bool(self.compare_runs or self.compare_paper)
+
+    def worker_input(self) -> dict:
+        """What an xdist worker is sent: the baseline's outcomes (known and new failures)."""
+        if not self.baseline_index:
+            return {}
+        return {INDEX_INPUT: {k: list(v) for k, v in self.baseline_index.items()}}
+
+    # ----------------------------------------------------------------------- per sample (any process)
+    def sample_scored(self, vs, sample, images, result) -> None:
+        """Put what the files and the gate need into ``result.extra``: the sample's definition,
+        the adapter (xdist workers) and the report's thumbnails."""
+        if not self.active:
+            return
+        from ..gating.records import sample_definition
+        result.definition = sample_definition(sample)
+        if vs.is_worker and vs.identity:
+            result.adapter = vs.identity
+        if self.settings.report is None:
+            return
+        from ..report.thumbnails import make_thumbnails
+        if result.passed:
+            group = (sample.task, getattr(sample, "variation", None))
+            shown = self.passing_thumbnails.get(group, 0)
+            if shown >= PASSING_THUMBNAILS_PER_VARIATION:
+                return
+            self.passing_thumbnails[group] = shown + 1
+        try:
+            # The ground truth is rendered again only for failures: a passing sample's difference is near black, and
+            # rendering costs more than everything else the report does (see docs/reports.md).
+            expected = sample.expected() if not result.passed else None
+            # the mask task's source image and mask beside expected and generated
+            inputs = getattr(sample, "inputs", ()) if expected is not None else ()
+            result.extra["thumbnails"] = make_thumbnails(expected, images[0] if images else None,
+                                                         inputs=inputs)
+        except Exception as exc:  # a thumbnail must never fail a test
+            result.extra["thumbnails_error"] = f"{type(exc).__name__}: {exc}"
+
+    def known_failure(self, sample_id: str, definition, mean) -> str | None:
+        """``known failure`` or ``new failure`` text of a sample over its limits; None: it fails."""
+        entry = None if not self.baseline_index else self.baseline_index.get(str(sample_id))
+        if entry is None:
+            return None
+        from ..results import Outcome
+        outcome, old_definition, old_mean = entry
+        outcome = Outcome(outcome)
+        if not outcome.judged or (definition and old_definition and definition != old_definition):
+            return None
+        now = "" if mean is None else f"mean {float(mean):.4f} now, "
+        if outcome.failing:
+            return (f"known failure: over its limits in the baseline too ({now}{old_mean:.4f} in the "
+                    f"baseline); the gate judges whether the model got worse")
+        return (f"new failure: within its limits in the baseline ({now}{old_mean:.4f} in the baseline); "
+                f"the gate judges whether the model got worse")
+
+    # ----------------------------------------------------------------------- session end (controller)
+    def decide(self, vs) -> tuple:
+        """Make this run's comparison (once): ``(results, current)``, :attr:`verdict` set."""
+        if self.decided:
+            return self.decided
+        from ..gating import build_baseline
+        from ..gating.decide import GateLimits, decide
+        from ..report.json_report import records_of
+        results = records_of(vs.store.results)  # plain dicts, converted once for every writer
+        meta = vs.run_metadata()
+        extra = {"repeats": meta.pop("repeats"), "pass_rule": meta.pop("pass_rule")}
+        if "dataset" in meta:  # the official data's identity, kept in the baseline too
+            extra["dataset"] = meta.pop("dataset")
+        run = vs.sequential
+        members = None
+        if run is not None and run.gate is not None:  # what decided, its intervals, what it saved
+            self.sequential = extra["sequential"] = run.summary(price=vs.settings.price)
+            members = run.gate.members
+        current = build_baseline(results, extra_metadata=extra, **meta)
+        self.decided = (results, current)
+        if (self.compare_runs or self.compare_paper) and results:
+            self._build_runs_comparison(results, current)
+        if self.baseline_doc is not None and vs.shard_meta:  # the merged run is gated (_sharding.py)
+            self.messages.append(gate_note(self._label(), vs.shard_meta))
+        elif self.baseline_doc is not None:
+            s = self.settings
+            self.verdict = decide(self.baseline_doc, results, current, limits=GateLimits(
+                max_regression=s.max_regression, max_pass_drop=s.max_pass_drop,
+                alpha=s.alpha, allow_mismatch=s.allow_mismatch),
+                baseline_label=self._label(), sequential=self.sequential, members=members,
+                interrupted=self.interrupted)
+            self.messages.extend(self.verdict.messages)
+        return results, current
+
+    def _label(self) -> str:
+        return self.settings.baseline_label or str(self.settings.baseline)
+
+    @property
+    def comparison(self):
+        """The groups' deltas of :attr:`verdict` (None before the gate decided, or with nothing compared)."""
+        return None if self.verdict is None else self.verdict.comparison
+
+    def _build_runs_comparison(self, results, current) -> None:
+        """This run (labelled by its adapter) side by side with the ``--violin-compare`` runs."""
+        from ..compare.model import Run
+        from ..compare.table import build
+        from ..errors import ViolinError
+        meta = dict(current["metadata"])
+        this = Run(label=str(meta.get("adapter") or "this run"), source="this run", kind="results",
+                   metadata=meta, records={str(r["sample_id"]): r for r in results})
+        paper = ()
+        if self.compare_paper:
+            from ..compare.paper import published_rows
+            paper = published_rows()
+        try:
+            self.runs_comparison = build([this, *self.compare_runs], paper=paper)
+        except ViolinError as exc:
+            self.messages.append(f"comparison with --violin-compare runs NOT made: {exc}")
+
+    def report_gate(self, session) -> None:
+        """Report the verdict as the test ``violin::gate``, so pytest's summary, JUnit, pytest-html
+        and a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
+        from ..report._sequential import sequential_lines
+        from ..report.terminal import comparison_lines
+        comparison = self.comparison
+        lines = sequential_lines(self.sequential) + comparison_lines(comparison)
+        text = printable("\n".join(line for line, _ in lines))
+        location = (GATE_NODEID.partition("::")[0], 0, GATE_NODEID)
+        ok = comparison.ok
+        report = pytest.TestReport(
+            nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when="call",
+            outcome="passed" if ok else "failed", longrepr=None if ok else text,
+            # a green gate's words reach JUnit's system-out and -rP; a red one's are its failure
+            sections=[("violin regression gate", text)] if ok else [],
+            duration=0.0, user_properties=[("violin.gate", "passed" if ok else "failed")])
+        self.gate_failed = not ok
+        session.testscollected += 1  # the gate is one more test: the progress stays at 100%
+        hook = session.config.hook
+        hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
+        hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
+
+    def finish(self, vs, session) -> None:
+        """At the session's end: the exit status the verdict sets, the baseline and the reports."""
+        if not self.active:
+            return
+        results, current = self.decide(vs)
+        if self.verdict is not None:
+            others_failed = session.testsfailed > (1 if self.gate_failed else 0)
+            status = self.verdict.exit_status(int(session.exitstatus), others_failed=others_failed)
+            if status != int(session.exitstatus):
+                session.exitstatus = pytest.ExitCode(status)
+        if self.settings.save_baseline is not None:
+            self._save_baseline(session, results, current, shard=vs.shard_meta)
+        if self.settings.report is not None:
+            self._write_reports(vs, session, results, current)
+
+    def _save_baseline(self, session, results, current, *, shard=None) -> None:
+        from ..errors import BaselineError
+        from ..gating import write_baseline
+        path = self.settings.save_baseline
+        if self.interrupted:
+            self.messages.append(f"baseline NOT written to {path}: the run was interrupted "
+                                 f"({len(results)} samples ran); a partial baseline would gate on a subset")
+            return
+        if not results:
+            self.messages.append(f"baseline NOT written to {path}: no Violin sample ran")
+            return
+        try:
+            write_baseline(path, current)
+        except BaselineError as exc:
+            kept = (f"; the file at {path} is an EARLIER run's baseline (not replaced)"
+                    if Path(path).is_file() else "")
+            self.messages.append(f"baseline NOT written: {exc}{kept}; the session fails")
+            _fail_unwritten(session)
+            return
+        self.messages.append(f"baseline of {len(results)} samples written to {path}")
+        if shard:
+            self.messages.append(baseline_note(shard))
+        if self.sequential is not None and self.sequential.get("samples_not_generated"):
+            self.messages.append(f"that baseline is a sequential run's: the "
+                                 f"{self.sequential['samples_not_generated']} samples the gate did not "
+                                 f"need are not in it; gate later runs against a full run's baseline")
+
+    def _write_reports(self, vs, session, results, current) -> None:
+        from ..report.html import write_html
+        from ..report.json_report import (
+            THUMBNAILS_FILE,
+            run_usage,
+            write_results_json,
+            write_thumbnails_json,
+        )
+        from ..report.markdown import write_summary
+        from ._signals import stop_reason
+        folder = self.settings.report
+        meta = dict(current["metadata"])
+        meta["interrupted"] = self.interrupted
+        if self.interrupted:
+            meta["stop_reason"] = stop_reason(session)
+        if self.settings.baseline is not None:
+            meta["baseline"] = self._label()
+        # what the run cost: generations made (cache hits apart) and, with --violin-price, their estimated cost; not
+        # in the baseline (a re-run from the cache costs nothing and must give the same baseline); counted: the
+        # calls made, where they were made (reruns, -x, repeats, fixtures)
+        meta.update(run_usage(results, price=vs.settings.price, counted=vs.usage.snapshot()))
+        if vs.shard_meta:
+            meta["shard"] = dict(vs.shard_meta)  # which part of which selection: merge checks them
+        kwargs = {"metadata": meta, "comparison": self.comparison, "aggregates": current["aggregates"]}
+        written: list = []
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_results_json(folder / "results.json", results, **kwargs)
+            written.append("results.json")
+            write_thumbnails_json(folder / THUMBNAILS_FILE, results)
+            written.append(THUMBNAILS_FILE)
+            write_summary(folder / "summary.md", results, runs_comparison=self.runs_comparison, **kwargs)
+            written.append("summary.md")
+            write_html(folder / "report.html", results, runs_comparison=self.runs_comparison, **kwargs)
+            self.messages.append(f"reports written to {folder} (results.json, report.html, summary.md, "
+                                 f"{THUMBNAILS_FILE})")
+        except OSError as exc:
+            self.messages.append(f"reports NOT written to {folder}: {exc}; "
+                                 + _drop_stale_reports(folder, written, THUMBNAILS_FILE)
+                                 + "; the session fails")
+            _fail_unwritten(session)
+
+    def terminal_summary(self, terminalreporter, config) -> None:
+        """The ``violin comparison`` and ``violin regression gate`` sections (controller)."""
+        if self.runs_comparison is not None:
+            from ..compare.formats import render
+            terminalreporter.section("violin comparison")
+            for line in render(self.runs_comparison, "terminal").splitlines():
+                terminalreporter.write_line(line)
+        comparison = self.comparison
+        if not (comparison is not None or self.messages):
+            return
+        from ..report._sequential import sequential_lines
+        from ..report.terminal import comparison_lines
+        terminalreporter.section("violin regression gate" if comparison is not None else "violin reports")
+        if self.gate_failed and config.option.tbstyle != "no":
+            # the verdict and its table are the failure of violin::gate, shown above
+            lines = [(f"FAILED: see {GATE_NODEID} above", "bad")]
+        else:
+            lines = sequential_lines(self.sequential)
+            if comparison is not None:  # a decided sequential gate: the facts only, not a second verdict
+                lines += comparison_lines(comparison)
+        lines += [(m, "info") for m in self.messages]
+        for text, level in lines:
+            terminalreporter.write_line(printable(text), **_STYLES.get(level, {}))
+
+
+def _drop_stale_reports(folder, written, thumbnails_file: str) -> str:
+    """Remove the earlier run's report files this run did not replace; say what happened."""
+    names = ("results.json", thumbnails_file, "summary.md", "report.html")
+    missing = [n for n in names if n not in written]
+    removed, kept = [], []
+    for name in missing:
+        path = folder / name
+        try:
+            if path.is_file():
+                path.unlink()
+                removed.append(name)
+        except OSError:
+            kept.append(name)
+    parts = ["not written: " + ", ".join(missing)]
+    if written:
+        parts.append("written: " + ", ".join(written))
+    if removed:
+        parts.append("the earlier run's " + ", ".join(removed) + " removed (not this run's)")
+    if kept:
+        parts.append("the earlier run's " + ", ".join(kept) + " could NOT be removed: they are "
+                     "not this run's")
+    return "; ".join(parts)
+
+
+def _fail_unwritten(session) -> None:
+    """A report or baseline that could not be written fails an otherwise green session (exit 1):
+    a gate whose evidence is missing must not pass."""
+    if session is not None and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

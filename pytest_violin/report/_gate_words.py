@@ -1,0 +1,179 @@
+"""What the regression gate says, in one place for the terminal, summary.md, report.html and the
+``violin::gate`` item: the verdict, the rule, each group's causes and statistics, the ratchet.
+
+Every reporter renders these sentences and rows; none words the verdict itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..gating.policy import MIN_SHARED
+from .json_report import fmt, fmt_pct, fmt_signed
+
+__all__ = ["StatRow", "cause_line", "group_rows", "headline", "id_list", "not_compared", "ratchet_line", "rule_line",
+           "too_few_line", "where"]
+
+#: Statistic key -> how the reports name it.
+STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
+
+
+def _points(x, signed: bool = False) -> str:
+    """A rate in [0, 1] in points: ``12.3%``, or ``+12.3`` signed (followed by "points")."""
+    if not signed:
+        return fmt_pct(x)
+    return fmt_signed(None if x is None else 100 * float(x), 1)
+
+
+@dataclass(frozen=True)
+class StatRow:
+    """One statistic of one group, formatted: what every reporter's gate table shows."""
+
+    group: str
+    statistic: str      # "mean metric", "pass rate", "refusal rate"
+    status: str         # regressed, improved, unchanged
+    n: int
+    old: str
+    new: str
+    delta: str          # "+0.0832" or "-19.3 points"
+    bounds: str         # "[+0.0790, +0.0874]"
+
+
+def _stat_rows(g) -> list:
+    m = g.mean
+    rows = [StatRow(g.label, STAT_NAMES["mean"], m.status, g.n, fmt(m.old, 4), fmt(m.new, 4),
+                    fmt_signed(m.delta, 4), f"[{fmt_signed(m.ci_low, 4)}, {fmt_signed(m.ci_high, 4)}]")]
+    for key in ("pass_rate", "refusal_rate"):
+        s = getattr(g, key)
+        rows.append(StatRow(g.label, STAT_NAMES[key], s.status, g.n, _points(s.old), _points(s.new),
+                            f"{_points(s.delta, True)} points",
+                            f"[{_points(s.ci_low, True)}, {_points(s.ci_high, True)}]"))
+    return rows
+
+
+def group_rows(comparison, *, which: str = "regressed") -> list:
+    """``(group, [StatRow of the statistics that regressed / improved])`` for every such group."""
+    out = []
+    for g in comparison.groups:
+        stats = g.regressed if which == "regressed" else g.improved
+        if stats:
+            keys = list(STAT_NAMES)
+            out.append((g, [row for key, row in zip(keys, _stat_rows(g)) if key in stats]))
+    return out
+
+
+def cause_line(g) -> str | None:
+    """Causes before numbers: the samples of ``g`` without an image now (that had one in the
+    baseline), how many and why; None when there are none."""
+    if not g.no_image:
+        return None
+    causes = "; ".join(f"{cause} ({count})" for cause, count in g.no_image_causes)
+    imaged = (f"; the {g.imaged_n} with an image on both sides moved the mean by {fmt_signed(g.imaged_delta, 4)}"
+              if g.imaged_n else "")
+    return f"{g.no_image} of {g.n} samples have no image now (each counts 1.0): {causes}{imaged}"
+
+
+def too_few_line(comparison) -> str | None:
+    """The one line of a gate that cannot decide (too few shared samples), or None."""
+    if not comparison.too_few:
+        return None
+    parts = ", ".join(f"{task} shares {shared} of this run's {total} samples" for task, shared, total
+                      in comparison.too_few)
+    tail = ("; --violin-allow-mismatch was given: decided anyway" if comparison.allow_mismatch else
+            "; --violin-allow-mismatch decides anyway")
+    return (f"the baseline does not cover this run: {parts} (another seed, suite or a narrow "
+            f"selection?); to show a regression of the margins a task needs at least {MIN_SHARED} "
+            f"comparable samples in the baseline, and at least half of its samples in this run{tail}")
+
+
+def where(comparison) -> str:
+    """`` <baseline path>`` to follow "baseline" in a sentence, or nothing."""
+    return f" {comparison.baseline_path}" if comparison.baseline_path else ""
+
+
+def counts_text(comparison) -> str:
+    """``40 samples compared: 21 known failures, 2 new failures, 1 now passing``."""
+    tasks = [g for g in comparison.groups if g.variation is None]
+    known = sum(g.still_failing for g in tasks)
+    new = sum(len(g.newly_failing) for g in tasks)
+    fixed = sum(len(g.newly_passing) for g in tasks)
+    parts = [f"{known} known failure{'s' if known != 1 else ''}"]
+    if new:
+        parts.append(f"{new} new failure{'s' if new != 1 else ''}")
+    if fixed:
+        parts.append(f"{fixed} now passing")
+    return f"{comparison.compared} samples compared: " + ", ".join(parts)
+
+
+def headline(comparison) -> tuple[str, str]:
+    """``(sentence, level)``: the fixed-sample gate's verdict (``bad`` or ``good``)."""
+    place = where(comparison)
+    regressed = comparison.regressed_groups
+    if regressed:
+        named = ", ".join(f"{g.label} ({', '.join(STAT_NAMES[k] for k in g.regressed)})" for g in regressed)
+        return f"FAILED: the model got worse against baseline{place}: {named}", "bad"
+    if comparison.errored:
+        return (f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no answer "
+                f"from the endpoint, or a fault of pytest-violin) and could not be compared with "
+                f"baseline{place}", "bad")
+    if comparison.compared == 0:
+        return (f"NOT DECIDED: this run shares no comparable sample with baseline{place}: nothing was "
+                f"compared (another suite, selection or seed?)", "bad")
+    if comparison.undecidable:
+        return f"NOT DECIDED against baseline{place}: {too_few_line(comparison)}", "bad"
+    return f"PASSED: no regression shown against baseline{place} ({counts_text(comparison)})", "good"
+
+
+def _count_points(share: float) -> str:
+    points = 100 * float(share)
+    return f"{points:g} point{'' if points == 1 else 's'}"
+
+
+def rule_line(comparison) -> str:
+    """The rule the fixed-sample gate applied, with its margins and error rate."""
+    from ..gating.policy import DEFAULT_RESAMPLES
+
+    return (f"rule: a task or variation regresses when its mean metric is shown to worsen by more than "
+            f"{comparison.max_regression:g}, its pass rate to fall by more than "
+            f"{_count_points(comparison.max_pass_drop)}, or its refusal rate to rise by more than "
+            f"{_count_points(comparison.max_regression)} (one-sided paired bootstrap bounds, "
+            f"{DEFAULT_RESAMPLES:,} resamples; error rate {comparison.alpha:g} over the "
+            f"{comparison.tests} statistics tested); samples over their limits in the baseline too are "
+            f"known failures (xfailed)")
+
+
+def ratchet_line(comparison) -> str | None:
+    """Improvements, and the command that records them as the new baseline; None without any."""
+    fixed = comparison.newly_passing
+    better = comparison.improvements
+    if comparison.regressed_groups or comparison.errored:
+        return None
+    if not better and (not fixed or any(g.newly_failing for g in comparison.groups)):
+        # known failures passing beside new failures is a stochastic model's churn, not progress
+        return None
+    parts = []
+    if fixed:
+        parts.append(f"{len(fixed)} known failure{'s' if len(fixed) != 1 else ''} of the baseline now "
+                     f"pass{'es' if len(fixed) == 1 else ''}")
+    if better:
+        parts.append("improved: " + ", ".join(
+            f"{g.label} ({', '.join(STAT_NAMES[k] for k in g.improved)})" for g in better))
+    target = comparison.baseline_path or "the baseline"
+    return (f"ratchet: {'; '.join(parts)}: make this run the new baseline (save it with "
+            f"--violin-save-baseline=FILE beside --violin-baseline, then commit FILE as {target}; "
+            f"docs/gating.md, 'The ratchet')")
+
+
+def not_compared(comparison, selection) -> list[tuple[str, tuple]]:
+    """``(title, ids)`` of the samples on one side only or redefined (the missing ones not for a
+    ``selection``: :func:`~pytest_violin.gating.comparison.selection_text` says it), non-empty lists only."""
+    return [(title, ids) for title, ids in (("Missing from this run", () if selection else comparison.missing),
+                                            ("Not in the baseline", comparison.added),
+                                            ("Redefined since the baseline (not compared)", comparison.changed))
+            if ids]
+
+
+def id_list(ids, each=str, limit: int = 10) -> str:
+    """At most ``limit`` sample ids, each written by ``each``, then "and N more"."""
+    ids = list(ids)
+    return ", ".join(map(each, ids[:limit])) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

@@ -1,0 +1,183 @@
+"""End-to-end tests of the gate plugin with pytester: baselines, gating, reports, xdist."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pytest_violin.thresholds import KNOWN_METRICS
+
+LIMIT = "--violin-limit=60"  # 12 per variation: every task shares over MIN_SHARED samples
+TASKS = "--violin-tasks=color,shape"
+
+MODELS = '''
+import numpy as np
+
+
+def degraded(request):
+    """Every colour shifted by 40 levels: clearly worse, same layout."""
+    img = request.sample.expected().astype(np.int16)
+    return np.clip(img + 40, 0, 255).astype(np.uint8)
+
+
+def flaky(request):
+    """Fails the absolute limits for shapes only (stops -x runs early)."""
+    img = request.sample.expected()
+    if request.task == "shape":
+        return 255 - img
+    return img
+
+
+def interrupt(request):
+    """Like pressing Ctrl-C when the first shape is generated."""
+    if request.task == "shape":
+        raise KeyboardInterrupt
+    return request.sample.expected()
+'''
+
+# Every limit at 1.0: the absolute thresholds pass everything, so the exit
+# code is the gate's alone.
+LOOSE = [f"--violin-threshold={task}.{m}=1" for task, ms in KNOWN_METRICS.items()
+         if task in ("color", "shape") for m in (*ms, "mean")]
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(violin_models=MODELS)
+    return pytester
+
+
+def _baseline(project, name="base.json", *extra):
+    result = project.runpytest("--violin-model=oracle", LIMIT, TASKS, f"--violin-save-baseline={name}",
+                               "-p", "no:cacheprovider", *extra)
+    assert result.ret == 0, result.stdout.str()
+    return project.path / name
+
+
+def test_oracle_passes_against_itself_and_a_degraded_model_fails(project):
+    path = _baseline(project)
+    doc = json.loads(path.read_text())
+    assert len(doc["samples"]) == 60 and doc["metadata"]["adapter"] == "oracle"
+    assert {s["task"] for s in doc["samples"]} == {"color", "shape"}
+    assert all(s["definition"] for s in doc["samples"])
+
+    same = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+                             "-p", "no:cacheprovider")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["*violin regression gate*", "PASSED: no regression shown against baseline*"])
+    same.assert_outcomes(passed=61)  # the samples and violin::gate
+
+    worse = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, TASKS,
+                              "--violin-baseline=base.json", "-p", "no:cacheprovider", *LOOSE)
+    out = worse.stdout.str()
+    worse.assert_outcomes(passed=60, failed=1)  # the absolute limits pass, violin::gate fails ...
+    assert worse.ret == 1  # ... and the session
+    regressed = re.search(r"FAILED: the model got worse against baseline \S+: (.*)", out).group(1)
+    assert "color (mean metric)" in regressed
+    assert re.search(r"regressed color\s+\(n=24\)\n\s+mean metric\s+old\s+0\.0000\s+new\s+0\.\d+\s+delta "
+                     r"\+0\.\d+\s+bounds \[\+", out)
+    assert "FAILED violin::gate" in out
+
+
+@pytest.mark.slow  # two workers start: seconds (test_plugin_run's xdist smoke test compares a baseline too)
+def test_xdist_writes_the_same_baseline(project):
+    single = _baseline(project, "single.json")
+    result = project.runpytest_subprocess("--violin-model=oracle", LIMIT, TASKS, "-n", "2",
+                                          "--violin-save-baseline=multi.json", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    a, b = single.read_text(), (project.path / "multi.json").read_text()
+    created = re.compile(r'"created": "[^"]*"')
+    assert created.sub("", a) == created.sub("", b)
+    assert a != ""
+
+
+def test_reports_escape_a_script_prompt_from_a_manifest(project):
+    from pytest_violin.suite import load_suite
+
+    sample = load_suite("violin", tasks=("color",), limit=1)[0]
+    manifest = dict(sample.to_manifest())
+    manifest["prompt"] = '<script>alert("pwned")</script> a pure color image'
+    manifest["id"] = "custom/evil/s1"
+    project.path.joinpath("manifest.jsonl").write_text(json.dumps(manifest) + "\n")
+    result = project.runpytest("--violin-model=oracle", "--violin-suite=manifest.jsonl",
+                               "--violin-report=out", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    html = (project.path / "out" / "report.html").read_text()
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in html
+    assert html.count('alt="generated"') == 1  # a passing sample: its generated thumbnail
+    doc = json.loads((project.path / "out" / "results.json").read_text())
+    assert doc["samples"][0]["prompt"] == manifest["prompt"]
+    assert "<script>" not in (project.path / "out" / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("model, stop, code", [
+    ("flaky", "-x", pytest.ExitCode.TESTS_FAILED),
+    ("interrupt", "--violin-concurrency=1", pytest.ExitCode.INTERRUPTED),
+])
+def test_interrupted_run_writes_reports_but_no_baseline(project, monkeypatch, model, stop, code):
+    step = project.path / "step.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    result = project.runpytest(f"--violin-model=python:violin_models:{model}", LIMIT, TASKS, stop,
+                               "--violin-report=out", "--violin-save-baseline=base.json",
+                               "-p", "no:cacheprovider", no_reraise_ctrlc=True)
+    assert result.ret == code
+    doc = json.loads((project.path / "out" / "results.json").read_text())
+    assert doc["metadata"]["interrupted"] is True
+    assert 1 <= len(doc["samples"]) < 60
+    assert {s["task"] for s in doc["samples"][:-1]} == {"color"}
+    assert "interrupted" in (project.path / "out" / "report.html").read_text()
+    assert not (project.path / "base.json").exists()
+    result.stdout.fnmatch_lines(["*baseline NOT written*interrupted*"])
+    assert "## pytest-violin results" in step.read_text()
+
+
+def test_ini_keys(project):
+    project.makeini("[pytest]\nviolin_report = ini-report\nviolin_max_regression = 0.5\n")
+    result = project.runpytest("--violin-model=oracle", "--violin-limit=2", TASKS, "-p", "no:cacheprovider")
+    assert result.ret == 0
+    assert (project.path / "ini-report" / "report.html").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--violin-max-regression=abc"], "--violin-max-regression: 'abc' is invalid"),
+    (["--violin-max-regression=-0.1"], "accepted: a number >= 0 and <= 1"),
+    (["--violin-max-regression=nan"], "--violin-max-regression: 'nan' is invalid"),
+    (["--violin-baseline=missing.json"], "does not exist"),
+    (["--violin-baseline=broken.json"], "field 'schema_version'"),
+    (["--violin-report=afile.txt"], "is a file"),
+    (["--violin-save-baseline=adir"], "is a directory"),
+])
+def test_bad_values_are_usage_errors(project, args, needle):
+    project.path.joinpath("broken.json").write_text(json.dumps({"format": "pytest-violin-baseline"}))
+    project.path.joinpath("afile.txt").write_text("x")
+    project.path.joinpath("adir").mkdir()
+    result = project.runpytest(*args)  # checked at configure time, with or without a model
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert needle in result.stderr.str()
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_ordinary_runs_are_untouched(pytester):
+    pytester.makepyfile("def test_x():\n    assert True\n")
+    result = pytester.runpytest("--violin-report=out", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    assert not (pytester.path / "out").exists()
+
+
+def test_passing_samples_get_a_few_thumbnails_per_variation(project):
+    """Failures always get thumbnails; passes only the first few per (task, variation)."""
+    from collections import Counter
+
+    from pytest_violin.pytest_plugin._gate import PASSING_THUMBNAILS_PER_VARIATION as quota
+
+    result = project.runpytest("--violin-model=oracle", "--violin-tasks=color", "--violin-limit=40",
+                               "--violin-report=out", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    doc = json.loads((project.path / "out" / "results.json").read_text())
+    per_variation = Counter(s["variation"] for s in doc["samples"])
+    assert max(per_variation.values()) > quota  # the quota is exercised
+    html = (project.path / "out" / "report.html").read_text()
+    assert html.count('alt="generated"') == sum(min(quota, n) for n in per_variation.values())

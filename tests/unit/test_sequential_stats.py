@@ -1,0 +1,502 @@
+"""The sequential gate's logic (:mod:`pytest_violin.gating.sequential`): population, order, the
+three statistics per task and variation, decisions, no pytest run.
+
+The confidence sequence itself is tests/unit/test_sequential_confseq.py; the plugin wiring is
+tests/plugin/test_sequential_plugin.py; the error rates over many runs of a suite-sized population are
+benchmarks/bench_sequential.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pytest_violin.errors import InvalidArgumentError
+from pytest_violin.gating.sequential import Member, SequentialGate, population, sequential_order
+from _stats import binomial_upper
+
+MARGIN = 0.01
+#: the built-in violin suite's color and shape groups
+SUITE = [("color", "v1", 435), ("color", "v2", 1160),
+         ("shape", "circle", 250), ("shape", "square", 250), ("shape", "triangle", 250)]
+TOTAL = sum(n for *_, n in SUITE)
+LIMIT = 0.06  # a sample passes when its mean metric is at most this (the simulations' limit)
+
+
+def _outcome(value: float) -> str:
+    return "passed" if value <= LIMIT else "failed"
+
+
+def _build(old, new, *, seed=0, sizes=SUITE):
+    """members, the gate's order and the new values; ``old(rng, n)``, ``new(rng, old, label)`` give arrays."""
+    rng = np.random.default_rng(seed)
+    members, values = {}, {}
+    for task, var, n in sizes:
+        o = np.asarray(old(rng, n), dtype=float)
+        v = np.clip(np.asarray(new(rng, o, f"{task}/{var}"), dtype=float), 0, 1)
+        for i in range(n):
+            sid = f"{task}/{var}/{i:04d}"
+            members[sid] = Member(sid, task, var, float(o[i]), _outcome(o[i]))
+            values[sid] = float(v[i])
+    strata = {sid: m.task for sid, m in members.items()}  # as the plugin: stratified by task
+    return members, sequential_order(list(members), strata, seed=seed), values
+
+
+def _run(members, order, values, *, alpha=0.05, outcome=_outcome, **kwargs):
+    """The plugin's loop: the gate's order, skipping what it does not need, until it finishes."""
+    gate = SequentialGate(members, order, margin=MARGIN, alpha=alpha, **kwargs)
+    generated = 0
+    for sid in order:
+        if gate.finished is not None:
+            break
+        if gate.needed(sid):
+            gate.add(sid, values[sid], outcome(values[sid]) if callable(outcome) else outcome[sid])
+            generated += 1
+    return gate, generated
+
+
+def _zeros(rng, n):
+    return np.zeros(n)
+
+
+def _same(rng, o, label):
+    return o.copy()
+
+
+def _realistic(rng, n):
+    """Mean metrics of a fair model: mostly near 0, 15% failures spread over the middle."""
+    return np.where(rng.random(n) < 0.15, rng.beta(2, 6, n), rng.beta(1.5, 60, n))
+
+
+# -- argument validation ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs, shown", [
+    ({"alpha": 0}, "0"), ({"alpha": 1}, "1"), ({"alpha": True}, "True"), ({"alpha": "0.05"}, "'0.05'"),
+    ({"margin": -0.01}, "-0.01"), ({"margin": 1.5}, "1.5"), ({"margin": float("nan")}, "nan"),
+    ({"max_pass_drop": -0.1}, "-0.1"), ({"max_pass_drop": "x"}, "'x'"),
+])
+def test_gate_refuses_bad_arguments_naming_the_value(kwargs, shown):
+    members = {"a": Member("a", "color", None, 0.0)}
+    args = {"margin": MARGIN, **kwargs}
+    with pytest.raises(InvalidArgumentError) as info:
+        SequentialGate(members, ["a"], **args)
+    assert shown in str(info.value)
+
+
+# -- the groups and their statistics --------------------------------------------------------------
+
+
+def test_every_task_and_variation_is_a_group_with_three_statistics_and_alpha_is_split_over_all():
+    members, order, _ = _build(_zeros, _same, sizes=SUITE)
+    gate = SequentialGate(members, order, margin=MARGIN, alpha=0.05)
+    assert sorted(g.label for g in gate.groups) == sorted(
+        ["color", "shape", "color/v1", "color/v2", "shape/circle", "shape/square", "shape/triangle"])
+    assert all(set(g.sequences) == {"mean", "fail", "refusal"} for g in gate.groups)
+    assert gate.alpha_low == gate.alpha_high == pytest.approx(0.05 / (7 * 3))
+    one = SequentialGate(*_build(_zeros, _same, sizes=[("color", "v1", 10)])[:2], margin=MARGIN)
+    assert [g.role for g in one.groups] == ["task"]  # a task of one variation: no variation group
+
+
+def test_an_identical_model_is_certified_not_regressed_when_its_groups_are_large_enough():
+    sizes = [("color", "v1", 1200), ("color", "v2", 1200)]
+    members, order, values = _build(_realistic, _same, sizes=sizes)
+    gate, generated = _run(members, order, values)
+    assert gate.verdict == "not-regressed", gate.finished
+    assert generated < 0.6 * 2400  # about 600 per variation: a zero refusal rate shown under 0.01 at alpha / 9
+    for g in gate.groups:
+        for seq in g.sequences.values():
+            low, high = seq.interval
+            assert low <= 0.0 <= high
+
+
+def test_groups_too_small_to_decide_end_the_gate_undecided_after_their_last_sample():
+    """The same model on the suite's shapes (250 per variation): no variation can be shown within
+    0.01 at alpha / 21, so its samples run out; the gate says which, and that it is undecided."""
+    members, order, values = _build(_realistic, _same)
+    gate, generated = _run(members, order, values)
+    assert gate.verdict == "undecided" and gate.finished is not None
+    assert "shape/triangle" in gate.finished and "ran out" in gate.finished
+    assert all(g.ended for g in gate.groups if g.status == "undecided")
+    assert not gate.regressed
+
+
+def test_a_clear_regression_is_decided_early():
+    """Against the oracle (0 everywhere), 10% of answers failing at 0.2-0.8: mean d about 0.05."""
+    members, order, values = _build(
+        _zeros, lambda rng, o, label: np.where(rng.random(o.size) < 0.1, rng.uniform(0.2, 0.8, o.size),
+                                               rng.uniform(0.0, 0.01, o.size)))
+    gate, generated = _run(members, order, values)
+    assert gate.verdict == "regressed"
+    assert generated < 0.2 * TOTAL
+    assert gate.regressed and "regression" in gate.finished
+
+
+def test_a_task_decided_not_regressed_does_not_end_the_watch_on_its_variations():
+    """The task (v2 large and unchanged) is shown fine first; v1, a fifth of it and 0.05 worse,
+    keeps its samples needed until it is shown regressed itself."""
+    sizes = [("color", "v1", 300), ("color", "v2", 6000)]
+    members, order, values = _build(_zeros, lambda rng, o, label: o + (0.05 if label == "color/v1" else 0.0),
+                                    sizes=sizes)
+    gate = SequentialGate(members, order, margin=MARGIN, max_pass_drop=1.0)
+    task = next(g for g in gate.groups if g.label == "color")
+    seen_task_decided = False
+    for sid in order:
+        if gate.finished is not None:
+            break
+        if task.status == "not-regressed":
+            seen_task_decided = True
+            assert gate.needed(sid) == sid.startswith("color/v1/")
+        if gate.needed(sid):
+            gate.add(sid, values[sid], "passed")
+    assert seen_task_decided
+    assert gate.verdict == "regressed" and gate.regressed == ["color/v1"]
+
+
+def test_a_rising_fail_rate_alone_is_a_regression():
+    """20% of the passing samples now just over their limit: the fail rate rises by about 17
+    points while the mean metric moves by about 0.006, under its margin."""
+    sizes = [("color", None, 1200)]
+
+    def new(rng, o, label):
+        return np.where((o <= LIMIT) & (rng.random(o.size) < 0.2), LIMIT + 0.001, o)
+
+    members, order, values = _build(_realistic, new, sizes=sizes)
+    gate, _ = _run(members, order, values)
+    assert gate.verdict == "regressed", gate.to_dict(total=1200)["groups"]
+    stats = gate.to_dict(total=1200)["groups"][0]["statistics"]
+    assert stats["fail"]["above"] and not stats["mean"]["above"]
+    # the same stream with the fail rate's margin at 1 is not a regression of the fail rate
+    gate, _ = _run(members, order, values, max_pass_drop=1.0)
+    assert not gate.to_dict(total=1200)["groups"][0]["statistics"]["fail"]["above"]
+
+
+def test_a_4_percent_refusal_rate_on_a_task_is_a_regression():
+    sizes = [("shape", "circle", 250), ("shape", "square", 250), ("shape", "triangle", 250)]
+    members, order, values = _build(_zeros, _same, sizes=sizes)
+    refused = set(sorted(members)[::25])  # 30 of 750: 4%
+    outcome = {sid: "refused" if sid in refused else "passed" for sid in members}
+    values = {sid: 1.0 if sid in refused else v for sid, v in values.items()}
+    gate, _ = _run(members, order, values, outcome=outcome)
+    assert gate.verdict == "regressed", gate.finished
+
+
+def test_the_same_refusals_as_the_baseline_are_no_regression_of_the_refusal_rate():
+    sizes = [("color", None, 2000)]
+    rng = np.random.default_rng(3)
+    refused = rng.random(2000) < 0.05
+    members = {f"c{i}": Member(f"c{i}", "color", None, 1.0 if r else 0.0, "refused" if r else "passed")
+               for i, r in enumerate(refused)}
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        if gate.finished:
+            break
+        same = members[sid]
+        gate.add(sid, same.old, same.old_outcome)
+    assert gate.verdict == "not-regressed"  # d = 0 on every statistic
+    assert sizes
+
+
+def test_every_difference_on_the_margin_in_floating_point_is_not_a_regression():
+    """Every d = 0.03 - 0.02 = 0.009999999999999998: at the margin by the one tie rule; never
+    called regressed (the ordinary gate calls it not regressed too)."""
+    members = {f"s{i}": Member(f"s{i}", "color", None, 0.02) for i in range(400)}
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        gate.add(sid, 0.03, "passed")
+    assert gate.verdict != "regressed" and not gate.regressed
+    assert gate.finished is not None  # the samples ran out: undecided, the ordinary rule judges
+
+
+def test_a_margin_of_1_is_accepted_and_nothing_regresses_on_it():
+    members, order, values = _build(_zeros, lambda rng, o, label: np.ones(o.size), sizes=[("color", None, 30)])
+    # every value 1.0 against 0 (d = 1): not above a margin of 1; the fail rate still watched
+    gate = SequentialGate(members, order, margin=1.0, max_pass_drop=0.05)
+    for sid in order:
+        gate.add(sid, 1.0, "failed")
+        if gate.finished:
+            break
+    stats = gate.to_dict(total=30)["groups"][0]["statistics"]
+    assert gate.verdict == "regressed" and stats["fail"]["above"]
+    assert not stats["mean"]["above"] and stats["mean"]["below"] and stats["refusal"]["below"]
+    gate = SequentialGate(members, order, margin=1.0, max_pass_drop=1.0)
+    gate.add(order[0], 1.0, "failed")
+    assert gate.verdict == "not-regressed" and gate.used == 1  # decided on the first value
+
+
+def test_errors_are_skipped_and_the_gate_still_decides():
+    sizes = [("color", None, 200)]
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3, sizes=sizes)
+    errors = set(order[::7])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        gate.add(sid, None if sid in errors else values[sid], "error" if sid in errors else "failed")
+        if gate.finished:
+            break
+    assert gate.verdict == "regressed"
+    group = gate.groups[0]
+    assert group.errors >= 1 and gate.used == group.used
+
+
+def test_errors_only_a_group_is_never_called_decided():
+    members, order, _ = _build(_zeros, _same, sizes=[("color", None, 5), ("shape", None, 5)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        gate.add(sid, None if sid.startswith("color") else 0.0)
+    assert gate.verdict == "undecided" and "color" in gate.finished
+    assert gate.used == 5  # the shape values, no error counted
+
+
+def test_values_enter_in_the_gate_order_whatever_order_they_arrive_in():
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3, sizes=[("color", None, 40)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order[1:10]:
+        gate.add(sid, values[sid], "failed")
+    assert gate.used == 0 and gate.groups[0].used == 0  # the first has not arrived: the rest wait
+    gate.add(order[0], values[order[0]], "failed")
+    assert gate.used == 10 or gate.finished
+
+
+def test_cached_values_come_first_in_each_stream():
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3, sizes=[("color", None, 40)])
+    cached = set(sorted(members)[:20])
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0, cached=cached)
+    assert set(order[:20]) == cached
+    gate = SequentialGate(members, order, cached=cached, margin=MARGIN)
+    assert gate.groups[0].members[:20] == order[:20]
+    assert gate.to_dict(total=40)["cached"] == 20
+
+
+def test_a_crashed_workers_samples_go_to_the_end_of_the_stream_instead_of_stalling_it():
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3, sizes=[("color", None, 60)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    held = order[1:3]  # handed to a worker that died: xdist hands them out again at the very end
+    for sid in [order[0], *order[3:6]]:
+        gate.add(sid, values[sid], "failed")
+    assert gate.used == 1  # waiting for order[1]
+    assert gate.defer_stalled(slack=4) == []  # 3 later ones arrived: still in flight, perhaps
+    gate.add(order[6], values[order[6]], "failed")
+    moved = gate.defer_stalled(slack=4)
+    assert moved == held and gate.used == 5
+    assert gate.groups[0].members[-2:] == held
+    for sid in order[7:]:
+        if gate.finished:
+            break
+        gate.add(sid, values[sid], "failed")
+    assert gate.verdict == "regressed"
+
+
+def test_deferring_a_stream_whose_every_member_is_missing_ends():
+    members, order, _ = _build(_zeros, _same, sizes=[("color", "a", 10), ("color", "b", 10)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        if sid.startswith("color/a/"):
+            gate.add(sid, 0.0)
+    gate.defer_stalled(slack=0)  # every member of b is missing: each moved once, then it stops
+    assert {g.label: g.next for g in gate.groups}["color/b"] == 0
+
+
+# -- needed, done, finished, stop, to_dict ------------------------------------------------------
+
+
+def test_needed_done_and_finished():
+    sizes = [("color", None, 800), ("shape", None, 800)]
+    members, order, values = _build(_zeros, _same, sizes=sizes)
+    gate = SequentialGate(members, order, margin=MARGIN, max_pass_drop=0.05)
+    color = [s for s in order if s.startswith("color")]
+    shape = [s for s in order if s.startswith("shape")]
+    assert gate.needed(color[0]) and gate.needed(shape[0]) and not gate.needed("not-a-member")
+    fed = 0
+    while ("color", None) not in gate.done():
+        gate.add(color[fed], 0.0)
+        fed += 1
+        assert fed < 800
+    assert gate.used == fed and not gate.needed(color[fed]) and gate.needed(shape[0])
+    assert gate.finished is None and gate.verdict == "undecided"
+    gate.add(color[fed], 0.5)  # an answer that arrives anyway does not change a decided group
+    assert gate.groups[0].status == "not-regressed"
+    for sid in shape:
+        if gate.finished is not None:
+            break
+        gate.add(sid, 0.0)
+    assert gate.verdict == "not-regressed" and not any(gate.needed(s) for s in order)
+    used = gate.used
+    gate.add(shape[-1], 1.0)  # ignored once finished
+    gate.stop("budget spent")  # no effect once finished
+    assert gate.used == used and gate.verdict == "not-regressed"
+    assert gate.finished == "every task and variation is shown not to have regressed"
+
+
+def test_stop_ends_the_gate_undecided():
+    members, order, _ = _build(_zeros, _same, sizes=[("color", None, 50)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    gate.add(order[0], 0.0)
+    gate.stop("budget spent: 1 call")
+    assert gate.finished == "budget spent: 1 call" and gate.verdict == "undecided"
+    assert not gate.needed(order[1])
+
+
+def test_a_gate_without_members_is_finished():
+    gate = SequentialGate({}, ["a", "b"], margin=MARGIN)
+    assert gate.finished is not None and gate.verdict == "undecided" and not gate.needed("a")
+
+
+def test_to_dict_is_json_and_holds_the_numbers():
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3,
+                                    sizes=[("color", "v1", 100), ("color", "v2", 300)])
+    gate, generated = _run(members, order, values)
+    out = gate.to_dict(total=500, generated=generated, price=0.04, repeats=2)
+    assert json.loads(json.dumps(out)) == out
+    assert out["verdict"] == gate.verdict == "regressed"
+    assert out["used"] == gate.used == generated
+    assert out["total"] == 500 and out["population"] == 400 and out["cached"] == 0
+    assert out["samples_not_generated"] == 500 - generated
+    assert out["generations_saved"] == 2 * (500 - generated)
+    assert out["usd_saved"] == pytest.approx(round(2 * (500 - generated) * 0.04, 2))
+    assert out["alpha_per_group"] == {"low": pytest.approx(0.05 / 9), "high": pytest.approx(0.05 / 9)}
+    assert out["margins"] == {"mean": MARGIN, "fail": 0.05, "refusal": MARGIN}
+    by = {g["group"]: g for g in out["groups"]}
+    assert set(by) == {"color", "color/v1", "color/v2"}
+    regressed = [g for g in out["groups"] if g["status"] == "regressed"]
+    assert regressed and all(g["decided_after"] == generated for g in regressed)
+    for g in regressed:
+        assert any(s["above"] and s["interval"][0] > s["margin"] for s in g["statistics"].values())
+        assert g["interval"] == g["statistics"]["mean"]["interval"]  # the mean's, as before
+    assert by["color/v1"]["used"] + by["color/v2"]["used"] == generated
+    assert "generations_saved" not in gate.to_dict(total=500)
+
+
+# -- the population ---------------------------------------------------------------------------
+
+
+def test_population_pairs_the_samples_of_the_baseline_and_keeps_their_outcome():
+    baseline = {"samples": [
+        {"id": "a", "task": "color", "outcome": "passed", "metrics": {"mean": 0.1}, "definition": "d1"},
+        {"id": "b", "task": "color", "outcome": "error", "metrics": {}},
+        {"id": "c", "task": "color", "outcome": "failed", "metrics": {"x": 0.2, "y": 0.4}, "definition": "d3"},
+        {"id": "d", "task": "color", "outcome": "refused", "metrics": {}},
+        "not a mapping",
+    ]}
+    run = [("a", "color", "v1", "d1"), ("b", "color", "v1", None), ("c", "color", None, "other"),
+           ("d", "color", "v2", None), ("e", "color", "v1", None)]
+    members = population(baseline, run)
+    assert set(members) == {"a", "d"}  # b ended in an error there, c is redefined, e is new
+    assert members["a"] == Member("a", "color", "v1", 0.1, "passed")
+    assert members["d"].old == 1.0 and members["d"].old_failed and members["d"].old_refused
+
+
+# -- the order ---------------------------------------------------------------------------------
+
+
+def _ids():
+    ids, groups = [], {}
+    for task, var, n in SUITE:
+        for i in range(n):
+            sid = f"{task}/{var}/{i:04d}"
+            ids.append(sid)
+            groups[sid] = f"{task}/{var}"
+    return ids, groups
+
+
+def test_order_is_deterministic_per_seed_and_differs_across_seeds():
+    ids, groups = _ids()
+    a = sequential_order(ids, groups, seed=3)
+    assert sequential_order(ids, groups, seed=3) == a
+    assert sorted(a) == sorted(ids)
+    b = sequential_order(ids, groups, seed=4)
+    assert b != a
+    assert sum(x == y for x, y in zip(a, b)) < 0.05 * len(ids)
+
+
+def test_order_does_not_depend_on_the_order_ids_are_given_in():
+    ids, groups = _ids()
+    assert sequential_order(list(reversed(ids)), groups, seed=9) == sequential_order(ids, groups, seed=9)
+
+
+def test_order_puts_cached_first_and_the_samples_outside_the_population_last():
+    ids, groups = _ids()
+    outside = ["mask/x/1", "mask/x/0", "zz"]
+    cached = {ids[5], ids[900], ids[2000], "zz"}  # "zz" is outside: it stays with the outside ones
+    order = sequential_order(outside[:1] + ids + outside[1:], groups, seed=1, cached=cached)
+    assert set(order[:3]) == {ids[5], ids[900], ids[2000]}
+    assert order[-3:] == outside  # in their given order
+    assert len(order) == len(ids) + 3
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 17])
+def test_every_group_is_drawn_from_the_start_in_proportion_to_its_size(seed):
+    ids, groups = _ids()
+    order = sequential_order(ids, groups, seed=seed)
+    for share in (0.02, 0.05, 0.1):
+        head = order[:int(share * len(ids))]
+        for task, var, n in SUITE:
+            count = sum(1 for sid in head if groups[sid] == f"{task}/{var}")
+            assert abs(count - len(head) * n / len(ids)) <= 2.0, (share, task, var, count)
+    # and within a group the order is a shuffle, not the ids' order
+    v1 = [sid for sid in order if groups[sid] == "color/v1"]
+    assert v1 != sorted(v1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 17])
+def test_stratified_by_task_every_variation_still_shows_in_the_first_tenth(seed):
+    """The plugin's strata are the tasks; a variation is a random part of its task, so it shows
+    from the start too, in proportion up to the draw (a generous 4-sigma band, fixed seeds)."""
+    ids, groups = _ids()
+    order = sequential_order(ids, {sid: sid.split("/")[0] for sid in ids}, seed=seed)
+    head = order[:len(ids) // 10]
+    for task, var, n in SUITE:
+        task_share = sum(m for t, _, m in SUITE if t == task) / len(ids)
+        in_task = sum(1 for sid in head if sid.startswith(task + "/"))
+        assert abs(in_task - len(head) * task_share) <= 2.0
+        count = sum(1 for sid in head if groups[sid] == f"{task}/{var}")
+        expect = len(head) * n / len(ids)
+        assert abs(count - expect) <= 4 * math.sqrt(expect) and count > 0, (task, var, count, expect)
+
+
+# -- needed, task_done, finished, stop, to_dict ------------------------------------------------
+
+
+@pytest.mark.slow  # many simulated gates: seconds
+def test_an_unchanged_stochastic_model_is_rarely_called_regressed():
+    """A model that redraws half of its answers between runs, gated against one of its runs: the
+    expected difference is 0 on every statistic, the realised one is not. 25 fixed seeds: at
+    most what alpha allows (the realised mean, which a without-replacement sequence converges
+    to, is over the margin in about a fifth of these runs)."""
+    sizes = [("color", "v1", 300), ("color", "v2", 300)]
+    regressed = 0
+    for seed in range(25):
+        members, order, values = _build(
+            _realistic, lambda rng, o, label: np.where(rng.random(o.size) < 0.5, _realistic(rng, o.size), o),
+            sizes=sizes, seed=seed)
+        gate, _ = _run(members, order, values)
+        regressed += gate.verdict == "regressed"
+    assert regressed <= binomial_upper(25, 0.05, 1e-3)
+
+
+
+def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
+    """Every d = 0.03 - 0.02: the ordinary gate's comparison and the sequential gate (fed the same
+    samples to their end) both say not regressed (the sequential one by handing the run to the
+    fixed-sample rule: the samples ran out undecided)."""
+    from pytest_violin.gating import build_baseline, compare
+
+    def doc(value):
+        records = [{"id": f"color/v1/{i:03d}", "sample_id": f"color/v1/{i:03d}", "task": "color",
+                    "variation": "v1", "outcome": "passed", "metrics": {"mean": value}} for i in range(60)]
+        return build_baseline(records, suite="violin", profile="violin", seed=0, adapter="x")
+
+    old, new = doc(0.02), doc(0.03)
+    ordinary = compare(old, new, max_regression=MARGIN)
+    assert ordinary.ok and not ordinary.regressions
+    members = population(old, [(s["id"], "color", "v1", None) for s in new["samples"]])
+    assert len(members) == 60
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for sid in order:
+        gate.add(sid, 0.03, "passed")
+    assert gate.verdict != "regressed" and not gate.regressed
