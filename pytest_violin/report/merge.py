@@ -440,7 +440,13 @@ def write_reports(output, records, *, metadata, aggregates, comparison=None,
     kwargs = {"metadata": metadata, "comparison": comparison, "aggregates": aggregates}
     write_results_json(out / "results.json", records, **kwargs)
     write_thumbnails_json(out / THUMBNAILS_FILE, records)
-    write_summary(out / "summary.md", records, **kwargs, **({} if step_summary else {"github_step_summary": ""}))
+    if step_summary:
+        write_summary(out / "summary.md", records, **kwargs)
+    else:  # the same file, not appended to $GITHUB_STEP_SUMMARY
+        from .._fs import atomic_write
+        from .markdown import render_markdown
+
+        atomic_write(out / "summary.md", render_markdown(records, **kwargs))
     write_html(out / "report.html", records, **kwargs)
     return [str(out / n) for n in ("results.json", "report.html", "summary.md", THUMBNAILS_FILE)]
 

@@ -63,9 +63,11 @@ def sharded(pytester):
     return pytester, whole, shards
 
 
-def test_four_shards_merged_equal_one_run(sharded, capsys):
+def test_four_shards_merged_equal_one_run(sharded, capsys, monkeypatch):
     pytester, whole, shards = sharded
     root = pytester.path
+    step_summary = root / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
     assert whole.ret == 1  # the gate fails: color got worse
     outs = [json.loads((root / f"shard{k}" / "results.json").read_text())["metadata"] for k in (1, 2, 3, 4)]
     assert [m["shard"]["index"] for m in outs] == [1, 2, 3, 4] and {m["shard"]["selected"] for m in outs} == {60}
@@ -108,6 +110,13 @@ def test_four_shards_merged_equal_one_run(sharded, capsys):
     status, out, _ = _cli("gate", root / "merged", "--baseline", root / "base.json", "--report",
                           root / "gated", capsys=capsys)
     assert status == 1 and "reports with the gate's verdict written to" in out
+    # the job's summary: the merged run's (merge), then the gated one's (gate --report); with
+    # --no-step-summary only the gate's
+    assert step_summary.read_text().count("# ") >= 2
+    step_summary.unlink()
+    assert main(["merge", *(str(root / f"shard{k}") for k in (1, 2, 3, 4)), "--output", str(root / "quiet"),
+                 "--no-step-summary"]) == 0
+    assert not step_summary.exists() and (root / "quiet" / "summary.md").is_file()
     gated = json.loads((root / "gated" / "results.json").read_text())
     one_gate = one_doc["comparison"]
     assert gated["comparison"]["regressions"] == one_gate["regressions"] and not gated["comparison"]["ok"]
