@@ -34,6 +34,13 @@ with the virtual environment ``.ci/diffusers`` builds (run that script once)::
     ${XDG_CACHE_HOME:-$HOME/.cache}/pytest-violin-ci/diffusers-*/bin/python \\
         benchmarks/bench_diffusers.py [--samples 5] [--size 512] [--steps 2] [--threads N]
 
+``--batch B`` measures batched generation instead: ``--samples`` color
+samples (text-to-image) of the suite go through the runner once with
+``?batch=1`` and once with ``?batch=B`` (the runner's threads hand their
+requests to one pipeline call, ``pytest_violin.execution.batching``); it
+prints the samples per second of each, their ratio, and the largest
+difference of a sample's mean metric between the two runs.
+
 Without the extra it exits with status 2 and says so. Exits 1 when the
 median CPU time of a kind is over ``--target`` seconds per sample.
 """
@@ -88,6 +95,34 @@ def time_kind(adapter, images: tuple, size: int, samples: int) -> dict:
     return {"cpu_median": statistics.median(cpu), "cpu_min": min(cpu), "wall_median": statistics.median(wall)}
 
 
+def batch_throughput(folder, *, batch: int, samples: int, steps: int) -> None:
+    """Samples per second through the runner with ``?batch=1`` and ``?batch=B`` (module docstring)."""
+    from pytest_violin.execution.runner import Runner
+    from pytest_violin.execution.usage import CallCounter, CountingAdapter
+    from pytest_violin.models import AdapterOptions, resolve_model
+    from pytest_violin.suite import load_suite
+
+    chosen = load_suite("violin", tasks=["color"], limit=samples)
+    rates, means = {}, {}
+    for size in (1, batch):
+        adapter = resolve_model(f"diffusers:{folder}?steps={steps}&batch={size}", AdapterOptions())
+        warm = Runner(CountingAdapter(adapter, CallCounter()))
+        warm.get(chosen[0])  # one warm-up generation (first-call costs)
+        warm.close()
+        runner = Runner(CountingAdapter(adapter, CallCounter()), concurrency=1)
+        t0 = time.perf_counter()
+        runner.plan(chosen)
+        gens = {s.id: runner.get(s) for s in chosen}
+        rates[size] = len(chosen) / (time.perf_counter() - t0)
+        runner.close()
+        adapter.close()
+        means[size] = {s.id: s.score(gens[s.id].images[0]).mean for s in chosen}
+    drift = max(abs(means[1][k] - means[batch][k]) for k in means[1])
+    print(f"batch=1: {rates[1]:.2f} samples/s; batch={batch}: {rates[batch]:.2f} samples/s; "
+          f"ratio {rates[batch] / rates[1]:.2f} ({len(chosen)} color samples, 512x512, {steps} steps); "
+          f"largest difference of a sample's mean metric: {drift:.2e}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=5, help="timed calls per kind after one warm-up")
@@ -95,6 +130,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=2, help="denoising steps (the adapter's ?steps=)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (default 1, see above; 0: torch's own default)")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="measure ?batch=B against ?batch=1 through the runner (see above)")
     parser.add_argument("--target", type=float, default=1.0,
                         help="seconds of CPU per sample, median, for every kind (default 1.0)")
     args = parser.parse_args(argv)
@@ -125,6 +162,13 @@ def main(argv=None) -> int:
     mask = np.zeros((args.size, args.size, 3), np.uint8)
     mask[:, : args.size // 2] = 255
 
+    if args.batch > 1:
+        with tempfile.TemporaryDirectory() as tmp:
+            with quiet():
+                folder = build_tiny_sd(tmp, kind="text2image")
+            print(f"torch {torch.__version__}, {torch.get_num_threads()} torch threads")
+            batch_throughput(folder, batch=args.batch, samples=args.samples, steps=args.steps)
+        return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         with quiet():

@@ -1,4 +1,5 @@
-"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend`` (``--help`` on each).
+"""Command line: ``python -m pytest_violin export|list|sheet|compare|trend|batch|merge|gate`` (``--help`` on
+each).
 
 ``export`` writes a suite's ``manifest.jsonl`` and PNGs, ``list`` prints its sample counts per task and
 variation, ``sheet`` draws a contact sheet, ``compare`` compares runs side by side (and with the paper's
@@ -6,16 +7,22 @@ published rows) in the paper's layout, ``trend`` follows task means and pass rat
 given (checkpoints, releases) as text, Markdown, CSV or an HTML page of charts; ``batch list`` shows the provider
 batches this project submitted (``--violin-batch``; with ``--model SPEC`` also their state at the provider) and
 ``batch cancel [ID ...] --model SPEC`` cancels them (every running one without an ID; only batches this project
-recorded).
+recorded). ``merge RUN... --output DIR [--save-baseline FILE]`` puts the report
+folders of the shards of one run (``--violin-shard=K/N``) back together: one results.json, report.html,
+summary.md (and baseline) as one run writes them. ``gate RUN --baseline FILE [--report DIR]`` decides a run's
+report folder (a merged one) against a baseline with the plugin's gate (``gating.decide``) and exit statuses;
+with ``--report`` it writes the run's reports with the gate's verdict and table into DIR.
 
 Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
 * 1: the command could not finish: an output could not be written (an ``OSError``: disk full, no permission)
-  or an internal error;
+  or an internal error; ``gate``: the model got worse or a sample of the run ended in an error, as the
+  plugin's ``--violin-baseline`` fails a session;
 * 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
-  a run, runs that cannot be compared, a suite or manifest that does not load); one line names the value and
-  what is accepted.
+  a run, runs that cannot be compared, shards that are not the parts of one run, a suite or manifest that does
+  not load); ``gate``: the run shares too few samples with the baseline to decide; one line names the value
+  and what is accepted.
 """
 
 from __future__ import annotations
@@ -62,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="python -m pytest_violin",
                      description="Violin suites: export and inspect samples.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{export,list,sheet,compare,trend,batch}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{export,list,sheet,compare,trend,batch,merge,gate}")
 
     def add_source(p):
         p.add_argument("--suite", default="violin", metavar="NAME|PATH",
@@ -137,6 +145,36 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--format", default="terminal", choices=TREND_FORMATS,
                     help="output format (default terminal; html needs --output)")
     tr.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    mg = sub.add_parser("merge", help="merge the report folders of a run's shards (--violin-shard)")
+    mg.set_defaults(command_parser=mg)
+    mg.add_argument("runs", nargs="+", metavar="RUN",
+                    help="the --violin-report folder (or results.json) of each shard, in any order")
+    mg.add_argument("--output", required=True, metavar="DIR",
+                    help="folder of the merged results.json, report.html and summary.md")
+    mg.add_argument("--save-baseline", metavar="FILE", help="also write the merged run's baseline")
+    mg.add_argument("--no-step-summary", action="store_true",
+                    help="do not append summary.md to $GITHUB_STEP_SUMMARY (when 'gate --report' does)")
+
+    gt = sub.add_parser("gate", help="decide a run (a merged one) against a baseline")
+    gt.set_defaults(command_parser=gt)
+    gt.add_argument("run", metavar="RUN", help="a --violin-report folder or its results.json")
+    gt.add_argument("--baseline", required=True, metavar="FILE", help="the baseline to decide against")
+    from .gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
+
+    gt.add_argument("--max-regression", type=_share, default=DEFAULT_MAX_REGRESSION, metavar="X",
+                    help=f"margin of the mean metric (default {DEFAULT_MAX_REGRESSION}), as "
+                         f"--violin-max-regression")
+    gt.add_argument("--max-pass-drop", type=_share, default=DEFAULT_MAX_PASS_DROP, metavar="P",
+                    help=f"margin of the pass rate (default {DEFAULT_MAX_PASS_DROP}), as "
+                         f"--violin-max-pass-drop")
+    gt.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, metavar="A",
+                    help=f"the gate's error rate (default {DEFAULT_ALPHA}), as --violin-alpha")
+    gt.add_argument("--allow-mismatch", action="store_true",
+                    help="decide even when a task shares too few samples with the baseline")
+    gt.add_argument("--report", metavar="DIR",
+                    help="write results.json, report.html and summary.md with the gate's verdict into DIR "
+                         "(RUN itself to update it)")
     return parser
 
 
@@ -202,6 +240,78 @@ def _batch_stores(roots, identity):
                 store.load()
                 stores.append(store)
     return stores
+
+
+
+def _bounded_float(low: float, high: float, low_open: bool):
+    def convert(text: str) -> float:
+        import math
+
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high):
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is invalid; accepted: a number "
+                                             f"{'>' if low_open else '>='} {low:g} and <= {high:g}")
+        return value
+
+    return convert
+
+
+_share = _bounded_float(0.0, 1.0, low_open=False)
+_alpha = _bounded_float(0.0, 0.5, low_open=True)
+
+
+def _merge(args, out) -> None:
+    from .report.merge import merge_shards, write_merged
+
+    merged = merge_shards(args.runs)
+    write_merged(merged, args.output, save_baseline=args.save_baseline,
+                 step_summary=not args.no_step_summary)
+    meta = merged.metadata
+    out.write(f"merged {meta['shards']['total']} shards: {len(merged.records)} samples, "
+              f"{sum(1 for r in merged.records if r.get('outcome') == 'passed')} passed; "
+              f"reports written to {args.output}"
+              + (f", baseline to {args.save_baseline}" if args.save_baseline else "") + "\n")
+    for note in merged.notes:
+        out.write(f"note: {note}\n")
+
+
+def _gate(args, out) -> int:
+    from .errors import BaselineError, InvalidArgumentError
+    from .gating import read_baseline
+    from .gating.decide import GateLimits, decide
+    from .report.merge import load_results, run_baseline
+    from .report.terminal import comparison_lines
+    from .report.text import printable
+
+    folder, doc = load_results(args.run)
+    if not doc["samples"]:
+        raise InvalidArgumentError(f"{args.run}: the run holds no sample; accepted: a report of a run "
+                                   f"that ran Violin samples")
+    try:
+        baseline = read_baseline(args.baseline)
+    except BaselineError as exc:
+        raise InvalidArgumentError(f"--baseline={args.baseline!r}: {exc}") from None
+    meta = doc["metadata"]
+    current = run_baseline(doc["samples"], meta)
+    limits = GateLimits(max_regression=args.max_regression, max_pass_drop=args.max_pass_drop,
+                        alpha=args.alpha, allow_mismatch=args.allow_mismatch)
+    verdict = decide(baseline, doc["samples"], current, limits=limits, baseline_label=args.baseline,
+                     interrupted=bool(meta.get("interrupted")))
+    for text, _level in comparison_lines(verdict.comparison):
+        out.write(printable(text) + "\n")
+    for message in verdict.messages:
+        out.write(printable(message) + "\n")
+    if args.report:
+        from .report.merge import with_thumbnails, write_reports
+
+        write_reports(args.report, with_thumbnails(doc["samples"], folder),
+                      metadata={**meta, "baseline": args.baseline}, aggregates=current["aggregates"],
+                      comparison=verdict.comparison)
+        out.write(f"reports with the gate's verdict written to {args.report}\n")
+    return verdict.exit_status(EXIT_OK)
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
@@ -313,6 +423,11 @@ def main(argv=None) -> int:
         if args.command == "batch":
             _batch(args, command_parser, sys.stdout)
             return EXIT_OK
+        if args.command == "merge":
+            _merge(args, sys.stdout)
+            return EXIT_OK
+        if args.command == "gate":
+            return _gate(args, sys.stdout)
         samples = _load(args, command_parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)

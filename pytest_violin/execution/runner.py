@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
+from .batching import Batcher
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
 from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
@@ -180,18 +181,22 @@ class Runner:
         # ``concurrency``
         limit = getattr(adapter, "max_concurrency", None)
         self.concurrency = int(concurrency) if not limit else max(1, min(int(concurrency), int(limit)))
+        self.cancel = cancel if cancel is not None else threading.Event()
+        # an adapter taking several requests a call (batching.py): threads to fill a batch or two
+        self._batcher = Batcher.for_adapter(adapter, threads=self.concurrency, cancel=self.cancel)
+        if self._batcher is not None:
+            self.concurrency = self._batcher.threads
         self.cache = cache if getattr(adapter, "cacheable", True) else None
         self.base_seed = int(base_seed)
         self.repeats = int(repeats)
         self.save_outputs = None if save_outputs is None else Path(save_outputs)
-        self.window = 2 * int(concurrency)
+        self.window = 2 * max(int(concurrency), self.concurrency)
         # A sample's ground truth is rendered when its image is generated and again when it is scored, up to
         # ``window`` samples later (plus the xdist look-ahead): keep that many renders (bounded, see
         # RenderCache).
         from ..suite.sample import RENDER_CACHE
 
         RENDER_CACHE.ensure_capacity(self.window + 8)
-        self.cancel = cancel if cancel is not None else threading.Event()
         self.dead_after = int(dead_after)
         self.dead_window = float(dead_window)
         self._transport_failures = 0
@@ -494,7 +499,7 @@ class Runner:
         gen.attempts += 1
         sent = sent_marker(self.adapter)
         try:
-            output = self.adapter.generate(request)
+            output = (self._batcher or self.adapter).generate(request)
         except GenerationError as exc:
             if not sent(exc):  # refused before a request left: no generation made
                 gen.attempts -= 1

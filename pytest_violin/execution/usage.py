@@ -220,6 +220,38 @@ class CountingAdapter:
         finally:
             counter.done(sent=sent)
 
+    def generate_batch(self, requests):
+        """The adapter's ``generate_batch`` with each request counted as one call (and capped):
+        a request past the cap gets its :class:`CallLimitReached` in its place in the list, the
+        others go to the adapter (:mod:`pytest_violin.execution.batching`)."""
+        counter = self._violin_counter
+        adapter = self._violin_adapter
+        out: list = [None] * len(requests)
+        admitted = []
+        for i in range(len(requests)):
+            try:
+                counter.reserve()
+                admitted.append(i)
+            except CallLimitReached as exc:
+                out[i] = exc
+        if not admitted:
+            return out
+        reached = sent_marker(adapter)
+        sent = True
+        try:
+            images = list(adapter.generate_batch([requests[i] for i in admitted]))
+        except GenerationError as exc:
+            sent = reached(exc)
+            raise
+        finally:
+            for _ in admitted:
+                counter.done(sent=sent)
+        if len(images) != len(admitted):
+            return images  # the batcher names the miscount
+        for i, image in zip(admitted, images):
+            out[i] = image
+        return out
+
     def __getattr__(self, name):
         return getattr(self.__dict__["_violin_adapter"], name)
 

@@ -7,6 +7,12 @@ request (:data:`KINDS`: ``text2image``, ``image2image``, ``inpaint`` with the ma
 repaints white), usable only when its ``__call__`` *names* the parameters a request needs (``**kwargs`` would
 drop an image). Calls are serialised (one pipeline is not thread-safe), and the libraries' progress bars, logs
 and warnings are kept out of the output.
+
+``device=auto`` puts pytest-xdist worker ``gwK`` on ``cuda:K mod G``, G the CUDA devices visible
+(``CUDA_VISIBLE_DEVICES`` respected), refuses more workers than GPUs unless ``oversubscribe=1``, and takes the
+first GPU or the cpu in one process (:mod:`._devices`; the session header says which worker has which).
+``batch=B`` draws up to B compatible samples (same kind, task and size) in one call, each with its own
+``torch.Generator`` (:mod:`pytest_violin.execution.batching`). Neither is part of the identity (the cache key).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import os
 import threading
 import warnings
 from pathlib import Path
@@ -219,10 +226,12 @@ class DiffusersAdapter:
     cacheable = True
     #: one generation at a time: the runner need not run more threads than this
     max_concurrency = 1
+    #: requests per pipeline call (``?batch=B``); above 1 the runner batches (execution/batching.py)
+    batch_size = 1
 
     def __init__(self, pipelines: Mapping[str, Any], identity: str, *, make_generator: Callable[[int], Any],
                  call_kwargs: dict | None = None, source: str | None = None,
-                 cancel: threading.Event | None = None):
+                 cancel: threading.Event | None = None, release: Callable[[], None] | None = None):
         unknown = sorted(set(pipelines) - set(KINDS))
         if unknown:
             raise InvalidArgumentError(f"unknown pipeline kinds {unknown}; accepted: {', '.join(KINDS)}")
@@ -233,6 +242,7 @@ class DiffusersAdapter:
         self.call_kwargs = dict(call_kwargs or {})
         self.source = source or next((type(p).__name__ for p in self.pipelines.values()), "the pipeline")
         self.cancel = cancel
+        self._release = release  # gives the device's cached memory back once the pipelines are dropped
         self._lock = threading.Lock()
         self._names = {k: named_parameters(p.__call__) for k, p in self.pipelines.items()}
         if not self.pipelines:
@@ -302,13 +312,46 @@ class DiffusersAdapter:
     def generate(self, request: GenerationRequest):
         """Run the pipeline of the request's kind; return RGB uint8."""
         kind, pipe = self.pipeline_for(request)
-        kwargs = self.call_arguments(request, kind)
+        return as_rgb8(_first_image(self._call(pipe, self.call_arguments(request, kind))))
+
+    def batch_key(self, request: GenerationRequest) -> tuple:
+        """Requests with equal keys run in one pipeline call: same kind, task and size."""
+        try:
+            kind = request_kind(request)
+        except GenerationError:
+            kind = None  # fails alone, in generate_batch
+        return (kind, request.task, int(request.width), int(request.height))
+
+    def generate_batch(self, requests) -> list:
+        """One pipeline call for ``requests`` (one :meth:`batch_key`); one image per request. Each keeps its
+        own generator (a list, one per prompt): a sample's image is the one ``batch=1`` gives it."""
+        requests = list(requests)
+        if len(requests) == 1:
+            return [self.generate(requests[0])]
+        kind, pipe = self.pipeline_for(requests[0])
+        calls = [self.call_arguments(r, kind) for r in requests]
+        kwargs = dict(calls[0])
+        for name in ("prompt", "generator", "image", "mask_image"):
+            if name in kwargs:
+                kwargs[name] = [c[name] for c in calls]
+        output = self._call(pipe, kwargs)
+        images = getattr(output, "images", None)
+        if images is None and isinstance(output, (tuple, list)) and output:
+            images = output[0]
+        images = list(images) if images is not None else []
+        if len(images) != len(requests):
+            raise GenerationError(f"diffusers {type(pipe).__name__} returned {len(images)} images for a "
+                                  f"batch of {len(requests)} prompts")
+        return [as_rgb8(image) for image in images]
+
+    def _call(self, pipe, kwargs):
+        """One pipeline call, serialised and quiet; what it raises as a one-line GenerationError."""
         try:
             with self._lock:
                 if self.cancel is not None and self.cancel.is_set():
                     raise GenerationCancelled("diffusers: run interrupted")
                 with quiet(python_warnings=False):
-                    output = pipe(**kwargs)
+                    return pipe(**kwargs)
         except GenerationError:
             raise
         except Exception as exc:
@@ -316,11 +359,16 @@ class DiffusersAdapter:
                 redact(f"diffusers {type(pipe).__name__} failed: {type(exc).__name__}: {one_line(exc)}"),
                 attempts=1,
             ) from exc
-        return as_rgb8(_first_image(output))
 
     def close(self) -> None:
-        """Drop the pipelines (frees memory once nothing else holds them)."""
+        """Drop the pipelines (frees memory once nothing else holds them) and give the device's cached
+        memory back (the xdist controller closes its adapter before the workers load theirs)."""
         self.pipelines = {}
+        if self._release is not None:
+            try:
+                self._release()
+            except Exception:  # freeing memory must never fail a run
+                pass
 
     def __repr__(self) -> str:
         return f"DiffusersAdapter({self.identity!r}, kinds={self.kinds()})"
@@ -389,12 +437,22 @@ def create(target: str, options) -> DiffusersAdapter:
     if not source:
         raise ModelSpecError("diffusers: no pipeline given; accepted: diffusers:PATH_OR_ID")
     device = str(params.pop("device", "cpu"))
+    oversubscribe = _flag(params.pop("oversubscribe", "0"), "oversubscribe")
+    batch = _batch(params.pop("batch", "1"))
     dtype = params.pop("dtype", None)
     if dtype is not None and dtype not in DTYPES:
         raise ModelSpecError(f"diffusers: dtype={dtype!r} is not one of {', '.join(DTYPES)}")
     if "steps" in params:
         params["num_inference_steps"] = params.pop("steps")
     torch, diffusers = import_backend()
+    placement: list[str] = []
+    if device == "auto":
+        from ._devices import auto_device, cuda_device_count, xdist_worker
+
+        worker, workers = xdist_worker(options)
+        device, placement = auto_device(cuda_count=cuda_device_count(torch), worker=worker, workers=workers,
+                                        oversubscribe=oversubscribe,
+                                        visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
     device = check_device(torch, device)
     path = Path(source)
     if not path.is_absolute() and (options.spec_base / path).exists():
@@ -410,7 +468,46 @@ def create(target: str, options) -> DiffusersAdapter:
     shown = dict(params)
     if dtype:
         shown["dtype"] = dtype
-    return DiffusersAdapter(
+    adapter = DiffusersAdapter(
         pipelines, f"diffusers:{location}{format_params(shown)}", make_generator=make_generator,
         call_kwargs=params, source=type(pipe).__name__, cancel=getattr(options, "cancel", None),
+        release=_releaser(torch, device),
     )
+    adapter.device, adapter.placement, adapter.batch_size = device, tuple(placement), batch
+    return adapter
+
+
+def _releaser(torch, device: str):
+    """What gives a CUDA device's cached memory back once the pipelines are dropped."""
+    if not device.startswith("cuda"):
+        return None
+
+    def release():
+        import gc
+
+        gc.collect()
+        with torch.cuda.device(device):
+            torch.cuda.empty_cache()
+
+    return release
+
+
+#: Largest ``batch=``: images one pipeline call draws.
+MAX_BATCH = 64
+
+
+def _batch(value) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_BATCH:
+        raise ModelSpecError(f"diffusers: batch={one_line(value, 40)!r}; accepted: an integer from 1 to "
+                             f"{MAX_BATCH} (images per pipeline call)")
+    return int(text)
+
+
+def _flag(value, name: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise ModelSpecError(f"diffusers: {name}={one_line(value, 40)!r}; accepted: 1 or 0")

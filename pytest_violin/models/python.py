@@ -7,6 +7,10 @@ are cached only with ``cacheable = True`` (the key cannot see code edits). What 
 error, another :class:`~pytest_violin.errors.GenerationError` failed; any other exception is a
 :class:`~pytest_violin.errors.GenerationCrashed` (failed, with the traceback's last frames; the same crash on
 the first samples stops the run).
+
+An object may also draw several requests in one call: ``generate_batch(requests) -> list`` (one image per
+request, in order) with ``batch_size`` (the most it takes, 1 to 256) and optionally ``batch_key(request)``;
+the runner then groups compatible samples, each keeping its own seed (:mod:`pytest_violin.execution.batching`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,19 @@ class PythonAdapter:
         gen = getattr(obj, "generate", None)
         self._fn = gen if callable(gen) else obj
         self.cacheable = bool(getattr(obj, "cacheable", False))
+        batch = getattr(obj, "generate_batch", None)
+        self._batch_fn = batch if callable(batch) and not isinstance(obj, type) else None
+        self.batch_size = None
+        if self._batch_fn is not None:
+            size = getattr(obj, "batch_size", None)
+            if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 256:
+                raise ModelSpecError(f"python:{target}: generate_batch needs a batch_size, the most "
+                                     f"requests one call takes; got {size!r}; accepted: an integer "
+                                     f"from 1 to 256")
+            self.batch_size = size
+            key = getattr(obj, "batch_key", None)
+            if callable(key):
+                self.batch_key = key
 
     def generate(self, request):
         """Call the user's function; a :class:`~pytest_violin.errors.GenerationError` passes as it is, any other
@@ -42,6 +59,17 @@ class PythonAdapter:
         """
         try:
             return self._fn(request)
+        except GenerationError:
+            raise
+        except Exception as exc:
+            raise GenerationCrashed(crash_reason(exc, skip=1)) from exc
+
+    def generate_batch(self, requests) -> list:
+        """Call the object's ``generate_batch`` (exceptions as :meth:`generate` treats them)."""
+        if self._batch_fn is None:
+            raise ModelSpecError(f"{self.identity} has no generate_batch")
+        try:
+            return self._batch_fn(list(requests))
         except GenerationError:
             raise
         except Exception as exc:

@@ -11,6 +11,7 @@ import pytest
 from ..report.folder import PASSING_THUMBNAILS_PER_VARIATION
 from ..report.text import printable
 from ._options import GateSettings
+from ._sharding import baseline_note, gate_note
 
 if TYPE_CHECKING:
     from ..compare.model import Comparison as RunsComparison
@@ -160,7 +161,9 @@ class GateState:
         self.decided = (results, current)
         if (self.compare_runs or self.compare_paper) and results:
             self._build_runs_comparison(results, current)
-        if self.baseline_doc is not None:
+        if self.baseline_doc is not None and vs.shard_meta:  # the merged run is gated (_sharding.py)
+            self.messages.append(gate_note(self._label(), vs.shard_meta))
+        elif self.baseline_doc is not None:
             s = self.settings
             self.verdict = decide(self.baseline_doc, results, current, limits=GateLimits(
                 max_regression=s.max_regression, max_pass_drop=s.max_pass_drop,
@@ -229,11 +232,11 @@ class GateState:
             if status != int(session.exitstatus):
                 session.exitstatus = pytest.ExitCode(status)
         if self.settings.save_baseline is not None:
-            self._save_baseline(session, results, current)
+            self._save_baseline(session, results, current, shard=vs.shard_meta)
         if self.settings.report is not None:
             self._write_reports(vs, session, results, current)
 
-    def _save_baseline(self, session, results, current) -> None:
+    def _save_baseline(self, session, results, current, *, shard=None) -> None:
         from ..errors import BaselineError
         from ..gating import write_baseline
         path = self.settings.save_baseline
@@ -253,6 +256,8 @@ class GateState:
             _fail_unwritten(session)
             return
         self.messages.append(f"baseline of {len(results)} samples written to {path}")
+        if shard:
+            self.messages.append(baseline_note(shard))
         if self.sequential is not None and self.sequential.get("samples_not_generated"):
             self.messages.append(f"that baseline is a sequential run's: the "
                                  f"{self.sequential['samples_not_generated']} samples the gate did not "
@@ -278,6 +283,8 @@ class GateState:
         batch = report_section(vs)
         if batch:  # --violin-batch: the service, the discount, what the provider completed, what is pending
             meta["batch"] = batch
+        if vs.shard_meta:
+            meta["shard"] = dict(vs.shard_meta)  # which part of which selection: merge checks them
         try:
             written = write_report_folder(folder, results, metadata=meta, comparison=self.comparison,
                                           aggregates=current["aggregates"], runs_comparison=self.runs_comparison)

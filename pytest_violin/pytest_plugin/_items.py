@@ -125,13 +125,15 @@ def is_violin(item) -> bool:
 
 
 def make_items(session, vs) -> list[ViolinItem]:
-    """Build the collector and one item per sample of ``vs`` (the run's session; in suite order)."""
-    samples = vs.samples
+    """Build the collector and one item per sample of ``vs`` (the run's session; in suite order); a
+    shard's samples are numbered by their place in the whole selection, as one run numbers them."""
+    samples, positions = vs.samples, vs.positions or {}
     parent = ViolinSuite.from_parent(session, name="violin", nodeid="violin", path=session.config.rootpath)
     items = []
     for index, sample in enumerate(samples):
         items.append(ViolinItem.from_parent(
-            parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample, index=index, violin_session=vs))
+            parent, name=sample.id, nodeid=f"violin::{sample.id}", sample=sample,
+            index=positions.get(sample.id, index), violin_session=vs))
     return items
 
 

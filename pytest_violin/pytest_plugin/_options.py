@@ -289,6 +289,17 @@ def _rate(value) -> str:
     return _text(value)
 
 
+def _shard(value):
+    """``K/N`` (:func:`pytest_violin.suite.shard.parse_shard` says what is accepted)."""
+    from ..errors import InvalidArgumentError
+    from ..suite.shard import parse_shard
+
+    try:
+        return parse_shard(_text(value))
+    except InvalidArgumentError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("model", nonempty, None,
            "model SPEC: oracle, python:MODULE:ATTR, dir:PATH, http(s)://URL, openai:MODEL, a1111:URL, "
@@ -305,6 +316,10 @@ OPTIONS: tuple[Option, ...] = (
            "comma-separated tasks to run (default: all); in pyproject.toml also a list",
            ini_type="args", metavar="LIST"),
     Option("limit", integer(1), None, "run a stratified subset of N samples", metavar="N"),
+    Option("shard", _shard, None,
+           "run part K of N of the selection (after --violin-tasks and --violin-limit): a split "
+           "stratified by task and variation, the same on every machine; merge the parts' "
+           "--violin-report folders with 'python -m pytest_violin merge'", metavar="K/N"),
     Option("seed", integer(0), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
     Option("profile", choice(PROFILES), "violin", "metric profile: violin or strict"),
     Option("repeats", integer(1, MAX_REPEATS), 1, f"images per sample (default 1, at most {MAX_REPEATS})",
@@ -609,4 +624,11 @@ def parse_gate_settings(config) -> GateSettings:
         raise pytest.UsageError("--violin-sequential needs a baseline to decide against; accepted: "
                                 "--violin-baseline=PATH beside it (ini violin_baseline), or no "
                                 "--violin-sequential")
+    shard, _ = read_option(config, "shard")
+    if values["sequential"] and shard is not None:
+        # each shard would stop on its own evidence: N gates, none deciding the whole run
+        raise pytest.UsageError(f"--violin-sequential cannot run in a shard (--violin-shard={shard}): "
+                                f"the sequential gate decides on the whole run's samples as they come; "
+                                f"accepted: --violin-sequential without --violin-shard, or shards "
+                                f"merged and gated with 'python -m pytest_violin merge' and 'gate'")
     return GateSettings(**values, baseline_label=None if baseline is None else _raw_text(config, "baseline"))

@@ -67,6 +67,12 @@ class ViolinSession:
         #: sample id -> images the cache holds, asked before the run (_planning.cached_repeats); None
         #: once the runner exists, when the cache starts to change
         self.cache_lookups: dict | None = {}
+        #: ``--violin-shard``: the whole selection this run is a part of (``index``, ``total``,
+        #: ``selected``, ``digest``, for results.json), and each sample's place in it; None unsharded
+        self.shard_meta: dict | None = None
+        self.positions: dict | None = None
+        #: lines the adapter gives about where it runs (diffusers' device=auto: a worker's GPU)
+        self.placement: tuple = ()
         self.sequential: SequentialRun | None = None
         #: --violin-batch (_batch): the provider's discount and service, the driver, the runner's adapter
         self.batch_discount: float | None = None
@@ -104,7 +110,7 @@ class ViolinSession:
         for tp in cfg.getini("testpaths") or ():
             paths.append(str(cfg.rootpath / tp))
         from ._options import adapter_option_names, read_option
-        extra = {"python_paths": tuple(dict.fromkeys(paths))}
+        extra = {"python_paths": tuple(dict.fromkeys(paths)), "xdist": self._xdist_worker()}
         for name in adapter_option_names():  # options declared with adapter=True
             extra[name] = read_option(cfg, name)[0]
         return AdapterOptions(
@@ -114,6 +120,36 @@ class ViolinSession:
             concurrency=s.concurrency, extra=extra,
             cancel=self.cancel, max_answer_bytes=s.max_answer_mb * 2**20,
         )
+
+    def _xdist_worker(self):
+        """``(worker id, worker count)`` for adapters that place work per worker (diffusers'
+        ``device=auto``): a worker's from ``workerinput``, the controller's count from its
+        ``--tx`` list (``-n N``); None without pytest-xdist."""
+        given = getattr(self.config, "workerinput", None)
+        if given is not None:
+            return given.get("workerid"), given.get("workercount")
+        if self.is_xdist_controller:
+            return None, len(getattr(self.config.option, "tx", None) or ()) or None
+        return None
+
+    def take_shard(self, samples, *, record: bool = False) -> list:
+        """The part of ``samples`` that ``--violin-shard`` asks for (all of them without it).
+
+        With ``record``, ``samples`` is the run's built-in selection: what it is (its size and
+        digest) goes into results.json, so that ``python -m pytest_violin merge`` can check that
+        the parts it is given are those of one run, and the samples keep their places in it (the
+        merged run lists them as one run would).
+        """
+        shard = self.settings.shard
+        if shard is None:
+            return list(samples)
+        from ..suite.shard import select_shard, selection_digest
+
+        if record:
+            self.shard_meta = {"index": shard.index, "total": shard.total, "selected": len(samples),
+                               "digest": selection_digest(samples)}
+            self.positions = {s.id: i for i, s in enumerate(samples)}
+        return select_shard(samples, shard)
 
     def resolve_adapter(self, spec: str):
         from ..errors import ModelSpecError
@@ -208,6 +244,7 @@ class ViolinSession:
         adapter = self.resolve_adapter(self.settings.model)
         self.identity = redact(str(getattr(adapter, "identity", self.settings.model)))
         self.network = bool(getattr(adapter, "network", False))
+        self.placement = tuple(str(line) for line in getattr(adapter, "placement", ()) or ())
         from ._planning import adapter_bills, call_cap
         self.bills = adapter_bills(adapter, price=self.settings.price)
         from ._batch import configure as configure_batch
@@ -230,7 +267,7 @@ class ViolinSession:
         else:
             self.adapter = self.counted(adapter)  # every call counted and capped where it is made
         self.scope = builtin_scope(config)
-        self.samples = self._selected_samples()
+        self.samples = self.take_shard(self._selected_samples(), record=True)  # --violin-shard=K/N
         self.index = {s.id: i for i, s in enumerate(self.samples)}
         self.limits = self._run_limits()
         if self.sequential is not None and self.is_xdist_controller:
@@ -296,7 +333,9 @@ class ViolinSession:
         s = self.settings
         line = (f"violin: model={redact(s.model)} suite={s.suite} samples={len(self.samples or ())} "
                 f"profile={s.profile} seed={s.seed} repeats={s.repeats}")
-        lines = [line, *dataset_lines(self)]  # the official data: rows per task, skipped and why
+        if self.shard_meta is not None:
+            line += f" shard={s.shard} (of {self.shard_meta['selected']} selected)"
+        lines = [line, *dataset_lines(self), *(f"violin: {redact(p)}" for p in self.placement)]  # the official data: rows per task, skipped and why
         if self.scope is not None and not self.scope.collect:
             return lines + [f"violin: built-in samples not collected: {self.scope.reason}"]
         return lines
@@ -397,7 +436,9 @@ class ViolinSession:
             if queue is not None:
                 items = item.session.items
                 with queue.lock() as pending:
-                    head = list(itertools.islice(pending, 2 * self.settings.concurrency + 2))
+                    # 2 x concurrency (2 x threads once a batching runner exists), never building one here
+                    reach = self.runner.window if self.runner is not None else 2 * self.settings.concurrency
+                    head = list(itertools.islice(pending, reach + 2))
                 window.extend(items[i] for i in head if isinstance(i, int) and 0 <= i < len(items))
         self._plan(w for w in window if w is not None)
         return None
@@ -494,7 +535,7 @@ def _planned_samples(items) -> list:
         callspec = getattr(item, "callspec", None)
         if sample is None and callspec is not None and "violin_generate" in getattr(item, "fixturenames", ()):
             sample = callspec.params.get("violin_sample")
-        if sample is not None:
+        if hasattr(sample, "task"):  # a shard may leave a test no sample: pytest's NOTSET (skipped)
             samples.append(sample)
     return samples
 

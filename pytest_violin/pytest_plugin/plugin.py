@@ -65,7 +65,7 @@ def pytest_generate_tests(metafunc):
         return
     session = session_of(metafunc.config)
     tasks, limit, _ = marker_selection(metafunc.definition, session)
-    samples = session.load(tasks, limit)
+    samples = session.take_shard(session.load(tasks, limit))
     metafunc.parametrize("violin_sample", samples, ids=[s.id for s in samples])
 
 

@@ -83,9 +83,11 @@ def test_workflow_caches_gates_uploads_and_blocks_deploy():
     command = " ".join(s.get("run", "") for s in steps)
     assert "--violin-baseline=baseline.json" in command and "--violin-report=" in command
     deploy = flow["jobs"]["deploy"]
-    assert deploy["needs"] == "obedience"
+    assert set(deploy["needs"]) == {"obedience", "gate"}  # the shards, and the gate of their merge
     assert any("exit 1" in s.get("run", "") and "needs.obedience.result" in s.get("if", "")
-               for s in deploy["steps"])
+               and "needs.gate.result" in s.get("if", "") for s in deploy["steps"])
+    gate = " ".join(s.get("run", "") for s in flow["jobs"]["gate"]["steps"])
+    assert "pytest_violin merge" in gate and "pytest_violin gate" in gate and "--baseline baseline.json" in gate
 
 
 def test_example_suite_passes_with_the_oracle_and_its_baseline(project):

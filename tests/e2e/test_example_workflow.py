@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -29,9 +30,10 @@ DIR_EXPR = "${{ env.VIOLIN_DIR }}"
 #: The last major of each action used here that runs on node20 (removed from
 #: GitHub's runners in September 2026); the next majors run on node24. From the
 #: actions' release notes: checkout v5.0.0, setup-python v6.0.0, cache v5.0.0,
-#: upload-artifact v6.0.0 are the first on node24.
+#: upload-artifact v6.0.0 are the first on node24; download-artifact's first is v7.0.0 (its
+#: v6 still declared node20).
 NODE20_LAST_MAJOR = {"actions/checkout": 4, "actions/setup-python": 5, "actions/cache": 4,
-                     "actions/upload-artifact": 5}
+                     "actions/upload-artifact": 5, "actions/download-artifact": 6}
 
 
 def _flow() -> dict:
@@ -96,6 +98,25 @@ def test_commands_run_in_the_project_folder_and_action_paths_carry_it():
     assert all(p.startswith(DIR_EXPR + "/") for p in paths), paths
     setup = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python@"))
     assert setup["with"]["cache-dependency-path"].startswith(DIR_EXPR + "/")
+    gate = flow["jobs"]["gate"]
+    assert gate["defaults"]["run"]["working-directory"] == DIR_EXPR
+    paths = [s["with"]["path"] for s in gate["steps"] if "path" in s.get("with", {})]
+    assert len(paths) == 2 and all(p.startswith(DIR_EXPR + "/") for p in paths), paths
+
+
+def test_the_shards_fan_in_to_one_gate_that_the_deploy_needs():
+    flow = _flow()
+    shards = flow["jobs"]["obedience"]
+    assert shards["strategy"]["fail-fast"] is False and shards["strategy"]["matrix"]["shard"] == [1, 2, 3, 4]
+    run = next(s["run"] for s in shards["steps"] if "--violin-shard" in s.get("run", ""))
+    assert '--violin-shard="${{ matrix.shard }}/${{ strategy.job-total }}"' in run
+    upload = next(s for s in shards["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["with"]["name"] == "violin-report-shard-${{ matrix.shard }}"
+    gate = flow["jobs"]["gate"]
+    assert gate["needs"] == "obedience" and "cancelled()" in gate["if"]
+    download = next(s for s in gate["steps"] if s.get("uses", "").startswith("actions/download-artifact@"))
+    assert download["with"]["pattern"] == "violin-report-shard-*"
+    assert set(flow["jobs"]["deploy"]["needs"]) == {"obedience", "gate"}
 
 
 def test_install_documents_pinning_by_commit_and_no_tag_that_does_not_exist():
@@ -142,8 +163,10 @@ MODEL = Model()
 
 
 @pytest.mark.slow
-def test_the_gate_step_runs_with_the_project_as_a_subfolder(tmp_path):
-    """The run step, in the folder the workflow names, writes what the save/upload steps pick up."""
+def test_the_shard_and_gate_steps_run_with_the_project_as_a_subfolder(tmp_path):
+    """Each shard's run step, in the folder the workflow names, writes what the save/upload steps
+    pick up; the gate job's step merges the shards' reports (where download-artifact puts them)
+    and decides them against the baseline."""
     flow = _flow()
     repo = tmp_path / "team-repo"
     folder = flow["env"]["VIOLIN_DIR"]
@@ -156,14 +179,36 @@ def test_the_gate_step_runs_with_the_project_as_a_subfolder(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS"))}
     env.update(VIOLIN_MODEL="python:cached_model:MODEL", ACME_IMAGES_TOKEN="not-a-real-token",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    result = subprocess.run(["bash", "--noprofile", "--norc", "-c",
-                             step["run"].replace("python ", f"{sys.executable} ", 1)],
-                            cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    shards = job["strategy"]["matrix"]["shard"]
+
+    def bash(script):
+        script = script.replace("python ", f"{sys.executable} ")
+        return subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    download = next(s for s in flow["jobs"]["gate"]["steps"] if "pattern" in s.get("with", {}))
+    downloads = repo / download["with"]["path"].replace(DIR_EXPR, folder)
+    for k in shards:
+        upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@"))
+        script = (step["run"].replace("${{ matrix.shard }}", str(k))
+                  .replace("${{ strategy.job-total }}", str(len(shards))))
+        result = bash(script)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+        for s in job["steps"]:
+            path = s.get("with", {}).get("path")
+            if path and s.get("if") == "always()":  # what is saved and uploaded exists
+                assert (repo / path.replace(DIR_EXPR, folder)).exists(), path
+        # download-artifact puts each artifact in a folder of its name
+        name = upload["with"]["name"].replace("${{ matrix.shard }}", str(k))
+        shutil.copytree(cwd / "violin-report", downloads / name)
+        shutil.rmtree(cwd / "violin-report")
+    gate_step = next(s for s in flow["jobs"]["gate"]["steps"] if "pytest_violin gate" in s.get("run", ""))
+    result = bash(gate_step["run"])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    for s in job["steps"]:
-        path = s.get("with", {}).get("path")
-        if path and s.get("if") == "always()":  # what is saved and uploaded exists
-            assert (repo / path.replace(DIR_EXPR, folder)).exists(), path
+    assert "merged 4 shards" in result.stdout and "PASSED" in result.stdout
+    assert (cwd / "violin-report" / "report.html").is_file()
+    assert (cwd / "violin-report" / "baseline.json").is_file()
+    assert json.loads((cwd / "violin-report" / "results.json").read_text())["comparison"]["ok"] is True
 
 
 def test_the_repository_has_the_license_pyproject_names():

@@ -178,3 +178,30 @@ def test_device_without_hardware_is_a_usage_error_of_the_run(tiny_dirs, tmp_path
     assert "INTERNALERROR" not in output and "Traceback" not in output
     errors = [line for line in output.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1 and f"device='{cuda}'" in errors[0]
+
+
+def _run_report(tiny_dirs, tmp_path, name, query):
+    report = tmp_path / name
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+         f"--violin-model=diffusers:{tiny_dirs['text2image']}?steps=2{query}", "--violin-limit=12",
+         "--violin-tasks=color,mask", "--violin-no-cache", f"--violin-report={report}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-2000:]
+    samples = json.loads((report / "results.json").read_text())["samples"]
+    return {s["sample_id"]: s for s in samples}
+
+
+def test_a_batch_gives_each_sample_the_image_it_gets_alone(tiny_dirs, tmp_path):
+    """``?batch=4`` against ``?batch=1``: a generator per request, so each sample's metrics agree
+    (batched matrix products may differ in the last bits: within 1e-3)."""
+    alone = _run_report(tiny_dirs, tmp_path, "alone", "")
+    batched = _run_report(tiny_dirs, tmp_path, "batched", "&batch=4")
+    assert alone.keys() == batched.keys() and len(alone) == 12
+    assert {s["task"] for s in alone.values()} == {"color", "mask"}  # text-to-image and inpainting
+    for sid, rec in alone.items():
+        other = batched[sid]
+        assert rec["error"] is None and other["error"] is None
+        assert rec["outcome"] == other["outcome"], sid
+        for metric, value in rec["metrics"].items():
+            assert abs(value - other["metrics"][metric]) <= 1e-3, (sid, metric)
