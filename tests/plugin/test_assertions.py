@@ -349,7 +349,7 @@ def test_aesthetic_inertia_shrinks_to_a_split_near_one_half():
         return False
 
     found = find(ratio_samples(width=200, height=200), fails,
-                 settings=settings(database=None, max_examples=200, derandomize=True,
+                 settings=settings(database=None, max_examples=200, derandomize=True, deadline=None,
                                    phases=(Phase.generate, Phase.shrink)))  # no explain: reporting only
     ratio = found.spec["ratio"]
     # ratio error = |0.5 - r| / max(r, 1 - r) against the 0.02 limit: 0.51 still
