@@ -72,7 +72,8 @@ def test_rate_caps_request_starts_across_threads(tmp_path):
         client.close()
     assert len(server.requests) == 8 and len(booked) == 8
     gaps = [b - a for a, b in zip(sorted(booked), sorted(booked)[1:])]
-    assert gaps == pytest.approx([1 / 40] * 7)  # one bucket shared by the eight threads
+    # one bucket shared by the eight threads: starts at least 25 ms apart (more where a thread came late)
+    assert min(gaps) >= 1 / 40 - 1e-9
     assert sorted(sent)[-1] >= sorted(booked)[-1]  # the last request waited for its booked start
 
 
