@@ -43,7 +43,7 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
              cache=True, timeout: float = 120.0, retries: int = 3, headers=(), max_calls="default",
              price: float | None = None, max_cost: float | None = None, save_outputs=None,
              metadata=None, photos_dir=None, thumbnails: bool = True, progress=True,
-             label: str | None = None):
+             label: str | None = None, shard: str | None = None):
     """Run a Violin suite against ``model`` and return an :class:`~.run.EvaluationRun`.
 
     Parameters
@@ -96,6 +96,10 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
         else one line on stderr).
     label : str, optional
         The run's name in tables and trends (default: the adapter's identity).
+    shard : str, optional
+        ``"K/N"``: only part K of N of the selection, split as ``--violin-shard`` splits it (by
+        task and variation, the same on every machine); the saved folders of the N parts are
+        what ``python -m pytest_violin merge`` puts back together (one GPU or machine a part).
 
     Returns
     -------
@@ -114,6 +118,8 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
                      timeout=timeout, retries=retries, max_calls=max_calls, price=price, max_cost=max_cost,
                      label=label)
     samples = _load(suite, tasks, limit, seed, metadata, photos_dir)
+    dataset = getattr(samples, "dataset", None)
+    samples, shard_meta = _shard(shard, samples)
     limits = _limits(thresholds, samples)
     cancel = threading.Event()
     adapter, owned = _adapter(model, cancel=cancel, timeout=float(timeout), retries=int(retries),
@@ -137,7 +143,7 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
                                   stacklevel=2)
     from .run import EvaluationRun
 
-    return EvaluationRun._from_session(session, results, suite=suite, dataset=getattr(samples, "dataset", None))
+    return EvaluationRun._from_session(session, results, suite=suite, dataset=dataset, shard=shard_meta)
 
 
 def _check(*, concurrency, repeats, profile, pass_rule, timeout, retries, max_calls, price, max_cost,
@@ -186,6 +192,24 @@ def _load(suite, tasks, limit, seed, metadata, photos_dir):
     if not samples:
         raise InvalidArgumentError(f"suite={suite!r} tasks={tasks!r}: no sample selected")
     return samples
+
+
+def _shard(shard, samples) -> tuple:
+    """``(samples, shard record)``: part ``shard`` of ``samples`` and what results.json records of it
+    for ``merge`` (the whole selection's size and digest); ``(samples, None)`` without a shard."""
+    if shard is None:
+        return samples, None
+    from ..suite.shard import parse_shard, select_shard, selection_digest
+    try:
+        part = parse_shard(shard)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"shard={exc}") from None
+    chosen = select_shard(samples, part)
+    if not chosen:
+        raise InvalidArgumentError(f"shard={shard!r}: part {part} of the {len(samples)} samples selected "
+                                   f"holds none; accepted: fewer parts than samples")
+    return chosen, {"index": part.index, "total": part.total, "selected": len(samples),
+                    "digest": selection_digest(samples)}
 
 
 def _limits(thresholds, samples) -> dict:

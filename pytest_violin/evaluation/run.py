@@ -47,8 +47,10 @@ class EvaluationRun:
 
     def __init__(self, results, *, metadata: dict, label: str | None = None,
                  interrupted: bool = False, stop_reason: str | None = None, usage=None, seconds: float = 0.0,
-                 price: float | None = None):
+                 price: float | None = None, shard: dict | None = None):
         self.results = list(results)
+        #: ``evaluate(shard="K/N")``: which part of which selection (results.json's ``shard`` record)
+        self.shard = dict(shard) if shard else None
         self.metadata = dict(metadata)
         self.label = str(label or self.metadata.get("adapter") or "run")
         self.interrupted = bool(interrupted)
@@ -58,7 +60,7 @@ class EvaluationRun:
         self.price = price
 
     @classmethod
-    def _from_session(cls, session, store, *, suite, dataset=None) -> "EvaluationRun":
+    def _from_session(cls, session, store, *, suite, dataset=None, shard=None) -> "EvaluationRun":
         from .. import __version__
 
         metadata = {
@@ -69,7 +71,7 @@ class EvaluationRun:
         }
         return cls(store.results, metadata=metadata, label=session.label,
                    interrupted=session.interrupted, stop_reason=session.stop_reason,
-                   usage=session.usage.snapshot(), seconds=session.seconds, price=session.price)
+                   usage=session.usage.snapshot(), seconds=session.seconds, price=session.price, shard=shard)
 
     # ------------------------------------------------------------------ numbers
     def __len__(self) -> int:
@@ -198,6 +200,8 @@ class EvaluationRun:
         if self.interrupted:
             meta["stop_reason"] = self.stop_reason
         meta.update(run_usage(records_of(self.results), price=self.price, counted=self.usage or None))
+        if self.shard:
+            meta["shard"] = dict(self.shard)  # which part of which selection: merge checks them
         return meta
 
     def _document(self) -> dict:
@@ -214,7 +218,7 @@ class EvaluationRun:
         ``python -m pytest_violin compare FOLDER`` reads the folder,
         ``--violin-baseline=FOLDER/baseline.json`` gates a later run on it.
         ``baseline``: a baseline to compare with (as :meth:`compare` takes it), whose verdict the reports show.
-        A baseline of an interrupted run is not written (it would gate on a subset).
+        A baseline of an interrupted run or of a shard is not written (it would gate on a subset).
         """
         from ..gating import write_baseline
         from ..report.folder import write_report_folder
@@ -229,7 +233,7 @@ class EvaluationRun:
         write_report_folder(folder, records_of(self.results), metadata=meta, comparison=comparison,
                             aggregates=current["aggregates"])
         target = folder / BASELINE_FILE
-        if not self.interrupted and self.results:
+        if not self.interrupted and self.results and not self.shard:  # a part gates nothing
             write_baseline(target, current)
         elif target.is_file():
             target.unlink()  # an earlier run's, not this one's

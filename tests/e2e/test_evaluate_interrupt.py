@@ -31,9 +31,11 @@ CHILD = textwrap.dedent("""
                  cache=False, progress=False, retries=0, timeout=300)
     except KeyboardInterrupt:
         took = time.monotonic() - arrived[0]
-        # the HTTP transport's watchdog is one idle thread a process keeps for every run, not this run's
-        alive = [t.name for t in threading.enumerate()
-                 if t.name.startswith("violin") and t.name != "violin-http-watchdog" and t.is_alive()]
+        # every violin thread ends: the generations' at once, the HTTP watchdog once idle (about 1 s)
+        for t in threading.enumerate():
+            if t.name.startswith("violin"):
+                t.join(10)
+        alive = [t.name for t in threading.enumerate() if t.name.startswith("violin") and t.is_alive()]
         print("INTERRUPTED " + json.dumps({"took": took, "alive": alive}), flush=True)
     else:
         print("RETURNED", flush=True)

@@ -104,6 +104,33 @@ def test_a_saved_run_is_read_by_compare_and_gates_the_plugin(oracle_run, pyteste
     assert "200 samples held by every run compared" in out.read_text()
 
 
+def test_shards_saved_by_evaluate_merge_into_the_whole_run(tmp_path):
+    """evaluate(shard="K/N") on four machines (or GPUs), merged: the run evaluate() makes whole."""
+    from pytest_violin.__main__ import main
+
+    model = _noisy(6)  # an imperfect model: failures and passes in every part
+    whole = evaluate(model, limit=60, progress=False, cache=False)
+    parts = [evaluate(model, limit=60, progress=False, cache=False, shard=f"{k}/4") for k in range(1, 5)]
+    assert all(len(p) for p in parts) and sum(map(len, parts)) == 60
+    folders = [p.save(tmp_path / f"part-{k}") for k, p in enumerate(parts, 1)]
+    assert not any((f / "baseline.json").exists() for f in folders)  # a part gates nothing
+    whole.save(tmp_path / "whole")
+    merged = tmp_path / "merged"
+    assert main(["merge", *map(str, reversed(folders)), "--output", str(merged), "--no-step-summary",
+                 "--save-baseline", str(tmp_path / "merged-baseline.json")]) == 0
+    got, want = _results_by_id(merged), _results_by_id(tmp_path / "whole")
+    assert got.keys() == want.keys()
+    for sid, rec in want.items():
+        assert got[sid]["outcome"] == rec["outcome"] and got[sid]["metrics"] == rec["metrics"]
+    # the merged baseline gates the whole run as the whole run's own baseline does
+    by_merged, by_whole = whole.compare(tmp_path / "merged-baseline.json"), whole.compare(whole)
+    assert by_merged.exit_status(0) == by_whole.exit_status(0)
+    assert ([(g.task, g.variation, g.mean.status, g.pass_rate.status) for g in by_merged.comparison.groups]
+            == [(g.task, g.variation, g.mean.status, g.pass_rate.status) for g in by_whole.comparison.groups])
+    with pytest.raises(InvalidArgumentError, match="shard="):
+        evaluate(model, limit=6, progress=False, shard="5/4")
+
+
 def test_compare_uses_the_gates_rules(oracle_run, tmp_path):
     oracle_run.save(tmp_path / "base")
     worse = evaluate(_noisy(60), limit=200, progress=False)

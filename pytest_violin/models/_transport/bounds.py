@@ -39,6 +39,8 @@ from .answers import truncate
 
 #: Longest wait between two looks of the watchdog (and of slot waits) at deadlines and cancel.
 WATCH_POLL = 0.05
+#: Seconds the watchdog thread stays idle before it ends (the next attempt starts another).
+WATCH_IDLE_EXIT = 1.0
 
 #: The transport's per-thread state: ``attempt`` (the attempt in flight, here), ``large`` (the bytes
 #: :mod:`.body`'s budget reserved), ``sent``, ``budget_end``, ``depth`` and ``slot`` (:mod:`.client`'s sample
@@ -135,7 +137,11 @@ class _Watchdog:
         while True:
             with self._cond:
                 while not self._active:
-                    self._cond.wait()
+                    # idle: the thread ends, so a finished or interrupted run leaves none behind;
+                    # add() starts a new one (the check and the exit are under the same lock)
+                    if not self._cond.wait(WATCH_IDLE_EXIT) and not self._active:
+                        self._thread = None
+                        return
                 attempts = list(self._active)
                 wait = min(a.deadline for a in attempts) - time.monotonic()
                 if wait > 0:
