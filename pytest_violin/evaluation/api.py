@@ -4,7 +4,7 @@ The same pieces as the plugin, in the same order: the suite's stratified
 selection (:func:`~pytest_violin.suite.load_suite`), the limits
 (:mod:`pytest_violin.thresholds`), the adapter (:func:`~pytest_violin.models.resolve_model`
 for a spec), every call counted and capped (:mod:`pytest_violin.execution.usage`,
-:func:`~pytest_violin.execution.budget.call_cap`), the prefetching
+:func:`~pytest_violin.execution.usage.call_cap`), the prefetching
 :class:`~pytest_violin.execution.runner.Runner` with its image cache, each
 sample judged by :func:`~pytest_violin.judging.judge_generation` (metrics,
 limits, diagnoses, outcome), and the results aggregated by

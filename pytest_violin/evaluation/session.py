@@ -14,7 +14,7 @@ import time
 import warnings
 
 from ..errors import ViolinWarning
-from ..execution.budget import adapter_bills, call_cap
+from ..execution.usage import adapter_bills, call_cap
 from ..execution.usage import CallCounter, CallLimitReached, CountingAdapter
 from ..judging import JudgeSettings, judge_generation
 from ..results import ResultsStore

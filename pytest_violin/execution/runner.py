@@ -31,7 +31,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
-from .batching import Batcher
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
 from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
@@ -183,7 +182,10 @@ class Runner:
         self.concurrency = int(concurrency) if not limit else max(1, min(int(concurrency), int(limit)))
         self.cancel = cancel if cancel is not None else threading.Event()
         # an adapter taking several requests a call (batching.py): threads to fill a batch or two
-        self._batcher = Batcher.for_adapter(adapter, threads=self.concurrency, cancel=self.cancel)
+        self._batcher = None
+        if callable(getattr(getattr(adapter, "wrapped", adapter), "generate_batch", None)):
+            from .batching import Batcher
+            self._batcher = Batcher.for_adapter(adapter, threads=self.concurrency, cancel=self.cancel)
         if self._batcher is not None:
             self.concurrency = self._batcher.threads
         self.cache = cache if getattr(adapter, "cacheable", True) else None

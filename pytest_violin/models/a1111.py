@@ -24,7 +24,7 @@ __all__ = ["A1111Adapter", "create"]
 class A1111Adapter(NetworkAdapter):
     """Adapter for the A1111 / SD.Next API; ``send_mask``: send the mask of two-input samples as ``mask``."""
 
-    #: a server of one's own: no default --violin-max-calls (execution.budget.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (execution.usage.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, *, params: dict | None = None,

@@ -6,7 +6,7 @@ price per image (``--violin-price`` less the provider's batch discount);
 :func:`start` hands the run's uncached requests to a
 :class:`~pytest_violin.execution.batch.BatchDriver` before the first test
 and gives the runner its :class:`~pytest_violin.execution._batch_answers.BatchAnswers`;
-:class:`BatchHooks` says at the end what the provider completed, what is
+:func:`summary` says at the end what the provider completed, what is
 still pending and how to collect it, and sets the exit code
 :data:`EXIT_PENDING` when batches are still running and no sample failed.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from ..report.text import format_usd, printable
 
-__all__ = ["EXIT_PENDING", "BatchHooks", "configure", "price_note", "report_section", "run_price", "start"]
+__all__ = ["EXIT_PENDING", "configure", "finish", "price_note", "report_section", "settled", "start", "summary"]
 
 #: Exit code of a run that ended with batches still running (no sample failed): not green,
 #: not a regression; the same command collects them. (pytest's own codes end at 6.)
@@ -47,15 +47,6 @@ def configure(config, vs, adapter) -> None:
     given = vs.settings.batch_discount
     vs.batch_discount = float(api.discount if given is None else given)
     vs.batch_name = str(api.name)
-
-
-def run_price(vs) -> float | None:
-    """USD per image this run pays: ``--violin-price``, less the batch discount in a batch run."""
-    price = vs.settings.price
-    discount = vs.batch_discount
-    if price is None or discount is None:
-        return price
-    return float(price) * (1.0 - discount)
 
 
 def price_note(vs) -> str:
@@ -121,7 +112,6 @@ def start(vs, samples) -> None:
              f"{' in waves' if vs.admit is not None else ''}; records in {root}")
     vs.batch = driver
     vs.batch_answers = BatchAnswers(adapter, driver, key_of)
-    config.pluginmanager.register(BatchHooks(vs), "violin-batch")
     driver.start()
 
 
@@ -138,50 +128,47 @@ def report_section(vs) -> dict | None:
             "exit_code_when_pending": EXIT_PENDING}
 
 
-class BatchHooks:
-    """The end of a batch run: the bill, what is pending, the exit code."""
+def settled(vs, report) -> None:
+    """A sample's test is over (its teardown report): its answer is no longer needed."""
+    driver = vs.batch
+    if report.when == "teardown" and driver is not None:
+        sample_id = _sample_of(report.nodeid)
+        if sample_id:
+            driver.settled(sample_id)
 
-    def __init__(self, vs):
-        self.vs = vs
 
-    def pytest_runtest_logreport(self, report):
-        driver = self.vs.batch
-        if report.when == "teardown" and driver is not None:
-            sample_id = _sample_of(report.nodeid)
-            if sample_id:
-                driver.settled(sample_id)
+def finish(vs, session) -> None:
+    """The end of a batch run: batches still running and no sample failed: the pending exit code."""
+    driver = vs.batch
+    if driver is None:
+        return
+    driver.close()
+    if driver.pending():
+        failed = any(r.outcome.failing for r in vs.store.results)
+        if not failed and int(session.exitstatus) in (0, 1):
+            session.exitstatus = EXIT_PENDING
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session, exitstatus):
-        driver = self.vs.batch
-        if driver is None:
-            return
-        driver.close()
-        if driver.pending():
-            failed = any(r.outcome.failing for r in self.vs.store.results)
-            if not failed and int(session.exitstatus) in (0, 1):
-                session.exitstatus = EXIT_PENDING
 
-    def pytest_terminal_summary(self, terminalreporter):
-        driver = self.vs.batch
-        if driver is None:
-            return
-        write = terminalreporter.write_line
-        price, listed = run_price(self.vs), self.vs.settings.price
-        bill = f"violin batch: the {driver.api.name} completed {driver.billed} requests for this run"
-        if price is not None:
-            bill += (f", {format_usd(driver.billed * price)} at the batch price {format_usd(price)} per image "
-                     f"({self.vs.batch_discount:.0%} off --violin-price={format_usd(listed)})")
-        write(bill)
-        pending = driver.pending()
-        if pending:
-            ids = ", ".join(printable(r.id or r.tag) for r in pending[:5])
-            count = sum(len(r.requests) for r in pending)
-            terminalreporter.write_line(
-                f"violin batch: PENDING: {count} requests still running in {len(pending)} batch"
-                f"{'es' if len(pending) != 1 else ''} ({ids}{', ...' if len(pending) > 5 else ''}): "
-                f"{driver.stopped}; run the same command again to collect them (nothing is submitted "
-                f"twice; exit code {EXIT_PENDING})", yellow=True, bold=True)
+def summary(vs, terminalreporter) -> None:
+    """What the provider completed for this run (the bill) and what is pending."""
+    driver = vs.batch
+    if driver is None:
+        return
+    write = terminalreporter.write_line
+    price, listed = vs.run_price(), vs.settings.price
+    bill = f"violin batch: the {driver.api.name} completed {driver.billed} requests for this run"
+    if price is not None:
+        bill += (f", {format_usd(driver.billed * price)} at the batch price {format_usd(price)} per image "
+                 f"({vs.batch_discount:.0%} off --violin-price={format_usd(listed)})")
+    write(bill)
+    pending = driver.pending()
+    if pending:
+        ids = ", ".join(printable(r.id or r.tag) for r in pending[:5])
+        count = sum(len(r.requests) for r in pending)
+        write(f"violin batch: PENDING: {count} requests still running in {len(pending)} batch"
+              f"{'es' if len(pending) != 1 else ''} ({ids}{', ...' if len(pending) > 5 else ''}): "
+              f"{driver.stopped}; run the same command again to collect them (nothing is submitted "
+              f"twice; exit code {EXIT_PENDING})", yellow=True, bold=True)
 
 
 def _sample_of(nodeid: str) -> str | None:

@@ -8,17 +8,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..report.folder import PASSING_THUMBNAILS_PER_VARIATION
 from ..report.text import printable
 from ._options import GateSettings
-from ._sharding import baseline_note, gate_note
 
 if TYPE_CHECKING:
     from ..compare.model import Comparison as RunsComparison
     from ..compare.model import Run
     from ..gating.decide import GateVerdict
 
-__all__ = ["GATE_NODEID", "INDEX_INPUT", "PASSING_THUMBNAILS_PER_VARIATION", "GateState"]
+__all__ = ["GATE_NODEID", "INDEX_INPUT", "GateState"]
 
 
 #: Node id of the gate's own test, reported after the last sample (its failure is the gate's).
@@ -162,6 +160,7 @@ class GateState:
         if (self.compare_runs or self.compare_paper) and results:
             self._build_runs_comparison(results, current)
         if self.baseline_doc is not None and vs.shard_meta:  # the merged run is gated (_sharding.py)
+            from ._sharding import gate_note
             self.messages.append(gate_note(self._label(), vs.shard_meta))
         elif self.baseline_doc is not None:
             s = self.settings
@@ -257,6 +256,7 @@ class GateState:
             return
         self.messages.append(f"baseline of {len(results)} samples written to {path}")
         if shard:
+            from ._sharding import baseline_note
             self.messages.append(baseline_note(shard))
         if self.sequential is not None and self.sequential.get("samples_not_generated"):
             self.messages.append(f"that baseline is a sequential run's: the "
@@ -277,12 +277,10 @@ class GateState:
         # what the run cost: generations made (cache hits apart) and, with --violin-price, their estimated cost; not
         # in the baseline (a re-run from the cache costs nothing and must give the same baseline); counted: the
         # calls made, where they were made (reruns, -x, repeats, fixtures)
-        from ._batch import report_section, run_price
-
-        meta.update(run_usage(results, price=run_price(vs), counted=vs.usage.snapshot()))
-        batch = report_section(vs)
-        if batch:  # --violin-batch: the service, the discount, what the provider completed, what is pending
-            meta["batch"] = batch
+        meta.update(run_usage(results, price=vs.run_price(), counted=vs.usage.snapshot()))
+        if vs.batch is not None:  # --violin-batch: the service, the discount, what the provider completed, pending
+            from ._batch import report_section
+            meta["batch"] = report_section(vs)
         if vs.shard_meta:
             meta["shard"] = dict(vs.shard_meta)  # which part of which selection: merge checks them
         try:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import pytest
 
 from ..errors import InternalError
-from ..execution.budget import DEFAULT_BILLED_MAX_CALLS
+from ..execution.usage import DEFAULT_BILLED_MAX_CALLS
 from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
 
 __all__ = [
@@ -234,7 +234,7 @@ MAX_ANSWER_MB = 1024
 MAX_PRICE = 1000.0
 #: Largest ``--violin-max-cost``: USD.
 MAX_COST = 1_000_000.0
-#: Default ``--violin-max-calls`` of adapters that bill (execution.budget.adapter_bills).
+#: Default ``--violin-max-calls`` of adapters that bill (execution.usage.adapter_bills).
 DEFAULT_NETWORK_MAX_CALLS = DEFAULT_BILLED_MAX_CALLS
 #: Default ``--violin-batch-wait``: the providers' completion window.
 DEFAULT_BATCH_WAIT = "24h"

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ..execution.budget import COST_TOLERANCE as _TOLERANCE
-from ..execution.budget import DEFAULT_BILLED_MAX_CALLS, adapter_bills
+from ..execution.usage import COST_TOLERANCE as _TOLERANCE
+from ..execution.usage import DEFAULT_BILLED_MAX_CALLS, adapter_bills
 from ..report.text import format_usd
 
 __all__ = ["Plan", "adapter_bills", "announce_plan", "call_cap", "calls_note", "cost_limit_message", "format_usd",
@@ -66,14 +66,12 @@ def _max_calls(vs) -> int | None:
 
 def call_cap(vs) -> tuple[int | None, str]:
     """The calls this run may make at run time, and the option that says so (docs/plugin.md): the one
-    rule :func:`pytest_violin.execution.budget.call_cap`, which evaluate() applies too."""
-    from ..execution.budget import call_cap as cap
+    rule :func:`pytest_violin.execution.usage.call_cap`, which evaluate() applies too."""
+    from ..execution.usage import call_cap as cap
 
     s = vs.settings
-    from ._batch import run_price
-
     # a batch run pays the batch price
-    return cap(s.max_calls, given=s.max_calls_given, bills=vs.bills, price=run_price(vs), max_cost=s.max_cost)
+    return cap(s.max_calls, given=s.max_calls_given, bills=vs.bills, price=vs.run_price(), max_cost=s.max_cost)
 
 
 def reruns_note(config, *, cached: bool) -> str:
@@ -141,13 +139,15 @@ def cached_repeats(state, samples) -> dict:
 
 def announce_plan(vs, samples) -> None:
     """Print the plan before the first generation; refuse a run over --violin-max-calls / --violin-max-cost."""
-    from ._batch import price_note, run_price
-
     config, s = vs.config, vs.settings
-    max_cost, limit, note = s.max_cost, _max_calls(vs), price_note(vs)  # a batch run: its discount named
+    note = ""
+    if vs.batch_discount is not None:  # a batch run: its discount named
+        from ._batch import price_note
+        note = price_note(vs)
+    max_cost, limit = s.max_cost, _max_calls(vs)
     unique = list({sample.id: sample for sample in samples}.values())
     plan = Plan(adapter=str(vs.identity or s.model), suite=str(s.suite), samples=len(unique),
-                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=run_price(vs),
+                repeats=int(s.repeats), cached=sum(cached_repeats(vs, unique).values()), price=vs.run_price(),
                 reruns=reruns_note(config, cached=vs.make_cache() is not None),
                 calls=calls_note(limit, given=s.max_calls_given, bills=vs.bills, network=vs.network))
     if vs.sequential is not None:  # --violin-sequential: the caps end the gate, they refuse no run

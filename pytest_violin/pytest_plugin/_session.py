@@ -55,7 +55,7 @@ class ViolinSession:
         self.identity: str | None = None
         self.scope: BuiltinScope | None = None
         self.network = False
-        #: the default --violin-max-calls applies (execution.budget.adapter_bills)
+        #: the default --violin-max-calls applies (execution.usage.adapter_bills)
         self.bills = False
         self.cacheable = True
         self.cancel = threading.Event()
@@ -131,6 +131,11 @@ class ViolinSession:
         if self.is_xdist_controller:
             return None, len(getattr(self.config.option, "tx", None) or ()) or None
         return None
+
+    def run_price(self) -> float | None:
+        """USD per image this run pays: ``--violin-price``, less the batch discount in a batch run."""
+        price, discount = self.settings.price, self.batch_discount
+        return price if price is None or discount is None else float(price) * (1.0 - discount)
 
     def take_shard(self, samples, *, record: bool = False) -> list:
         """The part of ``samples`` that ``--violin-shard`` asks for (all of them without it).
@@ -247,9 +252,9 @@ class ViolinSession:
         self.placement = tuple(str(line) for line in getattr(adapter, "placement", ()) or ())
         from ._planning import adapter_bills, call_cap
         self.bills = adapter_bills(adapter, price=self.settings.price)
-        from ._batch import configure as configure_batch
-
-        configure_batch(config, self, adapter)  # --violin-batch: the adapter's batch API, its price
+        if self.settings.batch:
+            from ._batch import configure as configure_batch
+            configure_batch(config, self, adapter)  # --violin-batch: the adapter's batch API, its price
         # the cap of this process; an xdist worker shares it with the other workers through the
         # claim folder the controller named in workerinput (execution.usage.SharedCalls)
         self.usage.set_limit(*call_cap(self))
@@ -412,9 +417,9 @@ class ViolinSession:
         worker's report): the gate decides, and its verdict is the test ``violin::gate``."""
         config = session.config
         if not self.is_worker and not config.option.collectonly:
-            from ._batch import start as start_batch
-
-            start_batch(self, _planned_samples(session.items))  # --violin-batch: the provider's batches first
+            if self.batch_discount is not None:  # --violin-batch: the provider's batches first
+                from ._batch import start as start_batch
+                start_batch(self, _planned_samples(session.items))
             self._plan(session.items)
         result = yield  # an exception in the loop propagates: no verdict then
         if (self.gate.baseline_doc is None or self.is_worker or config.option.collectonly
@@ -477,6 +482,9 @@ class ViolinSession:
         text = getattr(report, "violin_result", None)
         if text and report.when in ("setup", "call") and not self.is_worker:
             self.store.add(SampleResult.from_json(text))
+        if self.batch is not None:
+            from ._batch import settled
+            settled(self, report)
 
     def pytest_sessionfinish(self, session, exitstatus):
         config = session.config
@@ -495,21 +503,25 @@ class ViolinSession:
         if self.is_worker:
             if hasattr(config, "workeroutput"):
                 config.workeroutput["violin_usage"] = self.usage.snapshot(local=True)
-            return
-        self.gate.finish(self, session)
-        config.hook.pytest_violin_session_results(config=config, store=self.store)  # other plugins'
-        if self.sequential is not None:
-            self.sequential.finish(session)
+        else:
+            self.gate.finish(self, session)
+            config.hook.pytest_violin_session_results(config=config, store=self.store)  # other plugins'
+            if self.sequential is not None:
+                self.sequential.finish(session)
+        if self.batch is not None:  # last: batches still running turn a green or gated run into "pending"
+            from ._batch import finish
+            finish(self, session)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):
         if self.is_worker:
             return
+        if self.batch is not None:
+            from ._batch import summary
+            summary(self, terminalreporter)
         self.gate.terminal_summary(terminalreporter, config)
         if len(self.store):
             from ..report.terminal import write_summary
-            from ._batch import run_price
-
-            write_summary(terminalreporter, self.store, settings=self.settings, price=run_price(self),
+            write_summary(terminalreporter, self.store, settings=self.settings, price=self.run_price(),
                           usage=self.usage.snapshot())
 
     @pytest.hookimpl(trylast=True)

@@ -171,7 +171,7 @@ def test_passing_samples_get_a_few_thumbnails_per_variation(project):
     """Failures always get thumbnails; passes only the first few per (task, variation)."""
     from collections import Counter
 
-    from pytest_violin.pytest_plugin._gate import PASSING_THUMBNAILS_PER_VARIATION as quota
+    from pytest_violin.report.folder import PASSING_THUMBNAILS_PER_VARIATION as quota
 
     result = project.runpytest("--violin-model=oracle", "--violin-tasks=color", "--violin-limit=40",
                                "--violin-report=out", "-p", "no:cacheprovider")

@@ -68,7 +68,7 @@ class ComfyUIAdapter(NetworkAdapter):
     leave each prompt in the server's history (default: delete it when its sample ends).
     """
 
-    #: a server of one's own: no default --violin-max-calls (execution.budget.adapter_bills)
+    #: a server of one's own: no default --violin-max-calls (execution.usage.adapter_bills)
     bills = False
 
     def __init__(self, base_url: str, client: HttpClient, workflow: Workflow, *, mask: str = "rgb",
