@@ -129,6 +129,7 @@ def _records(path: Path) -> list:
     return out
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_kill_9_during_the_wait_then_the_same_command_collects_without_a_second_create(pytester, tmp_path):
     table = _expected(("color", "shape"), 30)
     with FakeOpenAI(KEY, make_answer(table)) as fake:
@@ -299,6 +300,7 @@ def test_the_budget_applies_before_submission_at_the_batch_price(pytester, monke
         assert "the OpenAI Batch API's price: 50% off --violin-price=$0.04" in out
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_sequential_waves_stop_submitting_once_the_gate_decides(pytester, monkeypatch):
     table = _expected(("color", "shape"), 800)
 
@@ -392,6 +394,7 @@ def test_find_looks_through_the_pages_of_the_batch_list(monkeypatch):
         assert fake.count("GET /batches") == 6
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(pytester):
     table = _expected(("color",), 10)
     with FakeOpenAI(KEY, make_answer(table)) as fake:

@@ -164,6 +164,7 @@ def fake_gpus(pytester, monkeypatch):
 ARGS = ["--violin-limit=4", "--violin-tasks=color", "-p", "no:cacheprovider", "--violin-no-cache"]
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_each_xdist_worker_loads_onto_its_own_gpu(fake_gpus, monkeypatch):
     pytest.importorskip("xdist")
     pytester, placed = fake_gpus
@@ -176,6 +177,7 @@ def test_each_xdist_worker_loads_onto_its_own_gpu(fake_gpus, monkeypatch):
     assert placed() == ["gw0 cuda:0", "gw1 cuda:1", "main cuda:0"]  # main: the controller's check
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_more_workers_than_gpus_is_a_usage_error_naming_both(fake_gpus, monkeypatch):
     pytest.importorskip("xdist")
     pytester, placed = fake_gpus
@@ -192,6 +194,7 @@ def test_more_workers_than_gpus_is_a_usage_error_naming_both(fake_gpus, monkeypa
     shared.stdout.fnmatch_lines(["violin: device=auto: 3 workers share 2 GPU(s) (?oversubscribe=1)"])
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_single_process_auto_on_a_machine_without_gpu(fake_gpus, monkeypatch):
     pytester, placed = fake_gpus
     monkeypatch.setenv("FAKE_GPUS", "0")

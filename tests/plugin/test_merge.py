@@ -63,6 +63,7 @@ def sharded(pytester):
     return pytester, whole, shards
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_four_shards_merged_equal_one_run(sharded, capsys, monkeypatch):
     pytester, whole, shards = sharded
     root = pytester.path

@@ -142,6 +142,7 @@ def test_shards_of_a_limited_task_selection_cover_it(pytester):
     header.stdout.fnmatch_lines(["violin: model=oracle *shard=2/3 (of 30 selected)*"])
 
 
+@pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_the_split_is_the_same_under_xdist(pytester):
     pytest.importorskip("xdist")
     args = ["--violin-model=oracle", "--violin-limit=24", "--violin-shard=2/3", "-p", "no:cacheprovider",
