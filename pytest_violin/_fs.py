@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .errors import InvalidArgumentError
 
-__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "file_kind", "json_depth", "load_json_text",
+__all__ = ["DEFAULT_JSON_DEPTH", "atomic_write", "file_kind", "json_depth", "json_from_bytes", "load_json_text",
            "read_option_bytes", "read_option_file", "read_option_json"]
 
 #: Deepest JSON nesting accepted from an option file (a ComfyUI workflow is ~4 deep).
@@ -187,3 +187,16 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def json_from_bytes(data: bytes, path):
+    """Parse a JSON file's bytes (any UTF encoding JSON allows); the bytes are dropped once decoded,
+    so a large file is held once as text while it is parsed. ``path`` names the file in the error."""
+    try:
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+        del data
+        return json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+                 if isinstance(exc, json.JSONDecodeError) else "")
+        raise InvalidArgumentError(f"{path}: not valid JSON{where}") from None

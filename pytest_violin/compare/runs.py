@@ -8,7 +8,6 @@ gives for the suite's sample ids (never outside the folder).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,17 +79,9 @@ def _read_json(path: Path):
     is read); the bytes are dropped once decoded, so a 250 MB results.json is held once as text while it is
     parsed.
     """
-    from .._fs import read_option_bytes
+    from .._fs import json_from_bytes, read_option_bytes
 
-    data = read_option_bytes(path, what="RUN", limit=MAX_JSON_BYTES)
-    try:
-        text = data.decode(json.detect_encoding(data), "surrogatepass")
-        del data
-        return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-                 if isinstance(exc, json.JSONDecodeError) else "")
-        raise InvalidArgumentError(f"{path}: not valid JSON{where}") from None
+    return json_from_bytes(read_option_bytes(path, what="RUN", limit=MAX_JSON_BYTES), path)
 
 
 def _text(value, limit: int = 200) -> str | None:

@@ -29,6 +29,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from .._fs import json_from_bytes
 from ..errors import InvalidArgumentError
 from ..gating import build_baseline
 from ..gating.policy import OUTCOMES
@@ -97,17 +98,6 @@ def _read_file(path: Path, what: str, limit: int) -> bytes:
         raise InvalidArgumentError(f"{what}: {str(path)!r} is a symbolic link; accepted: a regular "
                                    f"file inside the report folder")
     return read_option_bytes(path, what=what, limit=limit)
-
-
-def _parse(data: bytes, path: Path):
-    try:
-        text = data.decode(json.detect_encoding(data), "surrogatepass")
-        del data
-        return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-                 if isinstance(exc, json.JSONDecodeError) else "")
-        raise InvalidArgumentError(f"{path}: not valid JSON{where}") from None
 
 
 def _results_path(spec) -> tuple[Path, Path]:
@@ -187,7 +177,7 @@ def load_results(spec, *, what: str = "RUN") -> tuple[Path, dict]:
         format, a malformed record; the message names the file.
     """
     folder, path = _results_path(spec)
-    doc = _parse(_read_file(path, what, MAX_RESULTS_BYTES), path)
+    doc = json_from_bytes(_read_file(path, what, MAX_RESULTS_BYTES), path)
     if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise InvalidArgumentError(f"{path}: format {_show(found)} is not {RESULTS_FORMAT!r} (the "
@@ -238,7 +228,7 @@ def _load_thumbnails(folder: Path) -> dict:
     path = folder / THUMBNAILS_FILE
     if not os.path.lexists(path):
         return {}
-    doc = _parse(_read_file(path, "thumbnails", MAX_THUMBNAILS_BYTES), path)
+    doc = json_from_bytes(_read_file(path, "thumbnails", MAX_THUMBNAILS_BYTES), path)
     thumbs = doc.get("thumbnails") if isinstance(doc, dict) else None
     if not isinstance(thumbs, dict):
         raise InvalidArgumentError(f"{path}: 'thumbnails' must be an object")
