@@ -27,7 +27,8 @@ from the queue by another client right after it was queued) and
 ``interrupt`` (interrupted by another client while it runs).
 ``interrupt_seconds`` is how long an interrupt takes to land (the real server
 checks for it between sampler steps): the prompt stays in ``queue_running``,
-without a history entry, until then. ``missing`` names routes answered with
+without a history entry, until then; ``interrupt_lands`` (an event) holds it
+there until the test sets the event instead. ``missing`` names routes answered with
 aiohttp's 404 (``/queue``: a proxy or a hosted API without it).
 
 ``stall_cancel`` makes the server never finish its answer to the cancel
@@ -48,6 +49,8 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
 
 from _servers import png_bytes
 
@@ -154,17 +157,21 @@ class FakeComfyUI:
         The behaviour of samples ``plan`` does not name.
     interrupt_seconds : float
         How long an interrupt takes to land.
+    interrupt_lands : threading.Event, optional
+        Set by the test when an interrupt may land (then ``interrupt_seconds`` is not used).
     missing : tuple of str
         Path prefixes answered 404 (``"/queue"``, ``"/object_info"``).
     """
 
     def __init__(self, samples: dict, plan: dict | None = None, auth: str | None = None,
                  models: dict | None = None, job_seconds: float = 0.0, stall_cancel: str | None = None,
-                 default: str = "ok", interrupt_seconds: float = 0.0, missing: tuple = ()):
+                 default: str = "ok", interrupt_seconds: float = 0.0, missing: tuple = (),
+                 interrupt_lands: threading.Event | None = None):
         self.samples = samples
         self.plan = dict(plan or {})
         self.default = default
         self.interrupt_seconds = float(interrupt_seconds)
+        self.interrupt_lands = interrupt_lands
         self.missing = tuple(missing)
         self.auth = auth
         self.models = models if models is not None else {
@@ -231,12 +238,17 @@ class FakeComfyUI:
                     self._wake.wait(min(0.05, max(0.0, end - time.monotonic())))
                 if p.get("cancelled"):  # the interrupt lands at the next step: still running until then
                     landed = time.monotonic() + self.interrupt_seconds
-                    while not self._stop and time.monotonic() < landed:
-                        self._wake.wait(min(0.05, max(0.0, landed - time.monotonic())))
+                    while not self._stop and not self._interrupt_landed(landed):
+                        self._wake.wait(min(0.02, max(0.0, landed - time.monotonic())) or 0.02)
                 self.running = None
                 if self._stop:
                     return
                 self.history[pid] = self.entry(pid, interrupted=bool(p.get("cancelled")))
+
+    def _interrupt_landed(self, at: float) -> bool:
+        if self.interrupt_lands is not None:
+            return self.interrupt_lands.is_set()
+        return time.monotonic() >= at
 
     def entry(self, pid: str, interrupted: bool = False) -> dict:
         """A history entry as the real server writes it when a prompt ends."""
@@ -497,3 +509,13 @@ class FakeComfyUI:
                 self._wake.wait(0.05)
             self.prompts[pid]["cancelled"] = True
             self._wake.notify_all()
+
+
+@pytest.fixture(autouse=True)
+def quick_polls(monkeypatch):
+    """The adapter's history polls 4 times as often: a test of a prompt that runs or vanishes waits
+    tenths of a second, not seconds. A shorter wait between polls moves no deadline."""
+    from pytest_violin.models.comfyui import adapter
+
+    monkeypatch.setattr(adapter, "FIRST_WAIT", adapter.FIRST_WAIT / 4)
+    monkeypatch.setattr(adapter, "MAX_WAIT", adapter.MAX_WAIT / 4)

@@ -114,6 +114,13 @@ def _import_heavy_modules_once():
     import requests  # noqa: F401
 
     import pytest_violin.models.http  # noqa: F401
+    # the modules many runs load lazily (the adapters of most runs, the report folder, the batch
+    # path): imported once here, not assertion-rewritten again by every run that loads them
+    import pytest_violin.models.batch._openai  # noqa: F401
+    import pytest_violin.models.oracle  # noqa: F401
+    import pytest_violin.models.python  # noqa: F401
+    import pytest_violin.pytest_plugin._batch  # noqa: F401
+    import pytest_violin.report.folder  # noqa: F401
     from pytest_violin.models.request import GenerationRequest
     from pytest_violin.suite import load_suite
 

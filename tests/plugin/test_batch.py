@@ -81,6 +81,7 @@ def _samples(path: Path) -> dict:
     return {r["sample_id"]: r for r in doc["samples"]}
 
 
+@pytest.mark.slow  # 200 samples, twice: CI's e2e step (the default run's batch tests use a few)
 def test_200_samples_one_upload_one_create_one_download_and_outcomes_equal_a_synchronous_run(
         pytester, monkeypatch):
     table = _expected(("color", "shape"), 200)

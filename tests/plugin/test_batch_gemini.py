@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
+import pytest
 import requests
 
 from pytest_violin.suite import load_suite
@@ -41,6 +42,7 @@ def make_answer(table):
     return answer
 
 
+@pytest.mark.slow  # 200 samples, twice: CI's e2e step (the default run's batch tests use a few)
 def test_200_samples_in_the_fewest_batches_with_outcomes_equal_to_a_synchronous_run(pytester, monkeypatch):
     table = {}
     for s in load_suite("violin", tasks=("color", "shape"), limit=200):

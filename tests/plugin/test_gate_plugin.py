@@ -181,3 +181,15 @@ def test_passing_samples_get_a_few_thumbnails_per_variation(project):
     assert max(per_variation.values()) > quota  # the quota is exercised
     html = (project.path / "out" / "report.html").read_text()
     assert html.count('alt="generated"') == sum(min(quota, n) for n in per_variation.values())
+
+
+def test_a_known_failure_is_reported_by_its_words_not_a_python_traceback(project):
+    # against a baseline most samples of a real model are known failures: their reports carry the
+    # sample's message (pytest would format a traceback of its own frames for every one of them)
+    args = ["--violin-model=python:violin_models:flaky", "--violin-limit=12", TASKS, "-p", "no:cacheprovider"]
+    assert project.runpytest(*args, "--violin-save-baseline=flaky.json").ret == 1  # its shapes fail
+    reports = project.inline_run(*args, "--violin-baseline=flaky.json").getreports("pytest_runtest_logreport")
+    known = [r for r in reports if hasattr(r, "wasxfail")]
+    assert known and all(r.nodeid.startswith("violin::shape/") for r in known)
+    for report in known:
+        assert isinstance(report.longrepr, str) and "known failure" in report.longrepr, report.longrepr

@@ -252,8 +252,8 @@ def test_a_running_job_over_its_budget_and_a_job_queued_forever_are_errors():
             poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05)
     with _job_server(["IN_QUEUE"]) as server:
         client = HttpClient(timeout=0.6)
-        with client.sample(), pytest.raises(GenerationUnjudged, match=r"overall wait limit of 2 s"):
-            poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05, wait_limit=2)
+        with client.sample(), pytest.raises(GenerationUnjudged, match=r"overall wait limit of 1 s"):
+            poll_job(client, server.url + "/status", QUEUED, first_wait=0.05, max_wait=0.05, wait_limit=1)
 
 
 def test_a_vanished_job_is_an_error_within_a_few_polls():

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import requests  # noqa: F401  same reason
 
-from _comfyui_fake import FakeComfyUI
+from _comfyui_fake import FakeComfyUI, quick_polls  # noqa: F401  the fixture applies here
 from pytest_violin.errors import (GenerationCancelled, ServerCrashed, GenerationError, GenerationRefused,
                                   GenerationUnjudged, ModelSpecError, SetupError)
 from pytest_violin.models.comfyui import Workflow
@@ -223,6 +223,7 @@ def test_images_from_several_or_no_nodes_at_run_time_are_setup_errors(tmp_path, 
             _run(_adapter(tmp_path, fake, no_output), _pick(samples, "color"))
 
 
+@pytest.mark.slow  # a queue longer than a budget: seconds
 def test_a_slow_queue_does_not_spend_the_samples_budget(tmp_path, samples):
     # one prompt at a time, 0.4 s each, 10 or more at once: the last waits 3.6 s or more in the
     # queue, longer than the budget of 2 x 1.5 s, and still passes; its running part (0.4 s and
@@ -259,6 +260,7 @@ def test_a_prompt_running_past_its_budget_is_an_error_and_is_interrupted(tmp_pat
         assert fake.deleted == list(fake.prompts)
 
 
+@pytest.mark.slow  # 5 s to the wait limit
 def test_a_prompt_that_never_leaves_the_queue_hits_the_overall_wait_limit(tmp_path, samples):
     sample = _pick(samples, "color")
     with FakeComfyUI(samples, {sample.id: "queued"}) as fake:

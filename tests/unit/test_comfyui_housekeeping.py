@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import requests  # noqa: F401  same reason
 
-from _comfyui_fake import FakeComfyUI
+from _comfyui_fake import FakeComfyUI, quick_polls  # noqa: F401  the fixture applies here
 from pytest_violin.errors import (GenerationCancelled, GenerationUnjudged, ModelSpecError, ServerCrashed,
                                   SetupError, ViolinWarning)
 from pytest_violin.models.registry import AdapterOptions, resolve_model
@@ -63,8 +63,9 @@ def _pick(samples, task, n=0):
 
 
 # -- nothing left in the history -------------------------------------------------------------
-@pytest.mark.parametrize("kind, raised", [("fail", ServerCrashed), ("vanish", GenerationUnjudged),
-                                          ("interrupt", GenerationUnjudged), ("queued", GenerationUnjudged)])
+@pytest.mark.parametrize("kind, raised", [
+    ("fail", ServerCrashed), ("vanish", GenerationUnjudged), ("interrupt", GenerationUnjudged),
+    pytest.param("queued", GenerationUnjudged, marks=pytest.mark.slow)])  # slow: 5 s to the wait limit
 def test_a_failing_prompt_leaves_no_history_entry(tmp_path, samples, kind, raised):
     sample = _pick(samples, "color")
     with FakeComfyUI(samples, {sample.id: kind}) as fake:
@@ -104,13 +105,15 @@ def test_a_prompt_still_running_after_its_samples_end_is_deleted_by_a_later_one_
 
     monkeypatch.setattr(comfyui_adapter, "FORGET_DEADLINE", 0.0)  # the sample's end does not wait
     slow, quick = _pick(samples, "color", 0), _pick(samples, "color", 1)
-    # the interrupt lands 3 s after it is sent: time to spare on a loaded machine before the check
-    with FakeComfyUI(samples, {slow.id: "hang"}, interrupt_seconds=3.0) as fake:
+    # the interrupt lands when the test says so, after the check that the entry is still to come
+    lands = threading.Event()
+    with FakeComfyUI(samples, {slow.id: "hang"}, interrupt_lands=lands) as fake:
         adapter = _adapter(tmp_path, fake, timeout=0.2)
         with pytest.raises(GenerationUnjudged, match="timed out"):
             adapter.generate(GenerationRequest.from_sample(slow))
         first = next(iter(fake.prompts))
         assert adapter.ledger.pending() == {first}  # still running: no entry to delete yet
+        lands.set()
         for _ in range(1000):  # the interrupt lands: the entry exists
             if first in fake.history:
                 break
@@ -216,7 +219,7 @@ def test_a_mask_read_through_load_images_mask_output_needs_mask_alpha(tmp_path, 
 # -- a server without GET /queue ------------------------------------------------------------------
 def test_a_server_without_get_queue_works_with_one_warning(tmp_path, samples):
     picked = [_pick(samples, "color", n) for n in range(3)]
-    with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.5) as fake:  # polled while it runs
+    with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.3) as fake:  # polled while it runs
         adapter = _adapter(tmp_path, fake)
         images = [_run(adapter, s) for s in picked]
         assert all(isinstance(image, np.ndarray) for image in images)
@@ -229,7 +232,7 @@ def test_a_server_without_get_queue_works_with_one_warning(tmp_path, samples):
 
 def test_the_missing_queue_is_one_warning_in_pytests_summary(pytester, samples):
     workflow = json.loads(json.dumps(MASK_WORKFLOW))
-    with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.4) as fake:
+    with FakeComfyUI(samples, missing=("/queue",), job_seconds=0.25) as fake:
         pytester.makefile(".json", workflow=json.dumps(workflow))
         result = pytester.runpytest(f"--violin-model=comfyui:{fake.url}", "--violin-workflow=workflow.json",
                                     "--violin-tasks=mask", "--violin-limit=4", "--violin-no-cache",
