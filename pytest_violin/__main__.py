@@ -260,7 +260,11 @@ def _bounded_float(low: float, high: float, low_open: bool):
 
 
 _share = _bounded_float(0.0, 1.0, low_open=False)
-_alpha = _bounded_float(0.0, 0.5, low_open=True)
+
+
+def _alpha(text: str) -> float:
+    from .gating.policy import MAX_ALPHA  # the gate's modules load only for the commands that gate
+    return _bounded_float(0.0, MAX_ALPHA, low_open=True)(text)
 
 
 def _merge(args, out) -> None:

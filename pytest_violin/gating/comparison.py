@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from ..results import Outcome, SampleResult, as_result
 from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES,
-                     MIN_SHARED, above_margin)
+                     MIN_SHARED, above_margin, check_alpha)
 
 __all__ = ["Comparison", "GroupDelta", "Stat", "compare", "no_image_cause", "paired_bootstrap", "selection_text"]
 
@@ -416,8 +416,7 @@ def _check_margins(max_regression, max_pass_drop, alpha) -> None:
     for name, value in (("max_regression", max_regression), ("max_pass_drop", max_pass_drop)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
             raise InvalidArgumentError(f"{name} must be a number in [0, 1], got {value!r}")
-    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-        raise InvalidArgumentError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    check_alpha(alpha)
 
 
 def _sort_shared(old: dict, new: dict) -> tuple:

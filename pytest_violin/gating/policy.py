@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["DEFAULT_ALPHA", "DEFAULT_MAX_PASS_DROP", "DEFAULT_MAX_REGRESSION", "DEFAULT_RESAMPLES",
-           "ERROR_VALUE", "MIN_SHARED", "OUTCOMES", "TIE_TOLERANCE", "above_margin"]
+           "ERROR_VALUE", "MAX_ALPHA", "MIN_SHARED", "OUTCOMES", "TIE_TOLERANCE", "above_margin", "check_alpha"]
 
 #: Default ``--violin-max-regression``: an absolute worsening of the mean metric (distances in [0, 1]).
 #: Justified in docs/gating.md.
@@ -16,6 +16,18 @@ DEFAULT_MAX_PASS_DROP = 0.05
 #: Default ``--violin-alpha``: the chance that a gate (fixed-sample or sequential) fails a model that did not
 #: get worse, over all its groups and statistics together.
 DEFAULT_ALPHA = 0.05
+
+#: The largest error rate a gate takes: each side of a group's interval is at ``alpha / tests``, and past
+#: one half a two-sided interval of one test would have no width left.
+MAX_ALPHA = 0.5
+
+
+def check_alpha(alpha) -> None:
+    """Raise :class:`~pytest_violin.errors.InvalidArgumentError` unless ``alpha`` is a number in
+    ``(0, MAX_ALPHA]``."""
+    if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha <= MAX_ALPHA):
+        from ..errors import InvalidArgumentError
+        raise InvalidArgumentError(f"alpha must be a number in (0, {MAX_ALPHA}], got {alpha!r}")
 
 #: The fewest comparable samples a task must share with the baseline for a gate to decide it: below 20, one
 #: sample moves the task's pass rate by more than the default 5-point margin and its mean by up to 0.05 (five

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError
 from ..results import Outcome, sample_value
 from ._confseq import MeanSequence
-from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP
+from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, check_alpha
 
 __all__ = ["DEFAULT_ALPHA", "STATISTICS", "Member", "SequentialGate", "population", "sequential_order"]
 
@@ -154,8 +154,7 @@ class SequentialGate:
 
     def __init__(self, members: Mapping, order, *, cached=(), margin: float,
                  max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA):
-        if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-            raise InvalidArgumentError(f"alpha must be a number in (0, 1), got {alpha!r}")
+        check_alpha(alpha)
         for name, value in (("margin", margin), ("max_pass_drop", max_pass_drop)):
             if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                     and 0 <= value <= 1):

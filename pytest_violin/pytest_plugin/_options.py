@@ -15,7 +15,7 @@ import pytest
 
 from ..errors import InternalError
 from ..execution.usage import DEFAULT_BILLED_MAX_CALLS
-from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
+from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, MAX_ALPHA
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY", "MAX_ECHOED",
@@ -415,7 +415,7 @@ OPTIONS: tuple[Option, ...] = (
            "with --violin-baseline: generate the samples in a seeded random order and stop as soon as "
            "an anytime-valid test decides every task and variation (docs/gating.md); samples not "
            "needed are skipped", kind="flag", gate=True),
-    Option("alpha", number(0.0, 0.5, low_open=True, what="an error rate"), DEFAULT_ALPHA,
+    Option("alpha", number(0.0, MAX_ALPHA, low_open=True, what="an error rate"), DEFAULT_ALPHA,
            "the gate's error rate over all its groups and statistics together: the chance of failing a "
            "model that did not get worse, and (sequential) of passing one that did "
            f"(default {DEFAULT_ALPHA})", metavar="ALPHA", gate=True),

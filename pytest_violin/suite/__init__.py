@@ -67,6 +67,14 @@ def _built(name: str, photos_dir) -> tuple:
             gc.enable()
 
 
+@functools.lru_cache(maxsize=64)
+def _built_selection(name: str, photos_dir, tasks, limit, seed) -> tuple:
+    # a session (and every evaluate() call) selects again from the same built suite: about 20 ms
+    # for the full one, kept here; an error is raised each time, never kept
+    samples = filter_tasks(_built(name, photos_dir), tasks, f"suite {name!r}")
+    return tuple(select_stratified(samples, limit, seed))
+
+
 def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
                photos_dir=None, metadata=None) -> list:
     """Load a built-in suite or an exported manifest.
@@ -105,6 +113,11 @@ def load_suite(name_or_path="violin", *, tasks=None, limit=None, seed: int = 0,
         folder = None if folder is None else str(Path(folder).resolve())
         if name_or_path != "violin":
             folder = None
+        wanted = (tasks,) if isinstance(tasks, str) else None if tasks is None else tuple(tasks)
+        try:
+            return list(_built_selection(name_or_path, folder, wanted, limit, seed))
+        except TypeError:  # an unhashable argument: validated below, with its message
+            pass
         samples = list(_built(name_or_path, folder))
         label = f"suite {name_or_path!r}"
     elif (official := importlib.import_module(".official", __name__)).is_official_source(name_or_path):

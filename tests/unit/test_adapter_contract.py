@@ -114,7 +114,7 @@ SERVICES = [
         # the web UI's error answer: the exception's class, then its text
         error=lambda status, message: Reply(status, {"error": "OutOfMemoryError", "detail": "", "body": "",
                                                      "errors": message}),
-        shows=lambda status, message: ("OutOfMemoryError",),
+        shows=lambda status, message: (f"OutOfMemoryError: {message}",),
     ),
     Service(
         "http", spec=lambda url: f"{url}/generate", env=lambda url: {},

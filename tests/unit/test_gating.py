@@ -313,6 +313,16 @@ def test_compare_rejects_bad_threshold():
         compare(baseline_of(recs), baseline_of(recs), max_regression=-1)
 
 
+@pytest.mark.parametrize("alpha", [0, 0.6, 1, True, "0.05"])
+def test_compare_takes_the_error_rates_the_options_take(alpha):
+    # (0, 0.5], as --violin-alpha and `gate --alpha`: past one half an interval has no width left
+    recs = make_records([0.1])
+    assert compare(baseline_of(recs), baseline_of(recs), alpha=0.5).alpha == 0.5
+    with pytest.raises(ValueError) as info:
+        compare(baseline_of(recs), baseline_of(recs), alpha=alpha)
+    assert repr(alpha) in str(info.value) and "(0, 0.5]" in str(info.value)
+
+
 def test_aggregate_rows_match_manual_means():
     recs = make_records([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
     recs[0].update(metrics={}, error="boom", outcome="error")

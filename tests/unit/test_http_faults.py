@@ -328,6 +328,15 @@ def test_server_message_prefers_json_error_fields():
     assert server_message(b"<html><h1>Oops</h1></html>", "text/html") == "HTML page: Oops"
 
 
+def test_an_exception_class_comes_with_its_words():
+    # the A1111 web UI's answer to every failure: the class under "error", the words under "errors"
+    answer = (b'{"error": "OutOfMemoryError", "detail": "", "body": "", "errors": "CUDA out of memory. '
+              b'Tried to allocate 20.00 MiB"}')
+    assert server_message(answer) == "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
+    assert server_message(b'{"error": "OutOfMemoryError", "detail": "", "errors": ""}') == "OutOfMemoryError"
+    assert server_message(b'{"error": {"message": "bad size", "code": "invalid_size"}}') == "bad size [invalid_size]"
+
+
 # ------------------------------------------------------------- bounded time
 
 

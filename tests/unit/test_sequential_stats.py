@@ -75,7 +75,8 @@ def _realistic(rng, n):
 
 
 @pytest.mark.parametrize("kwargs, shown", [
-    ({"alpha": 0}, "0"), ({"alpha": 1}, "1"), ({"alpha": True}, "True"), ({"alpha": "0.05"}, "'0.05'"),
+    ({"alpha": 0}, "0"), ({"alpha": 1}, "1"), ({"alpha": 0.6}, "0.6"), ({"alpha": True}, "True"),
+    ({"alpha": "0.05"}, "'0.05'"),
     ({"margin": -0.01}, "-0.01"), ({"margin": 1.5}, "1.5"), ({"margin": float("nan")}, "nan"),
     ({"max_pass_drop": -0.1}, "-0.1"), ({"max_pass_drop": "x"}, "'x'"),
 ])

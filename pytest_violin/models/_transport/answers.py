@@ -138,8 +138,20 @@ def json_message(obj: Any, depth: int = 0) -> str | None:
                 found = json_message(obj[key], depth + 1)
                 if found:
                     code = obj.get("code") if key == "message" else None
+                    if key == "error" and found.isidentifier():
+                        return _named_error(found, obj, depth)
                     return f"{found} [{code}]" if isinstance(code, str) and code else found
     return None
+
+
+def _named_error(name: str, obj: dict, depth: int) -> str:
+    # an exception's class beside its words, as the A1111 web UI answers every failure:
+    # {"error": "OutOfMemoryError", "detail": "", "body": "", "errors": "CUDA out of memory. ..."}
+    for key in ("errors", "detail", "message"):
+        words = json_message(obj.get(key), depth + 1)
+        if words and words != name:
+            return f"{name}: {words}"
+    return name
 
 
 def server_message(content: bytes, content_type: str = "", limit: int = MESSAGE_LIMIT) -> str:
