@@ -70,8 +70,10 @@ def test_dead_endpoint_stops_the_full_suite_within_seconds(pytester):
     out = result.stdout.str()
     assert re.search(r"endpoint unreachable after \d+ consecutive failures in \d+ s", out)
     outcomes = result.parseoutcomes()
-    # no answer at all is not the model's failure: errors, never scores
-    assert outcomes.get("errors", 0) < 30 and "passed" not in outcomes and "failed" not in outcomes
+    # no answer at all is not the model's failure: errors, never scores; the run stops once the
+    # failures have lasted DEAD_WINDOW seconds: as many samples as fail in that time (more on a
+    # faster machine), a small part of the suite's thousands
+    assert 0 < outcomes.get("errors", 0) < 500 and "passed" not in outcomes and "failed" not in outcomes
     meta = json.loads((pytester.path / "rep" / "results.json").read_text())["metadata"]
     assert meta["interrupted"] is True and "endpoint unreachable" in meta["stop_reason"]
 
