@@ -239,7 +239,7 @@ class FakeComfyUI:
                 if p.get("cancelled"):  # the interrupt lands at the next step: still running until then
                     landed = time.monotonic() + self.interrupt_seconds
                     while not self._stop and not self._interrupt_landed(landed):
-                        self._wake.wait(min(0.02, max(0.0, landed - time.monotonic())) or 0.02)
+                        self._wake.wait(0.02)
                 self.running = None
                 if self._stop:
                     return
