@@ -47,12 +47,12 @@ import random
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from _servers import png_bytes
+from _servers import QuietServer, png_bytes
 
 __all__ = ["FakeComfyUI", "SYSTEM_STATS"]
 
@@ -128,9 +128,6 @@ def _node_error(class_type: str, outputs: list, *errors) -> dict:
     return {"errors": list(errors), "dependent_outputs": outputs, "class_type": class_type}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
 
 
 class FakeComfyUI:
@@ -197,7 +194,7 @@ class FakeComfyUI:
         self._wake = threading.Condition()
         self._stop = False
         self.lock = threading.RLock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
+        self.server = QuietServer(("127.0.0.1", 0), self._handler())
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         threading.Thread(target=self._worker, daemon=True).start()
 

@@ -24,6 +24,7 @@ import hashlib
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -151,10 +152,26 @@ class Recorded:
         return json.loads(self.body.decode("utf-8"))
 
 
-class _Server(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server for the fakes that lets a client hang up.
+
+    A client that goes away mid-answer (a run that stops, a cancelled sample) is no error of the
+    fake: socketserver would print its traceback from the server's thread, and on Python 3.11 a
+    traceback printed while another thread parses source (pytest formatting a report) can end in
+    CPython's "AST constructor recursion depth mismatch" SystemError (python/cpython#106905).
+    """
+
     daemon_threads = True
-    block_on_close = False
     allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], ConnectionError):  # broken pipe, reset, aborted
+            return
+        super().handle_error(request, client_address)
+
+
+class _Server(QuietServer):
+    block_on_close = False
     request_queue_size = 128
 
 

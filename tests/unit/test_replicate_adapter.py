@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
 import pytest
 import requests  # noqa: F401  same reason
 
-from _servers import png_bytes
+from _servers import QuietServer, png_bytes
 from pytest_violin.errors import GenerationCancelled, GenerationError, GenerationRefused, ModelSpecError
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
@@ -33,9 +33,6 @@ LIMIT = 20
 NSFW = "NSFW content detected. Try running it again, or try a different prompt."
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
 
 
 class FakeReplicate:
@@ -57,8 +54,8 @@ class FakeReplicate:
         self.polled = threading.Event()
         self.cancel_seen = threading.Event()
         self.lock = threading.Lock()
-        self.api = _Server(("127.0.0.1", 0), self._handler("api"))
-        self.files = _Server(("127.0.0.1", 0), self._handler("files"))
+        self.api = QuietServer(("127.0.0.1", 0), self._handler("api"))
+        self.files = QuietServer(("127.0.0.1", 0), self._handler("files"))
         for server in (self.api, self.files):
             threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
