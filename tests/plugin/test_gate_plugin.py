@@ -81,7 +81,7 @@ def test_oracle_passes_against_itself_and_a_degraded_model_fails(project):
     assert "FAILED violin::gate" in out
 
 
-@pytest.mark.slow  # two workers start: seconds (test_plugin_run's xdist smoke test compares a baseline too)
+@pytest.mark.slow  # two workers start: seconds
 def test_xdist_writes_the_same_baseline(project):
     single = _baseline(project, "single.json")
     result = project.runpytest_subprocess("--violin-model=oracle", LIMIT, TASKS, "-n", "2",

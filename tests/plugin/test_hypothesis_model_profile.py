@@ -78,6 +78,7 @@ def test_property_test_with_a_slow_model_passes_without_a_flag(pytester):
     assert settings.default is before
 
 
+@pytest.mark.slow  # a pytest run in a process of its own: CI's e2e step
 def test_an_explicit_profile_is_kept(pytester):
     _project(pytester)
     result = pytester.runpytest(*ARGS, "--hypothesis-profile=default")

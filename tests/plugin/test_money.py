@@ -61,7 +61,7 @@ def test_max_cost_refuses_to_start_before_any_generation(pytester):
     assert pytester.runpytest(*ARGS, "--violin-no-cache").ret == 0 and _calls(pytester) == 6
 
 
-@pytest.mark.slow  # two xdist runs, two workers each: seconds (test_plugin_run has the default xdist smoke test)
+@pytest.mark.slow  # two xdist runs, two workers each: seconds
 def test_max_cost_under_xdist_is_checked_by_the_controller(pytester):
     pytest.importorskip("xdist")
     pytester.makepyfile(violin_models=MODEL)

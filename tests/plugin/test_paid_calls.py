@@ -96,7 +96,7 @@ def test_max_answer_mb_reaches_the_http_client(pytester):
     assert "over the limit of" not in big.stdout.str()
 
 
-@pytest.mark.slow  # an xdist run with two workers: seconds (test_plugin_run has the default xdist smoke test)
+@pytest.mark.slow  # an xdist run with two workers: seconds
 def test_under_xdist_the_limit_counts_user_tests_over_violin_sample(pytester):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_team=(

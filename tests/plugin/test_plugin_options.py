@@ -67,6 +67,7 @@ def test_no_model_changes_nothing(pytester):
     assert "violin" not in result.stdout.str()
 
 
+@pytest.mark.slow  # a pytest run in a process of its own: CI's e2e step
 def test_no_model_does_not_import_heavy_modules(pytester):
     pytester.makepyfile(
         "import sys\n"

@@ -5,6 +5,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import hypothesis  # noqa: F401  imported once, before pytester snapshots sys.modules
+import pytest
 
 
 def _preload():
@@ -102,11 +103,12 @@ def test_limit_50_passes_stratified_sample_with_one_summary(pytester):
         assert f"violin / {task}" in out
 
 
+@pytest.mark.slow  # two xdist workers start: CI's e2e step and its minimum-versions step
 def test_xdist_same_outcomes_and_one_summary(pytester):
-    """The default run's one xdist smoke test: outcomes, summary, results and baseline as without it.
+    """The xdist smoke test: outcomes, summary, results and baseline as without it.
 
-    (The other multi-process runs are ``slow``: tests/plugin/test_gate_plugin.py and
-    tests/plugin/test_scope.py under xdist.)
+    (The other multi-process runs: tests/plugin/test_gate_plugin.py and tests/plugin/test_scope.py
+    under xdist.)
     """
     pytester.makepyfile(violin_models=MODELS)
     pytester.makeconftest(DUMP_CONFTEST)

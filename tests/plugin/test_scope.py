@@ -77,7 +77,7 @@ def test_keyword_and_deselect_still_apply(project):
     result.assert_outcomes(passed=3, deselected=1)
 
 
-@pytest.mark.slow  # two workers start: seconds (test_plugin_run's xdist smoke test runs by default)
+@pytest.mark.slow  # two workers start: seconds
 def test_path_scoping_under_xdist(project):
     pytest.importorskip("xdist")
     # workers get the same command line and reach the same decision

@@ -243,7 +243,7 @@ def test_ini_key_turns_it_on(project):
     assert seq["verdict"] == "regressed"
 
 
-@pytest.mark.slow  # two xdist workers start in a pytester run (test_plugin_run has the default xdist smoke test)
+@pytest.mark.slow  # two xdist workers start in a pytester run
 def test_xdist_the_controller_decides_and_the_workers_stop(project):
     result = _sequential(project, "python:violin_models:degraded", "-n", "2",
                          runner=project.runpytest_subprocess)

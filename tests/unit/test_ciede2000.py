@@ -272,6 +272,7 @@ def _avx512_off_env():
     return env, names
 
 
+@pytest.mark.slow  # two Python processes: CI's e2e step
 def test_the_tie_example_is_the_same_with_numpy_avx512_dispatch_on_and_off(record_property):
     """#2E8B57 expected, #F500D9 answered: an exactly opposite hue. numpy's float32 arctan2 takes
     AVX-512 code where the CPU has it, and the reference's own call (skimage on float32 Lab) then
