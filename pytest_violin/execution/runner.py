@@ -281,7 +281,7 @@ class Runner:
 
             request = GenerationRequest.from_sample(sample, base_seed=self.base_seed, repeat=0)
             list(request.images)
-            as_rgb8(encode_png(sample.expected()))
+            as_rgb8(encode_png(sample.expected()[:8, :8]))  # the codec's imports, not its time
         except Exception:  # the generation itself will report whatever is wrong
             pass
 
