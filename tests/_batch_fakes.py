@@ -29,7 +29,7 @@ from collections import Counter
 from email.parser import BytesParser
 from email.policy import HTTP
 
-from _servers import FaultServer, Reply, png_bytes
+from _servers import Reply, RoutedFake, png_bytes
 
 ENDPOINTS = ("/v1/images/generations", "/v1/images/edits")
 
@@ -52,8 +52,8 @@ def _multipart(rec) -> dict:
     return out
 
 
-class FakeOpenAI:
-    """The stateful fake; ``server`` is its :class:`FaultServer` (``with fake: ...``).
+class FakeOpenAI(RoutedFake):
+    """The stateful fake (a :class:`RoutedFake`: ``with fake: ...``).
 
     Parameters
     ----------
@@ -64,16 +64,17 @@ class FakeOpenAI:
         Status polls a batch answers ``in_progress`` before it finishes.
     """
 
+    PREFIX = "/v1"
+
     def __init__(self, key: str, answer, *, polls: int = 1):
+        super().__init__()
         self.key = key
         self.answer = answer
         self.polls = polls
-        self.lock = threading.Lock()
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.lines: dict[str, list] = {}
         self.seen_polls: Counter = Counter()
-        self.calls: Counter = Counter()
         self.release = threading.Event()
         self.release.set()
         # faults
@@ -84,18 +85,6 @@ class FakeOpenAI:
         self.cancel_elsewhere: float | None = None
         self.reject_line: int | None = None  # a line number the validation refuses
         self.lose_create_answers = 0  # creates that make the batch, then drop the connection
-        self.server = FaultServer(handler=self.handle)
-
-    def __enter__(self):
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.stop()
-
-    @property
-    def url(self) -> str:
-        return self.server.url + "/v1"
 
     # -- routing ----------------------------------------------------------------------------
     def handle(self, rec) -> Reply:
@@ -292,6 +281,3 @@ class FakeOpenAI:
                 batch["status"] = "cancelling"
             return Reply.json(self._view(batch))
 
-    def count(self, route: str) -> int:
-        with self.lock:
-            return self.calls[route]

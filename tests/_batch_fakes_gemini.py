@@ -17,38 +17,21 @@ serves both the batch and the synchronous ``:generateContent``.
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 
-from _servers import FaultServer, Reply
+from _servers import Reply, RoutedFake
 
 TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main."
 
 
-class FakeGemini:
+class FakeGemini(RoutedFake):
+    PREFIX = "/v1beta"
+
     def __init__(self, key: str, answer, *, polls: int = 1):
+        super().__init__()
         self.key, self.answer, self.polls = key, answer, polls
-        self.lock = threading.Lock()
         self.batches: dict[str, dict] = {}
-        self.calls: Counter = Counter()
         self.sizes: list = []
         self.end_state = "BATCH_STATE_SUCCEEDED"  # or _EXPIRED: "will not have any results" (the guide)
-        self.server = FaultServer(handler=self.handle)
-
-    def __enter__(self):
-        self.server.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.stop()
-
-    @property
-    def url(self) -> str:
-        return self.server.url + "/v1beta"
-
-    def count(self, route: str) -> int:
-        with self.lock:
-            return self.calls[route]
 
     def handle(self, rec) -> Reply:
         path = rec.path.split("?", 1)[0].removeprefix("/v1beta/")

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
@@ -358,6 +358,37 @@ class FaultServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class RoutedFake:
+    """A fake service on a :class:`FaultServer` that answers every request with
+    ``handle(recorded) -> Reply`` and counts the routes it saw in ``calls`` (``count(route)``);
+    ``PREFIX`` is the API's base path, part of :attr:`url` (``with fake: ...``)."""
+
+    PREFIX = ""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls: Counter = Counter()
+        self.server = FaultServer(handler=self.handle)
+
+    def handle(self, rec: Recorded) -> Reply:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.stop()
+
+    @property
+    def url(self) -> str:
+        return self.server.url + self.PREFIX
+
+    def count(self, route: str) -> int:
+        with self.lock:
+            return self.calls[route]
 
 
 class _NoLimit:
