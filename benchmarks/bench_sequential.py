@@ -232,7 +232,7 @@ def gated(members, order, new, *, margin: float, alpha: float, cap: int | None):
             break
         gate.add(sid, *new[sid])
         generated += 1
-    exhausted = any(g.ended and g.status == "undecided" for g in gate.groups)
+    exhausted = any(g.status == "not-shown" for g in gate.groups)
     return gate, generated, exhausted
 
 
@@ -274,7 +274,7 @@ def code_version() -> str:
     import hashlib
 
     digest = hashlib.sha256(b"".join((root / "pytest_violin" / "gating" / name).read_bytes()
-                                     for name in ("confseq.py", "sequential.py"))).hexdigest()[:12]
+                                     for name in ("_confseq.py", "sequential.py", "evidence.py"))).hexdigest()[:12]
     return head + (" + uncommitted changes in pytest_violin/gating" if dirty else "") + \
         f" (confseq.py + sequential.py sha256 {digest})"
 
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
             gate, generated, exhausted = gated(members, order, new, margin=args.margin, alpha=args.alpha,
                                                cap=None)
             failed += gate.verdict == "regressed"
-            passed += gate.verdict == "not-regressed"
+            passed += gate.verdict == "within-margin"
             shares.append(generated / total)
             undecided_cap += generated > args.cap * total
             ran_out += exhausted

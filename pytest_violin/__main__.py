@@ -156,26 +156,48 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--no-step-summary", action="store_true",
                     help="do not append summary.md to $GITHUB_STEP_SUMMARY (when 'gate --report' does)")
 
+    pl = sub.add_parser("plan", help="the samples each task and variation needs to be shown within its margins")
+    pl.set_defaults(command_parser=pl)
+    pl.add_argument("--baseline", required=True, metavar="FILE", help="the baseline the runs will be gated against")
+    pl.add_argument("--run", metavar="RUN",
+                    help="a run of the model to gate (a --violin-report folder, its results.json, or a baseline "
+                         "file): its paired noise against the baseline; without it, the baseline's repeats, or "
+                         "a deterministic model's floor")
     gt = sub.add_parser("gate", help="decide a run (a merged one) against a baseline")
     gt.set_defaults(command_parser=gt)
     gt.add_argument("run", metavar="RUN", help="a --violin-report folder or its results.json")
     gt.add_argument("--baseline", required=True, metavar="FILE", help="the baseline to decide against")
-    from .gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
-
-    gt.add_argument("--max-regression", type=_share, default=DEFAULT_MAX_REGRESSION, metavar="X",
-                    help=f"margin of the mean metric (default {DEFAULT_MAX_REGRESSION}), as "
-                         f"--violin-max-regression")
-    gt.add_argument("--max-pass-drop", type=_share, default=DEFAULT_MAX_PASS_DROP, metavar="P",
-                    help=f"margin of the pass rate (default {DEFAULT_MAX_PASS_DROP}), as "
-                         f"--violin-max-pass-drop")
-    gt.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, metavar="A",
-                    help=f"the gate's error rate (default {DEFAULT_ALPHA}), as --violin-alpha")
+    for p in (pl, gt):
+        _margin_arguments(p)
+    gt.add_argument("--accept-not-shown", action="store_true",
+                    help="pass when nothing regressed though a guardrail was not shown within its margin, "
+                         "as --violin-accept-not-shown")
     gt.add_argument("--allow-mismatch", action="store_true",
                     help="decide even when a task shares too few samples with the baseline")
     gt.add_argument("--report", metavar="DIR",
                     help="write results.json, report.html and summary.md with the gate's verdict into DIR "
                          "(RUN itself to update it)")
     return parser
+
+
+def _margin_arguments(p) -> None:
+    """The gate's margins, error rate and power, as the plugin's options name them."""
+    from .gating.evidence import DEFAULT_POWER
+    from .gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION
+
+    p.add_argument("--max-regression", type=_share, default=DEFAULT_MAX_REGRESSION, metavar="X",
+                    help=f"margin of the mean metric (default {DEFAULT_MAX_REGRESSION}), as "
+                         f"--violin-max-regression")
+    p.add_argument("--max-pass-drop", type=_share, default=DEFAULT_MAX_PASS_DROP, metavar="P",
+                    help=f"margin of the pass rate (default {DEFAULT_MAX_PASS_DROP}), as "
+                         f"--violin-max-pass-drop")
+    p.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, metavar="A",
+                    help=f"the gate's error rate (default {DEFAULT_ALPHA}), as --violin-alpha")
+    p.add_argument("--max-refusal-rise", type=_share, default=DEFAULT_MAX_REFUSAL_RISE, metavar="R",
+                   help=f"margin of the refusal rate (default {DEFAULT_MAX_REFUSAL_RISE}), as "
+                        f"--violin-max-refusal-rise")
+    p.add_argument("--power", type=_power, default=DEFAULT_POWER, metavar="P",
+                   help=f"the power of the planned sizes (default {DEFAULT_POWER}), as --violin-power")
 
 
 def _batch(args, parser, out) -> None:
@@ -262,6 +284,13 @@ def _bounded_float(low: float, high: float, low_open: bool):
 _share = _bounded_float(0.0, 1.0, low_open=False)
 
 
+def _power(text: str) -> float:
+    value = _bounded_float(0.5, 1.0, low_open=False)(text)
+    if value >= 1.0:  # a power of 1 needs infinitely many samples
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is invalid; accepted: a number >= 0.5 and < 1")
+    return value
+
+
 def _alpha(text: str) -> float:
     from .gating.policy import MAX_ALPHA  # the gate's modules load only for the commands that gate
     return _bounded_float(0.0, MAX_ALPHA, low_open=True)(text)
@@ -301,7 +330,9 @@ def _gate(args, out) -> int:
     meta = doc["metadata"]
     current = run_baseline(doc["samples"], meta)
     limits = GateLimits(max_regression=args.max_regression, max_pass_drop=args.max_pass_drop,
-                        alpha=args.alpha, allow_mismatch=args.allow_mismatch)
+                        alpha=args.alpha, allow_mismatch=args.allow_mismatch,
+                        max_refusal_rise=args.max_refusal_rise, power=args.power,
+                        accept_not_shown=args.accept_not_shown)
     verdict = decide(baseline, doc["samples"], current, limits=limits, baseline_label=args.baseline,
                      interrupted=bool(meta.get("interrupted")))
     for text, _level in comparison_lines(verdict.comparison):
@@ -316,6 +347,42 @@ def _gate(args, out) -> int:
                       comparison=verdict.comparison)
         out.write(f"reports with the gate's verdict written to {args.report}\n")
     return verdict.exit_status(EXIT_OK)
+
+
+def _plan(args, out) -> None:
+    """``plan``: per task and variation, the samples each guardrail needs (gating.plan)."""
+    from .errors import BaselineError, InvalidArgumentError
+    from .gating import read_baseline
+    from .gating.plan import SOURCES, plan
+    from .report.text import printable
+
+    try:
+        baseline = read_baseline(args.baseline)
+    except BaselineError as exc:
+        raise InvalidArgumentError(f"--baseline={args.baseline!r}: {exc}") from None
+    run = None
+    if args.run:
+        from .report.merge import load_results, run_baseline
+
+        try:
+            run = read_baseline(args.run)
+        except BaselineError:
+            _folder, doc = load_results(args.run)
+            run = run_baseline(doc["samples"], doc["metadata"])
+    rows = plan(baseline, run, max_regression=args.max_regression, max_pass_drop=args.max_pass_drop,
+                max_refusal_rise=args.max_refusal_rise, alpha=args.alpha, power=args.power)
+    names = {"mean": "mean", "pass_rate": "pass rate", "refusal_rate": "refusals"}
+    out.write(f"samples each group needs for an unchanged model to be shown within the margins "
+              f"(mean {args.max_regression:g}, pass rate {100 * args.max_pass_drop:g} points, refusals "
+              f"{100 * args.max_refusal_rise:g} point(s); alpha {args.alpha:g}, power {args.power:g}):\n")
+    for row in rows:
+        needs = ", ".join(f"{names[k]} {row.needed[k]:,}" if row.needed.get(k) else f"{names[k]} -"
+                          for k in ("mean", "pass_rate", "refusal_rate") if k in row.guardrails)
+        verdict = "decidable" if row.decidable else "NOT decidable on its samples"
+        more = (f"; with --violin-repeats={row.repeats} on the baseline and the run"
+                if not row.decidable and row.repeats else "")
+        out.write(printable(f"  {row.label:<24s} {row.size:>6,} in the baseline: needs {needs} "
+                            f"({SOURCES[row.source]}): {verdict}{more}") + "\n")
 
 
 COMPARE_FORMATS = ("terminal", "md", "latex", "csv", "html")
@@ -432,6 +499,9 @@ def main(argv=None) -> int:
             return EXIT_OK
         if args.command == "gate":
             return _gate(args, sys.stdout)
+        if args.command == "plan":
+            _plan(args, sys.stdout)
+            return EXIT_OK
         samples = _load(args, command_parser)
         if args.command == "list":
             _print_counts(samples, args.suite, sys.stdout)

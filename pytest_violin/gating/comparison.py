@@ -17,8 +17,9 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..results import Outcome, SampleResult, as_result
-from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, DEFAULT_RESAMPLES,
-                     MIN_SHARED, above_margin, check_alpha)
+from .evidence import DEFAULT_POWER, MIN_TESTED, classify, normal_z, planned_size, rate_bound, rate_planned_size
+from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION,
+                     DEFAULT_RESAMPLES, MIN_SHARED, check_alpha, check_power, refusal_guardrail)
 
 __all__ = ["Comparison", "GroupDelta", "Stat", "compare", "no_image_cause", "paired_bootstrap", "selection_text"]
 
@@ -35,6 +36,31 @@ def _group_seed(seed: int, key: str) -> list[int]:
 _FEW_VALUES = 16
 
 
+def _differences(old, new) -> np.ndarray:
+    d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
+    if np.asarray(old).shape != np.asarray(new).shape or d.ndim != 1:
+        raise InvalidArgumentError(f"old and new must be 1-d and of one length; got shapes "
+                                   f"{np.asarray(old).shape} and {np.asarray(new).shape}")
+    return d
+
+
+def _bootstrap_means(d: np.ndarray, resamples: int, seed) -> np.ndarray:
+    """``resamples`` means of ``d`` drawn with replacement (``d`` not constant, at least 2 values)."""
+    n = d.size
+    rng = np.random.default_rng(seed)
+    values, counts = np.unique(d, return_counts=True)
+    if values.size <= _FEW_VALUES:
+        # few distinct differences: how often each value is drawn is multinomial, the same distribution as
+        # drawing the pairs, at a cost per resample of the distinct values instead of the pairs
+        return rng.multinomial(n, counts / n, size=int(resamples)) @ values / n
+    means = np.empty(int(resamples), dtype=np.float64)
+    chunk = max(1, 2_000_000 // n)  # bounded memory: ~16 MB of indices per block
+    for start in range(0, int(resamples), chunk):
+        stop = min(int(resamples), start + chunk)
+        means[start:stop] = d[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
+    return means
+
+
 def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence: float = 0.95,
                      seed: int | Sequence[int] = 0) -> tuple[float, float]:
     """Percentile interval of ``mean(new - old)`` by a paired bootstrap.
@@ -43,34 +69,17 @@ def paired_bootstrap(old, new, *, resamples: int = DEFAULT_RESAMPLES, confidence
     inputs and seed, same interval; ``(nan, nan)`` for no pairs. Raises :class:`InvalidArgumentError` for
     different lengths, ``resamples < 1`` or ``confidence`` outside (0, 1).
     """
-    d = np.asarray(new, dtype=np.float64) - np.asarray(old, dtype=np.float64)
-    if np.asarray(old).shape != np.asarray(new).shape or d.ndim != 1:
-        raise InvalidArgumentError(f"old and new must be 1-d and of one length; got shapes "
-                                   f"{np.asarray(old).shape} and {np.asarray(new).shape}")
+    d = _differences(old, new)
     if int(resamples) < 1:
         raise InvalidArgumentError(f"resamples must be >= 1, got {resamples!r}")
     if not 0.0 < confidence < 1.0:
         raise InvalidArgumentError(f"confidence must lie in (0, 1), got {confidence!r}")
-    n = d.size
-    if n == 0:
+    if d.size == 0:
         return (float("nan"), float("nan"))
-    if n == 1 or np.all(d == d[0]):
+    if d.size == 1 or np.all(d == d[0]):
         return (float(d[0]), float(d[0]))
-    rng = np.random.default_rng(seed)
-    values, counts = np.unique(d, return_counts=True)
-    if values.size <= _FEW_VALUES:
-        # few distinct differences (pass/fail and refusal indicators): how often each value is drawn is
-        # multinomial, the same distribution as drawing the pairs, at a cost per resample of the distinct
-        # values instead of the pairs
-        means = rng.multinomial(n, counts / n, size=int(resamples)) @ values / n
-    else:
-        means = np.empty(int(resamples), dtype=np.float64)
-        chunk = max(1, 2_000_000 // n)  # bounded memory: ~16 MB of indices per block
-        for start in range(0, int(resamples), chunk):
-            stop = min(int(resamples), start + chunk)
-            means[start:stop] = d[rng.integers(0, n, size=(stop - start, n))].mean(axis=1)
     alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    lo, hi = np.quantile(_bootstrap_means(d, int(resamples), seed), [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
 
 
@@ -83,10 +92,17 @@ def _finite_or_none(x):
 
 @dataclass(frozen=True)
 class Stat:
-    """One paired statistic of a group: baseline and current value, ``new - old``, the
-    bootstrap bounds of the expected ``delta`` and its ``status``: ``regressed`` (shown worse than its
-    margin), ``improved`` (shown better by more than it), ``unchanged`` or
-    ``not-compared`` (no samples)."""
+    """One paired statistic of a group (:mod:`.evidence`).
+
+    ``old`` / ``new``: the baseline's and this run's value, ``delta`` = ``new - old``; ``ci_low`` / ``ci_high``
+    bound the expected ``delta`` at ``1 - alpha / tests`` on each side (the harm and improvement tests);
+    ``bound`` is the largest expected *worsening* not ruled out at ``1 - alpha`` (the non-inferiority test:
+    the statistic is ``within`` its margin when ``bound`` is below it). For the pass rate the values are pass
+    shares and ``delta`` their change, while ``bound`` and ``margin`` are a *fall*. ``n`` pairs, ``sd`` the
+    per-sample standard deviation of the worsening, ``planned`` the pairs that would show an unchanged model
+    within the margin at the run's power (None when none can), ``guardrail`` whether green needs it
+    within, ``status`` one of :data:`~.evidence.STATUSES`.
+    """
 
     old: float = math.nan
     new: float = math.nan
@@ -94,11 +110,21 @@ class Stat:
     ci_low: float = math.nan
     ci_high: float = math.nan
     status: str = "not-compared"
+    bound: float = math.nan
+    margin: float = math.nan
+    n: int = 0
+    sd: float = math.nan
+    planned: int | None = None
+    guardrail: bool = True
+    #: the estimate in the worsening direction (a pass rate's fall, any other statistic's rise)
+    worsening: float = math.nan
 
     def to_dict(self) -> dict:
         f = _finite_or_none
         return {"old": f(self.old), "new": f(self.new), "delta": f(self.delta),
-                "ci": [f(self.ci_low), f(self.ci_high)], "status": self.status}
+                "ci": [f(self.ci_low), f(self.ci_high)], "status": self.status,
+                "ruled_out_above": f(self.bound), "margin": f(self.margin), "n": self.n, "sd": f(self.sd),
+                "planned": self.planned, "guardrail": self.guardrail}
 
 
 @dataclass(frozen=True)
@@ -149,13 +175,34 @@ class GroupDelta:
         """The statistics that improved, when none regressed."""
         return () if self.regressed else tuple(k for k, v in self.statuses.items() if v == "improved")
 
+    @property
+    def not_shown(self) -> tuple:
+        """The guardrails neither shown within their margin nor regressed."""
+        return tuple(k for k, v in self.statuses.items() if v == "not-shown")
+
+    @property
+    def stats(self) -> dict:
+        """Statistic key -> :class:`Stat`."""
+        return {"mean": self.mean, "pass_rate": self.pass_rate, "refusal_rate": self.refusal_rate}
+
+    @property
+    def outcome(self) -> str:
+        """``regressed`` (a statistic shown worse than its margin), ``within`` (every guardrail shown within
+        its margin), ``not-shown`` (neither), ``not-compared`` (no samples)."""
+        if not self.n:
+            return "not-compared"
+        if self.regressed:
+            return "regressed"
+        return "not-shown" if self.not_shown else "within"
+
     def to_dict(self) -> dict:
         f = _finite_or_none
         mean = self.mean.to_dict()
         return {
             "task": self.task, "variation": self.variation, "n": self.n,
             "old": mean["old"], "new": mean["new"], "delta": mean["delta"], "ci": mean["ci"],
-            "status": self.mean.status, "regressed": list(self.regressed),
+            "status": self.mean.status, "regressed": list(self.regressed), "outcome": self.outcome,
+            "not_shown": list(self.not_shown), "mean": mean,
             "metric_deltas": {k: [f(x) for x in v] for k, v in self.metric_deltas.items()},
             "newly_failing": list(self.newly_failing), "newly_passing": list(self.newly_passing),
             "still_failing": self.still_failing,
@@ -205,6 +252,13 @@ class Comparison:
     #: :attr:`sequential_regressions`, the groups it showed regressed); else ``"fixed-sample"``.
     decided_by: str = "fixed-sample"
     sequential_regressions: tuple = ()
+    #: The refusal rate's margin (``--violin-max-refusal-rise``), the power the planned sizes are for
+    #: (``--violin-power``), and whether a run with guardrails not shown passes (``--violin-accept-not-shown``).
+    max_refusal_rise: float = DEFAULT_MAX_REFUSAL_RISE
+    power: float = DEFAULT_POWER
+    accept_not_shown: bool = False
+    #: A sequential gate's groups shown within their margins (its verdict for them).
+    sequential_within: tuple | None = None
 
     @property
     def selection(self) -> bool:
@@ -234,6 +288,33 @@ class Comparison:
         return tuple(g for g in self.groups if g.improved)
 
     @property
+    def not_shown_groups(self) -> tuple:
+        """Compared groups with a guardrail neither within its margin nor regressed (with a decided
+        sequential gate: the groups it did not show within)."""
+        if self.decided_by == "sequential" and self.sequential_within is not None:
+            within = set(self.sequential_within)
+            variations = Counter(g.task for g in self.groups if g.variation is not None)
+            # the sequential gate watches a task's one variation through its task
+            return tuple(g for g in self.groups if g.n and g.label not in within
+                         and not (g.variation is not None and variations[g.task] == 1 and g.task in within)
+                         and g.label not in self.sequential_regressions)
+        return tuple(g for g in self.groups if g.outcome == "not-shown")
+
+    @property
+    def outcome(self) -> str:
+        """The run's outcome: ``regressed``, ``errored`` (a sample ended in an error), ``not-decided``
+        (nothing or too little compared), ``not-shown`` (a guardrail neither within nor regressed),
+        ``within-margin`` (every guardrail of every group shown within its margin)."""
+        sequential = self.decided_by == "sequential"
+        if (self.sequential_regressions if sequential else self.regressed_groups):
+            return "regressed"
+        if self.errored:
+            return "errored"
+        if self.compared == 0 or self.undecidable:
+            return "not-decided"
+        return "not-shown" if self.not_shown_groups else "within-margin"
+
+    @property
     def newly_passing(self) -> tuple:
         """Known failures of the baseline within their limits now (task rows only, so once each)."""
         return tuple(i for g in self.groups if g.variation is None for i in g.newly_passing)
@@ -249,13 +330,10 @@ class Comparison:
 
     @property
     def ok(self) -> bool:
-        """Samples were compared, enough to decide, none ended in an error, nothing regressed
-        (with a decided sequential gate: no group it showed regressed)."""
-        if self.compared == 0 or self.errored or self.undecidable:
-            return False
-        if self.decided_by == "sequential":
-            return not self.sequential_regressions
-        return not self.regressed_groups
+        """Green: every guardrail shown within its margin (or, with ``accept_not_shown``, nothing
+        regressed), none ended in an error, enough compared."""
+        outcome = self.outcome
+        return outcome == "within-margin" or (outcome == "not-shown" and self.accept_not_shown)
 
     def to_dict(self) -> dict:
         """JSON-able form (embedded in results.json)."""
@@ -267,7 +345,10 @@ class Comparison:
                  "refusal_regressions": [g.label for g in self.refusal_regressions]}
         return {
             "baseline": self.baseline_path, "max_regression": self.max_regression,
-            "max_pass_drop": self.max_pass_drop, "alpha": self.alpha, "tests": self.tests, "ok": self.ok,
+            "max_pass_drop": self.max_pass_drop, "max_refusal_rise": self.max_refusal_rise,
+            "alpha": self.alpha, "power": self.power, "tests": self.tests, "ok": self.ok,
+            "outcome": self.outcome, "accept_not_shown": self.accept_not_shown,
+            "not_shown": [g.label for g in self.not_shown_groups],
             "compared": self.compared,
             "too_few": [{"task": t, "shared": s, "in_run": n} for t, s, n in self.too_few],
             "allow_mismatch": self.allow_mismatch, "errored": list(self.errored),
@@ -323,16 +404,6 @@ def no_image_cause(rec) -> str:
     return line if len(line) <= _CAUSE_CHARS else line[:_CAUSE_CHARS - 1] + "…"
 
 
-def _verdict(lo: float, hi: float, margin: float) -> str:
-    """``regressed`` when the lower bound of a worsening is above ``margin``, ``improved``
-    when the upper bound is below ``-margin``, else ``unchanged`` (ties: :func:`above_margin`)."""
-    if above_margin(lo, margin):
-        return "regressed"
-    if above_margin(-hi, margin):
-        return "improved"
-    return "unchanged"
-
-
 def _mean(values) -> float:
     return float(sum(values) / len(values)) if values else float("nan")
 
@@ -357,23 +428,64 @@ def _too_few(shared_by_task: Mapping, in_run: Mapping) -> tuple:
 
 @dataclass(frozen=True)
 class _Rule:
-    """How every group is tested: the margins and the bootstrap's settings."""
+    """How every group is tested (:mod:`.evidence`): the margins, the error rates, the bootstrap's settings."""
 
     max_regression: float
     max_pass_drop: float
-    confidence: float
+    max_refusal_rise: float
+    alpha: float
+    tests: int
+    power: float
     resamples: int
     seed: int
 
-    def stat(self, old, new, key: str, margin: float, *, sign: float = 1.0) -> Stat:
-        """The paired statistic of ``old`` / ``new``; a worsening is a rise of ``sign * value``."""
-        o, nw = np.asarray(old, dtype=np.float64), np.asarray(new, dtype=np.float64)
-        lo, hi = paired_bootstrap(o, nw, resamples=self.resamples, confidence=self.confidence,
-                                  seed=_group_seed(self.seed, key))
-        status = _verdict(lo, hi, margin)
-        if sign < 0:  # the pass rate: tested on the share failing, reported as the share passing
-            return Stat(1.0 - o.mean(), 1.0 - nw.mean(), float(o.mean() - nw.mean()), -hi, -lo, status)
-        return Stat(float(o.mean()), float(nw.mean()), float(nw.mean() - o.mean()), lo, hi, status)
+    @property
+    def alpha_each(self) -> float:
+        """The harm and improvement tests' error rate: ``alpha`` split over every group and statistic."""
+        return self.alpha / max(1, self.tests)
+
+    def mean_stat(self, old, new, key: str) -> Stat:
+        """The mean metric of a group: the paired bootstrap's quantiles at the harm, improvement and
+        non-inferiority levels (one set of resamples)."""
+        margin = self.max_regression
+        d = _differences(old, new)
+        n = int(d.size)
+        if n >= 2 and not np.all(d == d[0]):
+            means = _bootstrap_means(d, self.resamples, _group_seed(self.seed, key))
+            lo, hi, bound = (float(q) for q in np.quantile(
+                means, [self.alpha_each, 1.0 - self.alpha_each, 1.0 - self.alpha]))
+        else:
+            lo = hi = bound = float(d[0])
+        sd = float(d.std(ddof=1)) if n >= 2 else math.nan
+        status = classify(harm_low=lo, high=hi, bound=bound, margin=margin, tested=n >= MIN_TESTED)
+        mean = float(d.mean())
+        return Stat(float(np.mean(old)), float(np.mean(new)), mean, lo, hi, status, bound, margin, n, sd,
+                    planned_size(sd if n >= 2 else 0.0, margin, alpha=self.alpha, power=self.power), True, mean)
+
+    def rate_stat(self, old_bad, new_bad, margin: float, *, pass_rate: bool = False,
+                  guardrail: bool = True) -> Stat:
+        """A rate of a group (failing or refused, 1 = bad): Tango's score bounds of the paired difference,
+        which stay honest when no pair differs. ``pass_rate`` reports the shares passing instead."""
+        pairs = list(zip(map(bool, old_bad), map(bool, new_bad)))
+        n = len(pairs)
+        worse = sum(1 for o, nw in pairs if nw and not o)
+        better = sum(1 for o, nw in pairs if o and not nw)
+        lo = rate_bound(worse, better, n, alpha=self.alpha_each, side="lower")
+        hi = rate_bound(worse, better, n, alpha=self.alpha_each, side="upper")
+        bound = rate_bound(worse, better, n, alpha=self.alpha, side="upper")
+        estimate = (worse - better) / n
+        discordant = (worse + better) / n
+        sd = math.sqrt(max(0.0, discordant - estimate * estimate) * n / (n - 1)) if n >= 2 else math.nan
+        status = classify(harm_low=lo, high=hi, bound=bound, margin=margin, guardrail=guardrail,
+                          tested=n >= MIN_TESTED)
+        planned = rate_planned_size(discordant, margin, alpha=self.alpha, power=self.power)
+        old_share = sum(o for o, _ in pairs) / n
+        new_share = sum(nw for _, nw in pairs) / n
+        if pass_rate:  # tested on the share failing, reported as the share passing
+            return Stat(1.0 - old_share, 1.0 - new_share, old_share - new_share, -hi, -lo, status, bound,
+                        margin, n, sd, planned, guardrail, estimate)
+        return Stat(old_share, new_share, new_share - old_share, lo, hi, status, bound, margin, n, sd, planned,
+                    guardrail, estimate)
 
     def group(self, task, var, ids, old: dict, new: dict) -> GroupDelta:
         if not ids:
@@ -385,11 +497,12 @@ class _Rule:
         lost = [y for x, y in zip(a, b) if x.metrics and not y.metrics]
         return GroupDelta(
             task, var, len(ids),
-            mean=self.stat([x.value for x in a], [y.value for y in b], label, self.max_regression),
-            pass_rate=self.stat([x.outcome.failing for x in a], [y.outcome.failing for y in b],
-                                label + "#failing", self.max_pass_drop, sign=-1.0),
-            refusal_rate=self.stat([r[0] for r in refused], [r[1] for r in refused], label + "#refused",
-                                   self.max_regression),
+            mean=self.mean_stat([x.value for x in a], [y.value for y in b], label),
+            pass_rate=self.rate_stat([x.outcome.failing for x in a], [y.outcome.failing for y in b],
+                                     self.max_pass_drop, pass_rate=True),
+            refusal_rate=self.rate_stat([r[0] for r in refused], [r[1] for r in refused], self.max_refusal_rise,
+                                        guardrail=refusal_guardrail(var is None, len(ids),
+                                                                    self.max_refusal_rise)),
             metric_deltas=_metric_deltas(imaged),
             newly_failing=tuple(i for i, x, y in zip(ids, a, b) if not x.outcome.failing and y.outcome.failing),
             newly_passing=tuple(i for i, x, y in zip(ids, a, b) if x.outcome.failing and not y.outcome.failing),
@@ -412,11 +525,14 @@ def _metric_deltas(imaged: list) -> dict:
     return out
 
 
-def _check_margins(max_regression, max_pass_drop, alpha) -> None:
-    for name, value in (("max_regression", max_regression), ("max_pass_drop", max_pass_drop)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 <= value <= 1):
+def _check_margins(max_regression, max_pass_drop, alpha, max_refusal_rise, power) -> None:
+    for name, value in (("max_regression", max_regression), ("max_pass_drop", max_pass_drop),
+                        ("max_refusal_rise", max_refusal_rise)):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                and 0 <= value <= 1):
             raise InvalidArgumentError(f"{name} must be a number in [0, 1], got {value!r}")
     check_alpha(alpha)
+    check_power(power)
 
 
 def _sort_shared(old: dict, new: dict) -> tuple:
@@ -456,24 +572,30 @@ def _metadata(doc) -> dict:
 def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_REGRESSION,
             max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
             resamples: int = DEFAULT_RESAMPLES, seed: int = 0, baseline_path: str | None = None,
-            population: Mapping | None = None, allow_mismatch: bool = False) -> Comparison:
-    """Compare a run with a baseline (:func:`read_baseline`): did the model get worse?
+            population: Mapping | None = None, allow_mismatch: bool = False,
+            max_refusal_rise: float | None = None, power: float = DEFAULT_POWER,
+            accept_not_shown: bool = False) -> Comparison:
+    """Compare a run with a baseline (:func:`read_baseline`): is the model within its margins?
 
-    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Each statistic
-    *regresses* when its lower bound is above its margin (``max_regression`` for the mean metric and the
-    refusal rate, ``max_pass_drop`` for the pass rate) and *improves* when its upper bound is below minus the
-    margin; each side of each interval is at ``alpha / tests`` (Bonferroni), and the bootstrap over samples
-    measures a stochastic model's run-to-run variation along with the samples' spread. ``population`` (task ->
-    ``(shared, in_run)``, a sequential gate's) is what the overlap is judged on instead of the samples
-    compared; ``allow_mismatch`` decides tasks that share too few samples.
+    ``current`` is a baseline document (:func:`build_baseline`) or the run's results. Per task and variation,
+    each statistic (the mean metric, margin ``max_regression``; the pass rate, ``max_pass_drop``; the refusal
+    rate, ``max_refusal_rise``, ``max_regression`` when None) is *within* its margin when its upper bound at
+    ``1 - alpha`` is below it, *regressed* when its lower bound at ``1 - alpha / tests`` is above it, and *not
+    shown* otherwise (:mod:`.evidence`); the run is green (:attr:`Comparison.ok`) only when every guardrail of
+    every group is within, or nothing regressed and ``accept_not_shown``. Not-shown statistics carry the
+    samples that would show an unchanged model within at ``power``. ``population`` (task -> ``(shared,
+    in_run)``, a sequential gate's) is what the overlap is judged on instead of the samples compared;
+    ``allow_mismatch`` decides tasks that share too few samples.
     """
-    _check_margins(max_regression, max_pass_drop, alpha)
+    if max_refusal_rise is None:
+        max_refusal_rise = max_regression
+    _check_margins(max_regression, max_pass_drop, alpha, max_refusal_rise, power)
     old, new = _by_id(baseline), _by_id(current)
     changed, errored, errored_before, shared = _sort_shared(old, new)
     keys = _groups(old, new, shared)
     tests = 3 * sum(1 for ids in keys.values() if ids)
-    rule = _Rule(float(max_regression), float(max_pass_drop), 1.0 - 2.0 * alpha / max(1, tests),
-                 resamples, seed)
+    rule = _Rule(float(max_regression), float(max_pass_drop), float(max_refusal_rise), float(alpha), tests,
+                 float(power), resamples, seed)
     order = sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or ""))
     groups = tuple(rule.group(task, var, ids, old, new) for (task, var), ids in order)
     if population is None:
@@ -497,4 +619,5 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
         changed=tuple(changed), fingerprint_changed=bool(old_fp and new_fp and old_fp != new_fp),
         old_fingerprint=old_fp, new_fingerprint=new_fp, metadata_changes=meta_changes,
         baseline_path=baseline_path, baseline_samples=len(old), current_samples=len(new),
+        max_refusal_rise=float(max_refusal_rise), power=float(power), accept_not_shown=bool(accept_not_shown),
     )

@@ -15,12 +15,16 @@ from dataclasses import dataclass, replace
 
 from .baseline import dataset_change
 from .comparison import Comparison, compare
-from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION
+from .evidence import DEFAULT_POWER
+from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION
 
-__all__ = ["EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]
+__all__ = ["EXIT_NOT_SHOWN", "EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]
 
 #: The session's exit status when the gate is red (pytest's ``TESTS_FAILED``).
 EXIT_REGRESSED = 1
+#: ... when a guardrail was neither shown within its margin nor regressed: not green, so a failed test too
+#: (``--violin-accept-not-shown`` passes it, and says so).
+EXIT_NOT_SHOWN = 1
 #: ... when the gate could not decide and nothing else failed (pytest's ``USAGE_ERROR``).
 EXIT_UNDECIDED = 4
 
@@ -28,12 +32,16 @@ EXIT_UNDECIDED = 4
 @dataclass(frozen=True)
 class GateLimits:
     """The margins and the error rate the gate decides with (``--violin-max-regression``,
-    ``--violin-max-pass-drop``, ``--violin-alpha``, ``--violin-allow-mismatch``)."""
+    ``--violin-max-pass-drop``, ``--violin-max-refusal-rise``, ``--violin-alpha``, ``--violin-power``,
+    ``--violin-allow-mismatch``, ``--violin-accept-not-shown``)."""
 
     max_regression: float = DEFAULT_MAX_REGRESSION
     max_pass_drop: float = DEFAULT_MAX_PASS_DROP
     alpha: float = DEFAULT_ALPHA
     allow_mismatch: bool = False
+    max_refusal_rise: float = DEFAULT_MAX_REFUSAL_RISE
+    power: float = DEFAULT_POWER
+    accept_not_shown: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,26 +70,28 @@ class GateVerdict:
     def exit_status(self, current: int, *, others_failed: bool = False) -> int:
         """The session's exit status given its status without the gate (``current``).
 
-        A regression, or a baseline sample that ended in an error, fails the session (:data:`EXIT_REGRESSED`);
-        a baseline that shares no comparable sample with the run, or too few to decide
+        A regression, or a baseline sample that ended in an error, fails the session (:data:`EXIT_REGRESSED`),
+        and so does a guardrail not shown within its margin (:data:`EXIT_NOT_SHOWN`, unless accepted); a
+        baseline that shares no comparable sample with the run, or too few to decide
         (:attr:`Comparison.too_few`), is a usage error (:data:`EXIT_UNDECIDED`) unless tests of the team's own
         failed too (``others_failed``, they keep their exit status) or the run was interrupted.
         """
         c = self.comparison
         if c is None or c.ok:
             return current
-        # a regression shown on few samples is shown (the error rate holds at any size); only a gate that
-        # found none on too few samples cannot say "not worse"
-        undecided = (c.compared == 0 or c.undecidable) and not c.regressed_groups and not (
-            c.decided_by == "sequential" and c.sequential_regressions)
-        if undecided and not c.errored and not self.interrupted and not others_failed:
+        if c.outcome == "not-decided" and not self.interrupted and not others_failed:
             return EXIT_UNDECIDED
-        return EXIT_REGRESSED if current == 0 else current
+        failed = EXIT_NOT_SHOWN if c.outcome == "not-shown" else EXIT_REGRESSED
+        return failed if current == 0 else current
+
+
+#: A sequential gate's verdicts that decide the session (an ``undecided`` one was stopped before the end).
+SEQUENTIAL_VERDICTS = ("regressed", "within-margin", "not-shown")
 
 
 def sequential_decided(summary) -> bool:
     """True when a sequential gate's summary holds a verdict (it then decides the session)."""
-    return isinstance(summary, Mapping) and summary.get("verdict") in ("regressed", "not-regressed")
+    return isinstance(summary, Mapping) and summary.get("verdict") in SEQUENTIAL_VERDICTS
 
 
 def decide(baseline: Mapping, results: Sequence[Mapping], current: Mapping, *,
@@ -98,7 +108,8 @@ def decide(baseline: Mapping, results: Sequence[Mapping], current: Mapping, *,
         return GateVerdict(None, (unrun,), interrupted)
     comparison = compare(baseline, current, max_regression=limits.max_regression,
                          max_pass_drop=limits.max_pass_drop, alpha=limits.alpha,
-                         allow_mismatch=limits.allow_mismatch,
+                         allow_mismatch=limits.allow_mismatch, max_refusal_rise=limits.max_refusal_rise,
+                         power=limits.power, accept_not_shown=limits.accept_not_shown,
                          population=_population(members, results, baseline),
                          baseline_path=baseline_label)
     comparison = _sequential_verdict(comparison, sequential, interrupted)
@@ -123,14 +134,18 @@ def _sequential_verdict(comparison: Comparison, seq: Mapping | None, interrupted
     """Put what the run's end says into the comparison: who decided (a decided sequential gate's
     verdict is the gate's), and why the baseline samples this run lacks were not run."""
     changes: dict = {}
-    if sequential_decided(seq):
+    if isinstance(seq, Mapping) and seq.get("groups") is not None:
+        # the sequential gate's verdicts are the run's, stopped early or not: its looks spent the error rate
+        # of "within", so the fixed-sample test may not look again at the same samples; a group it left
+        # undecided (the budget, an interruption) is not shown
+        groups = [g for g in seq.get("groups", ()) if isinstance(g, Mapping)]
         changes["decided_by"] = "sequential"
-        changes["sequential_regressions"] = tuple(g["group"] for g in seq.get("groups", ())
-                                                  if g.get("status") == "regressed")
+        changes["sequential_regressions"] = tuple(g["group"] for g in groups if g.get("status") == "regressed")
+        changes["sequential_within"] = tuple(g["group"] for g in groups if g.get("status") == "within")
     if interrupted:
         changes["unrun_reason"] = "the run was interrupted before"
     elif sequential_decided(seq):
         changes["unrun_reason"] = "the sequential gate (--violin-sequential) did not need"
     elif seq is not None:
-        changes["unrun_reason"] = f"the sequential gate ended undecided ({seq.get('finished')}) before"
+        changes["unrun_reason"] = f"the sequential gate stopped ({seq.get('finished')}) before"
     return replace(comparison, **changes) if changes else comparison

@@ -3,12 +3,19 @@
 Pure logic, no pytest (the plugin wiring is :mod:`pytest_violin.pytest_plugin._sequential`); docs/gating.md
 ("The sequential gate") is the full account. Every task, and every (task, variation) of a task with several,
 is a group watching three paired statistics of the samples it shares with the baseline (:data:`STATISTICS`:
-the mean metric, the fail rate, the refusal rate), each with an anytime-valid :class:`~._confseq.MeanSequence`
-for its *expected* value. A group is regressed as soon as a lower bound is above its margin, not regressed
-once all three upper bounds are at or below theirs (every comparison by :func:`~.policy.above_margin`); the
-gate passes when every group is not regressed, and a group whose samples ran out undecided leaves it
-undecided. The error rates are split over every group and statistic (Bonferroni). Samples ending in an error
-are left out.
+the mean metric, the fail rate, the refusal rate). Two tests run on each:
+
+* **harm**, at every sample: an anytime-valid :class:`~._confseq.MeanSequence` for the *expected* value, its
+  lower bound at ``alpha / (3 groups)`` (Bonferroni): a group is regressed as soon as one is above its margin;
+* **within the margin**, at planned looks (:data:`LOOKS` of the group's samples, none before
+  :data:`SUCCESS_FLOOR` but the last): a group-sequential non-inferiority test of each guardrail at
+  ``alpha`` (:func:`~.evidence.group_sequential_bounds`, O'Brien-Fleming-like spending: Hwang-Shih-DeCani, gamma -4); a guardrail shown
+  within stays within, and a group is within once every guardrail is (the refusal rate is a guardrail only of
+  a task large enough, :func:`~.policy.refusal_guardrail`).
+
+A group whose samples ran out is *not shown*. The gate fails as soon as a group regressed, passes when every
+group is within, and otherwise ends not shown (every comparison by :func:`~.policy.above_margin`). Samples
+ending in an error are left out.
 
 The strata of :func:`sequential_order` must be the tasks: each next value of a group must be a random draw of
 the group, which an order stratified *within* a task breaks.
@@ -25,12 +32,22 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError
 from ..results import Outcome, sample_value
 from ._confseq import MeanSequence
-from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, check_alpha
+from .evidence import MIN_TESTED, group_sequential_bounds, rate_bound
+from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, TIE_TOLERANCE, above_margin, check_alpha,
+                     refusal_guardrail)
 
-__all__ = ["DEFAULT_ALPHA", "STATISTICS", "Member", "SequentialGate", "population", "sequential_order"]
+__all__ = ["DEFAULT_ALPHA", "LOOKS", "STATISTICS", "SUCCESS_FLOOR", "Member", "SequentialGate", "population",
+           "sequential_order"]
 
 #: The paired statistics every group watches, in the order the reports show them.
 STATISTICS = ("mean", "fail", "refusal")
+
+#: The shares of a group's samples at which its guardrails are tested for "within the margin".
+LOOKS = (0.25, 0.5, 0.75, 1.0)
+
+#: No look before the last one on fewer samples than this: a regression carried by a few samples (2% of the
+#: triangles 1 margin worse) is missing from a short prefix, whose small spread then looks like evidence.
+SUCCESS_FLOOR = 300
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,10 @@ def population(baseline: Mapping, samples) -> dict:
                                min(1.0, max(0.0, float(sample_value(rec.get("metrics") or {})))),
                                Outcome(rec.get("outcome") or Outcome.FAILED))
     return out
+
+
+def _NORMAL_CDF(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
 def _rank(seed: int, sid: str) -> float:
@@ -122,6 +143,13 @@ class _Group:
         self.used = 0              # values fed (errors are not)
         self.errors = 0
         self.decided_at: int | None = None  # samples the whole gate had taken when this group decided
+        self.guardrails: tuple = ()  # the statistics that must be shown within (set by the gate)
+        self.within: dict = {}       # statistic -> the look (samples used) at which it was shown within
+        self.looks: tuple = ()       # samples used at each look
+        self.critical: tuple = ()    # the looks' critical values
+        self.sums = [0.0, 0.0]       # the mean metric's d: sum and sum of squares
+        self.counts = {"fail": [0, 0], "refusal": [0, 0]}  # (worse, better) pairs of each rate
+        self.last_bounds: dict = {}  # statistic -> the non-inferiority bound at the latest look
 
     @property
     def ended(self) -> bool:
@@ -140,22 +168,62 @@ class _Group:
                            "above": bool(seq is not None and seq.seen and seq.above_margin),
                            "below": bool(seq is not None and seq.seen and seq.below_margin)}
         mean = stats["mean"]["interval"] or [None, None]
+        for name in STATISTICS:
+            bound = self.last_bounds.get(name)
+            stats[name].update(guardrail=name in self.guardrails, within_after=self.within.get(name),
+                               ruled_out_above=None if bound is None else round(bound, 6))
         return {"group": self.label, "task": self.task, "variation": self.variation, "role": self.role,
                 "status": self.status, "size": len(self.members), "used": self.used, "errors": self.errors,
                 "interval": mean, "statistics": stats, "decided_after": self.decided_at,
-                "ended": self.ended}
+                "ended": self.ended, "looks": list(self.looks)}
+
+    def take(self, values) -> None:
+        """Count one sample's three differences for the looks."""
+        d, fail, refusal = values
+        self.sums[0] += d
+        self.sums[1] += d * d
+        for name, x in (("fail", fail), ("refusal", refusal)):
+            if x > 0:
+                self.counts[name][0] += 1
+            elif x < 0:
+                self.counts[name][1] += 1
+
+    def look(self, margins: dict) -> None:
+        """At a planned look: each guardrail not yet within is tested at the look's critical value."""
+        if self.used not in self.looks:
+            return
+        c = self.critical[self.looks.index(self.used)]
+        n = self.used
+        for name in STATISTICS:
+            if n < 2:
+                break
+            if name == "mean":
+                mean = self.sums[0] / n
+                var = max(0.0, (self.sums[1] - n * mean * mean) / (n - 1))
+                bound = mean + c * math.sqrt(var / n)
+            else:
+                worse, better = self.counts[name]
+                bound = rate_bound(worse, better, n, alpha=1.0 - _NORMAL_CDF(c), side="upper")
+            self.last_bounds[name] = bound
+            if name in self.guardrails and name not in self.within and above_margin(margins[name], bound):
+                self.within[name] = n
 
 
 class SequentialGate:
     """The state of one sequential gate over ``members`` (:func:`population`) in ``order``
-    (:func:`sequential_order`); ``margin`` is the mean metric's and the refusal rate's, ``max_pass_drop`` the
-    fail rate's, ``alpha`` the error rate over every group and statistic.
+    (:func:`sequential_order`); ``margin`` is the mean metric's, ``max_pass_drop`` the fail rate's,
+    ``max_refusal_rise`` the refusal rate's (``margin`` when None); ``alpha`` is the error rate of the harm
+    tests over every group and statistic, and of each guardrail's test for "within".
     """
 
     def __init__(self, members: Mapping, order, *, cached=(), margin: float,
-                 max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA):
+                 max_pass_drop: float = DEFAULT_MAX_PASS_DROP, alpha: float = DEFAULT_ALPHA,
+                 max_refusal_rise: float | None = None):
         check_alpha(alpha)
-        for name, value in (("margin", margin), ("max_pass_drop", max_pass_drop)):
+        if max_refusal_rise is None:
+            max_refusal_rise = margin
+        for name, value in (("margin", margin), ("max_pass_drop", max_pass_drop),
+                            ("max_refusal_rise", max_refusal_rise)):
             if not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
                     and 0 <= value <= 1):
                 raise InvalidArgumentError(f"{name} must be a finite number in [0, 1], got {value!r}")
@@ -163,7 +231,7 @@ class SequentialGate:
         self.order = [sid for sid in order if sid in self.members]
         self.cached = {sid for sid in cached if sid in self.members}
         self.margin = float(margin)
-        self.margins = {"mean": self.margin, "fail": float(max_pass_drop), "refusal": self.margin}
+        self.margins = {"mean": self.margin, "fail": float(max_pass_drop), "refusal": float(max_refusal_rise)}
         self.alpha = float(alpha)
         tasks: dict = {}
         variations: dict = {}
@@ -186,6 +254,7 @@ class SequentialGate:
             for name, (low, high) in _ranges([self.members[sid] for sid in g.members]).items():
                 g.sequences[name] = MeanSequence(self.margins[name], alpha_low=self.alpha_low,
                                                  alpha_high=self.alpha_high, low=low, high=high)
+            self._plan(g)
         self._of: dict = {}  # sample id -> its groups
         for g in self.groups:
             for sid in g.members:
@@ -200,6 +269,20 @@ class SequentialGate:
         self.verdict = "undecided"
         if not self.groups:
             self.finished = "no sample of this run is in the baseline"
+
+    def _plan(self, g: _Group) -> None:
+        """The group's guardrails and looks: each share of :data:`LOOKS` of its samples, on at least
+        :data:`SUCCESS_FLOOR` of them but the last, with their critical values at ``alpha``. A group of
+        fewer than :data:`~.evidence.MIN_TESTED` samples has no look: it cannot be shown within."""
+        size = len(g.members)
+        g.guardrails = ("mean", "fail") + (
+            ("refusal",) if refusal_guardrail(g.role == "task", size, self.margins["refusal"]) else ())
+        if size < MIN_TESTED:
+            return
+        looks = sorted({min(size, math.ceil(t * size - TIE_TOLERANCE)) for t in LOOKS
+                        if t >= 1.0 or t * size >= SUCCESS_FLOOR})
+        g.looks = tuple(looks)
+        g.critical = group_sequential_bounds(tuple(n / size for n in looks), self.alpha)
 
     # -- input -------------------------------------------------------------
     def add(self, sample_id: str, value: float | None, outcome: Outcome = Outcome.PASSED) -> None:
@@ -238,29 +321,33 @@ class SequentialGate:
                 continue  # decided: what arrives anyway changes nothing
             for name, d in zip(STATISTICS, values):
                 g.sequences[name].add(d)
+            g.take(values)
             g.used += 1
+            g.look(self.margins)
             self._fed.add(sid)
 
     def _decide(self) -> None:
         self.used = len(self._fed)
         for g in self.groups:
-            if g.status != "undecided" or not g.used:
+            if g.status != "undecided":
                 continue
-            seqs = g.sequences.values()
-            if any(s.above_margin for s in seqs):
+            if g.used and any(s.above_margin for s in g.sequences.values()):
                 g.status, g.decided_at = "regressed", self.used
-            elif all(s.below_margin for s in seqs):
-                g.status, g.decided_at = "not-regressed", self.used
+            elif g.used and all(name in g.within for name in g.guardrails):
+                g.status, g.decided_at = "within", self.used
+            elif g.ended:
+                g.status, g.decided_at = "not-shown", self.used
         if any(g.status == "regressed" for g in self.groups):
             self.verdict = "regressed"
             self.finished = f"a regression is shown ({', '.join(self.regressed)})"
-        elif all(g.status == "not-regressed" for g in self.groups):
-            self.verdict = "not-regressed"
-            self.finished = "every task and variation is shown not to have regressed"
-        elif all(g.ended for g in self.groups if g.status == "undecided"):
-            open_ = [g.label for g in self.groups if g.status == "undecided"]
-            self.finished = (f"the samples of {', '.join(open_)} ran out before the gate could decide "
-                             f"{'it' if len(open_) == 1 else 'them'}")
+        elif all(g.status == "within" for g in self.groups):
+            self.verdict = "within-margin"
+            self.finished = "every task and variation is shown within its margins"
+        elif all(g.status != "undecided" for g in self.groups):
+            self.verdict = "not-shown"
+            open_ = [g.label for g in self.groups if g.status == "not-shown"]
+            self.finished = (f"the samples of {', '.join(open_)} ran out before {'it was' if len(open_) == 1 else 'they were'} "
+                             f"shown within the margins")
 
     def defer_stalled(self, slack: int) -> list:
         """Move each group's next member to the end of its stream while it has not arrived and at
@@ -319,13 +406,16 @@ class SequentialGate:
         """JSON-able summary: verdict, samples used of ``total``, groups and what was saved."""
         saved = None if generated is None else max(0, total - generated)
         out = {"verdict": self.verdict, "finished": self.finished, "alpha": self.alpha,
+               "looks": list(LOOKS), "success_floor": SUCCESS_FLOOR,
                "margin": self.margin, "margins": dict(self.margins), "statistics": list(STATISTICS),
                "population": len(self.members), "used": self.used,
                "total": int(total), "cached": len(self.cached),
                "alpha_per_group": {"low": self.alpha_low, "high": self.alpha_high},
                "groups": [g.to_dict(self.margins) for g in self.groups],
-               "method": "betting confidence sequence of the expected paired difference, i.i.d. "
-                         "(Waudby-Smith & Ramdas 2024, aGRAPA bets); Bonferroni over groups x statistics"}
+               "method": "harm: betting confidence sequence of the expected paired difference, i.i.d. "
+                         "(Waudby-Smith & Ramdas 2024, aGRAPA bets), Bonferroni over groups x statistics; "
+                         "within: group-sequential non-inferiority test of each guardrail at alpha, "
+                         "Hwang-Shih-DeCani spending, gamma -4"}
         if saved is not None:
             out["samples_not_generated"] = saved
             out["generations_saved"] = saved * int(repeats)

@@ -166,7 +166,8 @@ class GateState:
             s = self.settings
             self.verdict = decide(self.baseline_doc, results, current, limits=GateLimits(
                 max_regression=s.max_regression, max_pass_drop=s.max_pass_drop,
-                alpha=s.alpha, allow_mismatch=s.allow_mismatch),
+                alpha=s.alpha, allow_mismatch=s.allow_mismatch, max_refusal_rise=s.max_refusal_rise,
+                power=s.power, accept_not_shown=s.accept_not_shown),
                 baseline_label=self._label(), sequential=self.sequential, members=members,
                 interrupted=self.interrupted)
             self.messages.extend(self.verdict.messages)

@@ -15,7 +15,9 @@ import pytest
 
 from ..errors import InternalError
 from ..execution.usage import DEFAULT_BILLED_MAX_CALLS
-from ..gating.policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REGRESSION, MAX_ALPHA
+from ..gating.evidence import DEFAULT_POWER
+from ..gating.policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION,
+                             MAX_ALPHA)
 
 __all__ = [
     "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY", "MAX_ECHOED",
@@ -89,9 +91,9 @@ def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     return convert
 
 
-def number(low: float, high: float, *, low_open: bool, what: str) -> Callable[[str], float]:
-    """A converter to a finite float in ``(low, high]`` or ``[low, high]``."""
-    accepted = f"{what} {'>' if low_open else '>='} {low:g} and <= {high:g}"
+def number(low: float, high: float, *, low_open: bool, what: str, high_open: bool = False) -> Callable[[str], float]:
+    """A converter to a finite float in ``(low, high]``, ``[low, high]`` or, ``high_open``, ``[low, high)``."""
+    accepted = f"{what} {'>' if low_open else '>='} {low:g} and {'<' if high_open else '<='} {high:g}"
 
     def convert(value) -> float:
         text = _text(value)
@@ -99,7 +101,7 @@ def number(low: float, high: float, *, low_open: bool, what: str) -> Callable[[s
             x = float(text)
         except ValueError:
             x = math.nan
-        if not (math.isfinite(x) and (x > low if low_open else x >= low) and x <= high):
+        if not (math.isfinite(x) and (x > low if low_open else x >= low) and (x < high if high_open else x <= high)):
             raise argparse.ArgumentTypeError(f"{text!r} is invalid; accepted: {accepted}")
         return x
 
@@ -407,6 +409,17 @@ OPTIONS: tuple[Option, ...] = (
            "the margin of the pass rate: a task or variation regresses when its share of samples within "
            f"their limits is shown to fall by more than this (default {DEFAULT_MAX_PASS_DROP}: 5 points)",
            metavar="SHARE", gate=True),
+    Option("max_refusal_rise", number(0.0, 1.0, low_open=False, what="a share"), DEFAULT_MAX_REFUSAL_RISE,
+           "the margin of the refusal rate: a task regresses when its share of refused samples is shown to "
+           f"rise by more than this (default {DEFAULT_MAX_REFUSAL_RISE}: 1 point; a guardrail of tasks of at "
+           "least 3/SHARE samples, a harm test elsewhere)", metavar="SHARE", gate=True),
+    Option("power", number(0.5, 1.0, low_open=False, high_open=True, what="a probability"), DEFAULT_POWER,
+           "the power the gate plans sample sizes for: the chance that an unchanged model is shown within "
+           f"the margins (default {DEFAULT_POWER})", metavar="P", gate=True),
+    Option("accept_not_shown", boolean, False,
+           "with --violin-baseline: pass a run in which nothing regressed even though some guardrail was "
+           "not shown within its margin (too few samples for the noise); the gate's verdict names it",
+           kind="flag", gate=True),
     Option("allow_mismatch", boolean, False,
            "with --violin-baseline: decide even when a task shares too few samples with the baseline "
            "to show a regression of the margins (another seed, suite or selection; docs/gating.md)",

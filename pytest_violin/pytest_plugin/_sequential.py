@@ -95,7 +95,8 @@ class SequentialRun:
         settings = self.gate_state.settings
         self.gate = SequentialGate({k: self.members[k] for k in inside}, self.order,
                                    cached=self.cached & inside, margin=float(settings.max_regression),
-                                   max_pass_drop=float(settings.max_pass_drop), alpha=float(settings.alpha))
+                                   max_pass_drop=float(settings.max_pass_drop), alpha=float(settings.alpha),
+                                   max_refusal_rise=float(settings.max_refusal_rise))
         self._publish()
 
     # -- what a sample may do (any process) -----------------------------------

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
+from ..gating.evidence import MIN_TESTED
 from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["StatRow", "cause_line", "group_rows", "headline", "id_list", "not_compared", "ratchet_line", "rule_line",
-           "too_few_line", "where"]
+__all__ = ["EVIDENCE_HEAD", "StatRow", "cause_line", "evidence_line", "evidence_lines", "evidence_rows", "group_rows", "headline", "id_list",
+           "not_compared", "not_shown_text", "ratchet_line", "rule_line", "too_few_line", "where"]
 
 #: Statistic key -> how the reports name it.
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
@@ -105,8 +108,69 @@ def counts_text(comparison) -> str:
     return f"{comparison.compared} samples compared: " + ", ".join(parts)
 
 
+#: How each outcome of a group is written before its label.
+OUTCOME_WORDS = {"within": "within", "regressed": "REGRESSED", "not-shown": "not shown", "not-compared": "-"}
+
+
+def _stat_evidence(key: str, st) -> str:
+    """``mean +0.0031, ruled out above +0.0061`` for one statistic, and why it is not within (with the
+    samples it would need)."""
+    if key == "mean":
+        text = f"mean {fmt_signed(st.delta, 4)}, ruled out above {fmt_signed(st.bound, 4)}"
+    else:
+        verb = "fall" if key == "pass_rate" else "rise"
+        text = (f"{STAT_NAMES[key]} {_points(st.delta, True)} points, a {verb} above "
+                f"{_points(st.bound, True).lstrip('+')} ruled out")
+    need = f"; ~{st.planned:,} needed" if st.planned else ""
+    if st.status == "not-shown" and st.n < MIN_TESTED:
+        text += f" [too few to test: {st.n} < {MIN_TESTED}{need}]"
+    elif st.status == "not-shown":
+        text += f" [NOT SHOWN within {_margin(key, st.margin)}{need}]"
+    elif st.status in ("regressed", "improved", "harm-only"):
+        text += {"regressed": " [REGRESSED]", "improved": " [improved]", "harm-only": " [harm test only]"}[st.status]
+    return text
+
+
+def _margin(key: str, margin: float) -> str:
+    return f"{margin:g}" if key == "mean" else _count_points(margin)
+
+
+def evidence_line(g) -> str:
+    """One group's evidence: ``within  mask/random n=1,800: mean +0.0031, ruled out above +0.0061; pass rate
+    -0.4 points, a fall above 1.9 ruled out; ...``."""
+    parts = "; ".join(_stat_evidence(key, st) for key, st in g.stats.items() if st.status != "not-compared")
+    return f"{OUTCOME_WORDS.get(g.outcome, g.outcome):<9s} {g.label} n={g.n:,}: {parts}"
+
+
+#: The columns of :func:`evidence_rows`.
+EVIDENCE_HEAD = ("group", "outcome", "n", "mean metric", "pass rate", "refusal rate")
+
+
+def evidence_rows(comparison) -> list[tuple]:
+    """One row of :data:`EVIDENCE_HEAD` per compared group: its outcome and each statistic's evidence."""
+    return [(g.label, OUTCOME_WORDS.get(g.outcome, g.outcome), f"{g.n:,}",
+             *(_stat_evidence(key, st) if st.status != "not-compared" else "-" for key, st in g.stats.items()))
+            for g in comparison.groups if g.n]
+
+
+def evidence_lines(comparison) -> list[tuple[str, str]]:
+    """``(line, level)`` of every compared group, in the groups' order: what each ruled out."""
+    levels = {"within": "good", "regressed": "bad", "not-shown": "warn"}
+    return [(evidence_line(g), levels.get(g.outcome, "info")) for g in comparison.groups if g.n]
+
+
+def not_shown_text(comparison) -> str:
+    """``color/v1 (pass rate), shape/triangle (mean metric; 12 samples)``: the groups not shown within."""
+    out = []
+    for g in comparison.not_shown_groups:
+        stats = [STAT_NAMES[k] for k in g.not_shown] or ["not shown by the sequential gate"]
+        small = f"; {g.n} samples" if g.n < MIN_TESTED else ""
+        out.append(f"{g.label} ({', '.join(stats)}{small})")
+    return ", ".join(out)
+
+
 def headline(comparison) -> tuple[str, str]:
-    """``(sentence, level)``: the fixed-sample gate's verdict (``bad`` or ``good``)."""
+    """``(sentence, level)``: the gate's verdict (``bad``, ``warn`` or ``good``)."""
     place = where(comparison)
     regressed = comparison.regressed_groups
     if regressed:
@@ -121,7 +185,17 @@ def headline(comparison) -> tuple[str, str]:
                 f"compared (another suite, selection or seed?)", "bad")
     if comparison.undecidable:
         return f"NOT DECIDED against baseline{place}: {too_few_line(comparison)}", "bad"
-    return f"PASSED: no regression shown against baseline{place} ({counts_text(comparison)})", "good"
+    if comparison.not_shown_groups:
+        groups = not_shown_text(comparison)
+        if comparison.accept_not_shown:
+            return (f"PASSED WITH --violin-accept-not-shown: nothing regressed against baseline{place}, but "
+                    f"these were NOT SHOWN within their margins: {groups} ({counts_text(comparison)})", "warn")
+        return (f"NOT SHOWN: nothing regressed against baseline{place}, but these were not shown within their "
+                f"margins: {groups}; a green gate needs every task and variation shown within (more samples, "
+                f"or --violin-repeats for a stochastic model: the planned sizes are below; "
+                f"--violin-accept-not-shown passes such a run and says so)", "bad")
+    return (f"PASSED: every task and variation shown within its margins against baseline{place} "
+            f"({counts_text(comparison)})", "good")
 
 
 def _count_points(share: float) -> str:
@@ -130,16 +204,21 @@ def _count_points(share: float) -> str:
 
 
 def rule_line(comparison) -> str:
-    """The rule the fixed-sample gate applied, with its margins and error rate."""
+    """The rule the fixed-sample gate applied, with its margins and error rates."""
     from ..gating.policy import DEFAULT_RESAMPLES
 
-    return (f"rule: a task or variation regresses when its mean metric is shown to worsen by more than "
-            f"{comparison.max_regression:g}, its pass rate to fall by more than "
-            f"{_count_points(comparison.max_pass_drop)}, or its refusal rate to rise by more than "
-            f"{_count_points(comparison.max_regression)} (one-sided paired bootstrap bounds, "
-            f"{DEFAULT_RESAMPLES:,} resamples; error rate {comparison.alpha:g} over the "
-            f"{comparison.tests} statistics tested); samples over their limits in the baseline too are "
-            f"known failures (xfailed)")
+    confidence = f"{100 * (1 - comparison.alpha):g}%"
+    return (f"rule: a task or variation is within its margins when its mean metric is shown to worsen by "
+            f"less than {comparison.max_regression:g}, its pass rate to fall by less than "
+            f"{_count_points(comparison.max_pass_drop)} and, on a task of at least "
+            f"{math.ceil(3 / comparison.max_refusal_rise) if comparison.max_refusal_rise else '-'} samples, its "
+            f"refusal rate to rise by less than {_count_points(comparison.max_refusal_rise)} (each a one-sided "
+            f"{confidence} bound: 'ruled out above'); it regressed when one is shown above its margin (error "
+            f"rate {comparison.alpha:g} over the {comparison.tests} statistics tested); the mean metric by a "
+            f"paired bootstrap ({DEFAULT_RESAMPLES:,} resamples), the rates by Tango's score interval; a group "
+            f"of fewer than {MIN_TESTED} samples is not tested; planned sizes are for "
+            f"{100 * comparison.power:g}% power; samples over their limits in the baseline too are known "
+            f"failures (xfailed)")
 
 
 def ratchet_line(comparison) -> str | None:

@@ -14,7 +14,7 @@ from ._tables import Table, markdown_lines
 
 __all__ = ["regressed_groups", "sequential_html", "sequential_lines", "sequential_markdown"]
 
-_STATUS = {"regressed": "REGRESSED", "not-regressed": "not regressed", "undecided": "undecided"}
+_STATUS = {"regressed": "REGRESSED", "within": "within", "not-shown": "not shown", "undecided": "undecided"}
 
 
 def regressed_groups(summary) -> set:
@@ -33,11 +33,14 @@ def _headline(summary: Mapping) -> tuple:
         return (f"FAILED: sequential gate: a regression is shown after {used} of {total} samples{share}: "
                 f"{', '.join(g['group'] for g in summary.get('groups', ()) if g.get('status') == 'regressed')}",
                 "bad")
-    if verdict == "not-regressed":
-        return (f"sequential gate: no regression, every task and variation decided after {used} of {total} "
-                f"samples{share}", "good")
-    return (f"sequential gate undecided after {used} of {total} samples{share}: {summary.get('finished')}; "
-            f"the fixed-sample rule below judges the samples generated", "warn")
+    if verdict == "within-margin":
+        return (f"PASSED: sequential gate: every task and variation shown within its margins after {used} of "
+                f"{total} samples{share}", "good")
+    if verdict == "not-shown":
+        return (f"NOT SHOWN: sequential gate: nothing regressed, but {summary.get('finished')} (after {used} "
+                f"of {total} samples{share}); a green gate needs every task and variation shown within", "bad")
+    return (f"NOT SHOWN: sequential gate stopped after {used} of {total} samples{share}: "
+            f"{summary.get('finished')}; the groups it had not shown within are not shown", "bad")
 
 
 def _outside(summary: Mapping) -> str | None:
@@ -106,22 +109,39 @@ def _cause(g: Mapping) -> str:
     return f" ({', '.join(above)} above its margin)" if above else ""
 
 
+def _ruled_out(stats: Mapping) -> str:
+    """``ruled out: mean above +0.006, fail rate above +0.021``: each guardrail's bound at its latest look."""
+    parts = []
+    for key, words in _NAMES:
+        st = stats.get(key) or {}
+        if st.get("ruled_out_above") is None:
+            continue
+        mark = "" if st.get("guardrail", True) else " (harm test only)"
+        places = _decimals(st.get("margin"))
+        parts.append(f"{words} above {_bound(st['ruled_out_above'], places, True)}{mark}")
+    return f"; ruled out: {', '.join(parts)}" if parts else ""
+
+
 def _group_line(g: Mapping) -> str:
     stats = _stats(g)
     shown = "  ".join(f"{words} {_interval(stats.get(key))}" for key, words in _NAMES if key in stats)
     after = f", decided after {g['decided_after']}" if g.get("decided_after") is not None else ""
     return (f"{g.get('group', '?'):<24s} {_STATUS.get(g.get('status'), g.get('status')):<14s}{_cause(g)} "
-            f"{shown}  used {g.get('used', 0)} of {g.get('size', 0)}{after}")
+            f"{shown}  used {g.get('used', 0)} of {g.get('size', 0)}{after}{_ruled_out(stats)}")
 
 
 def _rule(summary: Mapping) -> str:
     margins = summary.get("margins") or {"mean": summary.get("margin", 0)}
     shown = ", ".join(f"{words} {margins[key]:g}" for key, words in _NAMES if key in margins)
-    return (f"rule: per task and variation, anytime-valid confidence sequences of the expected paired "
-            f"difference (new - old) of each statistic, error rate {summary.get('alpha', 0.05):g} over all "
-            f"of them together; regressed when a lower bound is above its margin, not regressed when every "
-            f"upper bound is at or below it (margins: {shown}); intervals are open: the difference is "
-            f"above the first number and below the second ({summary.get('method', '')})")
+    looks = ", ".join(f"{100 * t:g}%" for t in summary.get("looks") or ())
+    return (f"rule: per task and variation, regressed as soon as the anytime-valid lower bound of a "
+            f"statistic's expected paired difference (new - old) is above its margin (error rate "
+            f"{summary.get('alpha', 0.05):g} over all of them together; intervals are open: the difference is "
+            f"above the first number and below the second); within its margins once each guardrail is shown "
+            f"below its margin at a planned look ({looks} of its samples, none before "
+            f"{summary.get('success_floor', '-')} but the last; each guardrail at error rate "
+            f"{summary.get('alpha', 0.05):g}); not shown when its samples ran out (margins: {shown}; "
+            f"{summary.get('method', '')})")
 
 
 def sequential_lines(summary) -> list:

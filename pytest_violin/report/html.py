@@ -50,10 +50,12 @@ def _run_facts(meta, records) -> list:
 def _gate_view(comparison) -> dict:
     """What the gate section (``templates/gate.html.j2``) shows, in its order."""
     from ..gating.comparison import selection_text
-    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
+    from ._gate_words import (EVIDENCE_HEAD, cause_line, evidence_rows, group_rows, headline, not_compared,
+                              ratchet_line, rule_line, too_few_line)
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
+    evidence = [] if sequential else evidence_rows(comparison)
     lines = []  # (tag, class, text)
     if sequential:
         if comparison.too_few:
@@ -82,7 +84,8 @@ def _gate_view(comparison) -> dict:
                 (g, rows, sorted(((k, v[2]) for k, v in g.metric_deltas.items()), key=lambda kv: -abs(kv[1]))[:3])
                 for g, rows in found]))
     return {"sequential": sequential, "lines": lines, "metadata_changes": list(comparison.metadata_changes.items()),
-            "sections": sections, "lists": not_compared(comparison, selection)}
+            "sections": sections, "lists": not_compared(comparison, selection),
+            "evidence_head": EVIDENCE_HEAD, "evidence": evidence}
 
 
 def _charts(tables) -> list:

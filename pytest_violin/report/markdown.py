@@ -106,7 +106,8 @@ def _delta(row) -> str:
 
 
 def _gate_section(comparison) -> list[str]:
-    from ._gate_words import cause_line, group_rows, headline, not_compared, ratchet_line, rule_line, too_few_line
+    from ._gate_words import (EVIDENCE_HEAD, cause_line, evidence_rows, group_rows, headline, not_compared,
+                              ratchet_line, rule_line, too_few_line)
 
     # a decided sequential gate gave the verdict (its own section): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
@@ -123,6 +124,11 @@ def _gate_section(comparison) -> list[str]:
                   md_escape(rule_line(comparison)[0].upper() + rule_line(comparison)[1:]) + ".", ""]
         if comparison.too_few and comparison.allow_mismatch:
             lines += [md_escape(too_few_line(comparison)), ""]
+        rows = evidence_rows(comparison)
+        if rows:  # what each group ruled out, and what a group not shown needs
+            lines += ["What each group ruled out:", "",
+                      *markdown_lines(Table(EVIDENCE_HEAD, tuple(tuple(md_escape(str(c)) for c in r) for r in rows),
+                                            "llrlll"), esc=str), ""]
     for which, title in (("regressed", "Regressions"), ("improved", "Improvements")):
         found = [] if sequential else group_rows(comparison, which=which)
         if not found:

@@ -135,13 +135,14 @@ def _group_lines(g, rows, which: str, level: str) -> list[tuple[str, str]]:
 def comparison_lines(comparison) -> list[tuple[str, str]]:
     """``(text, level)`` lines of a comparison for the terminal (level ``bad``, ``good``,
     ``warn`` or ``info``); at most 10 sample ids per list before "and N more"."""
-    from ._gate_words import group_rows, headline, ratchet_line, rule_line, too_few_line
+    from ._gate_words import evidence_lines, group_rows, headline, ratchet_line, rule_line, too_few_line
 
     out = []
     # a decided sequential gate gave the verdict (report/sequential.py): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
     if not sequential:
         out += [headline(comparison), (rule_line(comparison), "info")]
+        out += [("  " + line, level) for line, level in evidence_lines(comparison)]
         for which, level in (("regressed", "bad"), ("improved", "good")):
             for g, rows in group_rows(comparison, which=which):
                 out += _group_lines(g, rows, which, level)

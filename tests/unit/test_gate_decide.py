@@ -13,7 +13,7 @@ from pytest_violin.gating.decide import (
 )
 
 
-def _worse_color(n=50):
+def _worse_color(n=300):
     base = np.random.default_rng(3).random(n) * 0.2
     old = make_records(base)
     worse = base.copy()
@@ -33,7 +33,7 @@ def test_a_regression_fails_a_green_session_and_keeps_a_red_status():
 
 
 def test_the_same_run_passes_and_leaves_the_status_alone():
-    recs = make_records(np.random.default_rng(0).random(100) * 0.3)
+    recs = make_records(np.random.default_rng(0).random(300) * 0.3)
     verdict = decide(baseline_of(recs), recs, baseline_of(recs), limits=GateLimits(max_regression=0.05))
     assert verdict.ok and verdict.messages == ()
     assert verdict.exit_status(0) == 0 and verdict.exit_status(1) == 1
