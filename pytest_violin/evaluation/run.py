@@ -240,24 +240,25 @@ class EvaluationRun:
         return folder
 
     def compare(self, baseline, *, max_regression: float | None = None, max_pass_drop: float | None = None,
-                alpha: float | None = None, allow_mismatch: bool = False):
+                alpha: float | None = None, allow_mismatch: bool = False, max_refusal_rise: float | None = None,
+                power: float | None = None, accept_not_shown: bool = False):
         """The gate's verdict on this run against ``baseline`` (a baseline file, a folder :meth:`save`
         wrote, a baseline document, or another :class:`EvaluationRun`).
 
         The gate's own decision (:func:`pytest_violin.gating.decide.decide`, the rules of
-        ``--violin-baseline``, its margins and error rate by default): a
-        :class:`~pytest_violin.gating.decide.GateVerdict` whose ``ok`` is False when a task or
-        variation got credibly worse; ``comparison`` holds the groups' deltas, ``messages`` what
-        the reports say beside them (the data changed).
+        ``--violin-baseline``, its margins, error rate and power by default): a
+        :class:`~pytest_violin.gating.decide.GateVerdict` whose ``ok`` is True only when every task and
+        variation is shown within its margins (or, ``accept_not_shown``, nothing regressed);
+        ``comparison`` holds the groups' evidence and outcome, ``messages`` what the reports say beside
+        them (the data changed).
         """
         from ..gating.decide import GateLimits, decide
         from ..report.json_report import records_of
 
-        defaults = GateLimits()
-        limits = GateLimits(
-            max_regression=defaults.max_regression if max_regression is None else max_regression,
-            max_pass_drop=defaults.max_pass_drop if max_pass_drop is None else max_pass_drop,
-            alpha=defaults.alpha if alpha is None else alpha, allow_mismatch=allow_mismatch)
+        given = {"max_regression": max_regression, "max_pass_drop": max_pass_drop, "alpha": alpha,
+                 "max_refusal_rise": max_refusal_rise, "power": power}
+        limits = GateLimits(allow_mismatch=allow_mismatch, accept_not_shown=accept_not_shown,
+                            **{k: v for k, v in given.items() if v is not None})
         doc, label = _baseline_document(baseline)
         return decide(doc, records_of(self.results), self.baseline(), limits=limits, baseline_label=label,
                       interrupted=self.interrupted)

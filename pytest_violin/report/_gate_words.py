@@ -123,7 +123,7 @@ def _stat_evidence(key: str, st) -> str:
                 f"{_points(st.bound, True).lstrip('+')} ruled out")
     need = f"; ~{st.planned:,} needed" if st.planned else ""
     if st.status == "not-shown" and st.n < MIN_TESTED:
-        text += f" [too few to test: {st.n} < {MIN_TESTED}{need}]"
+        text += f" [too few to test: {st.n}, a test needs {MIN_TESTED}{need}]"
     elif st.status == "not-shown":
         text += f" [NOT SHOWN within {_margin(key, st.margin)}{need}]"
     elif st.status in ("regressed", "improved", "harm-only"):

@@ -10,6 +10,7 @@ import pytest
 from pytest_violin.thresholds import KNOWN_METRICS
 
 LIMIT = "--violin-limit=60"  # 12 per variation: every task shares over MIN_SHARED samples
+GATED = "--violin-limit=300"  # 60 per variation: every group large enough for the gate's tests
 TASKS = "--violin-tasks=color,shape"
 
 MODELS = '''
@@ -49,36 +50,63 @@ def project(pytester):
     return pytester
 
 
-def _baseline(project, name="base.json", *extra):
-    result = project.runpytest("--violin-model=oracle", LIMIT, TASKS, f"--violin-save-baseline={name}",
+def _baseline(project, name="base.json", *extra, limit=LIMIT):
+    result = project.runpytest("--violin-model=oracle", limit, TASKS, f"--violin-save-baseline={name}",
                                "-p", "no:cacheprovider", *extra)
     assert result.ret == 0, result.stdout.str()
     return project.path / name
 
 
 def test_oracle_passes_against_itself_and_a_degraded_model_fails(project):
-    path = _baseline(project)
+    path = _baseline(project, limit=GATED)
     doc = json.loads(path.read_text())
-    assert len(doc["samples"]) == 60 and doc["metadata"]["adapter"] == "oracle"
+    assert len(doc["samples"]) == 300 and doc["metadata"]["adapter"] == "oracle"
     assert {s["task"] for s in doc["samples"]} == {"color", "shape"}
     assert all(s["definition"] for s in doc["samples"])
 
-    same = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+    same = project.runpytest("--violin-model=oracle", GATED, TASKS, "--violin-baseline=base.json",
                              "-p", "no:cacheprovider")
     assert same.ret == 0
-    same.stdout.fnmatch_lines(["*violin regression gate*", "PASSED: no regression shown against baseline*"])
-    same.assert_outcomes(passed=61)  # the samples and violin::gate
+    same.stdout.fnmatch_lines(["*violin regression gate*",
+                               "PASSED: every task and variation shown within its margins against baseline*",
+                               "*within*color/v1 n=60: mean +0.0000, ruled out above +0.0000; pass rate*"])
+    same.assert_outcomes(passed=301)  # the samples and violin::gate
 
-    worse = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, TASKS,
+    worse = project.runpytest("--violin-model=python:violin_models:degraded", GATED, TASKS,
                               "--violin-baseline=base.json", "-p", "no:cacheprovider", *LOOSE)
     out = worse.stdout.str()
-    worse.assert_outcomes(passed=60, failed=1)  # the absolute limits pass, violin::gate fails ...
+    worse.assert_outcomes(passed=300, failed=1)  # the absolute limits pass, violin::gate fails ...
     assert worse.ret == 1  # ... and the session
     regressed = re.search(r"FAILED: the model got worse against baseline \S+: (.*)", out).group(1)
     assert "color (mean metric)" in regressed
-    assert re.search(r"regressed color\s+\(n=24\)\n\s+mean metric\s+old\s+0\.0000\s+new\s+0\.\d+\s+delta "
+    assert re.search(r"regressed color\s+\(n=120\)\n\s+mean metric\s+old\s+0\.0000\s+new\s+0\.\d+\s+delta "
                      r"\+0\.\d+\s+bounds \[\+", out)
     assert "FAILED violin::gate" in out
+
+
+def test_a_selection_too_small_for_the_gate_is_not_shown_and_says_what_it_needs(project):
+    """60 samples: variations of 12, below the 30 a test needs; nothing regressed, nothing shown within:
+    the gate is not green (exit 1), names each group with the samples it needs, and
+    --violin-accept-not-shown passes it, saying so."""
+    _baseline(project)
+    small = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+                              "-p", "no:cacheprovider", "--violin-report=rep")
+    assert small.ret == 1
+    small.assert_outcomes(passed=60, failed=1)
+    out = small.stdout.str()
+    assert "NOT SHOWN: nothing regressed against baseline" in out
+    assert re.search(r"not shown\s+shape/triangle n=12: mean .*\[too few to test: 12, a test needs 30; ~30 needed\]", out)
+    gate = json.loads((project.path / "rep" / "results.json").read_text())["comparison"]
+    assert gate["outcome"] == "not-shown" and gate["ok"] is False and "shape/triangle" in gate["not_shown"]
+    triangle = next(g for g in gate["groups"] if g["task"] == "shape" and g["variation"] == "triangle")
+    assert triangle["outcome"] == "not-shown" and triangle["pass_rate"]["planned"] >= 52
+    assert triangle["mean"]["ruled_out_above"] is not None
+    md = (project.path / "rep" / "summary.md").read_text()
+    assert "What each group ruled out" in md and "too few to test" in md
+    accepted = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+                                 "-p", "no:cacheprovider", "--violin-accept-not-shown")
+    assert accepted.ret == 0
+    accepted.stdout.fnmatch_lines(["PASSED WITH --violin-accept-not-shown: nothing regressed*NOT SHOWN*"])
 
 
 @pytest.mark.slow  # two workers start: seconds

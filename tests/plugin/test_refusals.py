@@ -44,7 +44,7 @@ def test_rising_refusal_rate_is_a_regression_of_its_own():
     new = _baseline(_records(40, refused_ids=range(12)))
     c = compare(old, new)
     group = {g.label: g for g in c.groups}["color/v1"]
-    assert group.mean.status == "unchanged" and group.mean.delta == 0
+    assert group.mean.status == "within" and group.mean.delta == 0
     assert group.refusal_rate.status == "regressed"
     assert group.refusal_rate.old == 0 and group.refusal_rate.new == pytest.approx(0.3)
     assert group.refusal_rate.ci_low > 0
@@ -64,18 +64,38 @@ def test_rising_refusal_rate_is_a_regression_of_its_own():
 
 
 def test_one_more_refusal_is_not_a_credible_regression():
-    # one sample out of 40 refused: 2.5 points, but the interval reaches 0
+    # one sample out of 40 refused: 2.5 points, but the interval reaches below 0
     old = _baseline(_records(40))
     new = _baseline(_records(40, refused_ids={7}))
     c = compare(old, new)
     group = {g.label: g for g in c.groups}["color/v1"]
-    assert group.refusal_rate.delta == pytest.approx(0.025) and group.refusal_rate.ci_low == 0
-    assert group.refusal_rate.status == "unchanged" and not c.refusal_regressions
+    assert group.refusal_rate.delta == pytest.approx(0.025) and group.refusal_rate.ci_low < 0
+    # 40 samples cannot rule out a rise of 1 point: the refusal rate is tested for harm alone there
+    assert group.refusal_rate.status == "harm-only" and not group.refusal_rate.guardrail
+    assert not c.refusal_regressions
+
+
+def test_the_refusal_rate_is_a_guardrail_of_a_large_task_only():
+    """A task of at least 3 / margin samples must show its refusal rate within the margin; a smaller
+    group, or a variation, tests it for harm alone (no refusal on either side of 40 samples rules out only
+    a rise above about 6 points)."""
+    small = compare(_baseline(_records(40)), _baseline(_records(40)))
+    assert {g.refusal_rate.status for g in small.groups} == {"harm-only"}
+    large = compare(_baseline(_records(400)), _baseline(_records(400)))
+    statuses = {g.label: g.refusal_rate.status for g in large.groups}
+    assert statuses == {"color": "within", "color/v1": "harm-only"}
+    assert large.ok
+    # a rise of 0.8 points on 400 samples is not shown within a 1-point margin, nor regressed
+    rise = compare(_baseline(_records(400)), _baseline(_records(400, refused_ids=range(3))))
+    task = {g.label: g for g in rise.groups}["color"]
+    assert task.refusal_rate.status == "not-shown" and task.refusal_rate.planned > 400
+    assert not rise.ok and rise.outcome == "not-shown"
 
 
 def test_falling_refusal_rate_is_an_improvement_and_passes():
-    c = compare(_baseline(_records(40, refused_ids=range(12))), _baseline(_records(40)))
-    assert {g.refusal_rate.status for g in c.groups} == {"improved"} and c.ok
+    c = compare(_baseline(_records(400, refused_ids=range(120))), _baseline(_records(400)))
+    assert {g.label: g.refusal_rate.status for g in c.groups} == {"color": "improved", "color/v1": "harm-only"}
+    assert c.ok
 
 
 def test_aggregates_count_refusals_apart():
@@ -112,6 +132,9 @@ def _model(pytester, refuse=()):
 
 ARGS = ("--violin-model=python:violin_models:Model", "--violin-tasks=color,shape", "--violin-limit=12",
         "-p", "no:cacheprovider", "-p", "no:randomly")
+#: A selection whose groups are large enough for the gate's tests (at least 30 samples each).
+GATED = ("--violin-model=python:violin_models:Model", "--violin-tasks=color,shape", "--violin-limit=200",
+         "-p", "no:cacheprovider", "-p", "no:randomly")
 
 
 def test_refusals_end_to_end_in_the_terminal_and_every_report(pytester):
@@ -141,16 +164,17 @@ def test_refusals_end_to_end_in_the_terminal_and_every_report(pytester):
 
 def test_the_gate_fails_when_the_model_starts_refusing(pytester):
     _model(pytester)
-    saved = pytester.runpytest(*ARGS, "--violin-save-baseline=base.json")
+    saved = pytester.runpytest(*GATED, "--violin-save-baseline=base.json")
     assert saved.ret == 0
     base = json.loads((pytester.path / "base.json").read_text())
     assert all(row["refused"] == 0 for row in base["aggregates"]["tasks"])
     _model(pytester, refuse={"shape"})
-    result = pytester.runpytest(*ARGS, "--violin-baseline=base.json", "--violin-report=rep")
+    result = pytester.runpytest(*GATED, "--violin-baseline=base.json", "--violin-report=rep")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
     assert "shape (mean metric, pass rate, refusal rate)" in out
     assert "refused (" in out  # the cause before the numbers: no image, because refused
-    result.assert_outcomes(passed=12 - 7, xfailed=7, failed=1)  # the new refusals; violin::gate
+    shapes = sum(1 for s in base["samples"] if s["task"] == "shape")
+    result.assert_outcomes(passed=200 - shapes, xfailed=shapes, failed=1)  # the new refusals; violin::gate
     comparison = json.loads((pytester.path / "rep" / "results.json").read_text())["comparison"]
     assert "shape" in comparison["refusal_regressions"] and comparison["ok"] is False

@@ -164,8 +164,13 @@ def test_md_escape_neutralises_markup():
     assert md_escape("a|b <i>\n*x*") == "a\\|b &lt;i&gt; \\*x\\*"
 
 
+def gated_runs(thumbs):
+    """:func:`runs` and 60 more colour samples: a group large enough for the gate's tests (30)."""
+    return runs(thumbs) + [record(100 + i, value=0.05) for i in range(60)]
+
+
 def test_markdown_gate_section(thumbs):
-    recs = runs(thumbs)
+    recs = gated_runs(thumbs)
     worse = [dict(r, metrics={k: v + 0.3 for k, v in r["metrics"].items()}, outcome="failed")
              if r["task"] == "color" else r for r in recs]
     args = dict(suite="violin", profile="violin", seed=0, adapter="oracle")
@@ -173,6 +178,9 @@ def test_markdown_gate_section(thumbs):
     text = render_markdown(worse, comparison=c)
     assert "**FAILED: the model got worse" in text and "| color |" in text and "❌ regressed" in text
     assert "| color | mean metric |" in text and "| color/v1 | mean metric |" in text
+    # what each group ruled out, the groups too small to test named with what they need
+    assert "What each group ruled out:" in text and "| shape | not shown | 3 |" in text
+    assert "too few to test: 3, a test needs 30" in text
 
 
 # --------------------------------------------------------------------------- HTML
@@ -222,7 +230,7 @@ def test_html_drops_foreign_uris(thumbs):
 
 
 def test_html_highlights_regressions(tmp_path, thumbs):
-    recs = runs(thumbs)
+    recs = gated_runs(thumbs)
     worse = [dict(r, metrics={k: v + 0.3 for k, v in r["metrics"].items()}, outcome="failed")
              if r["task"] == "color" else r for r in recs]
     args = dict(suite="violin", profile="violin", seed=0, adapter="oracle")
@@ -231,6 +239,7 @@ def test_html_highlights_regressions(tmp_path, thumbs):
     html = path.read_text()
     assert "FAILED: the model got worse" in html and html.count('<tr class="reg">') >= 2
     assert "<th>newly failing</th>" in html and f"<code>{worse[0]['sample_id']}</code>" in html
+    assert "What each group ruled out" in html and "<td>REGRESSED</td>" in html
     assert '<tr class=" reg">' not in html and "<script>alert" not in html
     assert build_results(worse, comparison=c)["comparison"]["regressions"] == ["color", "color/v1"]
 
