@@ -1,8 +1,9 @@
 """How often the (fixed-sample) gate is red, through the plugin, for models that are not the oracle.
 
 Each case runs ``pytest --violin-model=python:acme_models:MODEL --violin-baseline=...`` in a fresh
-subprocess (the example project's models, ``example_suite/acme_models.py``) and counts the runs
-whose exit status is 1 (the gate failed) and how many ended otherwise:
+subprocess (the example project's models, ``example_suite/acme_models.py``) and counts the runs by the
+gate's outcome in results.json: red (a group regressed), green (every group shown within its margins), not
+shown (neither), and any other ending:
 
 * ``stochastic``: the realistic model with fresh noise on every run (an API that ignores the seed),
   against a baseline of one of its own runs: an unchanged model, every red run is a false alarm;
@@ -12,7 +13,7 @@ whose exit status is 1 (the gate failed) and how many ended otherwise:
 
 Usage::
 
-    python benchmarks/bench_gate.py                  # 20 stochastic runs, 5 of each other case
+    python benchmarks/bench_gate.py                  # 20 stochastic runs, 5 of each other case (480 samples)
     python benchmarks/bench_gate.py --runs 40 --tasks color,shape --limit 200
     python benchmarks/bench_gate.py --tasks color --limit 400 --cases off_colour --other-runs 3
     python benchmarks/bench_gate.py --compare-only   # the comparison's cost at the full suite's size
@@ -43,6 +44,19 @@ def _pytest(cwd: Path, *args: str) -> int:
     if proc.returncode not in (0, 1):
         print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
     return proc.returncode
+
+
+def _outcome(cwd: Path, *args: str) -> str:
+    """The gate's outcome of one run (``regressed``, ``within-margin``, ``not-shown``), or ``exit N``."""
+    import json
+
+    report = cwd / "bench-report"
+    shutil.rmtree(report, ignore_errors=True)
+    code = _pytest(cwd, *args, f"--violin-report={report}")
+    try:
+        return json.loads((report / "results.json").read_text())["comparison"]["outcome"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"exit {code}"
 
 
 def _compare_only() -> None:
@@ -80,7 +94,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="runs of the stochastic model (default 20)")
     parser.add_argument("--other-runs", type=int, default=5, help="runs of every other case (default 5)")
     parser.add_argument("--tasks", default="color,shape")
-    parser.add_argument("--limit", type=int, default=96)
+    parser.add_argument("--limit", type=int, default=480)
     parser.add_argument("--cases", default="stochastic,production,worse,off_colour",
                         help="the candidates to run (default: all four)")
     parser.add_argument("--compare-only", action="store_true",
@@ -104,15 +118,17 @@ def main(argv=None) -> int:
         cases = [case for case in cases if case[0] in args.cases.split(",")]
         print(f"tasks {args.tasks}, limit {args.limit}; load average at the start "
               f"{load_before[0]:.1f} / {load_before[1]:.1f}")
-        print(f"{'candidate':<12} {'baseline':<11} {'runs':>4} {'red':>4} {'green':>5} {'other':>5} {'s/run':>6}")
+        print(f"{'candidate':<12} {'baseline':<11} {'runs':>4} {'red':>4} {'green':>5} {'not shown':>9} "
+              f"{'other':>5} {'s/run':>6}")
         for model, base, runs in cases:
-            codes, start = [], time.perf_counter()
+            got, start = [], time.perf_counter()
             for _ in range(runs):
-                codes.append(_pytest(cwd, f"--violin-model=python:acme_models:{model}", *common,
-                                     f"--violin-baseline={base}.json"))
+                got.append(_outcome(cwd, f"--violin-model=python:acme_models:{model}", *common,
+                                    f"--violin-baseline={base}.json"))
             took = (time.perf_counter() - start) / max(1, runs)
-            red, green = codes.count(1), codes.count(0)
-            print(f"{model:<12} {base:<11} {runs:>4} {red:>4} {green:>5} {runs - red - green:>5} {took:>6.1f}")
+            red, green, unshown = got.count("regressed"), got.count("within-margin"), got.count("not-shown")
+            print(f"{model:<12} {base:<11} {runs:>4} {red:>4} {green:>5} {unshown:>9} "
+                  f"{runs - red - green - unshown:>5} {took:>6.1f}")
     load_after = os.getloadavg()
     print(f"load average at the end {load_after[0]:.1f} / {load_after[1]:.1f}")
     return 0
