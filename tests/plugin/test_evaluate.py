@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -333,3 +334,26 @@ def test_runs_on_the_official_data_get_the_papers_models_as_reference_lines(tmp_
     assert any("published means" in n for n in shown.notes)
     assert "(paper)" in shown.markdown() and 'stroke-dasharray="4 3"' in shown.html()
     assert trend(runs, paper=False).references == {}
+
+
+def test_a_callable_that_never_returns_is_an_error_after_the_timeout_and_the_run_ends():
+    release, ended, box = threading.Event(), threading.Event(), []
+
+    def hang(request):
+        release.wait()
+
+    def run():
+        try:
+            box.append(evaluate(hang, tasks="color", limit=2, progress=False, concurrency=1, timeout=0.3,
+                                cache=False))
+        finally:
+            ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        assert ended.wait(120), "evaluate() did not end"
+    finally:
+        release.set()  # the abandoned calls return
+    run = box[0]
+    assert len(run) == 2 and all(r.outcome is Outcome.ERROR for r in run.results)
+    assert all("did not return within 0.3 s" in r.error for r in run.results), run.results[0].error
