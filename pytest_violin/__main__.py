@@ -109,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a --violin-report folder or results.json, a baseline file, or "
                           "dir:FOLDER of saved images (with --suite)")
     cmp.add_argument("--label", action="append", default=[], metavar="L",
-                     help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+                     help="label of the n-th RUN (repeat; default the label evaluate() saved "
+                          "in it, else the adapter recorded in it)")
     cmp.add_argument("--paper", action="store_true",
                      help="add the paper's published rows (Tables 1, 2, 3 and 7)")
     cmp.add_argument("--format", default="terminal", choices=COMPARE_FORMATS,
@@ -136,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a --violin-report folder (or one evaluate()'s run.save wrote), a results.json "
                          "or a baseline file, oldest first")
     tr.add_argument("--label", action="append", default=[], metavar="L",
-                    help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+                    help="label of the n-th RUN (repeat; default the label evaluate() saved "
+                         "in it, else the adapter recorded in it)")
     paper = tr.add_mutually_exclusive_group()
     paper.add_argument("--paper", dest="paper", action="store_true", default=None,
                        help="draw the paper's models as reference lines (default: when every run is on "

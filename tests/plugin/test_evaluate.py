@@ -170,6 +170,24 @@ def test_checkpoints_with_less_error_trend_down(tmp_path):
     assert task_means == pytest.approx(means)
 
 
+def test_the_label_given_to_evaluate_names_the_saved_run_in_the_trend(tmp_path):
+    from pytest_violin.__main__ import main
+    from pytest_violin.compare.runs import load_run
+
+    generate = _noisy(0)  # one callable for every checkpoint, as in a training loop
+    for step in (1000, 2000):
+        evaluate(generate, tasks="color", limit=4, progress=False, label=f"ckpt-{step}").save(tmp_path / str(step))
+    assert load_run(str(tmp_path / "1000")).label == "ckpt-1000"
+    assert trend([tmp_path / "1000", tmp_path / "2000"]).labels == ["ckpt-1000", "ckpt-2000"]
+    out = tmp_path / "trend.csv"
+    assert main(["trend", str(tmp_path / "1000"), str(tmp_path / "2000"), "--format", "csv",
+                 "--output", str(out)]) == 0
+    shown = {line.split(",")[1] for line in out.read_text().splitlines()[1:]}
+    assert shown == {"ckpt-1000", "ckpt-2000"}
+    # --label still wins over the saved one
+    assert load_run(str(tmp_path / "1000"), label="first").label == "first"
+
+
 def test_trend_command_line_errors(tmp_path, capsys):
     from pytest_violin.__main__ import EXIT_USAGE, main
 
