@@ -22,22 +22,28 @@ Exit status (pytest's numbers, so a script treats both alike):
 * 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
   a run, runs that cannot be compared, shards that are not the parts of one run, a suite or manifest that does
   not load); ``gate``: the run shares too few samples with the baseline to decide; one line names the value
-  and what is accepted.
+  and what is accepted;
+* 141: standard output was closed before the command finished writing (``gate ... | head``): the command stops
+  there without a message, with the status a shell gives a program SIGPIPE ended (128 + 13), so a pipeline
+  under ``set -o pipefail`` does not take an unfinished command (a gate not decided) for a success.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from .errors import ViolinError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_PIPE"]
 
 #: Exit statuses (module docstring): pytest's OK, TESTS_FAILED and USAGE_ERROR.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
+#: Standard output closed early (a pipe to ``head``): a shell's status for a program SIGPIPE ended.
+EXIT_PIPE = 128 + 13
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a --violin-report folder or results.json, a baseline file, or "
                           "dir:FOLDER of saved images (with --suite)")
     cmp.add_argument("--label", action="append", default=[], metavar="L",
-                     help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+                     help="label of the n-th RUN (repeat; default the label evaluate() saved "
+                          "in it, else the adapter recorded in it)")
     cmp.add_argument("--paper", action="store_true",
                      help="add the paper's published rows (Tables 1, 2, 3 and 7)")
     cmp.add_argument("--format", default="terminal", choices=COMPARE_FORMATS,
@@ -136,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="a --violin-report folder (or one evaluate()'s run.save wrote), a results.json "
                          "or a baseline file, oldest first")
     tr.add_argument("--label", action="append", default=[], metavar="L",
-                    help="label of the n-th RUN (repeat; default the adapter recorded in it)")
+                    help="label of the n-th RUN (repeat; default the label evaluate() saved "
+                         "in it, else the adapter recorded in it)")
     paper = tr.add_mutually_exclusive_group()
     paper.add_argument("--paper", dest="paper", action="store_true", default=None,
                        help="draw the paper's models as reference lines (default: when every run is on "
@@ -483,6 +491,30 @@ def _print_counts(samples, suite, out) -> None:
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (module docstring)."""
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback at the interpreter's exit
+        return status
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_PIPE
+
+
+def _stdout_to_devnull() -> None:
+    """Point standard output's descriptor at the null device, so what is still buffered goes nowhere instead of
+    raising again when the interpreter flushes it at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _run(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # errors found after parsing are the sub-command's: its usage, not the top-level one
@@ -519,6 +551,8 @@ def main(argv=None) -> int:
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
+    except BrokenPipeError:
+        raise  # standard output was closed: no message to write (main)
     except (ViolinError, OSError) as exc:
         from .errors import GenerationError, InternalError
         from .report.text import printable

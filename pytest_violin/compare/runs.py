@@ -244,9 +244,10 @@ def _label(label, meta, fallback) -> str:
         if not str(label).strip():
             raise InvalidArgumentError(f"--label must not be empty, got {label!r}")
         return str(label)[:_LABEL_MAX]
-    adapter = meta.get("adapter")
-    if isinstance(adapter, str) and adapter and adapter != "unknown":
-        return adapter[:_LABEL_MAX]
+    for key in ("label", "adapter"):  # evaluate(label=...) records its run's name
+        named = meta.get(key)
+        if isinstance(named, str) and named.strip() and named != "unknown":
+            return named[:_LABEL_MAX]
     return str(fallback)[:_LABEL_MAX]
 
 

@@ -78,7 +78,9 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
     cache : bool or path, optional
         ``True``: :data:`DEFAULT_CACHE_DIR` (the plugin's); a folder; ``False``: none.
     timeout, retries, headers : optional
-        HTTP adapters' seconds per request, retries, extra headers (``("Name", "value")`` pairs).
+        HTTP adapters' seconds per request, retries, extra headers (``("Name", "value")`` pairs);
+        ``timeout`` also bounds each call of a callable or ``python:`` model (a call past it is
+        abandoned, still running in the background, and its sample an error).
     max_calls : int, None or "default", optional
         The most model calls the run may make: ``"default"`` caps an adapter
         that bills at 2000 calls and leaves others uncapped; ``None``: no cap.
@@ -242,12 +244,10 @@ def _adapter(model, *, cancel, timeout, retries, headers, concurrency):
         except ModelSpecError as exc:  # a spec may hold a password: never shown
             raise ModelSpecError(f"model={redact_userinfo(str(model), loose=True)!r}: "
                                  f"{redact_userinfo(str(exc), loose=True)}") from None
-    if callable(getattr(model, "generate", None)):
-        if isinstance(getattr(model, "identity", None), str):
-            return model, False
-        return PythonAdapter(_name(model), model), False
-    if callable(model):
-        return PythonAdapter(_name(model), model), False
+    if callable(getattr(model, "generate", None)) and isinstance(getattr(model, "identity", None), str):
+        return model, False
+    if callable(getattr(model, "generate", None)) or callable(model):
+        return PythonAdapter(_name(model), model, timeout=timeout, cancel=cancel), False
     raise ModelSpecError(f"model={_short(model)}: accepted: a model spec string (e.g. 'oracle', "
                          f"'python:module:function', 'http://host/path'), an adapter with "
                          f"generate(request), or a callable taking a GenerationRequest")

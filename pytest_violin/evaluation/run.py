@@ -196,6 +196,7 @@ class EvaluationRun:
         from ..report.json_report import records_of, run_usage
 
         meta = dict(current["metadata"])
+        meta["label"] = self.label  # what compare and trend name the saved run by
         meta["interrupted"] = self.interrupted
         if self.interrupted:
             meta["stop_reason"] = self.stop_reason
@@ -215,7 +216,7 @@ class EvaluationRun:
         """Write ``results.json``, ``thumbnails.json``, ``summary.md`` and ``report.html`` into
         ``folder`` (as ``--violin-report`` does) and the run's baseline as ``baseline.json``.
 
-        ``python -m pytest_violin compare FOLDER`` reads the folder,
+        ``python -m pytest_violin compare FOLDER`` (and ``trend``) reads the folder, naming it by :attr:`label`,
         ``--violin-baseline=FOLDER/baseline.json`` gates a later run on it.
         ``baseline``: a baseline to compare with (as :meth:`compare` takes it), whose verdict the reports show.
         A baseline of an interrupted run or of a shard is not written (it would gate on a subset).

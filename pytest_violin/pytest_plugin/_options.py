@@ -334,7 +334,8 @@ OPTIONS: tuple[Option, ...] = (
            f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
     Option("timeout", number(0.0, MAX_TIMEOUT, low_open=True, what="a number of seconds"), 120.0,
            "deadline in seconds for one HTTP attempt, connection and whole body included; one "
-           "sample's attempts and retry waits together take at most twice that (default 120)",
+           "sample's attempts and retry waits together take at most twice that; also the longest "
+           "wait for one call of a python: model (default 120)",
            metavar="S"),
     Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
            metavar="N"),

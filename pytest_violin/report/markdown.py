@@ -43,8 +43,12 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
     passed, refused, errors = (sum(1 for r in records if r.get("outcome") == o)
                                for o in (Outcome.PASSED, Outcome.REFUSED, Outcome.ERROR))
     lines = ["## pytest-violin results", ""]
-    # an error (a time-out, a setup error, a crash) was never judged: not a failure
-    facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors} failed"]
+    # an error (a time-out, a setup error, a crash) was never judged: not a failure; a failing sample the
+    # baseline holds is pytest's xfail, and is named as pytest names it
+    xfailed = _xfailed(comparison)
+    facts = [f"{len(records)} samples", f"{passed} passed", f"{len(records) - passed - errors - xfailed} failed"]
+    if xfailed:
+        facts.append(f"{xfailed} xfailed (over their limits, compared with the baseline: the gate judges them)")
     if refused:
         facts.append(f"{refused} refused by the model")
     if errors:
@@ -96,6 +100,15 @@ def render_markdown(results, *, metadata=None, comparison=None, aggregates=None,
 
         lines += [markdown_section(runs_comparison), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _xfailed(comparison) -> int:
+    """Samples over their limits that the baseline holds, judged there with the same definition: those the
+    plugin reports as xfailed (docs/gating.md, "Known failures"), which are the failing samples the gate
+    compared (each once: its task's row)."""
+    if comparison is None:
+        return 0
+    return sum(len(g.newly_failing) + g.still_failing for g in comparison.groups if g.variation is None)
 
 
 def _delta(row) -> str:

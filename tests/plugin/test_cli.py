@@ -1,12 +1,13 @@
-"""``python -m pytest_violin export|list|sheet``."""
+"""``python -m pytest_violin export|list|sheet``, and its output into a closed pipe."""
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
-from pytest_violin.__main__ import main
+from pytest_violin.__main__ import EXIT_PIPE, main
 from pytest_violin.suite import load_suite
 
 
@@ -77,3 +78,42 @@ def test_module_entry_point_runs(tmp_path):
     from pytest_violin.imaging import as_rgb8
 
     assert as_rgb8(sheet).shape[0] > 100
+
+
+def _into_a_closed_pipe(*args):
+    """``python -m pytest_violin ARGS`` writing into a pipe whose reader is gone before its first byte (what
+    ``| head`` does once it has its lines): every write meets a broken pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "pytest_violin", *args], stdout=write, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, timeout=300)
+    finally:
+        os.close(write)
+
+
+@pytest.fixture(scope="module")
+def gated_run(tmp_path_factory):
+    """A saved oracle run and its own baseline: a gate that decides, and passes."""
+    from pytest_violin import evaluate
+
+    folder = tmp_path_factory.mktemp("gated")
+    evaluate("oracle", tasks="color", limit=40, progress=False, cache=False).save(folder)
+    return folder
+
+
+def test_the_gate_into_a_closed_pipe_exits_141_without_a_traceback(gated_run):
+    args = ("gate", str(gated_run), "--baseline", str(gated_run / "baseline.json"))
+    whole = subprocess.run([sys.executable, "-m", "pytest_violin", *args], capture_output=True, text=True,
+                           timeout=300)
+    assert whole.returncode == 0 and whole.stdout, whole.stderr  # it has lines to write
+    cut = _into_a_closed_pipe(*args)
+    assert cut.returncode == EXIT_PIPE == 141
+    assert cut.stderr == ""  # no traceback, no "Exception ignored", no error line
+
+
+@pytest.mark.parametrize("args", [("list", "--suite", "violin"), ("trend", "{run}", "--format", "md")],
+                         ids=["list", "trend"])
+def test_every_command_into_a_closed_pipe_exits_141_quietly(args, gated_run):
+    cut = _into_a_closed_pipe(*(a.format(run=gated_run) for a in args))
+    assert (cut.returncode, cut.stderr) == (EXIT_PIPE, "")

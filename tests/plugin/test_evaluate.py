@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -174,6 +175,24 @@ def test_checkpoints_with_less_error_trend_down(tmp_path):
     assert task_means == pytest.approx(means)
 
 
+def test_the_label_given_to_evaluate_names_the_saved_run_in_the_trend(tmp_path):
+    from pytest_violin.__main__ import main
+    from pytest_violin.compare.runs import load_run
+
+    generate = _noisy(0)  # one callable for every checkpoint, as in a training loop
+    for step in (1000, 2000):
+        evaluate(generate, tasks="color", limit=4, progress=False, label=f"ckpt-{step}").save(tmp_path / str(step))
+    assert load_run(str(tmp_path / "1000")).label == "ckpt-1000"
+    assert trend([tmp_path / "1000", tmp_path / "2000"]).labels == ["ckpt-1000", "ckpt-2000"]
+    out = tmp_path / "trend.csv"
+    assert main(["trend", str(tmp_path / "1000"), str(tmp_path / "2000"), "--format", "csv",
+                 "--output", str(out)]) == 0
+    shown = {line.split(",")[1] for line in out.read_text().splitlines()[1:]}
+    assert shown == {"ckpt-1000", "ckpt-2000"}
+    # --label still wins over the saved one
+    assert load_run(str(tmp_path / "1000"), label="first").label == "first"
+
+
 def test_trend_command_line_errors(tmp_path, capsys):
     from pytest_violin.__main__ import EXIT_USAGE, main
 
@@ -338,3 +357,26 @@ def test_runs_on_the_official_data_get_the_papers_models_as_reference_lines(tmp_
     assert any("published means" in n for n in shown.notes)
     assert "(paper)" in shown.markdown() and 'stroke-dasharray="4 3"' in shown.html()
     assert trend(runs, paper=False).references == {}
+
+
+def test_a_callable_that_never_returns_is_an_error_after_the_timeout_and_the_run_ends():
+    release, ended, box = threading.Event(), threading.Event(), []
+
+    def hang(request):
+        release.wait()
+
+    def run():
+        try:
+            box.append(evaluate(hang, tasks="color", limit=2, progress=False, concurrency=1, timeout=0.3,
+                                cache=False))
+        finally:
+            ended.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        assert ended.wait(120), "evaluate() did not end"
+    finally:
+        release.set()  # the abandoned calls return
+    run = box[0]
+    assert len(run) == 2 and all(r.outcome is Outcome.ERROR for r in run.results)
+    assert all("did not return within 0.3 s" in r.error for r in run.results), run.results[0].error

@@ -221,3 +221,19 @@ def test_a_known_failure_is_reported_by_its_words_not_a_python_traceback(project
     assert known and all(r.nodeid.startswith("violin::shape/") for r in known)
     for report in known:
         assert isinstance(report.longrepr, str) and "known failure" in report.longrepr, report.longrepr
+
+
+def test_the_summary_names_known_failures_as_pytest_does(project):
+    # the baseline fails every shape (recorded without a baseline: they fail, exit 1); the same model gated
+    # against it: pytest xfails them, and summary.md says so in pytest's words
+    recorded = project.runpytest("--violin-model=python:violin_models:flaky", LIMIT, TASKS,
+                                 "--violin-save-baseline=base.json", "-p", "no:cacheprovider")
+    assert recorded.ret == 1 and (project.path / "base.json").is_file()
+    gated = project.runpytest("--violin-model=python:violin_models:flaky", LIMIT, TASKS,
+                              "--violin-baseline=base.json", "--violin-report=rep", "-p", "no:cacheprovider")
+    assert gated.ret == 0, gated.stdout.str()[-2000:]
+    outcomes = gated.parseoutcomes()
+    assert outcomes.get("xfailed", 0) > 0 and "failed" not in outcomes  # violin::gate passed
+    facts = (project.path / "rep" / "summary.md").read_text().split("\n\n")[1]
+    said = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|xfailed)\b", facts)}
+    assert said == {"passed": outcomes["passed"] - 1, "failed": 0, "xfailed": outcomes["xfailed"]}, facts

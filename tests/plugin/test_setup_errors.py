@@ -308,3 +308,48 @@ def test_a_python_model_raising_on_every_sample_stops_early_with_its_traceback(p
     assert re.search(r'glue_model\.py:\d+ in generate: return SETTINGS\["steps"\]', out)
     outcomes = result.parseoutcomes()
     assert "passed" not in outcomes and outcomes.get("failed", 0) + outcomes.get("errors", 0) <= 10
+
+
+#: What a python: model returns that is not an image -> the words naming it.
+WRONG_ANSWERS = {
+    "none": ("None", "returned None"),
+    "text": ('"text"', "returned a value of type str"),
+    "float-0-255": ("np.full((request.height, request.width, 3), 217.0)",
+                    "returned an array of float64 with values in [0, 255]"),
+}
+
+
+@pytest.mark.parametrize("answer, named", WRONG_ANSWERS.values(), ids=WRONG_ANSWERS)
+def test_a_python_model_returning_no_image_stops_early_as_a_raising_one_does(pytester, answer, named):
+    pytester.makepyfile(wrong_model=f'''
+        import numpy as np
+
+        def generate(request):
+            return {answer}
+    ''')
+    result = pytester.runpytest("--violin-model=python:wrong_model:generate", "--violin-tasks=color",
+                                "-p", "no:cacheprovider", "--violin-concurrency=2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert ("Interrupted: violin: the same error in the first 5 samples, before any image: "
+            f"python:wrong_model:generate {named}") in out, out[-2000:]
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and outcomes.get("failed", 0) + outcomes.get("errors", 0) <= 10
+
+
+def test_a_hanging_python_model_is_an_error_after_violin_timeout_and_the_run_ends(pytester):
+    # in its own process: the hanging calls are abandoned daemon threads, which end with it
+    pytester.makepyfile(hanging_model='''
+        import threading
+
+        NEVER = threading.Event()
+
+        def generate(request):
+            NEVER.wait()
+    ''')
+    result = pytester.runpytest_subprocess("--violin-model=python:hanging_model:generate", "--violin-limit=2",
+                                           "--violin-tasks=color", "--violin-timeout=0.5", "-p", "no:cacheprovider",
+                                           "-rE", timeout=240)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
+    assert result.parseoutcomes().get("errors") == 2 and "passed" not in result.parseoutcomes()
+    result.stdout.fnmatch_lines(["*timed out: python:hanging_model:generate did not return within 0.5 s*"])

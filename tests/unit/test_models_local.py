@@ -1,13 +1,15 @@
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
 
-from pytest_violin.errors import (GenerationCrashed, GenerationError, GenerationRefused, GenerationUnjudged,
-                                  ModelSpecError)
+from pytest_violin.errors import (GenerationCancelled, GenerationCrashed, GenerationError, GenerationRefused,
+                                  GenerationUnjudged, ModelSpecError)
 from pytest_violin.imaging import as_rgb8, encode_png
 from pytest_violin.models import registry
+from pytest_violin.models.python import PythonAdapter
 from pytest_violin.models.registry import AdapterOptions, resolve_model
 from pytest_violin.models.request import GenerationRequest
 
@@ -217,3 +219,151 @@ def test_python_exception_is_a_crash_with_its_last_frames(tmp_path):
     assert frames[-1].startswith(f"{tmp_path.name}/{name}.py:") and 'settings["steps"]' in frames[-1]
     assert "python.py" not in text
     assert not info.value.unjudged  # a python: model's exception is its failure, as before
+
+
+def _ends(call, within=60.0):
+    """``call()`` in a helper thread; its result or exception, once it ends (a hang fails after ``within`` s)."""
+    done, box = threading.Event(), []
+
+    def run():
+        try:
+            box.append((True, call()))
+        except BaseException as exc:
+            box.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(within), f"the call did not end within {within} s"
+    return box[0]
+
+
+@pytest.fixture
+def released():
+    """An event a hanging model waits on, set at teardown so its abandoned call ends."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_a_python_call_past_its_timeout_is_an_unjudged_error_naming_the_timeout(released):
+    calls = []
+
+    def hang(request):
+        calls.append(request)
+        released.wait()
+        return np.zeros((8, 8, 3), np.uint8)
+
+    model = PythonAdapter("glue:hang", hang, timeout=0.2)
+    req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+    ok, error = _ends(lambda: model.generate(req))
+    assert not ok and isinstance(error, GenerationUnjudged) and not isinstance(error, GenerationCrashed)
+    assert error.unjudged and "timed out" in str(error) and "0.2 s" in str(error) and "python:glue:hang" in str(error)
+    assert len(calls) == 1  # the call was made, then abandoned
+
+
+def test_violin_timeout_reaches_a_python_model(user_module, released):
+    name, root = user_module
+    (root / f"{name}_hang.py").write_text("def generate(request):\n    EVENT.wait()\n")
+    try:
+        model = resolve_model(f"python:{name}_hang:generate", AdapterOptions(rootdir=root, timeout=0.2))
+        sys.modules[f"{name}_hang"].EVENT = released
+        req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+        ok, error = _ends(lambda: model.generate(req))
+    finally:
+        sys.modules.pop(f"{name}_hang", None)
+    assert not ok and isinstance(error, GenerationUnjudged) and "0.2 s" in str(error)
+
+
+def test_a_python_call_within_its_timeout_keeps_its_image_and_its_exceptions():
+    model = PythonAdapter("glue:ok", lambda r: np.full((r.height, r.width, 3), 7, np.uint8), timeout=30)
+    req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+    assert model.generate(req).shape == (8, 8, 3) and int(model.generate(req).max()) == 7
+
+    def refuse(request):
+        raise GenerationRefused("declined")
+
+    with pytest.raises(GenerationRefused):
+        PythonAdapter("glue:refuse", refuse, timeout=30).generate(req)
+
+
+def test_a_cancelled_run_stops_waiting_for_a_python_call(released):
+    cancel = threading.Event()
+    model = PythonAdapter("glue:hang", lambda r: released.wait(), timeout=3600, cancel=cancel)
+    req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+    cancel.set()
+    ok, error = _ends(lambda: model.generate(req))
+    assert not ok and isinstance(error, GenerationCancelled)
+
+
+#: Answers glue code gets wrong; each is a crash naming what came back.
+NOT_IMAGES = {
+    "none": (None, "None"),
+    "text": ("text", "str"),
+    "float-0-255": (np.full((8, 8, 3), 217.0), "float64"),
+    "float-negative": (np.full((8, 8, 3), -0.5, np.float32), "float32"),
+    "nan": (np.full((8, 8, 3), np.nan), "NaN"),
+    "five-channels": (np.zeros((8, 8, 5), np.uint8), "5 channels"),
+    "one-dimension": (np.zeros(64, np.uint8), "1-D"),
+    "int64": (np.zeros((8, 8, 3), np.int64), "int64"),
+    "list": ([1, 2, 3], "list"),
+}
+
+
+@pytest.mark.parametrize("answer, named", NOT_IMAGES.values(), ids=NOT_IMAGES)
+def test_a_python_answer_that_is_not_an_image_is_a_crash_naming_it(answer, named):
+    model = PythonAdapter("glue:wrong", lambda r: answer, timeout=30)
+    with pytest.raises(GenerationCrashed) as info:
+        model.generate(GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color"))
+    text = str(info.value)
+    assert not info.value.unjudged and "\n" not in text
+    assert named in text and "python:glue:wrong" in text and "accepted: " in text
+    assert "float in [0, 1]" in text.split("accepted: ")[1]
+
+
+def test_the_same_wrong_answer_reads_the_same_at_every_size_and_value():
+    # the run stops on the same reason in a row: a sample's size or colour must not change the words
+    reasons = set()
+    for size, value in ((8, 217.0), (24, 12.5), (5, 254.9)):
+        model = PythonAdapter("glue:wrong", lambda r, v=value, n=size: np.full((n, n, 3), v), timeout=30)
+        with pytest.raises(GenerationCrashed) as info:
+            model.generate(GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color"))
+        reasons.add(info.value.reason)
+    assert len(reasons) == 1 and "[0, 255]" in reasons.pop()
+
+
+ACCEPTED = {
+    "uint8-rgb": np.full((8, 8, 3), 9, np.uint8),
+    "uint8-gray": np.full((8, 8), 9, np.uint8),
+    "gray-channel": np.full((8, 8, 1), 9, np.uint8),
+    "rgba": np.full((8, 8, 4), 9, np.uint8),
+    "uint16": np.full((8, 8, 3), 9 * 257, np.uint16),
+    "bool": np.ones((8, 8), bool),
+    "float-0-1": np.full((8, 8, 3), 0.5, np.float32),
+    "png-bytes": encode_png(np.full((8, 8, 3), 9, np.uint8)),
+}
+
+
+@pytest.mark.parametrize("answer", ACCEPTED.values(), ids=ACCEPTED)
+def test_every_answer_as_rgb8_takes_is_still_an_image(answer):
+    model = PythonAdapter("glue:ok", lambda r: answer, timeout=30)
+    image = model.generate(GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color"))
+    assert np.array_equal(image, as_rgb8(answer))
+
+
+def test_a_batch_element_that_is_not_an_image_fails_that_request_alone():
+    class Batch:
+        batch_size = 3
+
+        def generate(self, request):
+            raise AssertionError("the batch path is used")
+
+        def generate_batch(self, requests):
+            return [np.zeros((8, 8, 3), np.uint8), None, GenerationRefused("declined")]
+
+    model = PythonAdapter("glue:Batch", Batch(), timeout=30)
+    req = GenerationRequest(prompt="p", width=8, height=8, seed=0, sample_id="s", task="color")
+    image, wrong, refused = model.generate_batch([req, req, req])
+    assert image.shape == (8, 8, 3)
+    assert isinstance(wrong, GenerationCrashed) and "None" in str(wrong)
+    assert isinstance(refused, GenerationRefused)
