@@ -22,7 +22,8 @@ Exit status (pytest's numbers, so a script treats both alike):
 * 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
   a run, runs that cannot be compared, shards that are not the parts of one run, a suite or manifest that does
   not load); ``gate``: the run shares too few samples with the baseline to decide; one line names the value
-  and what is accepted.
+  and what is accepted;
+* 130: interrupted (Ctrl-C), the shell's number for it: one line says so, no traceback.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from pathlib import Path
 
 from .errors import ViolinError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
 #: Exit statuses (module docstring): pytest's OK, TESTS_FAILED and USAGE_ERROR.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
+#: Exit status after Ctrl-C: the shell's for a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -449,6 +452,9 @@ def main(argv=None) -> int:
             Path(args.out_png).write_bytes(encode_png(sheet, compression=6))
             sys.stdout.write(f"wrote a contact sheet of {len(samples)} samples to "
                              f"{args.out_png}\n")
+    except KeyboardInterrupt:
+        sys.stderr.write(f"interrupted: {args.command} stopped before it finished\n")
+        return EXIT_INTERRUPTED
     except (ViolinError, OSError) as exc:
         from .errors import GenerationError, InternalError
         from .report.text import printable
