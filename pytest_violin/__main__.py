@@ -202,7 +202,7 @@ def _batch(args, parser, out) -> None:
                          f"gemini:MODEL or an adapter with batch_api()")
     elif args.action == "cancel":
         parser.error("batch cancel needs --model SPEC (the adapter whose key cancels the batches)")
-    stores = _batch_stores(roots, identity)
+    stores = _batch_stores(roots, identity, sys.stderr)
     records = [(store, r) for store in stores for r in store.records]
     if args.action == "cancel":
         known = {r.id: (store, r) for store, r in records if r.id}
@@ -225,19 +225,22 @@ def _batch(args, parser, out) -> None:
 
 
 
-def _batch_stores(roots, identity):
-    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
-    import json
-
-    from .execution._batch_store import BatchStore
+def _batch_stores(roots, identity, err):
+    """The batch records in ``roots`` (those of ``identity`` only, when given); a file that cannot be a
+    record (a FIFO, a directory, one over the size cap, not JSON) is skipped with one line on ``err``."""
+    from ._fs import read_option_json
+    from .execution._batch_store import MAX_RECORD_BYTES, BatchStore
+    from .report.text import printable
 
     stores = []
     for root in roots:
         for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-            try:
-                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
-            except (ValueError, AttributeError, OSError):
+            try:  # the bounded reader: regular files only, opened without blocking, refused by their size
+                doc = read_option_json(path, what="batch record", limit=MAX_RECORD_BYTES)
+            except ViolinError as exc:
+                err.write(f"skipped: {printable(exc)}\n")
                 continue
+            recorded = doc.get("adapter") if isinstance(doc, dict) else None
             if isinstance(recorded, str) and (identity is None or recorded == identity):
                 store = BatchStore(root, recorded)
                 store.load()

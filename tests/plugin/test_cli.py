@@ -1,8 +1,10 @@
-"""``python -m pytest_violin export|list|sheet``."""
+"""``python -m pytest_violin export|list|sheet`` and ``batch list``'s reading of the records."""
 
 import json
+import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -77,3 +79,35 @@ def test_module_entry_point_runs(tmp_path):
     from pytest_violin.imaging import as_rgb8
 
     assert as_rgb8(sheet).shape[0] > 100
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_batch_list_skips_a_fifo_and_an_oversized_record_with_one_line_each(tmp_path, capsys):
+    from pytest_violin.execution._batch_store import MAX_RECORD_BYTES, BatchRecord, BatchStore, store_root
+
+    cache = tmp_path / "cache" / "violin-images"
+    root = store_root(cache)
+    BatchStore(root, "openai:gpt-image-1").add(BatchRecord(tag="t1", group="color", requests={"c1": "k1"},
+                                                           id="batch_000001", state="submitted"))
+    os.mkfifo(root / "fifo.json")
+    with open(root / "huge.json", "wb") as fh:  # sparse: 3 GiB claimed, nothing written
+        fh.truncate(3 * 2**30)
+    assert (root / "huge.json").stat().st_size > MAX_RECORD_BYTES
+    capsys.readouterr()
+    done, seen = threading.Event(), {}
+
+    def listing():
+        seen["status"] = main(["batch", "list", "--cache-dir", str(cache)])
+        done.set()
+
+    threading.Thread(target=listing, daemon=True).start()
+    # a blocking open of a FIFO without a writer never returns: the event is the proof it did not block
+    if not done.wait(60):
+        os.close(os.open(root / "fifo.json", os.O_WRONLY | os.O_NONBLOCK))  # let the reader go
+        pytest.fail("batch list blocked on the FIFO")
+    out, err = capsys.readouterr()
+    assert seen["status"] == 0 and "batch_000001" in out and "1 requests" in out
+    skipped = err.splitlines()
+    assert len(skipped) == 2 and all(line.startswith("skipped") for line in skipped)
+    assert "fifo.json" in skipped[0] and "FIFO" in skipped[0]
+    assert "huge.json" in skipped[1] and f"{MAX_RECORD_BYTES:,}" in skipped[1]
