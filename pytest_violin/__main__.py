@@ -26,6 +26,7 @@ Exit status (pytest's numbers, so a script treats both alike):
 * 141: standard output was closed before the command finished writing (``gate ... | head``): the command stops
   there without a message, with the status a shell gives a program SIGPIPE ended (128 + 13), so a pipeline
   under ``set -o pipefail`` does not take an unfinished command (a gate not decided) for a success.
+* 130: interrupted (Ctrl-C), the shell's number for it: one line says so, no traceback.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from pathlib import Path
 
 from .errors import ViolinError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_PIPE"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE", "EXIT_INTERRUPTED", "EXIT_PIPE"]
 
 #: Exit statuses (module docstring): pytest's OK, TESTS_FAILED and USAGE_ERROR.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 4
+#: Exit status after Ctrl-C: the shell's for a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 #: Standard output closed early (a pipe to ``head``): a shell's status for a program SIGPIPE ended.
 EXIT_PIPE = 128 + 13
 
@@ -229,7 +232,7 @@ def _batch(args, parser, out) -> None:
                          f"gemini:MODEL or an adapter with batch_api()")
     elif args.action == "cancel":
         parser.error("batch cancel needs --model SPEC (the adapter whose key cancels the batches)")
-    stores = _batch_stores(roots, identity)
+    stores = _batch_stores(roots, identity, sys.stderr)
     records = [(store, r) for store in stores for r in store.records]
     if args.action == "cancel":
         known = {r.id: (store, r) for store, r in records if r.id}
@@ -252,19 +255,22 @@ def _batch(args, parser, out) -> None:
 
 
 
-def _batch_stores(roots, identity):
-    """The batch records in ``roots`` (those of ``identity`` only, when given)."""
-    import json
-
-    from .execution._batch_store import BatchStore
+def _batch_stores(roots, identity, err):
+    """The batch records in ``roots`` (those of ``identity`` only, when given); a file that cannot be a
+    record (a FIFO, a directory, one over the size cap, not JSON) is skipped with one line on ``err``."""
+    from ._fs import read_option_json
+    from .execution._batch_store import MAX_RECORD_BYTES, BatchStore
+    from .report.text import printable
 
     stores = []
     for root in roots:
         for path in sorted(root.glob("*.json")) if root.is_dir() else ():
-            try:
-                recorded = json.loads(path.read_text(encoding="utf-8")[:64 * 2**20]).get("adapter")
-            except (ValueError, AttributeError, OSError):
+            try:  # the bounded reader: regular files only, opened without blocking, refused by their size
+                doc = read_option_json(path, what="batch record", limit=MAX_RECORD_BYTES)
+            except ViolinError as exc:
+                err.write(f"skipped: {printable(exc)}\n")
                 continue
+            recorded = doc.get("adapter") if isinstance(doc, dict) else None
             if isinstance(recorded, str) and (identity is None or recorded == identity):
                 store = BatchStore(root, recorded)
                 store.load()
@@ -553,6 +559,9 @@ def _run(argv) -> int:
                              f"{args.out_png}\n")
     except BrokenPipeError:
         raise  # standard output was closed: no message to write (main)
+    except KeyboardInterrupt:
+        sys.stderr.write(f"interrupted: {args.command} stopped before it finished\n")
+        return EXIT_INTERRUPTED
     except (ViolinError, OSError) as exc:
         from .errors import GenerationError, InternalError
         from .report.text import printable

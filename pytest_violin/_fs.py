@@ -192,11 +192,12 @@ def atomic_write(path, data, *, fsync: bool = False) -> Path:
 def json_from_bytes(data: bytes, path):
     """Parse a JSON file's bytes (any UTF encoding JSON allows); the bytes are dropped once decoded,
     so a large file is held once as text while it is parsed. ``path`` names the file in the error."""
+    # ValueError: bad bytes or JSON, and an integer longer than int() converts (Python's digit limit)
     try:
         text = data.decode(json.detect_encoding(data), "surrogatepass")
         del data
         return json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-                 if isinstance(exc, json.JSONDecodeError) else "")
+    except (ValueError, RecursionError) as exc:
+        where = (f" (line {exc.lineno}, column {exc.colno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError)
+                 else "" if isinstance(exc, (UnicodeDecodeError, RecursionError)) else " (a number too long)")
         raise InvalidArgumentError(f"{path}: not valid JSON{where}") from None

@@ -19,13 +19,15 @@ control is back within :data:`~.session.INTERRUPT_GRACE` seconds plus one wait s
 
 from __future__ import annotations
 
-import math
+import os
 import sys
 import threading
 import warnings
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..errors import InvalidArgumentError, ViolinWarning
+from ..execution.bounds import PASS_RULES, PROFILES, RUN_BOUNDS
 
 __all__ = ["DEFAULT_CACHE_DIR", "evaluate"]
 
@@ -33,9 +35,6 @@ __all__ = ["DEFAULT_CACHE_DIR", "evaluate"]
 #: (``.pytest_cache/violin-images`` of the rootdir), so a notebook started in the
 #: project shares its images with ``pytest``.
 DEFAULT_CACHE_DIR = Path(".pytest_cache") / "violin-images"
-
-_PROFILES = ("violin", "strict")
-_PASS_RULES = ("mean", "worst")
 
 
 def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, repeats: int = 1,
@@ -110,7 +109,10 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
     Raises
     ------
     InvalidArgumentError, ModelSpecError, SuiteError, ThresholdError
-        A bad argument; the message names the value and what is accepted.
+        A bad argument: of another kind than the above, or outside the range the plugin's option of
+        the same name accepts (``concurrency`` 1 to 256, ``retries`` 0 to 100, ``repeats`` 1 to 64, ...:
+        :data:`pytest_violin.execution.bounds.RUN_BOUNDS`); the message names the value and what is
+        accepted.
     CallLimitReached
         The run plans more uncached generations than ``max_calls`` / ``max_cost`` allow.
     KeyboardInterrupt
@@ -118,14 +120,17 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
     """
     options = _check(concurrency=concurrency, repeats=repeats, profile=profile, pass_rule=pass_rule,
                      timeout=timeout, retries=retries, max_calls=max_calls, price=price, max_cost=max_cost,
-                     label=label)
+                     label=label, seed=seed, limit=limit)
+    _check_kinds(suite=suite, tasks=tasks, thresholds=thresholds, cache=cache, save_outputs=save_outputs,
+                 metadata=metadata, photos_dir=photos_dir, thumbnails=thumbnails, progress=progress)
+    headers = _headers(headers)
     samples = _load(suite, tasks, limit, seed, metadata, photos_dir)
     dataset = getattr(samples, "dataset", None)
     samples, shard_meta = _shard(shard, samples)
     limits = _limits(thresholds, samples)
     cancel = threading.Event()
     adapter, owned = _adapter(model, cancel=cancel, timeout=float(timeout), retries=int(retries),
-                              headers=tuple(headers or ()), concurrency=int(concurrency))
+                              headers=headers, concurrency=int(concurrency))
     try:
         from .session import Session
 
@@ -149,36 +154,77 @@ def evaluate(model, *, suite="violin", tasks=None, limit=None, seed: int = 0, re
 
 
 def _check(*, concurrency, repeats, profile, pass_rule, timeout, retries, max_calls, price, max_cost,
-           label) -> dict:
-    """Validate the scalar arguments; return the call-cap ones for the session."""
-    def integer(name, value, low):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise InvalidArgumentError(f"{name}={value!r}: expected an integer >= {low}")
-
-    def number(name, value, accepted):
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-        if not ok or value < 0 or (name == "timeout" and value == 0):
-            raise InvalidArgumentError(f"{name}={value!r}: expected {accepted}")
-
-    integer("concurrency", concurrency, 1)
-    integer("repeats", repeats, 1)
-    integer("retries", retries, 0)
-    if profile not in _PROFILES:
-        raise InvalidArgumentError(f"profile={profile!r}: accepted: {', '.join(map(repr, _PROFILES))}")
-    if pass_rule not in _PASS_RULES:
-        raise InvalidArgumentError(f"pass_rule={pass_rule!r}: accepted: {', '.join(map(repr, _PASS_RULES))}")
-    number("timeout", timeout, "a finite number of seconds > 0")
-    for name, value in (("price", price), ("max_cost", max_cost)):
-        if value is not None:
-            number(name, value, "a finite number of USD >= 0, or None")
+           label, seed, limit) -> dict:
+    """Validate the scalar arguments against the plugin's bounds
+    (:data:`~pytest_violin.execution.bounds.RUN_BOUNDS`); return the call-cap ones for the session."""
+    optional = {"price": price, "max_cost": max_cost, "limit": limit,
+                "max_calls": None if max_calls == "default" else max_calls}
+    given = {"concurrency": concurrency, "repeats": repeats, "retries": retries, "timeout": timeout, "seed": seed,
+             **{name: value for name, value in optional.items() if value is not None}}
+    for name, value in given.items():
+        bound = RUN_BOUNDS[name]
+        if not bound.holds(value):
+            extra = ", None or 'default'" if name == "max_calls" else " or None" if name in optional else ""
+            raise InvalidArgumentError(f"{name}={_short(value)}: accepted: {bound.accepted}{extra}")
+    for name, value, accepted in (("profile", profile, PROFILES), ("pass_rule", pass_rule, PASS_RULES)):
+        if not isinstance(value, str) or value not in accepted:
+            raise InvalidArgumentError(f"{name}={_short(value)}: accepted: {', '.join(map(repr, accepted))}")
     if max_cost is not None and price is None:
         raise InvalidArgumentError(f"max_cost={max_cost!r} needs price= (USD per image) to estimate the "
                                    f"cost against")
-    if max_calls != "default" and max_calls is not None:
-        integer("max_calls", max_calls, 0)
     if label is not None and (not isinstance(label, str) or not label.strip()):
-        raise InvalidArgumentError(f"label={label!r}: expected a non-empty string")
+        raise InvalidArgumentError(f"label={_short(label)}: accepted: a non-empty string or None")
     return {"max_calls": max_calls, "price": price, "max_cost": max_cost, "label": label}
+
+
+def _is_path(value) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+def _is_many(value) -> bool:
+    """A list, tuple, generator... of items (not bytes: those are one value)."""
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _check_kinds(*, suite, tasks, thresholds, cache, save_outputs, metadata, photos_dir, thumbnails,
+                 progress) -> None:
+    """Refuse an argument of the wrong kind before anything is loaded, naming the value and what is
+    accepted; the items themselves are checked where they are used (a task name by the suite, ...)."""
+    paths = {"save_outputs": save_outputs, "metadata": metadata, "photos_dir": photos_dir}
+    wrong = [
+        ("suite", suite, not _is_path(suite), "a built-in suite's name, a manifest or folder path, or hf:..."),
+        ("tasks", tasks, not (tasks is None or isinstance(tasks, str) or _is_many(tasks)),
+         "a task name, a list of them, or None"),
+        ("thresholds", thresholds,
+         not (thresholds is None or isinstance(thresholds, (str, Mapping)) or _is_many(thresholds)),
+         "a mapping such as {'color.delta_e': 0.2}, a list of 'TASK.METRIC=VALUE' strings, or None"),
+        ("cache", cache, not (cache is None or isinstance(cache, bool) or _is_path(cache)),
+         "True, False or a directory"),
+        *((name, value, not (value is None or _is_path(value)), "a path (str or os.PathLike) or None")
+          for name, value in paths.items()),
+        *((name, value, not isinstance(value, bool), "True or False")
+          for name, value in (("thumbnails", thumbnails), ("progress", progress))),
+    ]
+    for name, value, refused, accepted in wrong:
+        if refused:
+            raise InvalidArgumentError(f"{name}={_short(value)}: accepted: {accepted}")
+
+
+def _headers(headers) -> tuple:
+    """``headers`` as a tuple of ``"Name: value"`` strings and ``(name, value)`` pairs of strings (the HTTP
+    adapters check the names and values)."""
+    if headers is None or isinstance(headers, str):
+        return () if headers is None else (headers,)
+    items = tuple(headers.items() if isinstance(headers, Mapping) else headers) if _is_many(headers) else None
+
+    def header(item) -> bool:
+        pair = isinstance(item, (list, tuple)) and len(item) == 2
+        return isinstance(item, str) or (pair and all(isinstance(part, str) for part in item))
+
+    if items is None or not all(header(item) for item in items):
+        raise InvalidArgumentError(f"headers={_short(headers)}: accepted: ('Name', 'value') pairs of strings, "
+                                   f"'Name: value' strings, a mapping of names to values, or None")
+    return items
 
 
 def _load(suite, tasks, limit, seed, metadata, photos_dir):
@@ -186,10 +232,6 @@ def _load(suite, tasks, limit, seed, metadata, photos_dir):
 
     if isinstance(tasks, str):
         tasks = [t.strip() for t in tasks.split(",") if t.strip()]
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InvalidArgumentError(f"limit={limit!r}: expected a positive integer or None")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InvalidArgumentError(f"seed={seed!r}: expected an integer")
     samples = load_suite(suite, tasks=tasks, limit=limit, seed=seed, photos_dir=photos_dir, metadata=metadata)
     if not samples:
         raise InvalidArgumentError(f"suite={suite!r} tasks={tasks!r}: no sample selected")
@@ -260,9 +302,14 @@ def _name(obj) -> str:
 
 
 def _short(value) -> str:
+    """``repr(value)`` for a message, cut and made printable; an integer too long for ``repr`` is told by its
+    size."""
     from ..report.text import printable
 
-    text = printable(repr(value))
+    try:
+        text = printable(repr(value))
+    except ValueError:  # an integer past Python's digit limit for text
+        text = f"<an integer of {value.bit_length():,} bits>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -137,6 +137,16 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _redacted_error(error: GenerationError) -> GenerationError:
+    """``error`` with its reason, message and other text fields redacted: the same class (a refusal stays a
+    refusal) and fields, made without calling the class again (an adapter's subclass may take other
+    arguments than ``GenerationError``'s)."""
+    err = type(error).__new__(type(error))
+    err.__dict__.update({k: _redact(v) if isinstance(v, str) else v for k, v in vars(error).items()})
+    err.args = tuple(_redact(a) if isinstance(a, str) else a for a in error.args)
+    return err
+
+
 @dataclass
 class Generation:
     """The images of one sample (one per repeat, :class:`~pytest_violin.imaging.RGB8`, already
@@ -450,9 +460,7 @@ class Runner:
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 gen.images.append(image)
         except GenerationError as error:
-            err = type(error)(_redact(error.reason), attempts=error.attempts, status=error.status,
-                              transport=error.transport)  # a refusal stays a refusal
-            return Generation([], err, None, time.perf_counter() - start, gen.attempts, False)
+            return Generation([], _redacted_error(error), None, time.perf_counter() - start, gen.attempts, False)
         except CallLimitReached as exc:  # nothing was sent: the cap refused the call
             return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts - 1,
                               False, capped=True)

@@ -14,15 +14,15 @@ from typing import Any, Callable
 import pytest
 
 from ..errors import InternalError
+from ..execution.bounds import MAX_CONCURRENCY, MAX_DIGITS, MAX_REPEATS, PASS_RULES, PROFILES, RUN_BOUNDS, Bound
 from ..execution.usage import DEFAULT_BILLED_MAX_CALLS
 from ..gating.evidence import DEFAULT_POWER
 from ..gating.policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION,
                              MAX_ALPHA)
 
 __all__ = [
-    "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_CONCURRENCY", "MAX_ECHOED",
-    "MAX_REPEATS", "MAX_RETRIES", "MAX_TIMEOUT", "OPTIONS", "GateSettings", "Option", "PASS_RULES", "PROFILES",
-    "ViolinSettings", "add_options", "adapter_option_names", "parse_gate_settings", "parse_settings",
+    "DEFAULT_MAX_ANSWER_MB", "DEFAULT_NETWORK_MAX_CALLS", "MAX_ANSWER_MB", "MAX_ECHOED", "OPTIONS", "GateSettings",
+    "Option", "ViolinSettings", "add_options", "adapter_option_names", "parse_gate_settings", "parse_settings",
     "read_option", "resolve_path",
 ]
 
@@ -73,13 +73,13 @@ def _text(value) -> str:
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """A converter to an integer in ``[minimum, maximum]``."""
-    accepted = f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}"
+    accepted = Bound(minimum, maximum).accepted
 
     def convert(value) -> int:
         text = _text(value)
         if not re.fullmatch(r"[+-]?[0-9]+", text):  # ASCII digits only (int() takes any script's)
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer; accepted: {accepted}")
-        if len(text) > 40:  # int() refuses over 4,300 digits with a ValueError
+        if len(text) > MAX_DIGITS:  # int() refuses over 4,300 digits with a ValueError
             raise argparse.ArgumentTypeError(f"{text!r} is out of range; accepted: {accepted}")
         number = int(text)
         if number < minimum:
@@ -93,7 +93,8 @@ def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 
 def number(low: float, high: float, *, low_open: bool, what: str, high_open: bool = False) -> Callable[[str], float]:
     """A converter to a finite float in ``(low, high]``, ``[low, high]`` or, ``high_open``, ``[low, high)``."""
-    accepted = f"{what} {'>' if low_open else '>='} {low:g} and {'<' if high_open else '<='} {high:g}"
+    accepted = (f"{what} {'>' if low_open else '>='} {low:g} and < {high:g}" if high_open else
+                Bound(low, high, integer=False, low_open=low_open, what=what).accepted)
 
     def convert(value) -> float:
         text = _text(value)
@@ -106,6 +107,15 @@ def number(low: float, high: float, *, low_open: bool, what: str, high_open: boo
         return x
 
     return convert
+
+
+def bounded(name: str) -> Callable[[str], Any]:
+    """The converter of the run setting ``name``, bounded as ``evaluate()`` bounds it
+    (:data:`~pytest_violin.execution.bounds.RUN_BOUNDS`)."""
+    bound = RUN_BOUNDS[name]
+    if bound.integer:
+        return integer(bound.low, bound.high)
+    return number(bound.low, bound.high, low_open=bound.low_open, what=bound.what)
 
 
 def choice(options: tuple) -> Callable[[str], str]:
@@ -142,7 +152,7 @@ def calls_limit(value) -> float:
     """A number of generations, or ``none`` for no limit (``math.inf``)."""
     if _text(value).lower() in ("none", "unlimited"):
         return math.inf
-    return integer(0)(value)
+    return bounded("max_calls")(value)
 
 
 def threshold(value) -> str:
@@ -217,25 +227,10 @@ def duration(value) -> float:
 
 # ----------------------------------------------------------------------------- the table
 
-PROFILES = ("violin", "strict")
-PASS_RULES = ("mean", "worst")
-
-#: Largest ``--violin-concurrency``: generations in flight per process.
-MAX_CONCURRENCY = 256
-#: Largest ``--violin-timeout`` in seconds (one day).
-MAX_TIMEOUT = 86400.0
-#: Largest ``--violin-retries``.
-MAX_RETRIES = 100
-#: Largest ``--violin-repeats``: every repeat of a sample is held until it is scored.
-MAX_REPEATS = 64
 #: Default ``--violin-max-answer-mb``: the largest model answer read, in MiB.
 DEFAULT_MAX_ANSWER_MB = 64
 #: Largest ``--violin-max-answer-mb``.
 MAX_ANSWER_MB = 1024
-#: Largest ``--violin-price``: USD per image.
-MAX_PRICE = 1000.0
-#: Largest ``--violin-max-cost``: USD.
-MAX_COST = 1_000_000.0
 #: Default ``--violin-max-calls`` of adapters that bill (execution.usage.adapter_bills).
 DEFAULT_NETWORK_MAX_CALLS = DEFAULT_BILLED_MAX_CALLS
 #: Default ``--violin-batch-wait``: the providers' completion window.
@@ -317,27 +312,27 @@ OPTIONS: tuple[Option, ...] = (
     Option("tasks", task_list, None,
            "comma-separated tasks to run (default: all); in pyproject.toml also a list",
            ini_type="args", metavar="LIST"),
-    Option("limit", integer(1), None, "run a stratified subset of N samples", metavar="N"),
+    Option("limit", bounded("limit"), None, "run a stratified subset of N samples", metavar="N"),
     Option("shard", _shard, None,
            "run part K of N of the selection (after --violin-tasks and --violin-limit): a split "
            "stratified by task and variation, the same on every machine; merge the parts' "
            "--violin-report folders with 'python -m pytest_violin merge'", metavar="K/N"),
-    Option("seed", integer(0), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
+    Option("seed", bounded("seed"), 0, "run seed; per-sample seeds derive from it (default 0)", metavar="N"),
     Option("profile", choice(PROFILES), "violin", "metric profile: violin or strict"),
-    Option("repeats", integer(1, MAX_REPEATS), 1, f"images per sample (default 1, at most {MAX_REPEATS})",
+    Option("repeats", bounded("repeats"), 1, f"images per sample (default 1, at most {MAX_REPEATS})",
            metavar="K"),
     Option("pass_rule", choice(PASS_RULES), "mean",
            "with repeats: pass on the mean over repeats or on the worst repeat (mean|worst)"),
     Option("save_outputs", nonempty, None, "write every generated image as DIR/<sample id>.png",
            path=True, metavar="DIR"),
-    Option("concurrency", integer(1, MAX_CONCURRENCY), 4,
+    Option("concurrency", bounded("concurrency"), 4,
            f"generations in flight per process (default 4, at most {MAX_CONCURRENCY})", metavar="N"),
-    Option("timeout", number(0.0, MAX_TIMEOUT, low_open=True, what="a number of seconds"), 120.0,
+    Option("timeout", bounded("timeout"), 120.0,
            "deadline in seconds for one HTTP attempt, connection and whole body included; one "
            "sample's attempts and retry waits together take at most twice that; also the longest "
            "wait for one call of a python: model (default 120)",
            metavar="S"),
-    Option("retries", integer(0, MAX_RETRIES), 3, "retries on transient HTTP failures (default 3)",
+    Option("retries", bounded("retries"), 3, "retries on transient HTTP failures (default 3)",
            metavar="N"),
     Option("request_template", nonempty, None, "JSON body template FILE for the http adapter",
            path=True, metavar="FILE"),
@@ -386,10 +381,10 @@ OPTIONS: tuple[Option, ...] = (
            "JSON FILE of the replicate adapter's input object, with --violin-request-template "
            "placeholders ({images[N]} is a data URI)", path=True, adapter=True, metavar="FILE"),
     # money:
-    Option("price", number(0.0, MAX_PRICE, low_open=False, what="a price in USD per image"), None,
+    Option("price", bounded("price"), None,
            "estimated price in USD of one generated image: the plan line states the estimated cost of "
            "the uncached generations, the reports the cost of those made (no default)", metavar="USD"),
-    Option("max_cost", number(0.0, MAX_COST, low_open=False, what="an amount in USD"), None,
+    Option("max_cost", bounded("max_cost"), None,
            "refuse to start when the estimated cost of the uncached generations (--violin-price) "
            "exceeds USD", metavar="USD"),
     # compare this run with others (and the paper's rows)

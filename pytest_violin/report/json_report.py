@@ -158,7 +158,9 @@ def build_results(results, *, metadata=None, comparison=None, aggregates=None) -
     meta["samples"] = len(records)
     meta["passed"] = sum(1 for r in records if r.get("outcome") == Outcome.PASSED)
     meta["failed"] = len(records) - meta["passed"]
-    meta["errors"] = sum(1 for r in records if r.get("error"))
+    # outcome "error" only, as the aggregates and every other report count it: a refusal or a failed
+    # generation also carries an error message, but it is the model's failure, judged and scored
+    meta["errors"] = sum(1 for r in records if r.get("outcome") == Outcome.ERROR)
     meta["refused"] = sum(1 for r in records if r.get("outcome") == Outcome.REFUSED)
     for key, value in run_usage(records, price=meta.get("price")).items():
         meta.setdefault(key, value)

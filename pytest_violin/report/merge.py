@@ -33,6 +33,7 @@ from .._fs import json_from_bytes
 from ..errors import InvalidArgumentError
 from ..gating import build_baseline
 from ..gating.policy import OUTCOMES
+from ..suite.shard import MAX_SHARDS
 from .json_report import RESULTS_FORMAT, RESULTS_SCHEMA_VERSION, THUMBNAILS_FILE
 from .text import is_image_data_uri, printable
 
@@ -217,9 +218,15 @@ def _check_shard_record(path, shard) -> dict:
     ok = (isinstance(shard, dict) and all(_number(shard.get(k)) and isinstance(shard.get(k), int)
                                           for k in ("index", "total", "selected"))
           and isinstance(shard.get("digest"), str) and len(shard["digest"]) <= 100)
-    if not ok or not 1 <= shard["index"] <= shard["total"]:
+    if not ok:
         raise InvalidArgumentError(f"{path}: its 'shard' record {_show(shard)} is malformed; accepted: "
                                    f"index, total, selected (integers) and digest, as --violin-shard "
+                                   f"writes them")
+    # the total sizes the list of missing parts: checked here, before anything is built from it
+    if not 1 <= shard["index"] <= shard["total"] <= MAX_SHARDS:
+        raise InvalidArgumentError(f"{path}: its 'shard' record is malformed: part {_show(shard['index'])} "
+                                   f"of {_show(shard['total'])} is out of range; accepted: part K of N "
+                                   f"with integers 1 <= K <= N <= {MAX_SHARDS}, as --violin-shard "
                                    f"writes them")
     return shard
 

@@ -1,9 +1,11 @@
-"""``python -m pytest_violin export|list|sheet``, and its output into a closed pipe."""
+"""``python -m pytest_violin export|list|sheet``, its output into a closed pipe, and ``batch list``'s reading of
+the records."""
 
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -94,11 +96,12 @@ def _into_a_closed_pipe(*args):
 
 @pytest.fixture(scope="module")
 def gated_run(tmp_path_factory):
-    """A saved oracle run and its own baseline: a gate that decides, and passes."""
+    """A saved oracle run and its own baseline: a gate that decides, and passes (60 samples a variation:
+    enough to show a model that answers the same within the margins)."""
     from pytest_violin import evaluate
 
     folder = tmp_path_factory.mktemp("gated")
-    evaluate("oracle", tasks="color", limit=40, progress=False, cache=False).save(folder)
+    evaluate("oracle", tasks="color", limit=120, progress=False, cache=False).save(folder)
     return folder
 
 
@@ -117,3 +120,35 @@ def test_the_gate_into_a_closed_pipe_exits_141_without_a_traceback(gated_run):
 def test_every_command_into_a_closed_pipe_exits_141_quietly(args, gated_run):
     cut = _into_a_closed_pipe(*(a.format(run=gated_run) for a in args))
     assert (cut.returncode, cut.stderr) == (EXIT_PIPE, "")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (POSIX)")
+def test_batch_list_skips_a_fifo_and_an_oversized_record_with_one_line_each(tmp_path, capsys):
+    from pytest_violin.execution._batch_store import MAX_RECORD_BYTES, BatchRecord, BatchStore, store_root
+
+    cache = tmp_path / "cache" / "violin-images"
+    root = store_root(cache)
+    BatchStore(root, "openai:gpt-image-1").add(BatchRecord(tag="t1", group="color", requests={"c1": "k1"},
+                                                           id="batch_000001", state="submitted"))
+    os.mkfifo(root / "fifo.json")
+    with open(root / "huge.json", "wb") as fh:  # sparse: 3 GiB claimed, nothing written
+        fh.truncate(3 * 2**30)
+    assert (root / "huge.json").stat().st_size > MAX_RECORD_BYTES
+    capsys.readouterr()
+    done, seen = threading.Event(), {}
+
+    def listing():
+        seen["status"] = main(["batch", "list", "--cache-dir", str(cache)])
+        done.set()
+
+    threading.Thread(target=listing, daemon=True).start()
+    # a blocking open of a FIFO without a writer never returns: the event is the proof it did not block
+    if not done.wait(60):
+        os.close(os.open(root / "fifo.json", os.O_WRONLY | os.O_NONBLOCK))  # let the reader go
+        pytest.fail("batch list blocked on the FIFO")
+    out, err = capsys.readouterr()
+    assert seen["status"] == 0 and "batch_000001" in out and "1 requests" in out
+    skipped = err.splitlines()
+    assert len(skipped) == 2 and all(line.startswith("skipped") for line in skipped)
+    assert "fifo.json" in skipped[0] and "FIFO" in skipped[0]
+    assert "huge.json" in skipped[1] and f"{MAX_RECORD_BYTES:,}" in skipped[1]

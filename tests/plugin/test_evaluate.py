@@ -217,6 +217,50 @@ def test_bad_arguments_name_the_value():
     assert "s3cret" not in str(info.value) and "nosuchscheme" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["concurrency", "retries", "repeats", "timeout", "price", "max_cost", "seed",
+                                  "limit", "max_calls"])
+def test_bounded_arguments_accept_what_the_plugins_options_accept(name):
+    from pytest_violin.execution.bounds import RUN_BOUNDS
+    from pytest_violin.pytest_plugin._options import OPTIONS
+
+    bound = RUN_BOUNDS[name]
+    option = next(o for o in OPTIONS if o.name == name)
+    highest = bound.high if bound.high is not None else 10**30
+    # one past either end: refused by both, each naming the value and the same accepted range
+    for value in ([bound.low - 1] if bound.integer else [-1.0]) + ([bound.high * 10**6] if bound.high else []):
+        plugin = pytest.raises(Exception, option.convert, str(value))
+        with pytest.raises(InvalidArgumentError) as info:
+            evaluate("oracle", **{"limit": 1, "progress": False, "cache": False, "price": 1.0, name: value})
+        assert f"{name}={value!r}" in str(info.value) and bound.accepted in str(info.value)
+        assert bound.accepted in str(plugin.value)
+    assert option.convert(str(highest)) == highest and bound.holds(highest)
+
+
+@pytest.mark.parametrize("name, value", [("concurrency", 10**8), ("retries", 10**6), ("repeats", 10**6),
+                                         ("seed", 10**5000), ("max_calls", 10**5000), ("timeout", 10**400)],
+                         ids=["concurrency", "retries", "repeats", "seed", "max_calls", "timeout"])
+def test_an_argument_past_its_bound_is_refused_before_any_generation(name, value):
+    assert len(_refused(name, value)) < 300
+
+
+def _refused(name, value) -> str:
+    """The message of evaluate()'s refusal of ``name=value``, made before any generation."""
+    calls = []
+    with pytest.raises(InvalidArgumentError, match=f"^{name}=") as info:
+        evaluate(calls.append, **{"limit": 1, "progress": False, "cache": False, name: value})
+    assert not calls and "accepted" in str(info.value)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("suite", None), ("suite", 3), ("tasks", 3), ("thresholds", 3), ("cache", 3), ("headers", 3),
+    ("headers", [("Name",)]), ("headers", [(1, 2)]), ("save_outputs", b"out"), ("metadata", 3),
+    ("photos_dir", 3.5), ("thumbnails", "yes"), ("progress", None), ("profile", ["violin"]),
+    ("pass_rule", None), ("label", 3), ("limit", "10"), ("seed", 1.5), ("max_calls", "none")])
+def test_an_argument_of_the_wrong_kind_is_an_invalid_argument_naming_it(name, value):
+    assert repr(value)[:20] in _refused(name, value)
+
+
 class _PaidModel:
     """An adapter of a paid API: every call would cost money."""
 

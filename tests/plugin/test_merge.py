@@ -234,3 +234,58 @@ def _gate_usage_errors(root, capsys, tmp_path):
                  "--save-baseline", str(tmp_path / "same.json")]) == 0
     status, out, _ = _cli("gate", root / "shard1", "--baseline", tmp_path / "same.json", capsys=capsys)
     assert status == 4 and out.startswith("NOT DECIDED")
+
+
+def _claimed_shard(folder, index, total):
+    """A report folder whose results.json claims to be part ``index`` of ``total`` (no sample)."""
+    from pytest_violin.report.json_report import RESULTS_FORMAT, RESULTS_SCHEMA_VERSION
+
+    folder.mkdir()
+    shard = f'{{"index": {index}, "total": {total}, "selected": 1, "digest": "d"}}'
+    (folder / "results.json").write_text(
+        f'{{"format": "{RESULTS_FORMAT}", "schema_version": {RESULTS_SCHEMA_VERSION}, '
+        f'"metadata": {{"suite": "violin", "shard": {shard}}}, "samples": []}}')
+    return folder
+
+
+# the numbers as results.json's text holds them; the longest is past what Python's int() converts.
+# named: what the one line says (None: the accepted range, up to MAX_SHARDS)
+@pytest.mark.parametrize("index, total, named", [
+    ("1", "1" + "0" * 9, None), ("2000", "1" + "0" * 9, None), ("1025", "1025", None), ("0", "4", None),
+    ("1", "1" + "0" * 5000, "not valid JSON")], ids=["1e9", "2000-of-1e9", "1025", "0-of-4", "1e5000"])
+def test_merge_refuses_a_shard_number_out_of_range_before_building_anything(tmp_path, capsys, index, total,
+                                                                            named):
+    import tracemalloc
+
+    from pytest_violin.suite.shard import MAX_SHARDS
+
+    named = named or f"<= {MAX_SHARDS}"
+    claimed = _claimed_shard(tmp_path / "claimed", index, total)
+    tracemalloc.start()
+    try:
+        status, out, err = _cli("merge", claimed, "--output", tmp_path / "out", capsys=capsys)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert status == 4, (out, err)
+    assert len(err.splitlines()) == 1 and "claimed" in err and named in err
+    assert peak < 64 * 2**20  # no list of the claimed parts was built
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_interrupted_says_so_in_one_line_and_exits_130(tmp_path, capsys, monkeypatch):
+    import pytest_violin.report.merge as merge
+
+    reached = []
+
+    def interrupted(specs):
+        reached.append(list(specs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(merge, "merge_shards", interrupted)
+    try:
+        status, out, err = _cli("merge", tmp_path / "shard1", "--output", tmp_path / "out", capsys=capsys)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C left main() as a KeyboardInterrupt (a traceback)")
+    assert reached and status == 130
+    assert len(err.splitlines()) == 1 and "merge" in err and "Traceback" not in err + out

@@ -131,7 +131,8 @@ def test_results_json_schema_and_strictness(tmp_path, thumbs):
     assert [s["sample_id"] for s in doc["samples"]] == [r["sample_id"] for r in recs]
     assert doc["samples"][0]["metrics"]["sd"] is None
     assert all("thumbnails" not in s["extra"] for s in doc["samples"])
-    assert doc["metadata"]["samples"] == len(recs) and doc["metadata"]["errors"] == 1
+    # the mask sample failed without an image: the model's failure, not an error
+    assert doc["metadata"]["samples"] == len(recs) and doc["metadata"]["errors"] == 0
     assert doc["metadata"]["failed"] == 4
     tasks = {r["task"]: r for r in doc["aggregates"]["tasks"]}
     assert tasks["shape"]["pass_rate"] == 0 and tasks["color"]["pass_rate"] == 1
@@ -140,6 +141,29 @@ def test_results_json_schema_and_strictness(tmp_path, thumbs):
 
 
 # --------------------------------------------------------------------------- markdown
+
+
+def test_results_json_counts_as_errors_what_every_report_counts_as_errors(tmp_path):
+    from pytest_violin.report.html import render_html
+    from pytest_violin.results import Outcome, aggregate_records
+
+    judged = [record(1), record(2, outcome=Outcome.REFUSED, error="refused: the provider's safety filter"),
+              record(3, outcome=Outcome.FAILED, error="no image in the answer")]
+    broken = record(4, outcome=Outcome.ERROR, error="connection refused")
+
+    def errors(records):
+        doc = build_results(records)
+        rows = aggregate_records(records)["tasks"]
+        # results.json, its aggregates and summary.md say the same number
+        assert doc["metadata"]["errors"] == sum(row["errors"] for row in rows)
+        summary = render_markdown(records)
+        html = render_html(records)
+        said = doc["metadata"]["errors"]
+        assert (f"{said} error" in summary) == bool(said) and f"{said} errors" in html
+        return said
+
+    assert errors(judged) == 0
+    assert errors([*judged, broken]) == 1
 
 
 def test_markdown_tables(tmp_path, monkeypatch, thumbs):

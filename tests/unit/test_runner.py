@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from pytest_violin.errors import GenerationError
+from pytest_violin.errors import GenerationError, GenerationRefused
 from pytest_violin.models.request import derive_seed
 from pytest_violin.execution.runner import Runner
 from pytest_violin.models.directory import output_path
@@ -284,6 +284,41 @@ def test_generation_error_keeps_attempts_and_status(fake_samples):
     finally:
         runner.close()
     assert gen.error.attempts == 4 and gen.error.status == 503 and "busy" in str(gen.error)
+
+
+class _QuotaRefused(GenerationRefused):
+    """An adapter's own refusal, built from other arguments than GenerationError's."""
+
+    def __init__(self, account, used):
+        super().__init__(f"account {account} over its quota ({used} images)", attempts=1, status=429)
+        self.account = account
+        self.used = used
+
+
+def test_an_adapters_error_subclass_keeps_its_class_and_fields_redacted(fake_samples):
+    register_secret("sk-quota-SECRET-7890")
+    model = RecordingModel(fail={fake_samples[0].id}, exc=_QuotaRefused("sk-quota-SECRET-7890", 500))
+    runner = Runner(model)
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    err = gen.error
+    assert gen.fault is None and type(err) is _QuotaRefused  # a refusal still, not a fault
+    assert (err.attempts, err.status, err.transport, err.used) == (1, 429, False, 500)
+    assert "sk-quota-SECRET" not in str(err) + err.reason + err.account and "***" in err.reason
+
+
+def test_the_transports_url_refusal_stays_itself(fake_samples):
+    from pytest_violin.models._transport.origins import UrlRefused  # its own constructor: no transport=
+
+    model = RecordingModel(fail={fake_samples[0].id}, exc=UrlRefused("image URL is not http(s)"))
+    runner = Runner(model)
+    try:
+        gen = runner.get(fake_samples[0])
+    finally:
+        runner.close()
+    assert type(gen.error) is UrlRefused and gen.error.unjudged and gen.fault is None
 
 
 def test_invalid_image_becomes_generation_error(fake_samples):
