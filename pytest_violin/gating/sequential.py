@@ -150,6 +150,7 @@ class _Group:
         self.sums = [0.0, 0.0]       # the mean metric's d: sum and sum of squares
         self.counts = {"fail": [0, 0], "refusal": [0, 0]}  # (worse, better) pairs of each rate
         self.last_bounds: dict = {}  # statistic -> the non-inferiority bound at the latest look
+        self.looked_last = False     # the last look was taken
 
     @property
     def ended(self) -> bool:
@@ -188,11 +189,18 @@ class _Group:
             elif x < 0:
                 self.counts[name][1] += 1
 
-    def look(self, margins: dict) -> None:
-        """At a planned look: each guardrail not yet within is tested at the look's critical value."""
-        if self.used not in self.looks:
+    def look(self, margins: dict, *, last: bool = False) -> None:
+        """At a planned look: each guardrail not yet within is tested at the look's critical value.
+        ``last``: the stream ended short of its last look (errors left it), which is taken now."""
+        if last:
+            if not self.looks or self.looked_last or self.used < MIN_TESTED:
+                return
+            c = self.critical[-1]
+        elif self.used in self.looks:
+            c = self.critical[self.looks.index(self.used)]
+        else:
             return
-        c = self.critical[self.looks.index(self.used)]
+        self.looked_last = self.looked_last or last or self.used == self.looks[-1]
         n = self.used
         for name in STATISTICS:
             if n < 2:
@@ -325,6 +333,8 @@ class SequentialGate:
             g.used += 1
             g.look(self.margins)
             self._fed.add(sid)
+        if g.ended and g.status == "undecided":
+            g.look(self.margins, last=True)
 
     def _decide(self) -> None:
         self.used = len(self._fed)

@@ -95,7 +95,9 @@ def test_example_suite_passes_with_the_oracle_and_its_baseline(project):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     out = result.stdout
     assert " passed" in out and " failed" not in out
-    assert "PASSED: no regression shown against baseline" in out
+    # 60 samples in each of the 8 variations: enough to show the same answers within every margin
+    assert "PASSED: every task and variation shown within its margins against baseline baseline.json" in out
+    assert "not shown" not in out and re.search(r"within    shape/triangle n=60: ", out), out[-3000:]
 
 
 @pytest.mark.slow  # two subprocess runs of the example project (test_gate_real_model's short form runs by default)
@@ -112,6 +114,7 @@ def test_the_realistic_model_is_green_against_its_own_baseline_and_red_when_wors
     out = same.stdout
     assert same.returncode == 0, out[-3000:] + same.stderr[-2000:]
     assert f"{failing} xfailed" in out and "known failure: over its limits in the baseline too" in out
+    assert "PASSED: every task and variation shown within its margins" in out  # 60 samples a shape variation
     junit = (project / "junit.xml").read_text()
     assert re.search(r'<testsuite [^>]*failures="0"', junit) and 'name="gate"' in junit
     worse = run(project, "violin", "-k", "shape", "--violin-model=python:acme_models:worse",
@@ -140,23 +143,30 @@ def test_example_suite_fails_readably_with_a_noisy_model(project):
     # drawn shape shrunk to the simplest placement, a small centred circle
     assert _reported_sample(out, "test_any_color_in_any_notation").startswith("custom/color/")
     assert _reported_sample(out, "test_shape_placements") == "custom/shape/circle/s0.1/center/256x256"
-    # and the gate refused the run
-    assert "regression" in out and "FAILED" in out
+    # and the gate refused the run: 6 samples of a 480-sample baseline decide nothing
+    assert "FAILED violin::gate - NOT DECIDED against baseline baseline.json" in out
     assert "Traceback (most recent call last)" not in out
 
 
 @pytest.mark.slow
 def test_a_k_selection_is_reported_as_a_selection_not_a_changed_suite(project):
     """`-k` narrows the run: the gate calls it a selection, never 'suite fingerprint changed'."""
-    # "color" also picks 3 mask samples on the colour-wheel photo: too few to decide the mask task
-    # (docs/gating.md, "Enough overlap to decide"), so the run says so and exits 4 ...
+    # "color" also picks 15 mask samples on the colour-wheel photo (5 a variation): too few to decide
+    # the mask task (docs/gating.md, "Enough overlap to decide"), so the run says so and exits 4 ...
     narrow = run(project, "-q", "--violin-baseline=baseline.json", "-k", "violin and color")
-    assert narrow.returncode == 4 and "mask shares 3 of this run's 3 samples" in narrow.stdout, narrow.stdout[-3000:]
-    # ... unless the team says the selection is what it wants judged
+    assert narrow.returncode == 4 and "mask shares 15 of this run's 15 samples" in narrow.stdout, narrow.stdout[-3000:]
+    # ... unless the team says the selection is what it wants judged: then it is decided, the colour
+    # groups (60 samples a variation) within, the 15 mask samples not shown (a group needs 30 to be
+    # tested), so the run is not green (exit 1) and names what the mask groups need
     result = run(project, "-q", "--violin-baseline=baseline.json", "-k", "violin and color",
                  "--violin-allow-mismatch")
     out = result.stdout
-    assert result.returncode == 0, out[-3000:] + result.stderr[-2000:]
+    assert result.returncode == 1, out[-3000:] + result.stderr[-2000:]
+    assert re.search(r"NOT SHOWN: nothing regressed against baseline baseline\.json, but these were not shown within "
+                     r"their margins: mask \(mean metric, pass rate, refusal rate; 15 samples\), mask/inpaint "
+                     r"\(mean metric, pass rate, refusal rate; 5 samples\)", out), out[-3000:]
+    assert re.search(r"not shown mask n=15: .*\[too few to test: 15, a test needs 30; ~30 needed\].*~52 needed", out)
+    assert re.search(r"within    color/v1 n=60: ", out) and "FAILED violin::gate" in out, out[-3000:]
     total = len(json.loads((project / "baseline.json").read_text())["samples"])
     match = re.search(r"(\d+) of (\d+) baseline samples selected", out)
     assert match and int(match.group(2)) == total and 0 < int(match.group(1)) < total, out[-3000:]

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from pytest_violin.errors import InvalidArgumentError
-from pytest_violin.gating.sequential import Member, SequentialGate, population, sequential_order
+from pytest_violin.gating.evidence import MIN_TESTED
+from pytest_violin.gating.sequential import (LOOKS, SUCCESS_FLOOR, Member, SequentialGate, population,
+                                           sequential_order)
 from _stats import binomial_upper
 
 MARGIN = 0.01
@@ -79,6 +81,7 @@ def _realistic(rng, n):
     ({"alpha": "0.05"}, "'0.05'"),
     ({"margin": -0.01}, "-0.01"), ({"margin": 1.5}, "1.5"), ({"margin": float("nan")}, "nan"),
     ({"max_pass_drop": -0.1}, "-0.1"), ({"max_pass_drop": "x"}, "'x'"),
+    ({"max_refusal_rise": -0.2}, "-0.2"), ({"max_refusal_rise": 2}, "2"),
 ])
 def test_gate_refuses_bad_arguments_naming_the_value(kwargs, shown):
     members = {"a": Member("a", "color", None, 0.0)}
@@ -102,27 +105,39 @@ def test_every_task_and_variation_is_a_group_with_three_statistics_and_alpha_is_
     assert [g.role for g in one.groups] == ["task"]  # a task of one variation: no variation group
 
 
-def test_an_identical_model_is_certified_not_regressed_when_its_groups_are_large_enough():
+def test_an_identical_model_is_shown_within_when_its_groups_are_large_enough():
+    """Two variations of 1,200: each is within at its 25% look (300 samples); the task (2,400, a
+    guardrail of its refusal rate) at its 50% look, 1,200 samples: half the population is generated."""
     sizes = [("color", "v1", 1200), ("color", "v2", 1200)]
     members, order, values = _build(_realistic, _same, sizes=sizes)
     gate, generated = _run(members, order, values)
-    assert gate.verdict == "not-regressed", gate.finished
-    assert generated < 0.6 * 2400  # about 600 per variation: a zero refusal rate shown under 0.01 at alpha / 9
+    assert gate.verdict == "within-margin", gate.finished
+    assert {g.status for g in gate.groups} == {"within"}
+    assert generated <= 0.55 * 2400
+    by = {g.label: g for g in gate.groups}
+    assert by["color/v1"].used == by["color/v2"].used == 300
+    assert by["color"].within["refusal"] == 1200  # the refusal rate is the last guardrail shown
     for g in gate.groups:
         for seq in g.sequences.values():
             low, high = seq.interval
             assert low <= 0.0 <= high
 
 
-def test_groups_too_small_to_decide_end_the_gate_undecided_after_their_last_sample():
-    """The same model on the suite's shapes (250 per variation): no variation can be shown within
-    0.01 at alpha / 21, so its samples run out; the gate says which, and that it is undecided."""
-    members, order, values = _build(_realistic, _same)
+def test_groups_too_small_to_be_shown_within_end_not_shown_after_their_last_sample():
+    """A stochastic model (half of its answers redrawn) on the suite's groups: the large groups are
+    shown within, some small ones (shape/triangle's 250) cannot be shown within 0.01 on their samples,
+    so their samples run out; the gate names them and ends not shown, nothing regressed."""
+    members, order, values = _build(
+        _realistic, lambda rng, o, label: np.where(rng.random(o.size) < 0.5, _realistic(rng, o.size), o))
     gate, generated = _run(members, order, values)
-    assert gate.verdict == "undecided" and gate.finished is not None
-    assert "shape/triangle" in gate.finished and "ran out" in gate.finished
-    assert all(g.ended for g in gate.groups if g.status == "undecided")
-    assert not gate.regressed
+    assert gate.verdict == "not-shown" and gate.finished is not None
+    assert not gate.regressed and not gate.undecided
+    not_shown = [g for g in gate.groups if g.status == "not-shown"]
+    assert "shape/triangle" in {g.label for g in not_shown}
+    assert any(g.status == "within" for g in gate.groups)
+    for g in not_shown:
+        assert g.ended and g.used == len(g.members) and g.label in gate.finished
+        assert g.used == g.looks[-1]  # judged at its last look, on every sample
 
 
 def test_a_clear_regression_is_decided_early():
@@ -136,24 +151,29 @@ def test_a_clear_regression_is_decided_early():
     assert gate.regressed and "regression" in gate.finished
 
 
-def test_a_task_decided_not_regressed_does_not_end_the_watch_on_its_variations():
-    """The task (v2 large and unchanged) is shown fine first; v1, a fifth of it and 0.05 worse,
-    keeps its samples needed until it is shown regressed itself."""
+def test_a_task_shown_within_does_not_end_the_watch_on_its_variations():
+    """The task (v2 large and unchanged) is shown within first (its 25% look); v1, a twentieth of it
+    and 0.03 worse, keeps its samples needed until it is shown regressed itself."""
     sizes = [("color", "v1", 300), ("color", "v2", 6000)]
-    members, order, values = _build(_zeros, lambda rng, o, label: o + (0.05 if label == "color/v1" else 0.0),
+    members, order, values = _build(_zeros, lambda rng, o, label: o + (0.03 if label == "color/v1" else 0.0),
                                     sizes=sizes)
     gate = SequentialGate(members, order, margin=MARGIN, max_pass_drop=1.0)
-    task = next(g for g in gate.groups if g.label == "color")
-    seen_task_decided = False
+    by = {g.label: g for g in gate.groups}
+    task, v2 = by["color"], by["color/v2"]
+    seen_task_decided = seen_only_v1 = False
     for sid in order:
         if gate.finished is not None:
             break
-        if task.status == "not-regressed":
+        if task.status == "within":
             seen_task_decided = True
-            assert gate.needed(sid) == sid.startswith("color/v1/")
+            if sid.startswith("color/v1/"):
+                assert gate.needed(sid)
+            if v2.status == "within":
+                seen_only_v1 = True
+                assert gate.needed(sid) == sid.startswith("color/v1/")
         if gate.needed(sid):
             gate.add(sid, values[sid], "passed")
-    assert seen_task_decided
+    assert seen_task_decided and seen_only_v1
     assert gate.verdict == "regressed" and gate.regressed == ["color/v1"]
 
 
@@ -198,20 +218,26 @@ def test_the_same_refusals_as_the_baseline_are_no_regression_of_the_refusal_rate
             break
         same = members[sid]
         gate.add(sid, same.old, same.old_outcome)
-    assert gate.verdict == "not-regressed"  # d = 0 on every statistic
+    assert gate.verdict == "within-margin"  # d = 0 on every statistic
+    group = gate.groups[0]
+    # 0 of 500 refusals differing rules out a 1-point rise only at the 50% look (1,000 samples)
+    assert group.within == {"mean": 500, "fail": 500, "refusal": 1000} and not group.sequences["refusal"].above_margin
     assert sizes
 
 
-def test_every_difference_on_the_margin_in_floating_point_is_not_a_regression():
+def test_every_difference_on_the_margin_in_floating_point_is_neither_regressed_nor_within():
     """Every d = 0.03 - 0.02 = 0.009999999999999998: at the margin by the one tie rule; never
-    called regressed (the ordinary gate calls it not regressed too)."""
+    called regressed, and never within either (non-inferiority needs the bound below the margin):
+    the samples run out and the group is not shown (the ordinary gate says the same)."""
     members = {f"s{i}": Member(f"s{i}", "color", None, 0.02) for i in range(400)}
     order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
     gate = SequentialGate(members, order, margin=MARGIN)
     for sid in order:
         gate.add(sid, 0.03, "passed")
-    assert gate.verdict != "regressed" and not gate.regressed
-    assert gate.finished is not None  # the samples ran out: undecided, the ordinary rule judges
+    assert gate.verdict == "not-shown" and not gate.regressed
+    group = gate.groups[0]
+    assert group.status == "not-shown" and group.used == 400 and "mean" not in group.within
+    assert set(group.within) == {"fail", "refusal"}  # the rates did not move: shown within
 
 
 def test_a_margin_of_1_is_accepted_and_nothing_regresses_on_it():
@@ -225,9 +251,18 @@ def test_a_margin_of_1_is_accepted_and_nothing_regresses_on_it():
     stats = gate.to_dict(total=30)["groups"][0]["statistics"]
     assert gate.verdict == "regressed" and stats["fail"]["above"]
     assert not stats["mean"]["above"] and stats["mean"]["below"] and stats["refusal"]["below"]
+    # both margins at 1: nothing can regress, but every d = 1 is at the margin, never shown within it
     gate = SequentialGate(members, order, margin=1.0, max_pass_drop=1.0)
-    gate.add(order[0], 1.0, "failed")
-    assert gate.verdict == "not-regressed" and gate.used == 1  # decided on the first value
+    for sid in order:
+        gate.add(sid, 1.0, "failed")
+    assert gate.verdict == "not-shown" and not gate.regressed and gate.used == 30
+    # a model half as bad is within, at the group's only look (its last sample: 30 < the floor)
+    gate = SequentialGate(members, order, margin=1.0, max_pass_drop=1.0)
+    gate.add(order[0], 0.5, "passed")
+    assert gate.verdict == "undecided" and gate.finished is None  # no look on the first value
+    for sid in order[1:]:
+        gate.add(sid, 0.5, "passed")
+    assert gate.verdict == "within-margin" and gate.groups[0].decided_at == 30
 
 
 def test_errors_are_skipped_and_the_gate_still_decides():
@@ -244,12 +279,15 @@ def test_errors_are_skipped_and_the_gate_still_decides():
     assert group.errors >= 1 and gate.used == group.used
 
 
-def test_errors_only_a_group_is_never_called_decided():
+def test_errors_only_a_group_is_never_shown_within():
     members, order, _ = _build(_zeros, _same, sizes=[("color", None, 5), ("shape", None, 5)])
     gate = SequentialGate(members, order, margin=MARGIN)
     for sid in order:
         gate.add(sid, None if sid.startswith("color") else 0.0)
-    assert gate.verdict == "undecided" and "color" in gate.finished
+    by = {g.label: g for g in gate.groups}
+    assert gate.verdict == "not-shown" and "color" in gate.finished
+    assert by["color"].status == "not-shown" and by["color"].used == 0 and by["color"].errors == 5
+    assert by["shape"].status == "not-shown" and not by["shape"].looks  # 5 < MIN_TESTED: no look
     assert gate.used == 5  # the shape values, no error counted
 
 
@@ -319,27 +357,38 @@ def test_needed_done_and_finished():
         assert fed < 800
     assert gate.used == fed and not gate.needed(color[fed]) and gate.needed(shape[0])
     assert gate.finished is None and gate.verdict == "undecided"
+    assert fed == gate.groups[0].decided_at and fed in gate.groups[0].looks  # at a planned look
     gate.add(color[fed], 0.5)  # an answer that arrives anyway does not change a decided group
-    assert gate.groups[0].status == "not-regressed"
+    assert gate.groups[0].status == "within"
     for sid in shape:
         if gate.finished is not None:
             break
         gate.add(sid, 0.0)
-    assert gate.verdict == "not-regressed" and not any(gate.needed(s) for s in order)
-    used = gate.used
+    assert gate.verdict == "within-margin" and not any(gate.needed(s) for s in order)
+    used, finished = gate.used, gate.finished
     gate.add(shape[-1], 1.0)  # ignored once finished
     gate.stop("budget spent")  # no effect once finished
-    assert gate.used == used and gate.verdict == "not-regressed"
-    assert gate.finished == "every task and variation is shown not to have regressed"
+    assert gate.used == used and gate.verdict == "within-margin" and gate.finished == finished
 
 
 def test_stop_ends_the_gate_undecided():
-    members, order, _ = _build(_zeros, _same, sizes=[("color", None, 50)])
+    """gate.stop() (the budget, errors, an interruption) leaves the verdict and the open groups
+    undecided, not "not-shown": the run's rule (gating/decide.py) then counts them not shown."""
+    members, order, _ = _build(_zeros, _same, sizes=[("color", "v1", 400), ("color", "v2", 400)])
     gate = SequentialGate(members, order, margin=MARGIN)
-    gate.add(order[0], 0.0)
-    gate.stop("budget spent: 1 call")
-    assert gate.finished == "budget spent: 1 call" and gate.verdict == "undecided"
-    assert not gate.needed(order[1])
+    v1 = [sid for sid in order if sid.startswith("color/v1/")]
+    for sid in v1[:300]:
+        gate.add(sid, 0.0)
+    assert {g.label: g.status for g in gate.groups}["color/v1"] == "within"  # its 75% look
+    gate.stop("budget spent: 300 calls")
+    assert gate.finished == "budget spent: 300 calls" and gate.verdict == "undecided"
+    assert not gate.needed(order[-1]) and not gate.needed(v1[300])
+    out = gate.to_dict(total=800)
+    assert out["verdict"] == "undecided"
+    assert {g["group"]: g["status"] for g in out["groups"]} == {
+        "color": "undecided", "color/v1": "within", "color/v2": "undecided"}
+    gate.add(v1[300], 0.0)  # ignored once stopped
+    assert gate.used == 300 and gate.verdict == "undecided"
 
 
 def test_a_gate_without_members_is_finished():
@@ -361,15 +410,115 @@ def test_to_dict_is_json_and_holds_the_numbers():
     assert out["usd_saved"] == pytest.approx(round(2 * (500 - generated) * 0.04, 2))
     assert out["alpha_per_group"] == {"low": pytest.approx(0.05 / 9), "high": pytest.approx(0.05 / 9)}
     assert out["margins"] == {"mean": MARGIN, "fail": 0.05, "refusal": MARGIN}
+    assert out["looks"] == list(LOOKS) and out["success_floor"] == SUCCESS_FLOOR
     by = {g["group"]: g for g in out["groups"]}
     assert set(by) == {"color", "color/v1", "color/v2"}
     regressed = [g for g in out["groups"] if g["status"] == "regressed"]
     assert regressed and all(g["decided_after"] == generated for g in regressed)
     for g in regressed:
         assert any(s["above"] and s["interval"][0] > s["margin"] for s in g["statistics"].values())
+        assert all(s["within_after"] is None for s in g["statistics"].values())
         assert g["interval"] == g["statistics"]["mean"]["interval"]  # the mean's, as before
+    # the refusal rate is a guardrail of the task (400 >= 3 / 0.01) alone, never of a variation
+    assert by["color"]["statistics"]["refusal"]["guardrail"] is True
+    assert by["color/v1"]["statistics"]["refusal"]["guardrail"] is False
+    assert all(by[k]["statistics"][s]["guardrail"] for k in by for s in ("mean", "fail"))
+    assert by["color/v1"]["looks"] == [100] and by["color/v2"]["looks"] == [300]
+    assert by["color"]["looks"] == [300, 400]
     assert by["color/v1"]["used"] + by["color/v2"]["used"] == generated
     assert "generations_saved" not in gate.to_dict(total=500)
+
+
+# -- "within the margin": the planned looks -----------------------------------------------------
+
+
+@pytest.mark.parametrize("size, looks", [
+    (29, ()), (30, (30,)), (250, (250,)), (299, (299,)), (300, (300,)), (400, (300, 400)),
+    (599, (450, 599)), (1200, (300, 600, 900, 1200)),
+])
+def test_the_looks_are_shares_of_the_group_none_before_the_floor_but_the_last(size, looks):
+    """LOOKS of the group's samples, none before SUCCESS_FLOOR but the last; none at all for a
+    group of fewer than MIN_TESTED."""
+    members, order, _ = _build(_zeros, _same, sizes=[("color", None, size)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    group = gate.groups[0]
+    assert group.looks == looks
+    assert len(group.critical) == len(looks)
+    assert all(n >= SUCCESS_FLOOR for n in looks[:-1]) and (size < MIN_TESTED or looks[-1] == size)
+    # O'Brien-Fleming-like: stricter early, and the critical values fall look by look
+    assert list(group.critical) == sorted(group.critical, reverse=True)
+
+
+def test_a_group_below_the_success_floor_is_judged_only_at_its_last_sample():
+    """A variation of 250 (< SUCCESS_FLOOR): an identical model is not within on 249 samples, it is
+    at its one look, its 250th. Its task (500) looks at 375 and 500: the mean and fail rate are within
+    at 375, the refusal rate (a guardrail of a task this size) only at 500."""
+    sizes = [("shape", "circle", 250), ("shape", "square", 250)]
+    members, order, values = _build(_zeros, _same, sizes=sizes)
+    gate = SequentialGate(members, order, margin=MARGIN)
+    by = {g.label: g for g in gate.groups}
+    circle = by["shape/circle"]
+    assert circle.looks == (250,) and by["shape"].looks == (375, 500)
+    for sid in order:
+        if gate.finished is not None:
+            break
+        gate.add(sid, values[sid], "passed")
+        if circle.used < 250:
+            assert circle.status == "undecided" and not circle.within, circle.used
+    assert circle.status == "within" and circle.within == {"mean": 250, "fail": 250}
+    assert by["shape"].within == {"mean": 375, "fail": 375, "refusal": 500}
+    assert gate.verdict == "within-margin" and gate.used == 500
+
+
+@pytest.mark.parametrize("refusal_margin, within_at", [(0.05, 300), (None, 900)])
+def test_an_identical_model_on_1200_samples_needs_only_its_first_looks(refusal_margin, within_at):
+    """A task of 1,200, the same answers as its baseline: within at its 25% look (300) when its margins
+    allow it; the later samples are not needed. With the default refusal margin (0.01) no refusal on
+    300 or 600 samples cannot rule out a 1-point rise at those looks' critical values: 900."""
+    members, order, values = _build(_realistic, _same, sizes=[("color", None, 1200)])
+    gate, generated = _run(members, order, values, max_refusal_rise=refusal_margin)
+    group = gate.groups[0]
+    assert gate.verdict == "within-margin", gate.finished
+    assert generated == gate.used == group.used == within_at == group.decided_at
+    assert group.within["mean"] == group.within["fail"] == 300 and group.within["refusal"] == within_at
+    assert not any(gate.needed(sid) for sid in order)
+    assert gate.to_dict(total=1200, generated=generated)["samples_not_generated"] == 1200 - within_at
+
+
+def test_a_task_too_small_for_the_refusal_guardrail_is_within_without_its_refusal_rate_shown():
+    """A task of 250 (< 3 / 0.01): its refusal rate is tested for harm alone. No refusal on either
+    side of 250 samples cannot rule out a rise of 1 point (its bound is above 0.01), yet the task is
+    within; one of 300 has the guardrail, and there the same 0 refusals show it within."""
+    for size, guardrail in ((250, False), (300, True)):
+        members, order, values = _build(_zeros, _same, sizes=[("shape", None, size)])
+        gate, generated = _run(members, order, values)
+        assert gate.verdict == "within-margin" and generated == size, (size, gate.finished)
+        refusal = gate.to_dict(total=size)["groups"][0]["statistics"]["refusal"]
+        assert refusal["guardrail"] is guardrail
+        if guardrail:
+            assert refusal["within_after"] == size and refusal["ruled_out_above"] < MARGIN
+        else:
+            assert refusal["within_after"] is None and refusal["ruled_out_above"] > MARGIN
+
+
+def test_a_regression_is_shown_at_once_whatever_the_looks():
+    """Harm is anytime: a group of 1,200 clearly worse regresses long before its first look (300)."""
+    members, order, values = _build(_zeros, lambda rng, o, label: o + 0.3, sizes=[("color", None, 1200)])
+    gate, generated = _run(members, order, values)
+    assert gate.verdict == "regressed" and generated < SUCCESS_FLOOR
+    assert not gate.groups[0].within
+
+
+def test_an_error_does_not_cost_a_group_its_last_look():
+    """A group of 250 with one error: 249 values, the same as the baseline's. The last look is planned
+    at the group's size, which its values never reach; it is taken when its stream ends, so the group is
+    within as the same group without the error is."""
+    members, order, _ = _build(_zeros, _same, sizes=[("color", None, 250)])
+    gate = SequentialGate(members, order, margin=MARGIN)
+    for i, sid in enumerate(order):
+        gate.add(sid, None if i == 0 else 0.0, "error" if i == 0 else "passed")
+    assert gate.groups[0].used == 249 and gate.groups[0].ended
+    assert gate.verdict == "within-margin", (gate.groups[0].status, gate.groups[0].last_bounds)
 
 
 # -- the population ---------------------------------------------------------------------------
@@ -482,8 +631,8 @@ def test_an_unchanged_stochastic_model_is_rarely_called_regressed():
 
 def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
     """Every d = 0.03 - 0.02: the ordinary gate's comparison and the sequential gate (fed the same
-    samples to their end) both say not regressed (the sequential one by handing the run to the
-    fixed-sample rule: the samples ran out undecided)."""
+    samples to their end) both say not regressed and not shown within (the worsening is at the
+    margin, not below it): not shown, not green."""
     from pytest_violin.gating import build_baseline, compare
 
     def doc(value):
@@ -493,11 +642,12 @@ def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
 
     old, new = doc(0.02), doc(0.03)
     ordinary = compare(old, new, max_regression=MARGIN)
-    assert ordinary.ok and not ordinary.regressions
+    assert ordinary.outcome == "not-shown" and not ordinary.ok and not ordinary.regressions
+    assert compare(old, new, max_regression=MARGIN, accept_not_shown=True).ok
     members = population(old, [(s["id"], "color", "v1", None) for s in new["samples"]])
     assert len(members) == 60
     order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
     gate = SequentialGate(members, order, margin=MARGIN)
     for sid in order:
         gate.add(sid, 0.03, "passed")
-    assert gate.verdict != "regressed" and not gate.regressed
+    assert gate.verdict == "not-shown" and not gate.regressed
