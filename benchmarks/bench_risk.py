@@ -17,6 +17,7 @@ The cases (``d = new - old``, margins 0.01 / 5 points / 1 point):
 * ``shift-K``: another model (50% redrawn) whose every variation is worse by K x margin on the mean metric
   (outcomes the baseline's): K = 1 is at the margin, where "green" must stay under ``alpha``;
 * ``task-K``: the colour task alone worse by K x margin (its two variations), the rest identical;
+* ``var-K``: the triangles alone (250 samples) worse by K x margin, the rest identical;
 * ``refuse-R``: a task (shape) newly refuses R% of its samples (points of refusal rate), the rest identical;
 * ``refuse-var-R``: one variation (shape/triangle, 250 samples) refuses R% more.
 
@@ -54,12 +55,14 @@ DEFAULT_CASES = ("identical,stochastic-10,stochastic-30,shift-1,shift-5,task-1.5
 
 def make_run(suite: str, case: str, seed: int, margin: float):
     """``(members, order, new)`` of one seeded run (``bench_sequential.make_run`` for its own cases)."""
-    if case.startswith(("task-", "refuse-")):
+    if case.startswith(("task-", "var-", "refuse-")):
         members, order, new = base.make_run(suite, "identical", seed, margin)
         rng = np.random.default_rng([seed, 77])
-        if case.startswith("task-"):
+        if case.startswith(("task-", "var-")):
             k = float(case.split("-", 1)[1])
-            for task_var in {(m.task, m.variation) for m in members.values() if m.task == "color"}:
+            chosen = ({(m.task, m.variation) for m in members.values() if m.task == "color"}
+                      if case.startswith("task-") else {base.ALONE})
+            for task_var in chosen:
                 ids = [sid for sid, m in members.items() if (m.task, m.variation) == task_var]
                 old = np.array([members[sid].old for sid in ids])
                 raw = np.clip(old * np.exp(rng.normal(0.0, 0.15, old.size)), 0, 1)
