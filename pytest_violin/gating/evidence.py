@@ -60,6 +60,8 @@ def classify(*, harm_low: float, high: float, bound: float, margin: float, guard
     :func:`~.policy.above_margin`. ``tested=False`` (too few samples) is ``not-shown``."""
     from .policy import above_margin
 
+    if not guardrail and not tested:
+        return "harm-only"  # no guardrail of its group: nothing to show within, and too few to test harm
     if not tested:
         return "not-shown"
     if above_margin(harm_low, margin):

@@ -164,7 +164,7 @@ def not_shown_text(comparison) -> str:
     out = []
     for g in comparison.not_shown_groups:
         stats = [STAT_NAMES[k] for k in g.not_shown] or ["not shown by the sequential gate"]
-        small = f"; {g.n} samples" if g.n < MIN_TESTED else ""
+        small = f"; {g.n} sample{'' if g.n == 1 else 's'}" if g.n < MIN_TESTED else ""
         out.append(f"{g.label} ({', '.join(stats)}{small})")
     return ", ".join(out)
 

@@ -163,8 +163,8 @@ def test_a_k_selection_is_reported_as_a_selection_not_a_changed_suite(project):
     out = result.stdout
     assert result.returncode == 1, out[-3000:] + result.stderr[-2000:]
     assert re.search(r"NOT SHOWN: nothing regressed against baseline baseline\.json, but these were not shown within "
-                     r"their margins: mask \(mean metric, pass rate, refusal rate; 15 samples\), mask/inpaint "
-                     r"\(mean metric, pass rate, refusal rate; 5 samples\)", out), out[-3000:]
+                     r"their margins: mask \(mean metric, pass rate; 15 samples\), mask/inpaint "
+                     r"\(mean metric, pass rate; 5 samples\)", out), out[-3000:]
     assert re.search(r"not shown mask n=15: .*\[too few to test: 15, a test needs 30; ~30 needed\].*~52 needed", out)
     assert re.search(r"within    color/v1 n=60: ", out) and "FAILED violin::gate" in out, out[-3000:]
     total = len(json.loads((project / "baseline.json").read_text())["samples"])

@@ -68,7 +68,7 @@ def test_known_failures_are_xfailed_and_the_gate_passes_against_a_baseline_of_th
     assert "known failure: over its limits in the baseline too" in line
     assert f"{failing[0]['metrics']['mean']:.4f} in the baseline" in line
     assert re.search(r"PASSED WITH --violin-accept-not-shown: nothing regressed against baseline b\.json, but these "
-                     r"were NOT SHOWN within their margins: color \(mean metric, pass rate, refusal rate; 20 samples\)",
+                     r"were NOT SHOWN within their margins: color \(mean metric, pass rate; 20 samples\)",
                      out), out
     comparison = json.loads((project.path / "rep" / "results.json").read_text())["comparison"]
     assert comparison["ok"] is True and comparison["outcome"] == "not-shown" and comparison["accept_not_shown"] is True
@@ -160,7 +160,7 @@ def test_another_seed_is_not_green_and_says_why(project):
     line = next(line for line in out.splitlines() if line.startswith("NOT SHOWN"))
     assert line.startswith("NOT SHOWN: nothing regressed against baseline base.json, but these were not shown within "
                            "their margins: "), line
-    assert re.search(r"\bcolor \(mean metric, pass rate, refusal rate; \d+ samples\)", line), line
+    assert re.search(r"\bcolor \(mean metric, pass rate; \d+ samples\)", line), line
     assert re.search(r"\bshape \([^)]*pass rate", line), line
     # each group's planned size is named below the verdict
     assert re.search(r"not shown color n=\d+: .*\[too few to test: \d+, a test needs 30; ~\d+ needed\]", out), out
@@ -229,5 +229,5 @@ def test_violin_check_in_a_teams_test_xfails_a_known_failure(project):
     assert result.ret == 0 and outcomes.get("xfailed", 0) > 0 and "failed" not in outcomes, out
     assert "known failure: over its limits in the baseline too" in out
     assert re.search(r"PASSED WITH --violin-accept-not-shown: nothing regressed against baseline base\.json, but "
-                     r"these were NOT SHOWN within their margins: .*color/v1 \(mean metric, pass rate, refusal rate; "
+                     r"these were NOT SHOWN within their margins: .*color/v1 \(mean metric, pass rate; "
                      r"20 samples\)", out), out
