@@ -34,6 +34,10 @@ BAD = [
     (["--violin-model=oracle", "--violin-max-answer-mb=0"], ["max-answer-mb", "from 1 to 1024"]),
     (["--violin-model=oracle", "--violin-repeats=100000"], ["100000", "from 1 to 64"]),
     (["--violin-model=oracle", "--violin-limit=\u0663"], ["limit", "integer"]),  # an Arabic-Indic 3
+    # the gate's margins and power
+    (["--violin-model=oracle", "--violin-max-refusal-rise=2"], ["'2'", "<= 1"]),
+    (["--violin-model=oracle", "--violin-power=1"], ["'1'", ">= 0.5 and < 1"]),
+    (["--violin-model=oracle", "--violin-power=0.3"], ["'0.3'", ">= 0.5 and < 1"]),
 ]
 
 
