@@ -200,7 +200,10 @@ class GateState:
 
     def report_gate(self, session) -> None:
         """Report the verdict as the test ``violin::gate``, so pytest's summary, JUnit, pytest-html
-        and a CI system's test view show a regression as a failed test (as pytest-mypy's status item)."""
+        and a CI system's test view show it as one test (as pytest-mypy's status item): a setup, a call
+        and a teardown report, as a test's are (JUnit writes a test's properties and pytest-html records it
+        at its teardown), the call's outcome the gate's, its properties the outcome and the headline."""
+        from ..report._gate_words import headline
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
         comparison = self.comparison
@@ -208,17 +211,25 @@ class GateState:
         text = printable("\n".join(line for line, _ in lines))
         location = (GATE_NODEID.partition("::")[0], 0, GATE_NODEID)
         ok = comparison.ok
-        report = pytest.TestReport(
-            nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when="call",
-            outcome="passed" if ok else "failed", longrepr=None if ok else text,
-            # a green gate's words reach JUnit's system-out and -rP; a red one's are its failure
-            sections=[("violin regression gate", text)] if ok else [],
-            duration=0.0, user_properties=[("violin.gate", "passed" if ok else "failed")])
+        verdict = printable((lines[0][0] if self.sequential else headline(comparison)[0]) if lines else "")
+        properties = [("violin.gate", "passed" if ok else "failed"), ("violin.gate.outcome", comparison.outcome),
+                      ("violin.gate.verdict", verdict)]
+
+        def report(when, outcome, longrepr=None, sections=()):
+            return pytest.TestReport(
+                nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when=when, outcome=outcome,
+                longrepr=longrepr, sections=list(sections), duration=0.0, user_properties=properties)
+
         self.gate_failed = not ok
         session.testscollected += 1  # the gate is one more test: the progress stays at 100%
         hook = session.config.hook
         hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
-        hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logreport(report=report("setup", "passed"))
+        # a green gate's words reach JUnit's system-out and -rP; a red one's are its failure
+        hook.pytest_runtest_logreport(report=report(
+            "call", "passed" if ok else "failed", None if ok else text,
+            [("violin regression gate", text)] if ok else []))
+        hook.pytest_runtest_logreport(report=report("teardown", "passed"))
         hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
 
     def finish(self, vs, session) -> None:

@@ -237,3 +237,43 @@ def test_the_summary_names_known_failures_as_pytest_does(project):
     facts = (project.path / "rep" / "summary.md").read_text().split("\n\n")[1]
     said = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|xfailed)\b", facts)}
     assert said == {"passed": outcomes["passed"] - 1, "failed": 0, "xfailed": outcomes["xfailed"]}, facts
+
+
+def _gate_case(path):
+    """``(child tags, properties)`` of violin::gate's testcase in a JUnit file."""
+    import xml.etree.ElementTree as ET
+
+    for case in ET.parse(path).getroot().iter("testcase"):
+        if (case.get("classname"), case.get("name")) == ("violin", "gate"):
+            return [c.tag for c in case], {p.get("name"): p.get("value") for p in case.iter("property")}
+    raise AssertionError(f"no violin::gate testcase in {path}")
+
+
+def _html_results(path):
+    """Node id -> results of a pytest-html 4 report (its ``data-jsonblob``)."""
+    import html
+
+    blob = re.search(r'data-jsonblob="([^"]*)"', path.read_text()).group(1)
+    return {k: [r.get("result") for r in v] for k, v in json.loads(html.unescape(blob))["tests"].items()}
+
+
+def test_junit_and_pytest_html_carry_the_gates_outcome(project):
+    """violin::gate is reported as a test is (setup, call, teardown): JUnit holds its outcome and verdict
+    as properties, green or not, and pytest-html lists it, failed when the gate is not green."""
+    _baseline(project, limit=GATED)
+    green = project.runpytest("--violin-model=oracle", GATED, TASKS, "--violin-baseline=base.json",
+                              "-p", "no:cacheprovider", "--junitxml=green.xml", "--html=green.html")
+    assert green.ret == 0
+    tags, props = _gate_case(project.path / "green.xml")
+    assert "failure" not in tags and props["violin.gate"] == "passed"
+    assert props["violin.gate.outcome"] == "within-margin" and props["violin.gate.verdict"].startswith("PASSED")
+    assert _html_results(project.path / "green.html")["violin::gate"] == ["Passed"]
+
+    small = project.runpytest("--violin-model=oracle", LIMIT, TASKS, "--violin-baseline=base.json",
+                              "--violin-allow-mismatch", "-p", "no:cacheprovider", "--junitxml=small.xml",
+                              "--html=small.html")
+    assert small.ret == 1
+    tags, props = _gate_case(project.path / "small.xml")
+    assert "failure" in tags and props["violin.gate.outcome"] == "not-shown"
+    assert props["violin.gate.verdict"].startswith("NOT SHOWN")
+    assert _html_results(project.path / "small.html")["violin::gate"] == ["Failed"]
