@@ -18,6 +18,9 @@ The cases (``d = new - old``, margins 0.01 / 5 points / 1 point):
   (outcomes the baseline's): K = 1 is at the margin, where "green" must stay under ``alpha``;
 * ``task-K``: the colour task alone worse by K x margin (its two variations), the rest identical;
 * ``var-K``: the triangles alone (250 samples) worse by K x margin, the rest identical;
+* ``noisy-var-K``: the triangles alone worse by K x margin in expectation, each answer's difference drawn
+  around it (sd 0.05), so the realised mean falls on either side: at K = 1, the case where "green" is
+  likeliest for a model at the margin, and must stay under ``alpha``;
 * ``refuse-R``: a task (shape) newly refuses R% of its samples (points of refusal rate), the rest identical;
 * ``refuse-var-R``: one variation (shape/triangle, 250 samples) refuses R% more.
 
@@ -55,6 +58,16 @@ DEFAULT_CASES = ("identical,stochastic-10,stochastic-30,shift-1,shift-5,task-1.5
 
 def make_run(suite: str, case: str, seed: int, margin: float):
     """``(members, order, new)`` of one seeded run (``bench_sequential.make_run`` for its own cases)."""
+    if case.startswith("noisy-var-"):
+        # the triangles worse by K margins in expectation, each answer's difference drawn afresh around it:
+        # the realised mean falls on either side of K margins, as a real model's does
+        members, order, new = base.make_run(suite, "identical", seed, margin)
+        rng = np.random.default_rng([seed, 78])
+        k = float(case.rsplit("-", 1)[1])
+        for sid, m in members.items():
+            if (m.task, m.variation) == base.ALONE:
+                new[sid] = (float(min(1.0, max(0.0, m.old + k * margin + rng.normal(0.0, 0.05)))), new[sid][1])
+        return members, order, new
     if case.startswith(("task-", "var-", "refuse-")):
         members, order, new = base.make_run(suite, "identical", seed, margin)
         rng = np.random.default_rng([seed, 77])

@@ -17,8 +17,8 @@ Exit status (pytest's numbers, so a script treats both alike):
 
 * 0: done;
 * 1: the command could not finish: an output could not be written (an ``OSError``: disk full, no permission)
-  or an internal error; ``gate``: the model got worse or a sample of the run ended in an error, as the
-  plugin's ``--violin-baseline`` fails a session;
+  or an internal error; ``gate``: the model got worse, a sample of the run ended in an error, or a task or
+  variation was not shown within its margins, as the plugin's ``--violin-baseline`` fails a session;
 * 4: usage error: a bad argument or option, or input that is not accepted (a RUN that does not exist or is not
   a run, runs that cannot be compared, shards that are not the parts of one run, a suite or manifest that does
   not load); ``gate``: the run shares too few samples with the baseline to decide; one line names the value

@@ -4,8 +4,8 @@ Names load on first use, so importing the constants costs nothing.
 
 A *baseline* freezes one run: every sample's metric values, the aggregates and the facts that say whether two
 runs are comparable (docs/gating.md). :func:`compare` decides per task and per (task, variation) whether the
-model got *credibly worse* on the samples both runs share; samples on one side only, or redefined, are listed,
-never compared.
+model is *shown within its margins*, *shown worse* or neither on the samples both runs share; samples on one
+side only, or redefined, are listed, never compared. :mod:`.plan` says how many samples each group needs.
 
 The functions take :class:`~pytest_violin.results.SampleResult` objects or their records.
 """
