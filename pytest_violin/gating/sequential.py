@@ -45,6 +45,11 @@ STATISTICS = ("mean", "fail", "refusal")
 #: The shares of a group's samples at which its guardrails are tested for "within the margin".
 LOOKS = (0.25, 0.5, 0.75, 1.0)
 
+#: A group stops, not shown, at a look (before its last) where the chance that it is shown within by its last
+#: sample, its remaining samples like those seen, is below this (conditional power), and nothing is heading
+#: above a margin: a model too noisy for its samples need not pay for them all.
+FUTILITY = 0.1
+
 #: No look before the last one on fewer samples than this: a regression carried by a few samples (2% of the
 #: triangles 1 margin worse) is missing from a short prefix, whose small spread then looks like evidence.
 SUCCESS_FLOOR = 300
@@ -90,6 +95,12 @@ def population(baseline: Mapping, samples) -> dict:
 
 def _NORMAL_CDF(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def _NORMAL_Z(alpha: float) -> float:
+    from .evidence import normal_z
+
+    return normal_z(alpha)
 
 
 def _rank(seed: int, sid: str) -> float:
@@ -151,6 +162,8 @@ class _Group:
         self.counts = {"fail": [0, 0], "refusal": [0, 0]}  # (worse, better) pairs of each rate
         self.last_bounds: dict = {}  # statistic -> the non-inferiority bound at the latest look
         self.looked_last = False     # the last look was taken
+        self.futility_looks: tuple = ()  # samples used at each look for futility
+        self.futile = False          # it cannot reasonably be shown within: not shown, stopped
 
     @property
     def ended(self) -> bool:
@@ -176,7 +189,7 @@ class _Group:
         return {"group": self.label, "task": self.task, "variation": self.variation, "role": self.role,
                 "status": self.status, "size": len(self.members), "used": self.used, "errors": self.errors,
                 "interval": mean, "statistics": stats, "decided_after": self.decided_at,
-                "ended": self.ended, "looks": list(self.looks)}
+                "ended": self.ended, "looks": list(self.looks), "futile": self.futile}
 
     def take(self, values) -> None:
         """Count one sample's three differences for the looks."""
@@ -189,9 +202,22 @@ class _Group:
             elif x < 0:
                 self.counts[name][1] += 1
 
-    def look(self, margins: dict, *, last: bool = False) -> None:
+    def _estimate(self, name: str) -> tuple:
+        """``(mean, sd)`` of a statistic's paired differences so far (``used`` >= 2)."""
+        n = self.used
+        if name == "mean":
+            mean = self.sums[0] / n
+            return mean, math.sqrt(max(0.0, (self.sums[1] - n * mean * mean) / (n - 1)))
+        worse, better = self.counts[name]
+        mean = (worse - better) / n
+        return mean, math.sqrt(max(0.0, (worse + better) / n - mean * mean) * n / (n - 1))
+
+    def look(self, margins: dict, *, last: bool = False, harm_z: float = 3.0) -> None:
         """At a planned look: each guardrail not yet within is tested at the look's critical value.
-        ``last``: the stream ended short of its last look (errors left it), which is taken now."""
+        ``last``: the stream ended short of its last look (errors left it), which is taken now; ``harm_z``:
+        the harm test's level, for the futility look (:meth:`_futile`)."""
+        if not last and self.used in self.futility_looks:
+            self.futile = self._futile(margins, harm_z)
         if last:
             if not self.looks or self.looked_last or self.used < MIN_TESTED:
                 return
@@ -206,15 +232,43 @@ class _Group:
             if n < 2:
                 break
             if name == "mean":
-                mean = self.sums[0] / n
-                var = max(0.0, (self.sums[1] - n * mean * mean) / (n - 1))
-                bound = mean + c * math.sqrt(var / n)
+                mean, sd = self._estimate(name)
+                bound = mean + c * sd / math.sqrt(n)
             else:
                 worse, better = self.counts[name]
                 bound = rate_bound(worse, better, n, alpha=1.0 - _NORMAL_CDF(c), side="upper")
             self.last_bounds[name] = bound
             if name in self.guardrails and name not in self.within and above_margin(margins[name], bound):
                 self.within[name] = n
+
+    def _futile(self, margins: dict, harm_z: float) -> bool:
+        """Whether, at this look, the group can reasonably end neither within nor regressed: a guardrail
+        whose conditional power to be shown within by its last look (the rest of the stream like what came
+        so far) is under :data:`FUTILITY`, while no statistic's conditional power to be shown above its
+        margin (at the harm test's level ``harm_z``, a fixed-sample approximation that favours going on)
+        reaches it either. Stopping for futility never calls a group within, so the error rate of "within"
+        is not spent; it spares a noisy model's run the samples that could not make it green."""
+        n, size, c = self.used, len(self.members), self.critical[-1]
+        estimates = {name: self._estimate(name) for name in STATISTICS}
+
+        def reach(gap: float, sd: float) -> float:
+            spread = sd * math.sqrt(size - n) / size
+            if spread <= 0:  # nothing varies: the bound stays where it is (ties by the one rule)
+                return 1.0 if gap > TIE_TOLERANCE else 0.0
+            return _NORMAL_CDF(gap / spread)
+
+        for name, (mean, sd) in estimates.items():
+            if reach(mean - margins[name] - harm_z * sd / math.sqrt(size), sd) >= FUTILITY:
+                return False  # a regression is within reach: the harm test goes on
+        for name in self.guardrails:
+            if name in self.within:
+                continue
+            mean, sd = estimates[name]
+            if name != "mean":
+                sd = max(sd, c / math.sqrt(size))  # a rate's score bound is about c^2 / N with nothing changed
+            if reach(margins[name] - c * sd / math.sqrt(size) - mean, sd) < FUTILITY:
+                return True
+        return False
 
 
 class SequentialGate:
@@ -258,6 +312,7 @@ class SequentialGate:
                 self.groups.append(_Group(f"{task}/{var}", task, var, variations[(task, var)], "variation"))
         # Bonferroni over every group and statistic, each side
         self.alpha_low = self.alpha_high = self.alpha / max(1, len(self.groups) * len(STATISTICS))
+        self._harm_z = _NORMAL_Z(self.alpha_low)
         for g in self.groups:
             for name, (low, high) in _ranges([self.members[sid] for sid in g.members]).items():
                 g.sequences[name] = MeanSequence(self.margins[name], alpha_low=self.alpha_low,
@@ -290,6 +345,9 @@ class SequentialGate:
         looks = sorted({min(size, math.ceil(t * size - TIE_TOLERANCE)) for t in LOOKS
                         if t >= 1.0 or t * size >= SUCCESS_FLOOR})
         g.looks = tuple(looks)
+        # futility may look before the floor: stopping for it never calls a group within
+        g.futility_looks = tuple(sorted({math.ceil(t * size - TIE_TOLERANCE) for t in LOOKS[:-1]}
+                                        & set(range(MIN_TESTED, size))))
         g.critical = group_sequential_bounds(tuple(n / size for n in looks), self.alpha)
 
     # -- input -------------------------------------------------------------
@@ -331,7 +389,7 @@ class SequentialGate:
                 g.sequences[name].add(d)
             g.take(values)
             g.used += 1
-            g.look(self.margins)
+            g.look(self.margins, harm_z=self._harm_z)
             self._fed.add(sid)
         if g.ended and g.status == "undecided":
             g.look(self.margins, last=True)
@@ -345,7 +403,7 @@ class SequentialGate:
                 g.status, g.decided_at = "regressed", self.used
             elif g.used and all(name in g.within for name in g.guardrails):
                 g.status, g.decided_at = "within", self.used
-            elif g.ended:
+            elif g.ended or g.futile:
                 g.status, g.decided_at = "not-shown", self.used
         if any(g.status == "regressed" for g in self.groups):
             self.verdict = "regressed"
@@ -356,8 +414,9 @@ class SequentialGate:
         elif all(g.status != "undecided" for g in self.groups):
             self.verdict = "not-shown"
             open_ = [g.label for g in self.groups if g.status == "not-shown"]
-            self.finished = (f"the samples of {', '.join(open_)} ran out before {'it was' if len(open_) == 1 else 'they were'} "
-                             f"shown within the margins")
+            their = "its" if len(open_) == 1 else "their"
+            self.finished = (f"{', '.join(open_)} could not be shown within the margins on {their} samples (ran "
+                             f"out, or stopped where the rest could not change that)")
 
     def defer_stalled(self, slack: int) -> list:
         """Move each group's next member to the end of its stream while it has not arrived and at

@@ -125,8 +125,9 @@ def test_an_identical_model_is_shown_within_when_its_groups_are_large_enough():
 
 def test_groups_too_small_to_be_shown_within_end_not_shown_after_their_last_sample():
     """A stochastic model (half of its answers redrawn) on the suite's groups: the large groups are
-    shown within, some small ones (shape/triangle's 250) cannot be shown within 0.01 on their samples,
-    so their samples run out; the gate names them and ends not shown, nothing regressed."""
+    shown within, some small ones (shape/triangle's 250) cannot be shown within 0.01 on their samples:
+    their samples run out, or a futility look stops them first; the gate names them and ends not shown,
+    nothing regressed."""
     members, order, values = _build(
         _realistic, lambda rng, o, label: np.where(rng.random(o.size) < 0.5, _realistic(rng, o.size), o))
     gate, generated = _run(members, order, values)
@@ -136,8 +137,11 @@ def test_groups_too_small_to_be_shown_within_end_not_shown_after_their_last_samp
     assert "shape/triangle" in {g.label for g in not_shown}
     assert any(g.status == "within" for g in gate.groups)
     for g in not_shown:
-        assert g.ended and g.used == len(g.members) and g.label in gate.finished
-        assert g.used == g.looks[-1]  # judged at its last look, on every sample
+        assert g.label in gate.finished
+        if g.futile:  # stopped at a futility look, before its end
+            assert g.used in g.futility_looks and g.used < len(g.members)
+        else:
+            assert g.ended and g.used == g.looks[-1]  # judged at its last look, on every sample
 
 
 def test_a_clear_regression_is_decided_early():
@@ -228,7 +232,8 @@ def test_the_same_refusals_as_the_baseline_are_no_regression_of_the_refusal_rate
 def test_every_difference_on_the_margin_in_floating_point_is_neither_regressed_nor_within():
     """Every d = 0.03 - 0.02 = 0.009999999999999998: at the margin by the one tie rule; never
     called regressed, and never within either (non-inferiority needs the bound below the margin):
-    the samples run out and the group is not shown (the ordinary gate says the same)."""
+    the group is not shown (the ordinary gate says the same), at its first futility look, since no
+    further sample can move a bound that sits on the margin."""
     members = {f"s{i}": Member(f"s{i}", "color", None, 0.02) for i in range(400)}
     order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
     gate = SequentialGate(members, order, margin=MARGIN)
@@ -236,8 +241,8 @@ def test_every_difference_on_the_margin_in_floating_point_is_neither_regressed_n
         gate.add(sid, 0.03, "passed")
     assert gate.verdict == "not-shown" and not gate.regressed
     group = gate.groups[0]
-    assert group.status == "not-shown" and group.used == 400 and "mean" not in group.within
-    assert set(group.within) == {"fail", "refusal"}  # the rates did not move: shown within
+    assert group.status == "not-shown" and group.futile and group.used == 100 and "mean" not in group.within
+    assert not group.within  # stopped before the first look for "within" (300 samples)
 
 
 def test_a_margin_of_1_is_accepted_and_nothing_regresses_on_it():
@@ -651,3 +656,37 @@ def test_the_margin_tie_gets_the_same_verdict_from_both_gates():
     for sid in order:
         gate.add(sid, 0.03, "passed")
     assert gate.verdict == "not-shown" and not gate.regressed
+
+
+def test_a_group_too_noisy_for_its_samples_stops_for_futility_and_is_never_within():
+    """An unchanged model whose every answer is half the range off, either way (paired sd 0.5; about 15,500
+    samples would show it within 0.01), on a group of 1,200: at a futility look it cannot be shown within by
+    its end and nothing heads for a regression; it stops there, not shown, the rest not needed."""
+    rng = np.random.default_rng(4)
+    members = {f"s{i:04d}": Member(f"s{i:04d}", "color", None, 0.5) for i in range(1200)}
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    signs = rng.permutation(np.repeat([-1.0, 1.0], 600))  # the expected difference, and the realised one, 0
+    gate = SequentialGate(members, order, margin=MARGIN, max_pass_drop=1.0, max_refusal_rise=1.0)
+    generated = 0
+    for sid, sign in zip(order, signs):
+        if gate.finished is not None:
+            break
+        gate.add(sid, 0.5 + 0.5 * sign, "passed")
+        generated += 1
+    group = gate.groups[0]
+    assert gate.verdict == "not-shown" and group.futile and "mean" not in group.within
+    assert generated == group.decided_at < 1200 and generated in group.futility_looks
+
+
+def test_a_group_heading_for_a_regression_is_not_stopped_for_futility():
+    """The same noise around +0.05 (5 margins worse): "within" is out of reach at the first look, but a
+    regression is within reach, so the group goes on until the harm test shows it."""
+    rng = np.random.default_rng(4)
+    members = {f"s{i:04d}": Member(f"s{i:04d}", "color", None, 0.4) for i in range(1200)}
+    order = sequential_order(list(members), {k: "color" for k in members}, seed=0)
+    gate = SequentialGate(members, order, margin=MARGIN, max_pass_drop=1.0, max_refusal_rise=1.0)
+    for sid, e in zip(order, rng.normal(0.05, 0.2, len(order))):
+        if gate.finished is not None:
+            break
+        gate.add(sid, min(1.0, max(0.0, 0.4 + e)), "passed")
+    assert gate.verdict == "regressed" and not gate.groups[0].futile
