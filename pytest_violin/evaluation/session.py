@@ -85,13 +85,22 @@ class Session:
 
     def run(self, *, progress=None) -> ResultsStore:
         """Generate and judge every sample; the results (also those judged before an interrupt)."""
-        from ..execution.runner import Runner
-        from ..imaging import set_reader
+        from ..imaging import reader_for, restore_reader, use_reader
 
-        self._refuse_over_cap()
+        # profile violin reads every image file as the reference does (cv2.imread), as the plugin does; set in
+        # this thread's context, which the runner's threads copy, so a run in another thread keeps its own
+        # reader; before the cache is looked up, as its keys hold the reader
+        token = use_reader(reader_for(self.settings.profile))
+        try:
+            self._refuse_over_cap()
+            return self._generate_and_judge(progress)
+        finally:
+            restore_reader(token)
+
+    def _generate_and_judge(self, progress) -> ResultsStore:
+        from ..execution.runner import Runner
+
         store = ResultsStore()
-        # profile violin reads every image file as the reference does (cv2.imread), as the plugin does
-        previous = set_reader("opencv" if self.settings.profile == "violin" else "pillow")
         runner = Runner(self.adapter, concurrency=self.concurrency, cache=self.cache,
                         base_seed=self.settings.seed, repeats=self.repeats, save_outputs=self.save_outputs,
                         cancel=self.cancel, usage=self.usage)
@@ -108,7 +117,7 @@ class Session:
                     self.stop_reason = stop
                     self.interrupted = True
                     warnings.warn(ViolinWarning(f"the run stops after {len(store)} of {len(self.samples)} "
-                                                f"samples: {stop}"), stacklevel=3)
+                                                f"samples: {stop}"), stacklevel=4)
                     break
         except KeyboardInterrupt:
             self.interrupted = True
@@ -121,7 +130,6 @@ class Session:
             runner.close(wait=True, timeout=INTERRUPT_GRACE if self.interrupted else None)
             if progress is not None:
                 progress.close()
-            set_reader(previous)
         return store
 
     def _judge(self, runner, sample, index):
@@ -130,7 +138,7 @@ class Session:
         generation = runner.get(sample)
         take = getattr(self.adapter, "take_notices", None)
         for note in take() if callable(take) else ():  # found in a generation thread: said here, once
-            warnings.warn(ViolinWarning(note), stacklevel=4)
+            warnings.warn(ViolinWarning(note), stacklevel=5)
         result, images = judge_generation(sample, generation, self.settings, self.limits, index=index)
         del generation
         result.adapter = self.identity

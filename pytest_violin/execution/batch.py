@@ -39,6 +39,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from .._threads import carried
 from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
 from ..redaction import redact
 from ._batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
@@ -170,7 +171,7 @@ class BatchDriver:
         with self._cond:
             if self._thread is not None and self._thread.is_alive():
                 return
-            self._thread = threading.Thread(target=self._run, name="violin-batch", daemon=True)
+            self._thread = threading.Thread(target=carried(self._run), name="violin-batch", daemon=True)
             self._thread.start()
 
     # -- answers (runner threads) -----------------------------------------------------

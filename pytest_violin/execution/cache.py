@@ -81,8 +81,9 @@ class ImageCache:
     @staticmethod
     def key(identity: str, request, *, reader: str | None = None) -> str:
         """64 hex digits keying ``request`` for the adapter's secret-free ``identity`` and the
-        ``reader`` the answer is decoded with (default: the process-wide one, which the run's
-        profile sets before anything is looked up)."""
+        ``reader`` the answer is decoded with (default: the calling run's,
+        :func:`~pytest_violin.imaging.current_reader`, which its profile sets before anything is
+        looked up)."""
         fields = [
             CACHE_VERSION,
             str(identity),

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._fs import atomic_write
+from .._threads import carried
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
 from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
@@ -84,7 +85,7 @@ class DaemonPool:
 
     def submit(self, fn, *args) -> Future:
         future: Future = Future()
-        self._queue.put((future, fn, args))
+        self._queue.put((future, carried(fn), args))  # in the submitter's context: its run's reader
         if len(self._threads) < self._workers:  # threads start lazily, up to ``workers``
             thread = threading.Thread(target=self._work, daemon=True,
                                       name=f"{self._name}-{len(self._threads)}")

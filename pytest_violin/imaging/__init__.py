@@ -11,16 +11,17 @@ orientation applied, converted in blocks of rows (:data:`_BLOCK_PIXELS`) so no f
 is made. :func:`read_opencv` reads as the Violin reference scripts do, ``cv2.imread`` (profile ``violin``):
 alpha dropped, 16 bits truncated to the high byte, CMYK and palettes converted by OpenCV's codecs; an array as
 saving it as PNG and reading it back would give. Pillow reads the header first, so the checks are the same for
-both. The plugin sets ``"opencv"`` (:func:`set_reader`) for a run of profile ``violin``.
+both. A run of profile ``violin`` (the plugin's, :func:`~pytest_violin.evaluate`'s) reads with ``"opencv"``
+(:func:`use_reader`): the choice is a context variable, so it holds for that run's threads only.
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import io
 import math
 import os
-import threading
 from pathlib import Path
 
 import cv2
@@ -34,7 +35,8 @@ from ._bounds import (_DECODE_ERRORS, ACCEPTED_INPUTS, DECODE_BUDGET_BYTES, MAX_
 
 __all__ = ["RGB8", "MAX_PIXELS", "png_base64", "png_data_uri", "MAX_DECODED_BYTES", "DECODE_BUDGET_BYTES",
            "ACCEPTED_INPUTS", "as_rgb8", "decoded_size", "file_kind", "probe_image_file", "encode_png",
-           "decode_image", "resize_rgb8", "check_same_size", "READERS", "set_reader", "current_reader"]
+           "decode_image", "resize_rgb8", "check_same_size", "READERS", "reader_for", "current_reader",
+           "use_reader", "restore_reader"]
 
 #: Conversions work on blocks of rows of about this many pixels, so no full-size intermediate copy (32-bit or
 #: float) is ever made.
@@ -279,8 +281,12 @@ def read_opencv(obj, max_pixels: int, max_bytes: int) -> np.ndarray:
 #: How :func:`as_rgb8` reads pixels: ``"pillow"`` (this package's own choices) or ``"opencv"``
 #: (``cv2.imread``, as the Violin reference scripts read answer and ground-truth files).
 READERS = ("pillow", "opencv")
-_READER = ["pillow"]
-_READER_LOCK = threading.Lock()
+
+#: The reader of :func:`as_rgb8` when it is given none. A context variable, not a process-wide setting: a run
+#: sets it for itself and the threads it starts run in copies of its context
+#: (:func:`pytest_violin._threads.carried`), so two runs in one process, each in its own thread, read with
+#: their own readers.
+_READER: contextvars.ContextVar[str] = contextvars.ContextVar("pytest_violin_reader", default="pillow")
 
 
 def _check_reader(reader) -> str:
@@ -289,22 +295,28 @@ def _check_reader(reader) -> str:
     return reader
 
 
+def reader_for(profile: str) -> str:
+    """The reader a run of ``profile`` reads with: ``"opencv"`` for ``violin`` (as the reference reads
+    files), ``"pillow"`` otherwise."""
+    return "opencv" if profile == "violin" else "pillow"
+
+
 def current_reader() -> str:
-    """The process-wide default reader of :func:`as_rgb8` (``"pillow"`` or ``"opencv"``)."""
-    return _READER[0]
+    """The reader :func:`as_rgb8` uses when given none: the running evaluation's (or pytest run's), in its
+    threads; ``"pillow"`` outside a run."""
+    return _READER.get()
 
 
-def set_reader(reader: str) -> str:
-    """Set the process-wide default reader of :func:`as_rgb8`; return the previous one.
+def use_reader(reader: str) -> contextvars.Token:
+    """Make ``reader`` the default of :func:`as_rgb8` in the calling context (this thread, and what it hands
+    to other threads through :func:`pytest_violin._threads.carried`); give the returned token to
+    :func:`restore_reader`, in the same thread, to undo it."""
+    return _READER.set(_check_reader(reader))
 
-    The pytest plugin sets ``"opencv"`` for a run of profile ``violin`` (every adapter's answer, replayed
-    files and ground-truth files are then read as the reference reads them) and restores the previous reader
-    when the run ends. Process-wide on purpose: adapters decode in the runner's threads.
-    """
-    _check_reader(reader)
-    with _READER_LOCK:
-        previous, _READER[0] = _READER[0], reader
-    return previous
+
+def restore_reader(token: contextvars.Token) -> None:
+    """Undo the :func:`use_reader` call that returned ``token``."""
+    _READER.reset(token)
 
 
 class RGB8(np.ndarray):
@@ -345,7 +357,8 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
         Largest accepted decoded size of encoded and PIL images, from the header (:func:`decoded_size`);
         arrays are bounded by ``max_pixels`` only.
     reader : {"pillow", "opencv"}, optional
-        Default :func:`current_reader`: ``"pillow"`` unless a run of profile ``violin`` set ``"opencv"``.
+        Default :func:`current_reader`: ``"opencv"`` in a run of profile ``violin`` (its threads), else
+        ``"pillow"``.
         ``"pillow"`` composites alpha over black (a transparent pixel is a black pixel), rounds 16-bit values
         (``v * 255 / 65535``) and applies the EXIF orientation. ``"opencv"`` reads as the Violin reference
         scripts do, ``cv2.imread(path)``: alpha dropped, 16 bits truncated to the high byte, CMYK and palettes
@@ -369,7 +382,7 @@ def as_rgb8(obj, *, max_pixels: int = MAX_PIXELS, max_bytes: int = MAX_DECODED_B
     """
     if _trusted(obj, max_pixels):
         return obj
-    chosen = reader or _READER[0]
+    chosen = reader or _READER.get()
     if chosen != "pillow":
         _check_reader(chosen)
         return read_opencv(obj, max_pixels, max_bytes)

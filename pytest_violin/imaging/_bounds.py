@@ -26,6 +26,7 @@ import numpy as np
 from PIL import ExifTags, Image, ImageMode, UnidentifiedImageError
 
 from .._fs import file_kind
+from .._threads import carried
 from ..errors import InvalidImageError
 
 #: Largest image, in pixels, that :func:`as_rgb8` accepts (64 megapixels). A guard against decompression bombs
@@ -110,7 +111,8 @@ class _LargeWork:
                 self._thread = threading.Thread(target=self._serve, name="violin-large-work", daemon=True)
                 self._thread.start()
         done, box = threading.Event(), {}
-        self._jobs.put((fn, args, done, box))
+        # one thread serves every run: each job runs in its caller's context (the caller's run's reader)
+        self._jobs.put((carried(fn), args, done, box))
         done.wait()
         if "error" in box:
             error = box.pop("error")

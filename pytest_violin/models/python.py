@@ -27,6 +27,7 @@ import time
 import traceback
 from pathlib import Path
 
+from .._threads import carried
 from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, GenerationUnjudged, InvalidImageError,
                       ModelSpecError)
 
@@ -114,7 +115,7 @@ class PythonAdapter:
             finally:
                 done.set()
 
-        threading.Thread(target=call, daemon=True, name="violin-python-call").start()
+        threading.Thread(target=carried(call), daemon=True, name="violin-python-call").start()
         deadline = time.monotonic() + self.timeout
         # in slices: a signal taken by another thread reaches the main thread, and Ctrl-C ends the wait
         while not done.wait(min(_WAIT_SLICE, max(0.0, deadline - time.monotonic()))):

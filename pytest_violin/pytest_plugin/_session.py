@@ -59,8 +59,8 @@ class ViolinSession:
         self.bills = False
         self.cacheable = True
         self.cancel = threading.Event()
-        #: the image reader in use before this run set its profile's (restored by close)
-        self.previous_reader: str | None = None
+        #: the token of the profile's image reader (imaging.use_reader), given back by close
+        self.reader_token = None
         #: every model call of this process, counted and capped where it is made
         #: (pytest_violin.execution.usage); see counted() and the plan's call cap
         self.usage = CallCounter()
@@ -213,18 +213,19 @@ class ViolinSession:
         return table
 
     def use_profile_reader(self) -> None:
-        """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``)."""
-        from ..imaging import set_reader
-        previous = set_reader("opencv" if self.settings.profile == "violin" else "pillow")
-        if self.previous_reader is None:
-            self.previous_reader = previous
+        """Read images as the profile says: ``violin`` as the reference does (``cv2.imread``); in the main
+        thread's context, which the runner's threads copy, so an ``evaluate()`` in another thread keeps its own."""
+        from ..imaging import reader_for, use_reader
+        token = use_reader(reader_for(self.settings.profile))
+        if self.reader_token is None:
+            self.reader_token = token
 
     def close(self, *, wait: bool = True):
         """Stop the runner (abandoning generations in flight unless ``wait``) and close the adapter."""
-        if self.previous_reader is not None:
-            from ..imaging import set_reader
-            set_reader(self.previous_reader)
-            self.previous_reader = None
+        if self.reader_token is not None:
+            from ..imaging import restore_reader
+            restore_reader(self.reader_token)
+            self.reader_token = None
         if not wait:
             self.cancel.set()
         if self.runner is not None:

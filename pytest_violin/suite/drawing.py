@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from ..errors import SuiteError
-from ..imaging import as_rgb8
+from ..imaging import as_rgb8, current_reader
 
 __all__ = ["SHAPES", "ANCHORS", "shape_extent", "place_bbox", "block_boxes", "SKIMAGE_PHOTOS", "LIFT",
            "WORKING_SIDE", "PHOTO_EXTENSIONS", "photos_dir_from_env", "list_photo_dir", "load_photo", "lift_dark",
@@ -165,8 +165,12 @@ def _working(img: np.ndarray) -> np.ndarray:
     return out
 
 
+# the photo caches are keyed by the reader too: runs of both profiles in one process read a photo
+# each as its own reader does (a file's alpha, its 16 bits), never as the first run to load it did
+
+
 @functools.lru_cache(maxsize=None)
-def _skimage_photo(name: str) -> np.ndarray:
+def _skimage_photo(name: str, reader: str) -> np.ndarray:
     import skimage.data
 
     loader = getattr(skimage.data, name, None)
@@ -175,33 +179,34 @@ def _skimage_photo(name: str) -> np.ndarray:
     img = loader()
     if isinstance(img, tuple):  # stereo_motorcycle returns (left, right, disparity)
         img = img[0]
-    return _working(as_rgb8(np.ascontiguousarray(img)))
+    return _working(as_rgb8(np.ascontiguousarray(img), reader=reader))
 
 
 @functools.lru_cache(maxsize=32)
-def _file_photo(path: str) -> np.ndarray:
-    return _working(as_rgb8(path))
+def _file_photo(path: str, reader: str) -> np.ndarray:
+    return _working(as_rgb8(path, reader=reader))
 
 
 @functools.lru_cache(maxsize=64)
-def _lifted(source: str, name: str, folder, lift: int) -> np.ndarray:
-    out = lift_dark(load_photo(source, name, folder), lift)
+def _lifted(source: str, name: str, folder, lift: int, reader: str) -> np.ndarray:
+    out = lift_dark(load_photo(source, name, folder, reader=reader), lift)
     out.setflags(write=False)
     return out
 
 
-def load_photo(source: str, name: str, folder=None) -> np.ndarray:
+def load_photo(source: str, name: str, folder=None, *, reader: str | None = None) -> np.ndarray:
     """Load (and cache per process) one photograph as read-only RGB uint8.
 
     ``source`` is ``"skimage"`` (``name`` is a scikit-image data name) or ``"dir"`` (``name`` is a file name
-    inside ``folder``). The cached copy has its short side reduced to :data:`WORKING_SIDE`.
+    inside ``folder``). The cached copy has its short side reduced to :data:`WORKING_SIDE`. ``reader``: the image
+    reader (default: the calling run's, :func:`~pytest_violin.imaging.current_reader`).
     """
     if source == "skimage":
-        return _skimage_photo(name)
+        return _skimage_photo(name, reader or current_reader())
     if source == "dir":
         if folder is None:
             raise SuiteError(f"photo {name!r} comes from a folder but no folder is given")
-        return _file_photo(str(Path(folder) / name))
+        return _file_photo(str(Path(folder) / name), reader or current_reader())
     raise SuiteError(f"unknown photo source {source!r}; accepted: skimage, dir")
 
 
@@ -223,7 +228,7 @@ def base_image(photo: dict, width: int, height: int, lift: int = LIFT) -> np.nda
     """
     # Lifting the cached photo once equals lifting every crop: resizing only takes convex combinations of
     # pixels, which stay >= lift.
-    src = _lifted(photo["source"], photo["name"], photo.get("folder"), int(lift))
+    src = _lifted(photo["source"], photo["name"], photo.get("folder"), int(lift), current_reader())
     sh, sw = src.shape[:2]
     aspect = width / height
     cw = min(float(sw), sh * aspect) / float(photo.get("zoom", 1.0))

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import tasks
 from ..errors import InvalidArgumentError, InvalidImageError, SuiteError
-from ..imaging import as_rgb8, resize_rgb8
+from ..imaging import as_rgb8, current_reader, resize_rgb8
 from ..tasks import color as _color_family
 from .drawing import apply_mask
 from .ids import validate_sample_id
@@ -102,9 +102,10 @@ class RenderCache:
     :meth:`Sample.score` renders it again, a report may want it once more), and for mask samples and exported
     suites that is the expensive part (cropping and resizing a photo, decoding a PNG). The cache keeps the
     last ``maxsize`` renders, keyed by the identity of the :class:`Sample` object (the entry holds the sample,
-    so the key cannot be reused while it lives), stored read-only; :meth:`Sample.expected` returns a fresh
-    writable copy, so callers can never alter a shared array. Bounded, so nothing is held for the whole suite:
-    ``maxsize`` images of at most ``width * height * 3`` bytes each.
+    so the key cannot be reused while it lives) and the calling run's image reader (a photo or a manifest's
+    file reads as that run's profile says, and runs of both profiles may share a sample), stored read-only;
+    :meth:`Sample.expected` returns a fresh writable copy, so callers can never alter a shared array. Bounded,
+    so nothing is held for the whole suite: ``maxsize`` images of at most ``width * height * 3`` bytes each.
     """
 
     def __init__(self, maxsize: int = 16):
@@ -116,7 +117,7 @@ class RenderCache:
 
     def get(self, sample):
         """The cached read-only render of ``sample`` or ``None``."""
-        key = id(sample)
+        key = (id(sample), current_reader())
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry[0] is not sample:
@@ -131,9 +132,10 @@ class RenderCache:
         image.setflags(write=False)
         if self.maxsize <= 0:
             return image
+        key = (id(sample), current_reader())
         with self._lock:
-            self._entries[id(sample)] = (sample, image)
-            self._entries.move_to_end(id(sample))
+            self._entries[key] = (sample, image)
+            self._entries.move_to_end(key)
             while len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
         return image

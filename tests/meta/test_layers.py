@@ -25,8 +25,8 @@ PACKAGE = Path(pytest_violin.__file__).parent
 #: Bottom to top. A module belongs to the longest prefix that names it.
 LAYERS = [
     # 0: foundations, no knowledge of Violin
-    ("pytest_violin.errors", "pytest_violin._fs", "pytest_violin._lazy", "pytest_violin.redaction",
-     "pytest_violin.imaging", "pytest_violin.report.text"),
+    ("pytest_violin.errors", "pytest_violin._fs", "pytest_violin._lazy", "pytest_violin._threads",
+     "pytest_violin.redaction", "pytest_violin.imaging", "pytest_violin.report.text"),
     # 1: pure metrics (arrays in, Metrics out)
     ("pytest_violin.metrics",),
     # 2: ground-truth pixels (geometry, photos, masks, drawing) and color tables the task families render with

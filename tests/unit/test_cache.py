@@ -90,14 +90,14 @@ def test_an_answer_cached_under_one_profile_is_not_served_to_the_other(tmp_path)
     """The readers decode a transparent answer differently (pillow composites it over black,
     opencv, as the reference reads files, drops the alpha): each profile's run asks the model."""
     from pytest_violin.execution.runner import Runner
-    from pytest_violin.imaging import set_reader
+    from pytest_violin.imaging import restore_reader, use_reader
 
     rgba = np.zeros((8, 8, 4), np.uint8)
     rgba[:] = (217, 180, 81, 0)  # the color, fully transparent
     sample = FakeSample("color/v1/c0/t01")
 
     def run_once(reader):
-        previous = set_reader(reader)
+        token = use_reader(reader)
         try:
             adapter = resolve_model(server.url + "/g", AdapterOptions(rootdir=tmp_path, retries=0))
             runner = Runner(adapter, concurrency=1, cache=ImageCache(tmp_path / "cache"))
@@ -105,7 +105,7 @@ def test_an_answer_cached_under_one_profile_is_not_served_to_the_other(tmp_path)
             runner.close()
             adapter.close()
         finally:
-            set_reader(previous)
+            restore_reader(token)
         assert gen.error is None and gen.fault is None, gen
         return gen
 

@@ -8,6 +8,7 @@ itself on the same files), while ``pillow`` keeps this package's own choices.
 from __future__ import annotations
 
 import io
+import threading
 
 import cv2
 import numpy as np
@@ -16,7 +17,7 @@ from PIL import Image
 
 from pytest_violin import imaging
 from pytest_violin.errors import InvalidImageError
-from pytest_violin.imaging import as_rgb8, current_reader, set_reader
+from pytest_violin.imaging import as_rgb8, current_reader, restore_reader, use_reader
 
 
 def _imread_rgb(path):
@@ -76,21 +77,56 @@ def test_cmyk_jpeg_palette_with_transparency_and_exif_rotation_as_imread(tmp_pat
                               _imread_rgb(tmp_path / name)), name
 
 
-def test_the_process_default_is_pillow_and_set_reader_returns_the_previous(tmp_path):
+def test_the_default_is_pillow_and_use_reader_holds_until_its_token_is_given_back(tmp_path):
     path = tmp_path / "rgba.png"
     _rgba_png(path)
     assert current_reader() == "pillow"
-    previous = set_reader("opencv")
+    token = use_reader("opencv")
     try:
-        assert previous == "pillow" and current_reader() == "opencv"
+        assert current_reader() == "opencv"
         assert (as_rgb8(path)[:, :4] == (200, 90, 30)).all()
     finally:
-        set_reader(previous)
+        restore_reader(token)
+    assert current_reader() == "pillow"
     assert (as_rgb8(path)[:, :4] == 0).all()
-    with pytest.raises(InvalidImageError, match="accepted: pillow, opencv"):
-        set_reader("cv2")
+    with pytest.raises(InvalidImageError, match="cv2.*accepted: pillow, opencv"):
+        use_reader("cv2")
     with pytest.raises(InvalidImageError, match="accepted: pillow, opencv"):
         as_rgb8(path, reader="imageio")
+
+
+def test_a_reader_holds_in_the_threads_handed_its_context_only(tmp_path):
+    from pytest_violin._threads import carried
+
+    path = tmp_path / "rgba.png"
+    _rgba_png(path)
+    seen = {}
+    token = use_reader("opencv")
+    try:
+        reads = {"carried": carried(lambda: as_rgb8(path)), "plain": lambda: as_rgb8(path)}
+        threads = [threading.Thread(target=lambda name=name, read=read: seen.setdefault(name, read()))
+                   for name, read in reads.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        restore_reader(token)
+    assert (seen["carried"][:, :4] == (200, 90, 30)).all()  # the caller's reader: alpha dropped
+    assert (seen["plain"][:, :4] == 0).all()  # a thread of its own: the default, composited over black
+
+
+def test_a_render_is_found_only_by_the_reader_it_was_made_with():
+    from pytest_violin.suite.sample import RenderCache
+
+    cache, sample = RenderCache(4), object()
+    image = cache.put(sample, np.zeros((2, 2, 3), np.uint8))
+    token = use_reader("opencv")
+    try:
+        assert cache.get(sample) is None
+    finally:
+        restore_reader(token)
+    assert cache.get(sample) is image
 
 
 def test_the_bounds_hold_for_the_opencv_reader_too(tmp_path):
