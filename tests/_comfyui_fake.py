@@ -54,7 +54,7 @@ import pytest
 
 from _servers import QuietServer, png_bytes
 
-__all__ = ["FakeComfyUI", "SYSTEM_STATS"]
+__all__ = ["FakeComfyUI", "SYSTEM_STATS", "TEXT_WORKFLOW"]
 
 #: ``GET /system_stats`` (recorded; ram figures and argv as they were).
 SYSTEM_STATS = {
@@ -65,6 +65,18 @@ SYSTEM_STATS = {
                "argv": ["main.py", "--cpu", "--listen", "127.0.0.1", "--port", "8188"]},
     "devices": [{"name": "cpu", "type": "cpu", "index": None, "vram_total": 25324732416,
                  "vram_free": 23766679552, "torch_vram_total": 25324732416, "torch_vram_free": 23766679552}],
+}
+
+#: A text-to-image workflow of core nodes, with the placeholders the adapter fills.
+TEXT_WORKFLOW = {
+    "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "model.safetensors"}},
+    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": "{width}", "height": "{height}", "batch_size": 1}},
+    "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "{prompt}", "clip": ["4", 1]}},
+    "3": {"class_type": "KSampler", "inputs": {"seed": "{seed}", "steps": 4, "cfg": 1.0, "model": ["4", 0],
+                                               "positive": ["6", 0], "latent_image": ["5", 0]}},
+    "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
+    "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "violin_{sample_id}"},
+          "_meta": {"title": "Save Image"}},
 }
 
 #: Loader class -> (model folder, input naming the file).

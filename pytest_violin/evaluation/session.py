@@ -4,8 +4,8 @@ What a pytest session does for the ``violin::`` items, minus pytest: the
 runner prefetches in the suite's order, each sample is judged as the item
 judges it (:func:`~pytest_violin.judging.judge_generation`), its definition
 digest and thumbnails are recorded as the gate's hook records them, and the
-run stops where the plugin stops a session (a dead endpoint, the first
-samples all ending in one setup error, the call cap).
+run stops where the plugin stops a session (samples in a row failing the
+same way: the runner's stop rule; the call cap).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class Session:
                 store.add(result)
                 if progress is not None:
                     progress.update(1)
-                stop = runner.unreachable or runner.setup_stop or self.usage.capped
+                stop = runner.stop_reason or self.usage.capped
                 if stop is not None:
                     self.stop_reason = stop
                     self.interrupted = True

@@ -12,10 +12,26 @@ sample never stops the run.
 
 The ``cancel`` event (shared with the adapters through :class:`~pytest_violin.models.AdapterOptions`) stops
 new requests, retries and polls; :meth:`Runner.close` with ``wait=False`` abandons what is in flight (daemon
-threads). The runner stops calling the adapter, failing the remaining samples at once, after ``dead_after``
-consecutive transport failures over ``dead_window`` seconds with no image in between (a dead endpoint), or
-when the first ``setup_after`` samples all end in the same :class:`~pytest_violin.errors.SetupError` or
-:class:`~pytest_violin.errors.GenerationCrashed` before any image (:attr:`Runner.setup_stop`). A sample's
+threads).
+
+One rule stops calling the adapter, failing the remaining samples at once (:attr:`Runner.stop_reason`):
+samples in a row ending in failures of one cause, with no image in between. A failure's cause is its class
+and the first line of its reason, URLs cut to their host (a job's own URL names the job, not the cause);
+every failure with no answer at all (``transport``) is one cause, the endpoint. How long a row must be:
+
+* no answer at all: ``dead_after`` samples spanning ``dead_window`` seconds (a dead endpoint,
+  :attr:`Runner.unreachable`);
+* a :class:`~pytest_violin.errors.SetupError` or :class:`~pytest_violin.errors.GenerationCrashed` on the run's
+  first samples, before any image: ``setup_after`` (:attr:`Runner.setup_stop`);
+* any other failure (a time-out, a job the server lost or failed, a crash after an image, an HTTP 4xx/5xx after
+  the retries, an answer that is not an image): ``repeat_after`` and more than ``concurrency`` (the
+  generations in flight at once fail together in a server's restart: one event, not a repeat).
+
+A refusal (the model's verdict, which the gate measures), a cancel, a pending batch and, after the first
+samples, a failure refused before any request left (it costs nothing: a task the workflow cannot serve) count
+in no row. A
+failure with no answer neither extends nor breaks a row of answered failures, and the other way round; a
+different cause breaks a row of answered failures. A sample's
 ``attempts`` count the adapter calls that reached the server (:func:`~.usage.sent_marker`). The cache key uses
 the adapter's ``cache_identity()`` where it has one, so a swapped checkpoint is a cache miss.
 """
@@ -23,6 +39,7 @@ the adapter's ``cache_identity()`` where it has one, so a swapped checkpoint is 
 from __future__ import annotations
 
 import queue
+import re
 import signal
 import threading
 import time
@@ -34,11 +51,11 @@ from .._fs import atomic_write
 from .._threads import carried
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
-from ..errors import (GenerationCancelled, GenerationCrashed, GenerationError, InternalError, InvalidArgumentError,
-                      InvalidImageError, SetupError)
+from ..errors import (BatchPending, GenerationCancelled, GenerationCrashed, GenerationError, GenerationRefused,
+                      GenerationUnjudged, InternalError, InvalidArgumentError, InvalidImageError, SetupError)
 from ..redaction import redact as _redact
 
-__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
+__all__ = ["DEAD_AFTER", "DEAD_WINDOW", "REPEAT_AFTER", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
            "exception_line", "wait_for"]
 
 #: Seconds the main thread waits for a future at a time (see :func:`wait_for`).
@@ -128,6 +145,14 @@ DEAD_WINDOW = 10.0
 #: Samples in a row ending in the same setup error (or the same crash), before any image, after which the
 #: runner stops calling the adapter.
 SETUP_AFTER = 5
+#: Samples in a row ending in any other failure of one cause (a time-out on every prompt, a gateway's 5xx),
+#: with no image in between, after which the runner stops calling the adapter: a run of 4 generations at once
+#: (the default concurrency) then stops having sent at most 9 requests, and a model's failures of one sample
+#: in three, or of a few hard prompts in a row, stop nothing.
+REPEAT_AFTER = 6
+
+#: A URL in an error's first line: only its scheme and host say something of the cause.
+_URL = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s?#]+)[^\s]*", re.IGNORECASE)
 
 
 def exception_line(exc: BaseException, limit: int = 300) -> str:
@@ -136,6 +161,19 @@ def exception_line(exc: BaseException, limit: int = 300) -> str:
     text = f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": ")
     text = _redact(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _cause(error: GenerationError) -> tuple[str, str]:
+    """``(class name, first line of the reason)``: what makes two failures the same; URLs are cut to their host
+    (a job's URL names the job, which every sample has its own of)."""
+    lines = str(error.reason).strip().splitlines()
+    return type(error).__name__, _URL.sub(r"\1", lines[0].strip() if lines else "")
+
+
+def _counted(error: GenerationError) -> bool:
+    """Whether ``error`` counts towards a row of failures: not the model's refusal, not a cancel, not a
+    batch still running."""
+    return not isinstance(error, (GenerationRefused, GenerationCancelled, BatchPending))
 
 
 def _redacted_error(error: GenerationError) -> GenerationError:
@@ -179,7 +217,8 @@ class Runner:
 
     def __init__(self, adapter, *, concurrency: int = 4, cache=None, base_seed: int = 0,
                  repeats: int = 1, save_outputs=None, cancel: threading.Event | None = None,
-                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW, usage=None):
+                 dead_after: int = DEAD_AFTER, dead_window: float = DEAD_WINDOW, repeat_after: int = REPEAT_AFTER,
+                 usage=None):
         if int(concurrency) < 1:
             raise InvalidArgumentError(f"concurrency must be >= 1, got {concurrency!r}")
         if int(repeats) < 1:
@@ -212,14 +251,16 @@ class Runner:
         RENDER_CACHE.ensure_capacity(self.window + 8)
         self.dead_after = int(dead_after)
         self.dead_window = float(dead_window)
+        self.setup_after = SETUP_AFTER
+        self.repeat_after = int(repeat_after)
+        if self.repeat_after < 1:
+            raise InvalidArgumentError(f"repeat_after must be >= 1, got {repeat_after!r}")
         self._transport_failures = 0
         self._first_failure = 0.0
-        self._dead: str | None = None
-        self.setup_after = SETUP_AFTER
-        self._setup_streak = 0
-        self._setup_reason: str | None = None
-        self._setup_stop: str | None = None
-        self._answered = False
+        self._streak = 0  # answered failures of one cause in a row
+        self._streak_cause: tuple | None = None
+        self._stop: tuple[str, str] | None = None  # (kind: dead, setup or repeat; why)
+        self._answered = False  # an image was made
         self._cache_identity: list = []  # [value] once asked (cache_identity may call the server)
         self._pool: DaemonPool | None = None
         self._warm: set = set()
@@ -357,16 +398,25 @@ class Runner:
         return self._generate(sample)
 
     @property
+    def stop_reason(self) -> str | None:
+        """Why the runner stopped calling the adapter (see the module docstring), or None while it has not."""
+        return None if self._stop is None else self._stop[1]
+
+    @property
     def unreachable(self) -> str | None:
         """Why the endpoint counts as dead, or None while it is not."""
-        return self._dead
+        return self._stopped("dead")
 
     @property
     def setup_stop(self) -> str | None:
         """``setup error after N samples: <reason>`` once the first samples all
         ended in the same setup error (``the same error in the first N samples,
         before any image: <reason>`` for a crash; see the module docstring), else None."""
-        return self._setup_stop
+        return self._stopped("setup")
+
+    def _stopped(self, kind: str) -> str | None:
+        stop = self._stop
+        return stop[1] if stop is not None and stop[0] == kind else None
 
     def close(self, *, wait: bool = True, timeout: float | None = None) -> bool:
         """Cancel pending prefetches and stop the threads; True when every thread has ended.
@@ -393,47 +443,46 @@ class Runner:
         return ended
 
     # -- work (in pool threads) ----------------------------------------
+    def _note(self, error: GenerationError | None, sent: bool = True) -> None:
+        """Count how an adapter call ended (None: an image) in the rows of the stop rule; ``sent``: a request
+        left (a failure refused before one left costs nothing and counts only on the run's first samples)."""
+        with self._lock:
+            if error is None:
+                self._transport_failures = self._streak = 0
+                self._answered = True
+                return
+            if self._stop is not None or not _counted(error):
+                return
+            if error.transport:
+                self._note_transport(error)
+                return
+            first = not self._answered and isinstance(error, (SetupError, GenerationCrashed))
+            if not sent and not first:
+                return
+            cause = _cause(error)
+            if cause != self._streak_cause:
+                self._streak_cause, self._streak = cause, 0
+            self._streak += 1
+            n, why = self._streak, _redact(error.reason)
+            if first and n >= self.setup_after:
+                self._stop = ("setup", f"setup error after {n} samples: {why}" if isinstance(error, SetupError)
+                              else f"the same error in the first {n} samples, before any image: {why}")
+            elif n >= max(self.repeat_after, self.concurrency + 1):
+                self._stop = ("repeat", f"the same failure on {n} samples in a row, no image in between: "
+                                        f"{exception_line(error)}")
+
     def _note_transport(self, error: GenerationError) -> None:
-        with self._lock:
-            if not error.transport:
-                return
-            now = time.monotonic()
-            if self._transport_failures == 0:
-                self._first_failure = now
-            self._transport_failures += 1
-            if (self._dead is None and self._transport_failures >= self.dead_after
-                    and now - self._first_failure >= self.dead_window):
-                self._dead = (f"endpoint unreachable after {self._transport_failures} consecutive "
-                              f"failures in {now - self._first_failure:.0f} s: {error.reason}")
-
-    def _note_answer(self) -> None:
-        with self._lock:
-            self._transport_failures = 0
-            self._answered = True
-            self._setup_streak = 0
-
-    def _note_setup(self, error: GenerationError) -> None:
-        """Count the same setup error (or crash) in a row before any image; other errors break the row."""
-        with self._lock:
-            if self._answered or self._setup_stop is not None:
-                return
-            if not isinstance(error, (SetupError, GenerationCrashed)):
-                if not error.transport:  # no answer says nothing about the request
-                    self._setup_streak = 0
-                return
-            # a setup error and a crash with the same words are still two causes
-            reason = (type(error) is SetupError, error.reason)
-            if reason != self._setup_reason:
-                self._setup_reason, self._setup_streak = reason, 0
-            self._setup_streak += 1
-            if self._setup_streak >= self.setup_after:
-                n, why = self._setup_streak, _redact(error.reason)
-                self._setup_stop = (f"setup error after {n} samples: {why}" if isinstance(error, SetupError)
-                                    else f"the same error in the first {n} samples, before any image: {why}")
+        now = time.monotonic()
+        if self._transport_failures == 0:
+            self._first_failure = now
+        self._transport_failures += 1
+        if self._transport_failures >= self.dead_after and now - self._first_failure >= self.dead_window:
+            self._stop = ("dead", f"endpoint unreachable after {self._transport_failures} consecutive "
+                                  f"failures in {now - self._first_failure:.0f} s: {error.reason}")
 
     def _key_identity(self, identity: str) -> str | None:
         # its own lock: the first thread asks the server (cache_identity may make HTTP calls) while the others
-        # wait for the answer, without holding up _note_transport / _note_answer
+        # wait for the answer, without holding up _note
         with self._identity_lock:
             if not self._cache_identity:
                 self._cache_identity.append(cache_identity(self.adapter, identity))
@@ -503,26 +552,29 @@ class Runner:
 
         if self.cancel.is_set():
             raise GenerationCancelled("cancelled: the run was interrupted")
-        if self._dead is not None:
-            raise GenerationError(self._dead, transport=True)
-        if self._setup_stop is not None:
-            raise SetupError(self._setup_stop)
+        stop = self._stop
+        if stop is not None:  # not the model's failure: the sample was never asked for
+            kind, why = stop
+            if kind == "dead":
+                raise GenerationError(why, transport=True)
+            raise (SetupError if kind == "setup" else GenerationUnjudged)(why)
         gen.attempts += 1
         sent = sent_marker(self.adapter)
         try:
             output = (self._batcher or self.adapter).generate(request)
         except GenerationError as exc:
-            if not sent(exc):  # refused before a request left: no generation made
+            left = sent(exc)
+            if not left:  # refused before a request left: no generation made
                 gen.attempts -= 1
-            self._note_transport(exc)
-            self._note_setup(exc)
+            self._note(exc, left)
             raise
-        self._note_answer()
         try:
             image = as_rgb8(output)
         except InvalidImageError as exc:
-            raise GenerationError(
-                f"model returned something that is not an image: {exception_line(exc)}") from None
+            error = GenerationError(f"model returned something that is not an image: {exception_line(exc)}")
+            self._note(error)
+            raise error from None
+        self._note(None)
         del output
         if image.shape[:2] != (sample.height, sample.width):
             gen.original_size = gen.original_size or (int(image.shape[1]), int(image.shape[0]))

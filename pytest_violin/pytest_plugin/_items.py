@@ -65,10 +65,10 @@ class ViolinItem(pytest.Item):
         if generation.capped and sequential is not None:  # the sequential gate ends undecided at the cap
             sequential.spend(self, generation.fault)
             pytest.skip(f"not generated: {printable(generation.fault)}")
-        stop = runner.unreachable or runner.setup_stop
+        stop = runner.stop_reason
         if stop is not None and not self.session.shouldstop:
             # pytest stops after this item; thousands of identical failures would cost minutes and say nothing more
-            # (see docs/plugin.md, "A dead endpoint"; the same for the first samples all ending in one setup error)
+            # (docs/plugin.md, "Stopping a run that fails the same way")
             self.session.shouldstop = f"violin: {printable(stop)}; the run stops here"
         result, images = judge_generation(sample, generation, state.settings, state.limits, index=self.violin_index)
         del generation

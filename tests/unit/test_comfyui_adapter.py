@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import requests  # noqa: F401  same reason
 
-from _comfyui_fake import FakeComfyUI, quick_polls  # noqa: F401  the fixture applies here
+from _comfyui_fake import TEXT_WORKFLOW, FakeComfyUI, quick_polls  # noqa: F401  the fixture applies here
 from pytest_violin.errors import (GenerationCancelled, ServerCrashed, GenerationError, GenerationRefused,
                                   GenerationUnjudged, ModelSpecError, SetupError)
 from pytest_violin.models.comfyui import Workflow
@@ -29,17 +29,6 @@ from pytest_violin.suite import load_suite
 TASKS = "color,shape,mask"
 LIMIT = 20
 PASSWORD = "cfy-e2e-plant-8e21b7d4c9"
-
-TEXT_WORKFLOW = {
-    "4": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "model.safetensors"}},
-    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": "{width}", "height": "{height}", "batch_size": 1}},
-    "6": {"class_type": "CLIPTextEncode", "inputs": {"text": "{prompt}", "clip": ["4", 1]}},
-    "3": {"class_type": "KSampler", "inputs": {"seed": "{seed}", "steps": 4, "cfg": 1.0, "model": ["4", 0],
-                                               "positive": ["6", 0], "latent_image": ["5", 0]}},
-    "8": {"class_type": "VAEDecode", "inputs": {"samples": ["3", 0], "vae": ["4", 2]}},
-    "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0], "filename_prefix": "violin_{sample_id}"},
-          "_meta": {"title": "Save Image"}},
-}
 
 EDIT_WORKFLOW = {
     **TEXT_WORKFLOW,
