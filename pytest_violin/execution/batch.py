@@ -52,6 +52,14 @@ __all__ = ["MIN_WAVE", "WAVE_SHARES", "BatchDriver", "Entry"]
 POLL_MIN, POLL_MAX = 0.05, 30.0  # seconds to the next poll: the first, then 1.5 times longer up to this
 
 
+def _shared(error: BaseException) -> BaseException:
+    """``error``, marked as one of a batch's: every request of a wave was submitted and paid at once, so
+    failures that repeat across them are one event to the runner's stop rule, which stops paying for
+    requests not yet sent (:func:`~.runner._counted`)."""
+    error.shared = True
+    return error
+
+
 @dataclass(frozen=True)
 class Entry:
     """One request of the run: its cache key, its sample and the request itself."""
@@ -197,12 +205,12 @@ class BatchDriver:
         if isinstance(found, BaseException):
             with self._cond:
                 self._consumed.add(key)
-            raise found
+            raise _shared(found)
         out = read_answer(self.api, found)
         with self._cond:
             self._consumed.add(key)
         if isinstance(out, BaseException):
-            raise out
+            raise _shared(out)
         return out
 
     def _pending_error(self, key: str) -> BaseException:

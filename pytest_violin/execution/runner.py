@@ -27,7 +27,9 @@ every failure with no answer at all (``transport``) is one cause, the endpoint. 
   the retries, an answer that is not an image): ``repeat_after`` and more than ``concurrency`` (the
   generations in flight at once fail together in a server's restart: one event, not a repeat).
 
-A refusal (the model's verdict, which the gate measures), a cancel, a pending batch and, after the first
+A refusal (the model's verdict, which the gate measures), a cancel, a pending batch, a batch's failures (its
+requests were sent and paid at once: stopping saves nothing, and an expired batch is one event) and, after
+the first
 samples, a failure refused before any request left (it costs nothing: a task the workflow cannot serve) count
 in no row. A
 failure with no answer neither extends nor breaks a row of answered failures, and the other way round; a
@@ -172,8 +174,10 @@ def _cause(error: GenerationError) -> tuple[str, str]:
 
 def _counted(error: GenerationError) -> bool:
     """Whether ``error`` counts towards a row of failures: not the model's refusal, not a cancel, not a
-    batch still running."""
-    return not isinstance(error, (GenerationRefused, GenerationCancelled, BatchPending))
+    batch still running, not a batch's (``shared``: its requests were all sent and paid at once, and a
+    batch that failed or expired ends every request it held together)."""
+    return not (isinstance(error, (GenerationRefused, GenerationCancelled, BatchPending))
+                or getattr(error, "shared", False))
 
 
 def _redacted_error(error: GenerationError) -> GenerationError:

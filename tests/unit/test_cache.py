@@ -309,7 +309,7 @@ def test_asking_the_server_for_the_cache_identity_holds_up_no_other_generation(t
     keyed = threading.Thread(target=runner._key_identity, args=("slow",), daemon=True)
     keyed.start()
     assert asked.wait(10)
-    noted = threading.Thread(target=runner._note_answer, daemon=True)  # what an answer does
+    noted = threading.Thread(target=runner._note, args=(None,), daemon=True)  # what an answer does
     noted.start()
     noted.join(5)
     alive = noted.is_alive()
