@@ -435,3 +435,19 @@ def test_a_text_workflow_on_the_mask_task_stops_early_without_queueing(pytester,
     assert re.search(r"Interrupted: violin: setup error after 5 samples: comfyui: mask samples have 2 input "
                      r"image\(s\) but .* has no \{image\} and no \{mask\} placeholder", result.stdout.str())
     assert "passed" not in result.parseoutcomes() and "failed" not in result.parseoutcomes()
+
+
+@pytest.mark.slow  # 240 prompts through the fake server: about 9 s
+def test_a_gated_comfyui_run_says_what_each_group_ruled_out(pytester):
+    """The release gate over a ComfyUI server: 120 colour samples (60 a variation) recorded as the baseline,
+    then the same workflow again: every group shown within, each with its "ruled out" line."""
+    chosen = {s.id: s for s in load_suite("violin", tasks=("color",), limit=120)}
+    with FakeComfyUI(chosen, job_seconds=0.0) as fake:
+        pytester.makefile(".json", text=json.dumps(TEXT_WORKFLOW))
+        args = (f"--violin-model=comfyui:{fake.url}", "--violin-tasks=color", "--violin-limit=120",
+                "--violin-workflow=text.json", "--violin-no-cache", "-p", "no:randomly", "-p", "no:cacheprovider")
+        assert pytester.runpytest(*args, "--violin-save-baseline=base.json").ret == 0
+        gated = pytester.runpytest(*args, "--violin-baseline=base.json")
+    assert gated.ret == 0
+    gated.stdout.fnmatch_lines(["PASSED: every task and variation shown within its margins against baseline*",
+                                "*within*color/v1 n=60: mean +0.0000, ruled out above +0.0000; pass rate*"])
