@@ -225,8 +225,8 @@ def ratchet_line(comparison) -> str | None:
     """Improvements, and the command that records them as the new baseline; None without any."""
     fixed = comparison.newly_passing
     better = comparison.improvements
-    if comparison.regressed_groups or comparison.errored:
-        return None
+    if not comparison.ok or comparison.regressed_groups or comparison.errored:
+        return None  # only a green gate's run may become the baseline
     if not better and (not fixed or any(g.newly_failing for g in comparison.groups)):
         # known failures passing beside new failures is a stochastic model's churn, not progress
         return None

@@ -382,3 +382,16 @@ def test_a_task_is_decided_only_on_enough_shared_samples():
     # a sequential run's population stands in for the samples compared
     pop = compare(baseline_of(base), baseline_of(base[:30]), population={"color": (40, 40), "shape": (5, 40)})
     assert pop.too_few == (("shape", 5, 40),)
+
+
+def test_the_ratchet_is_offered_by_a_green_gate_only():
+    from pytest_violin.report._gate_words import ratchet_line
+
+    base = np.full(300, 0.3)
+    green = compare(baseline_of(make_records(base)), baseline_of(make_records(base - 0.1)),
+                    baseline_path="baselines/violin.json")
+    line = ratchet_line(green)
+    assert green.ok and line and "improved: color (mean metric)" in line and "baselines/violin.json" in line
+    # the same improvement on too few samples: not shown, so no new baseline is suggested
+    small = compare(baseline_of(make_records(base[:100])), baseline_of(make_records(base[:100] - 0.1)))
+    assert small.outcome == "not-shown" and ratchet_line(small) is None
