@@ -18,7 +18,8 @@ from .comparison import Comparison, compare
 from .evidence import DEFAULT_POWER
 from .policy import DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION
 
-__all__ = ["EXIT_NOT_SHOWN", "EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide", "sequential_decided"]
+__all__ = ["EXIT_NOT_SHOWN", "EXIT_REGRESSED", "EXIT_UNDECIDED", "GateLimits", "GateVerdict", "decide",
+           "sequential_decided"]
 
 #: The session's exit status when the gate is red (pytest's ``TESTS_FAILED``).
 EXIT_REGRESSED = 1

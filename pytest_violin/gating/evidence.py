@@ -27,9 +27,10 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import InvalidArgumentError
+from .policy import above_margin
 
-__all__ = ["DEFAULT_POWER", "HSD_GAMMA", "MIN_TESTED", "SPENDING", "STATUSES", "classify", "group_sequential_bounds", "normal_z",
-           "planned_size", "rate_bound", "rate_planned_size", "spent"]
+__all__ = ["DEFAULT_POWER", "HSD_GAMMA", "MIN_TESTED", "SPENDING", "STATUSES", "classify", "group_sequential_bounds",
+           "normal_z", "planned_size", "rate_bound", "rate_planned_size", "spent"]
 
 #: The fewest paired samples a group's statistics are tested on: below it the bootstrap of the mean metric
 #: (each resample a handful of values) has no stated error rate, and one sample moves a rate by more than
@@ -58,8 +59,6 @@ def classify(*, harm_low: float, high: float, bound: float, margin: float, guard
     """A statistic's status (:data:`STATUSES`) from its harm lower bound, its improvement upper bound
     ``high`` (both at ``1 - alpha / tests``) and its non-inferiority bound (at ``1 - alpha``); ties go by
     :func:`~.policy.above_margin`. ``tested=False`` (too few samples) is ``not-shown``."""
-    from .policy import above_margin
-
     if not guardrail and not tested:
         return "harm-only"  # no guardrail of its group: nothing to show within, and too few to test harm
     if not tested:

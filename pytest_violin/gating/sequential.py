@@ -9,11 +9,13 @@ the mean metric, the fail rate, the refusal rate). Two tests run on each:
   lower bound at ``alpha / (3 groups)`` (Bonferroni): a group is regressed as soon as one is above its margin;
 * **within the margin**, at planned looks (:data:`LOOKS` of the group's samples, none before
   :data:`SUCCESS_FLOOR` but the last): a group-sequential non-inferiority test of each guardrail at
-  ``alpha`` (:func:`~.evidence.group_sequential_bounds`, O'Brien-Fleming-like spending: Hwang-Shih-DeCani, gamma -4); a guardrail shown
-  within stays within, and a group is within once every guardrail is (the refusal rate is a guardrail only of
-  a task large enough, :func:`~.policy.refusal_guardrail`).
+  ``alpha`` (:func:`~.evidence.group_sequential_bounds`, O'Brien-Fleming-like spending: Hwang-Shih-DeCani,
+  gamma -4); a guardrail shown within stays within, and a group is within once every guardrail is (the refusal
+  rate is a guardrail only of a task large enough, :func:`~.policy.refusal_guardrail`);
+* **futility**, at the same shares (on 30 samples or more): a group that can reasonably end neither within
+  nor regressed stops (:data:`FUTILITY`).
 
-A group whose samples ran out is *not shown*. The gate fails as soon as a group regressed, passes when every
+A group whose samples ran out, or that stopped for futility, is *not shown*. The gate fails as soon as a group regressed, passes when every
 group is within, and otherwise ends not shown (every comparison by :func:`~.policy.above_margin`). Samples
 ending in an error are left out.
 

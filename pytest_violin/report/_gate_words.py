@@ -14,8 +14,9 @@ from ..gating.evidence import MIN_TESTED
 from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
-__all__ = ["EVIDENCE_HEAD", "StatRow", "cause_line", "evidence_line", "evidence_lines", "evidence_rows", "group_rows", "headline", "id_list",
-           "not_compared", "not_shown_text", "ratchet_line", "rule_line", "too_few_line", "where"]
+__all__ = ["EVIDENCE_HEAD", "StatRow", "cause_line", "evidence_line", "evidence_lines", "evidence_rows", "group_rows",
+           "headline", "id_list", "not_compared", "not_shown_text", "ratchet_line", "rule_line", "too_few_line",
+           "where"]
 
 #: Statistic key -> how the reports name it.
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
