@@ -22,6 +22,7 @@ def many():
     return load_suite("violin", tasks=["color"], limit=40)
 
 
+@pytest.mark.slow  # each prompt waits out its time-out on the fake server: about 12 s
 def test_a_workflow_timing_out_on_every_prompt_stops_the_evaluation_within_ten_prompts(tmp_path, many):
     path = tmp_path / "workflow.json"
     path.write_text(json.dumps(TEXT_WORKFLOW))
