@@ -85,6 +85,8 @@ class FakeOpenAI(RoutedFake):
         self.cancel_elsewhere: float | None = None
         self.reject_line: int | None = None  # a line number the validation refuses
         self.lose_create_answers = 0  # creates that make the batch, then drop the connection
+        self.second_answer = None  # (status, body): a second output line for the first answered request
+        self.duplicated: list = []  # the custom_ids answered twice
 
     # -- routing ----------------------------------------------------------------------------
     def handle(self, rec) -> Reply:
@@ -263,6 +265,12 @@ class FakeOpenAI(RoutedFake):
                 err.append(entry)
         if self.drop_output_lines:
             out = out[: max(0, len(out) - self.drop_output_lines)]
+        if self.second_answer is not None and out:
+            status_code, body = self.second_answer
+            out.append({"id": f"batch_req_{len(lines)}", "custom_id": out[0]["custom_id"],
+                        "response": {"status_code": status_code, "request_id": "req_again", "body": body},
+                        "error": None})
+            self.duplicated.append(out[0]["custom_id"])
         batch["request_counts"] = {"total": len(lines), "completed": completed, "failed": failed}
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:

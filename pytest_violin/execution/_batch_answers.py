@@ -14,6 +14,7 @@ import json
 
 from ..errors import GenerationError, GenerationUnjudged
 from ..redaction import redact
+from ..report.text import printable
 
 __all__ = ["MIN_WAVE", "WAVE_SHARES", "BatchAnswers", "bar", "duration_text", "index_answers",
            "pack", "read_answer", "wave_size"]
@@ -62,8 +63,12 @@ def pack(items: list, limits) -> list:
 
 def index_answers(path, max_answer_bytes: int) -> dict:
     """``custom_id -> Ready`` of every answer line of ``path`` (a line over ``max_answer_bytes``
-    or one that is not a JSON object with a ``custom_id`` is skipped: its request stays unanswered)."""
-    index = {}
+    or one that is not a JSON object with a ``custom_id`` is skipped: its request stays unanswered).
+
+    A ``custom_id`` on more than one line maps to a :class:`~pytest_violin.errors.GenerationUnjudged`
+    that names it: nothing tells which line answers the request, so none is used.
+    """
+    index, seen = {}, {}
     offset = 0
     with open(path, "rb") as fh:
         while True:
@@ -85,7 +90,13 @@ def index_answers(path, max_answer_bytes: int) -> dict:
             except (ValueError, AttributeError, RecursionError):
                 continue
             if isinstance(custom_id, str):
+                seen[custom_id] = seen.get(custom_id, 0) + 1
                 index.setdefault(custom_id, Ready(path, start, length))
+    for custom_id, count in seen.items():
+        if count > 1:
+            index[custom_id] = GenerationUnjudged(
+                f"the batch answered custom_id {printable(redact(custom_id[:80]))!r} {count} times; none of "
+                f"its answers is used (one request, one answer accepted)")
     return index
 
 

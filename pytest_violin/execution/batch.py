@@ -477,6 +477,10 @@ class BatchDriver:
                       f"{' (' + why + ')' if why != status.provider_state else ''} with "
                       f"{status.completed}/{status.total} completed; {max(never, len(dropped))} requests "
                       f"unanswered end as errors (not the model's failures) and the next run submits them again")
+        repeated = [c for c in record.requests if isinstance(index.get(c), BaseException)]
+        if repeated:
+            self.note(f"violin batch: {record.id} answered {len(repeated)} requests more than once; they end as "
+                      f"errors (no answer of theirs is used) and the next run submits them again")
         with self._cond:
             for custom_id, ready in index.items():
                 key = record.requests.get(custom_id)

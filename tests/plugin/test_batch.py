@@ -252,6 +252,23 @@ def test_each_failure_of_the_batch_itself_ends_as_errors_that_say_why(pytester, 
     assert not [r for r in _records(pytester.path) if r["requests"]]  # nothing left to collect: resubmitted next
 
 
+def _truthful(table):
+    return lambda body: (200, b64_answer(table[body["prompt"]]))
+
+
+def test_a_custom_id_answered_twice_ends_its_request_as_an_error_naming_it(pytester, monkeypatch):
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.second_answer = (200, b64_answer(solid(64, 64, (128, 128, 128))))
+        result = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=6))
+    samples = _samples(pytester.path)
+    errors = [r for r in samples.values() if r["outcome"] == "error"]
+    (duplicate,) = fake.duplicated
+    assert len(errors) == 1 and duplicate in errors[0]["error"], result.stdout.str()[-3000:]
+    assert [r["outcome"] for r in samples.values()].count("passed") == len(samples) - 1
+
+
 def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(pytester, monkeypatch, capsys):
     from pytest_violin.__main__ import main
 
