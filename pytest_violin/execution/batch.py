@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from .._threads import carried
 from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
 from ..redaction import redact
-from ._batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
-                            wave_size)
+from ._batch_answers import (MIN_WAVE, WAVE_SHARES, RedactedLines, bar, duration_text, index_answers, pack,
+                             read_answer, wave_size)
 from ._batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
 from .usage import CallLimitReached
 
@@ -433,8 +433,10 @@ class BatchDriver:
         part = path.with_name(path.name + ".part")
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(part, "wb") as sink:
+            with open(part, "wb") as fh:
+                sink = RedactedLines(fh, self.max_answer_bytes)
                 self.api.download(status, sink, max_bytes=max(1, len(record.requests)) * self.max_answer_bytes)
+                sink.close()
             os.replace(part, path)
         except (GenerationError, OSError) as exc:
             self.note(f"violin batch: downloading the answers of {record.id} failed "

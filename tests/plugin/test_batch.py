@@ -412,6 +412,42 @@ def test_find_looks_through_the_pages_of_the_batch_list(monkeypatch):
         assert fake.count("GET /batches") == 6
 
 
+def test_an_answer_that_echoes_the_key_reaches_the_answers_file_masked_and_images_intact(monkeypatch, tmp_path):
+    import threading
+
+    from pytest_violin.errors import GenerationError
+    from pytest_violin.execution._batch_store import BatchStore
+    from pytest_violin.execution.batch import BatchDriver, Entry
+    from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
+
+    drawn = solid(64, 64, (200, 10, 10))
+
+    def answer(body):
+        if body["prompt"] == "echo":  # the full key, and a cut one as providers print it
+            return error_body(401, f"Incorrect API key provided: {KEY}; as typed: {KEY[:12]}****", "invalid_api_key")
+        return 200, b64_answer(drawn)
+
+    with FakeOpenAI(KEY, answer) as fake:
+        _env(monkeypatch, fake)
+        api = resolve_model(f"openai:{MODEL}", AdapterOptions(rootdir=tmp_path)).batch_api()
+        driver = BatchDriver(api, BatchStore(tmp_path, "openai-test"), wait=60, cancel=threading.Event())
+        entries = [Entry(hashlib.sha256(prompt.encode()).hexdigest(), prompt, f"{prompt}#0",
+                         GenerationRequest(prompt=prompt, width=64, height=64, seed=0, sample_id=prompt,
+                                           task="color"))
+                   for prompt in ("echo", "draw")]
+        driver.plan(entries)
+        driver.start()
+        with pytest.raises(GenerationError):
+            driver.answer(entries[0].key)
+        image = driver.answer(entries[1].key)
+        (path,) = tmp_path.glob("*.jsonl")
+        kept = path.read_text("latin-1")
+        driver.close()
+    assert fake.count("GET /files/{id}/content") == 2  # the output file and the error file, one answers file
+    assert not [f for f in secret_forms(KEY) | {KEY[:12]} if f in kept]
+    assert tuple(image[0, 0]) == (200, 10, 10)
+
+
 @pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(pytester):
     table = _expected(("color",), 10)
@@ -484,3 +520,26 @@ def test_the_answers_index_skips_lines_over_the_cap_and_lines_that_are_not_answe
     with open(path, "rb") as fh:
         fh.seek(index["b"].offset)
         assert json.loads(fh.read(index["b"].length)) == {"custom_id": "b"}
+
+
+def test_answer_lines_are_masked_whole_across_writes_keep_image_payloads_and_drop_oversized_lines(tmp_path):
+    import io
+
+    from pytest_violin.execution._batch_answers import RedactedLines
+    from pytest_violin.redaction import register_secret
+
+    secret = "Qz7vXk2Lp9Rt4WmN8s"
+    register_secret(secret)
+    payload = "A" * 600 + secret[:8] + "B" * 600  # base64 that happens to hold a key's start
+    lines = [json.dumps({"custom_id": "a", "error": {"message": f"bad key {secret}"}}),
+             json.dumps({"custom_id": "b", "body": "x" * 5000}),
+             json.dumps({"custom_id": "c", "data": payload})]
+    data = ("\n".join(lines) + "\n").encode()
+    fh = io.BytesIO()
+    sink = RedactedLines(fh, 2000)
+    for start in range(0, len(data), 7):  # a line's pieces come in several writes
+        sink.write(data[start:start + 7])
+    sink.close()
+    kept = [json.loads(line) for line in fh.getvalue().splitlines()]
+    assert [k["custom_id"] for k in kept] == ["a", "c"]
+    assert secret[:6] not in kept[0]["error"]["message"] and kept[1]["data"] == payload
