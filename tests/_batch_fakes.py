@@ -86,6 +86,7 @@ class FakeOpenAI(RoutedFake):
         self.reject_line: int | None = None  # a line number the validation refuses
         self.lose_create_answers = 0  # creates that make the batch, then drop the connection
         self.second_answer = None  # (status, body): a second output line for the first answered request
+        self.claimed_completed: int | None = None  # the finished batch's request_counts.completed, whatever ran
         self.duplicated: list = []  # the custom_ids answered twice
 
     # -- routing ----------------------------------------------------------------------------
@@ -271,6 +272,8 @@ class FakeOpenAI(RoutedFake):
                         "response": {"status_code": status_code, "request_id": "req_again", "body": body},
                         "error": None})
             self.duplicated.append(out[0]["custom_id"])
+        if self.claimed_completed is not None:
+            completed = self.claimed_completed
         batch["request_counts"] = {"total": len(lines), "completed": completed, "failed": failed}
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:

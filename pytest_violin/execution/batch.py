@@ -449,9 +449,11 @@ class BatchDriver:
         index = index_answers(path, self.max_answer_bytes)
         if not record.billed:
             record.billed = True
-            self.billed += status.completed
+            # a provider's count past the requests this batch holds is no bill: at most one each
+            billed = min(status.completed, len(record.requests))
+            self.billed += billed
             if self.usage is not None:
-                self.usage.billed(status.completed)
+                self.usage.billed(billed)
         record.state = COLLECTED
         dropped = {}
         why = status.reason or status.provider_state

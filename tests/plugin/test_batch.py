@@ -269,6 +269,18 @@ def test_a_custom_id_answered_twice_ends_its_request_as_an_error_naming_it(pytes
     assert [r["outcome"] for r in samples.values()].count("passed") == len(samples) - 1
 
 
+def test_the_bill_counts_at_most_the_requests_a_batch_holds_whatever_the_provider_claims(pytester, monkeypatch):
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.claimed_completed = 5 * 10**14  # $20 trillion at $0.04
+        result = pytester.runpytest(*_args("--violin-batch", "--violin-price=0.04", tasks="color", limit=6))
+    meta = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]
+    assert meta["batch"]["completed"] == meta["generations"] == 6, result.stdout.str()[-3000:]
+    assert meta["estimated_cost"] == pytest.approx(6 * 0.02)
+    assert "$0.12 at the batch price" in result.stdout.str()
+
+
 def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(pytester, monkeypatch, capsys):
     from pytest_violin.__main__ import main
 
