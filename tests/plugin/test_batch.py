@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -279,6 +280,55 @@ def test_the_bill_counts_at_most_the_requests_a_batch_holds_whatever_the_provide
     assert meta["batch"]["completed"] == meta["generations"] == 6, result.stdout.str()[-3000:]
     assert meta["estimated_cost"] == pytest.approx(6 * 0.02)
     assert "$0.12 at the batch price" in result.stdout.str()
+
+
+#: What a terminal obeys: C0 controls but tab and newline, DEL, C1 controls.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+EVIL = "\x1b[2J\x1b]0;owned\x07"
+
+
+def _strings(obj):
+    """Every string in a JSON value."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from _strings(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _strings(value)
+
+
+def test_a_providers_words_with_escape_codes_reach_the_terminal_and_the_report_escaped(pytester, monkeypatch):
+    from pytest_violin.models.batch._openai import OpenAIBatch
+
+    table = _expected(("color",), 3)
+    monkeypatch.setattr(OpenAIBatch, "name", f"OpenAI{EVIL} Batch API")
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.release.clear()
+        fake.id_prefix = f"batch{EVIL}_"
+        result = pytester.runpytest(*_args("--violin-batch", "--violin-batch-wait=0", "--violin-price=0.04",
+                                           tasks="color", limit=3))
+    assert result.ret == 8
+    section = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]["batch"]
+    shown = [result.stdout.str(), result.stderr.str(), *_strings(section)]
+    assert not [t for t in shown if RAW_CONTROL.search(t)]
+    assert section["pending"] and "OpenAI" in section["service"]
+
+
+def test_batch_list_shows_a_records_words_escaped(pytester, monkeypatch, capsys):
+    from pytest_violin.__main__ import main
+    from pytest_violin.execution._batch_store import SUBMITTED, BatchRecord, BatchStore
+
+    store = BatchStore(pytester.path / ".pytest_cache" / "violin-batches", f"openai:{MODEL}{EVIL}")
+    store.add(BatchRecord(tag=f"violin-{EVIL}", group=f"/v1/images/generations{EVIL}", requests={"c": "k"},
+                          id=f"batch{EVIL}", state=SUBMITTED, provider_state=f"in_progress{EVIL}"))
+    monkeypatch.chdir(pytester.path)
+    capsys.readouterr()
+    assert main(["batch", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "1 requests" in listed and not RAW_CONTROL.search(listed)
 
 
 def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(pytester, monkeypatch, capsys):
