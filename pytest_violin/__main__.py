@@ -238,20 +238,20 @@ def _batch(args, parser, out) -> None:
         known = {r.id: (store, r) for store, r in records if r.id}
         unknown = [i for i in args.ids if i not in known]
         if unknown:
-            parser.error(f"{printable(unknown[0])!r} is not a batch this project submitted with "
-                         f"{printable(identity)}; accepted: {', '.join(sorted(known)) or 'none recorded'}")
+            parser.error(printable(f"{unknown[0]!r} is not a batch this project submitted with {identity}; "
+                                   f"accepted: {', '.join(sorted(known)) or 'none recorded'}"))
         for batch_id in args.ids or [r.id for _, r in records if r.id and r.state != "collected"]:
             status = api.cancel(batch_id)
-            out.write(f"cancel asked: {printable(status.describe())}\n")
+            out.write(printable(f"cancel asked: {status.describe()}") + "\n")
         return
     if not records:
-        out.write(f"no batches recorded in {', '.join(str(r) for r in roots)}\n")
-    for store, record in records:
-        line = (f"{printable(store.identity)}  {printable(record.id or '(not named yet)')}  tag {record.tag}  "
+        out.write(printable(f"no batches recorded in {', '.join(str(r) for r in roots)}") + "\n")
+    for store, record in records:  # every word of a line read from a record or a provider: one printable line
+        line = (f"{store.identity}  {record.id or '(not named yet)'}  tag {record.tag}  "
                 f"{len(record.requests)} requests  recorded {record.state}")
         if api is not None and record.id:
-            line += f"  now {printable(api.status(record.id).describe())}"
-        out.write(line + "\n")
+            line += f"  now {api.status(record.id).describe()}"
+        out.write(printable(line) + "\n")
 
 
 

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from email.parser import BytesParser
 from email.policy import HTTP
+from urllib.parse import unquote
 
 from _servers import Reply, RoutedFake, png_bytes
 
@@ -85,6 +86,10 @@ class FakeOpenAI(RoutedFake):
         self.cancel_elsewhere: float | None = None
         self.reject_line: int | None = None  # a line number the validation refuses
         self.lose_create_answers = 0  # creates that make the batch, then drop the connection
+        self.second_answer = None  # (status, body): a second output line for the first answered request
+        self.claimed_completed: int | None = None  # the finished batch's request_counts.completed, whatever ran
+        self.id_prefix = "batch_"  # how the batch ids it makes start
+        self.duplicated: list = []  # the custom_ids answered twice
 
     # -- routing ----------------------------------------------------------------------------
     def handle(self, rec) -> Reply:
@@ -112,9 +117,9 @@ class FakeOpenAI(RoutedFake):
             return Reply.json({"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
                                "last_id": page[-1]["id"] if page else None, "has_more": len(data) > limit})
         if route == "GET /batches/{id}":
-            return self._status(path.rsplit("/", 1)[1])
+            return self._status(unquote(path.rsplit("/", 1)[1]))
         if route == "POST /batches/{id}/cancel":
-            return self._cancel(path.split("/")[-2])
+            return self._cancel(unquote(path.split("/")[-2]))
         if route == "GET /files/{id}/content":
             file_id = path.split("/")[-2]
             with self.lock:
@@ -183,7 +188,7 @@ class FakeOpenAI(RoutedFake):
             ids.add(line.get("custom_id"))
             lines.append(line)
         with self.lock:
-            batch_id = f"batch_{len(self.batches) + 1:06d}"
+            batch_id = f"{self.id_prefix}{len(self.batches) + 1:06d}"
             self.batches[batch_id] = {
                 "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "errors": None,
                 "input_file_id": body["input_file_id"], "completion_window": "24h", "status": "validating",
@@ -263,6 +268,14 @@ class FakeOpenAI(RoutedFake):
                 err.append(entry)
         if self.drop_output_lines:
             out = out[: max(0, len(out) - self.drop_output_lines)]
+        if self.second_answer is not None and out:
+            status_code, body = self.second_answer
+            out.append({"id": f"batch_req_{len(lines)}", "custom_id": out[0]["custom_id"],
+                        "response": {"status_code": status_code, "request_id": "req_again", "body": body},
+                        "error": None})
+            self.duplicated.append(out[0]["custom_id"])
+        if self.claimed_completed is not None:
+            completed = self.claimed_completed
         batch["request_counts"] = {"total": len(lines), "completed": completed, "failed": failed}
         for name, rows in (("output_file_id", out), ("error_file_id", err)):
             if rows:

@@ -32,6 +32,8 @@ class FakeGemini(RoutedFake):
         self.batches: dict[str, dict] = {}
         self.sizes: list = []
         self.end_state = "BATCH_STATE_SUCCEEDED"  # or _EXPIRED: "will not have any results" (the guide)
+        self.second_answer = None  # GenerateContentResponse: a second answer for the first request's key
+        self.duplicated: list = []  # the keys answered twice
 
     def handle(self, rec) -> Reply:
         path = rec.path.split("?", 1)[0].removeprefix("/v1beta/")
@@ -121,6 +123,9 @@ class FakeGemini(RoutedFake):
                     out.append(entry)
                 if self.end_state == "BATCH_STATE_EXPIRED":
                     out = []
+                if self.second_answer is not None and out:
+                    out.append({"metadata": dict(out[0]["metadata"]), "response": self.second_answer})
+                    self.duplicated.append(out[0]["metadata"]["key"])
                 batch["responses"] = out
                 batch["state"] = self.end_state
             return Reply.json(self._operation(batch))

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from .._threads import carried
 from ..errors import BatchPending, GenerationCancelled, GenerationError, GenerationUnjudged
 from ..redaction import redact
-from ._batch_answers import (MIN_WAVE, WAVE_SHARES, bar, duration_text, index_answers, pack, read_answer,
-                            wave_size)
+from ._batch_answers import (MIN_WAVE, WAVE_SHARES, RedactedLines, bar, duration_text, index_answers, pack,
+                             read_answer, wave_size)
 from ._batch_store import COLLECTED, SUBMITTED, SUBMITTING, BatchRecord, BatchStore
 from .usage import CallLimitReached
 
@@ -433,8 +433,10 @@ class BatchDriver:
         part = path.with_name(path.name + ".part")
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with open(part, "wb") as sink:
+            with open(part, "wb") as fh:
+                sink = RedactedLines(fh, self.max_answer_bytes)
                 self.api.download(status, sink, max_bytes=max(1, len(record.requests)) * self.max_answer_bytes)
+                sink.close()
             os.replace(part, path)
         except (GenerationError, OSError) as exc:
             self.note(f"violin batch: downloading the answers of {record.id} failed "
@@ -447,9 +449,11 @@ class BatchDriver:
         index = index_answers(path, self.max_answer_bytes)
         if not record.billed:
             record.billed = True
-            self.billed += status.completed
+            # a provider's count past the requests this batch holds is no bill: at most one each
+            billed = min(status.completed, len(record.requests))
+            self.billed += billed
             if self.usage is not None:
-                self.usage.billed(status.completed)
+                self.usage.billed(billed)
         record.state = COLLECTED
         dropped = {}
         why = status.reason or status.provider_state
@@ -477,6 +481,10 @@ class BatchDriver:
                       f"{' (' + why + ')' if why != status.provider_state else ''} with "
                       f"{status.completed}/{status.total} completed; {max(never, len(dropped))} requests "
                       f"unanswered end as errors (not the model's failures) and the next run submits them again")
+        repeated = [c for c in record.requests if isinstance(index.get(c), BaseException)]
+        if repeated:
+            self.note(f"violin batch: {record.id} answered {len(repeated)} requests more than once; they end as "
+                      f"errors (no answer of theirs is used) and the next run submits them again")
         with self._cond:
             for custom_id, ready in index.items():
                 key = record.requests.get(custom_id)

@@ -54,7 +54,8 @@ from .._threads import carried
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
 from ..errors import (BatchPending, GenerationCancelled, GenerationCrashed, GenerationError, GenerationRefused,
-                      GenerationUnjudged, InternalError, InvalidArgumentError, InvalidImageError, SetupError)
+                      GenerationUnjudged, InternalError, InvalidArgumentError, InvalidImageError, SetupError,
+                      remade)
 from ..redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "DEAD_WINDOW", "REPEAT_AFTER", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
@@ -178,16 +179,6 @@ def _counted(error: GenerationError) -> bool:
     batch that failed or expired ends every request it held together)."""
     return not (isinstance(error, (GenerationRefused, GenerationCancelled, BatchPending))
                 or getattr(error, "shared", False))
-
-
-def _redacted_error(error: GenerationError) -> GenerationError:
-    """``error`` with its reason, message and other text fields redacted: the same class (a refusal stays a
-    refusal) and fields, made without calling the class again (an adapter's subclass may take other
-    arguments than ``GenerationError``'s)."""
-    err = type(error).__new__(type(error))
-    err.__dict__.update({k: _redact(v) if isinstance(v, str) else v for k, v in vars(error).items()})
-    err.args = tuple(_redact(a) if isinstance(a, str) else a for a in error.args)
-    return err
 
 
 @dataclass
@@ -514,7 +505,7 @@ class Runner:
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 gen.images.append(image)
         except GenerationError as error:
-            return Generation([], _redacted_error(error), None, time.perf_counter() - start, gen.attempts, False)
+            return Generation([], remade(error, text=_redact), None, time.perf_counter() - start, gen.attempts, False)
         except CallLimitReached as exc:  # nothing was sent: the cap refused the call
             return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts - 1,
                               False, capped=True)

@@ -46,7 +46,7 @@ def configure(config, vs, adapter) -> None:
                                 "--violin-batch without -n (pytest-xdist)")
     given = vs.settings.batch_discount
     vs.batch_discount = float(api.discount if given is None else given)
-    vs.batch_name = str(api.name)
+    vs.batch_name = printable(api.name)
 
 
 def price_note(vs) -> str:
@@ -120,11 +120,13 @@ def report_section(vs) -> dict | None:
     driver = vs.batch
     if driver is None:
         return None
-    pending = [{"id": r.id, "tag": r.tag, "state": r.provider_state or r.state, "requests": len(r.requests),
-                "completed": r.completed, "total": r.total, "samples": sorted(r.samples.values())}
+    shown = (lambda text: None if text is None else printable(text))  # a provider's words, on a terminal later
+    pending = [{"id": shown(r.id), "tag": shown(r.tag), "state": shown(r.provider_state or r.state),
+                "requests": len(r.requests), "completed": r.completed, "total": r.total,
+                "samples": sorted(shown(s) for s in r.samples.values())}
                for r in driver.pending()]
-    return {"service": driver.api.name, "discount": vs.batch_discount, "submitted": driver.submitted,
-            "completed": driver.billed, "pending": pending, "stopped": driver.stopped if pending else None,
+    return {"service": shown(driver.api.name), "discount": vs.batch_discount, "submitted": driver.submitted,
+            "completed": driver.billed, "pending": pending, "stopped": shown(driver.stopped) if pending else None,
             "exit_code_when_pending": EXIT_PENDING}
 
 
@@ -154,7 +156,9 @@ def summary(vs, terminalreporter) -> None:
     driver = vs.batch
     if driver is None:
         return
-    write = terminalreporter.write_line
+    def write(line: str, **style) -> None:
+        terminalreporter.write_line(printable(line), **style)
+
     price, listed = vs.run_price(), vs.settings.price
     bill = f"violin batch: the {driver.api.name} completed {driver.billed} requests for this run"
     if price is not None:
@@ -163,7 +167,7 @@ def summary(vs, terminalreporter) -> None:
     write(bill)
     pending = driver.pending()
     if pending:
-        ids = ", ".join(printable(r.id or r.tag) for r in pending[:5])
+        ids = ", ".join(r.id or r.tag for r in pending[:5])
         count = sum(len(r.requests) for r in pending)
         write(f"violin batch: PENDING: {count} requests still running in {len(pending)} batch"
               f"{'es' if len(pending) != 1 else ''} ({ids}{', ...' if len(pending) > 5 else ''}): "

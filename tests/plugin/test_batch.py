@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -252,6 +253,84 @@ def test_each_failure_of_the_batch_itself_ends_as_errors_that_say_why(pytester, 
     assert not [r for r in _records(pytester.path) if r["requests"]]  # nothing left to collect: resubmitted next
 
 
+def _truthful(table):
+    return lambda body: (200, b64_answer(table[body["prompt"]]))
+
+
+def test_a_custom_id_answered_twice_ends_its_request_as_an_error_naming_it(pytester, monkeypatch):
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.second_answer = (200, b64_answer(solid(64, 64, (128, 128, 128))))
+        result = pytester.runpytest(*_args("--violin-batch", tasks="color", limit=6))
+    samples = _samples(pytester.path)
+    errors = [r for r in samples.values() if r["outcome"] == "error"]
+    (duplicate,) = fake.duplicated
+    assert len(errors) == 1 and duplicate in errors[0]["error"], result.stdout.str()[-3000:]
+    assert [r["outcome"] for r in samples.values()].count("passed") == len(samples) - 1
+
+
+def test_the_bill_counts_at_most_the_requests_a_batch_holds_whatever_the_provider_claims(pytester, monkeypatch):
+    table = _expected(("color",), 6)
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.claimed_completed = 5 * 10**14  # $20 trillion at $0.04
+        result = pytester.runpytest(*_args("--violin-batch", "--violin-price=0.04", tasks="color", limit=6))
+    meta = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]
+    assert meta["batch"]["completed"] == meta["generations"] == 6, result.stdout.str()[-3000:]
+    assert meta["estimated_cost"] == pytest.approx(6 * 0.02)
+    assert "$0.12 at the batch price" in result.stdout.str()
+
+
+#: What a terminal obeys: C0 controls but tab and newline, DEL, C1 controls.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+EVIL = "\x1b[2J\x1b]0;owned\x07"
+
+
+def _strings(obj):
+    """Every string in a JSON value."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from _strings(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _strings(value)
+
+
+def test_a_providers_words_with_escape_codes_reach_the_terminal_and_the_report_escaped(pytester, monkeypatch):
+    from pytest_violin.models.batch._openai import OpenAIBatch
+
+    table = _expected(("color",), 3)
+    monkeypatch.setattr(OpenAIBatch, "name", f"OpenAI{EVIL} Batch API")
+    with FakeOpenAI(KEY, _truthful(table)) as fake:
+        _env(monkeypatch, fake)
+        fake.release.clear()
+        fake.id_prefix = f"batch{EVIL}_"
+        result = pytester.runpytest(*_args("--violin-batch", "--violin-batch-wait=0", "--violin-price=0.04",
+                                           tasks="color", limit=3))
+    assert result.ret == 8
+    section = json.loads((pytester.path / "report" / "results.json").read_text())["metadata"]["batch"]
+    shown = [result.stdout.str(), result.stderr.str(), *_strings(section)]
+    assert not [t for t in shown if RAW_CONTROL.search(t)]
+    assert section["pending"] and "OpenAI" in section["service"]
+
+
+def test_batch_list_shows_a_records_words_escaped(pytester, monkeypatch, capsys):
+    from pytest_violin.__main__ import main
+    from pytest_violin.execution._batch_store import SUBMITTED, BatchRecord, BatchStore
+
+    store = BatchStore(pytester.path / ".pytest_cache" / "violin-batches", f"openai:{MODEL}{EVIL}")
+    store.add(BatchRecord(tag=f"violin-{EVIL}", group=f"/v1/images/generations{EVIL}", requests={"c": "k"},
+                          id=f"batch{EVIL}", state=SUBMITTED, provider_state=f"in_progress{EVIL}"))
+    monkeypatch.chdir(pytester.path)
+    capsys.readouterr()
+    assert main(["batch", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "1 requests" in listed and not RAW_CONTROL.search(listed)
+
+
 def test_batch_list_and_cancel_show_and_cancel_only_what_this_project_submitted(pytester, monkeypatch, capsys):
     from pytest_violin.__main__ import main
 
@@ -395,6 +474,42 @@ def test_find_looks_through_the_pages_of_the_batch_list(monkeypatch):
         assert fake.count("GET /batches") == 6
 
 
+def test_an_answer_that_echoes_the_key_reaches_the_answers_file_masked_and_images_intact(monkeypatch, tmp_path):
+    import threading
+
+    from pytest_violin.errors import GenerationError
+    from pytest_violin.execution._batch_store import BatchStore
+    from pytest_violin.execution.batch import BatchDriver, Entry
+    from pytest_violin.models import AdapterOptions, GenerationRequest, resolve_model
+
+    drawn = solid(64, 64, (200, 10, 10))
+
+    def answer(body):
+        if body["prompt"] == "echo":  # the full key, and a cut one as providers print it
+            return error_body(401, f"Incorrect API key provided: {KEY}; as typed: {KEY[:12]}****", "invalid_api_key")
+        return 200, b64_answer(drawn)
+
+    with FakeOpenAI(KEY, answer) as fake:
+        _env(monkeypatch, fake)
+        api = resolve_model(f"openai:{MODEL}", AdapterOptions(rootdir=tmp_path)).batch_api()
+        driver = BatchDriver(api, BatchStore(tmp_path, "openai-test"), wait=60, cancel=threading.Event())
+        entries = [Entry(hashlib.sha256(prompt.encode()).hexdigest(), prompt, f"{prompt}#0",
+                         GenerationRequest(prompt=prompt, width=64, height=64, seed=0, sample_id=prompt,
+                                           task="color"))
+                   for prompt in ("echo", "draw")]
+        driver.plan(entries)
+        driver.start()
+        with pytest.raises(GenerationError):
+            driver.answer(entries[0].key)
+        image = driver.answer(entries[1].key)
+        (path,) = tmp_path.glob("*.jsonl")
+        kept = path.read_text("latin-1")
+        driver.close()
+    assert fake.count("GET /files/{id}/content") == 2  # the output file and the error file, one answers file
+    assert not [f for f in secret_forms(KEY) | {KEY[:12]} if f in kept]
+    assert tuple(image[0, 0]) == (200, 10, 10)
+
+
 @pytest.mark.slow  # whole sessions in processes: CI's e2e step
 def test_ctrl_c_during_the_wait_leaves_the_batch_running_and_says_how_to_resume(pytester):
     table = _expected(("color",), 10)
@@ -467,3 +582,26 @@ def test_the_answers_index_skips_lines_over_the_cap_and_lines_that_are_not_answe
     with open(path, "rb") as fh:
         fh.seek(index["b"].offset)
         assert json.loads(fh.read(index["b"].length)) == {"custom_id": "b"}
+
+
+def test_answer_lines_are_masked_whole_across_writes_keep_image_payloads_and_drop_oversized_lines(tmp_path):
+    import io
+
+    from pytest_violin.execution._batch_answers import RedactedLines
+    from pytest_violin.redaction import register_secret
+
+    secret = "Qz7vXk2Lp9Rt4WmN8s"
+    register_secret(secret)
+    payload = "A" * 600 + secret[:8] + "B" * 600  # base64 that happens to hold a key's start
+    lines = [json.dumps({"custom_id": "a", "error": {"message": f"bad key {secret}"}}),
+             json.dumps({"custom_id": "b", "body": "x" * 5000}),
+             json.dumps({"custom_id": "c", "data": payload})]
+    data = ("\n".join(lines) + "\n").encode()
+    fh = io.BytesIO()
+    sink = RedactedLines(fh, 2000)
+    for start in range(0, len(data), 7):  # a line's pieces come in several writes
+        sink.write(data[start:start + 7])
+    sink.close()
+    kept = [json.loads(line) for line in fh.getvalue().splitlines()]
+    assert [k["custom_id"] for k in kept] == ["a", "c"]
+    assert secret[:6] not in kept[0]["error"]["message"] and kept[1]["data"] == payload

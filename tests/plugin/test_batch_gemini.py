@@ -79,14 +79,21 @@ def test_200_samples_in_the_fewest_batches_with_outcomes_equal_to_a_synchronous_
     assert not [f for t in texts for f in secret_forms(KEY) if f in t]
 
 
-def test_an_expired_gemini_batch_ends_in_errors_and_the_next_run_submits_it_again(pytester, monkeypatch):
+def _color_batch(monkeypatch, limit: int):
+    """``(prompt -> expected image, the run's arguments)`` of a batch run of the color task, the key set."""
     table = {}
-    for s in load_suite("violin", tasks=("color",), limit=10):
+    for s in load_suite("violin", tasks=("color",), limit=limit):
         table.setdefault(s.prompt, s.expected())
-    args = (f"--violin-model=gemini:{MODEL}", "--violin-tasks=color", "--violin-limit=10", "--violin-retries=0",
-            "--violin-report=report", "-p", "no:randomly", "--violin-max-calls=none", "--violin-batch")
+    args = (f"--violin-model=gemini:{MODEL}", "--violin-tasks=color", f"--violin-limit={limit}",
+            "--violin-retries=0", "--violin-report=report", "-p", "no:randomly", "--violin-max-calls=none",
+            "--violin-batch")
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    return table, args
+
+
+def test_an_expired_gemini_batch_ends_in_errors_and_the_next_run_submits_it_again(pytester, monkeypatch):
+    table, args = _color_batch(monkeypatch, 10)
     with FakeGemini(KEY, make_answer(table)) as fake:
         monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
         fake.end_state = "BATCH_STATE_EXPIRED"
@@ -101,3 +108,16 @@ def test_an_expired_gemini_batch_ends_in_errors_and_the_next_run_submits_it_agai
         assert fake.count("POST :generateContent") == 0
     doc = json.loads((pytester.path / "report" / "results.json").read_text())
     assert all(r["outcome"] != "error" for r in doc["samples"])
+
+
+def test_a_key_answered_twice_ends_its_request_as_an_error_naming_it(pytester, monkeypatch):
+    table, args = _color_batch(monkeypatch, 6)
+    with FakeGemini(KEY, lambda request: (200, _image(table[request["contents"][0]["parts"][0]["text"]]))) as fake:
+        monkeypatch.setenv("GEMINI_BASE_URL", fake.url)
+        fake.second_answer = _image(solid(64, 64, (128, 128, 128)))
+        result = pytester.runpytest(*args)
+    samples = json.loads((pytester.path / "report" / "results.json").read_text())["samples"]
+    errors = [r for r in samples if r["outcome"] == "error"]
+    (duplicate,) = fake.duplicated
+    assert len(errors) == 1 and duplicate in errors[0]["error"], result.stdout.str()[-3000:]
+    assert [r["outcome"] for r in samples].count("passed") == len(samples) - 1

@@ -156,6 +156,31 @@ def test_refusals_are_refused_once_and_never_retried(tmp_path, env, answer, need
     assert len(server.requests) == 1
 
 
+class CategoryBlocked(GenerationRefused):
+    """A reader's own refusal, whose constructor takes other arguments than GenerationError's."""
+
+    def __init__(self, category):
+        super().__init__(f"blocked: {category}")
+        self.category = category
+
+
+def test_an_answer_error_of_a_subclass_with_its_own_constructor_keeps_its_class_and_fields(tmp_path, env,
+                                                                                             monkeypatch):
+    def refuse(obj):
+        raise CategoryBlocked("weapons")
+
+    monkeypatch.setattr(gemini_module, "read_answer", refuse)
+    with FaultServer([Reply.json(image_answer(IMG))]) as server:
+        env.setenv("GEMINI_BASE_URL", server.url + "/v1beta")
+        adapter = resolve_model(f"gemini:{MODEL}", opts(tmp_path))
+        with pytest.raises(CategoryBlocked) as info:
+            adapter.generate(req())
+        adapter.close()
+    error = info.value
+    assert (error.category, error.reason, error.attempts, error.status) == ("weapons", "blocked: weapons", 1, 200)
+    assert str(error) == "blocked: weapons (after 1 attempt)"
+
+
 @pytest.mark.parametrize("answer, needle", [
     ({"candidates": [{"content": {"parts": [{"text": "cut"}]}, "finishReason": "MAX_TOKENS"}]}, "MAX_TOKENS"),
     ({"candidates": []}, "no candidates"),

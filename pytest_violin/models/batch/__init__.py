@@ -154,7 +154,11 @@ class BatchApi(Protocol):
 
     def download(self, status: BatchStatus, sink: BinaryIO, *, max_bytes: int) -> None:
         """Write the answers of a finished batch to ``sink``, one JSON object a line
-        (every answer the provider has, errors included), at most ``max_bytes``."""
+        (every answer the provider has, errors included), at most ``max_bytes``.
+
+        ``sink`` is binary and file-like (``write``, ``flush``, ``tell``, and ``seek``/``truncate`` to a
+        position ``tell`` gave at a line end): it masks every registered secret line by line on its way
+        to disk."""
 
     def answer(self, record: dict) -> tuple[str, Any]:
         """``(custom_id, image or GenerationError)`` of one downloaded line, with the

@@ -168,7 +168,7 @@ class OpenAIBatch:
         written = 0
         for file_id in status.files:
             written += stream_to(self.client, f"{self.base}/files/{quote(file_id, safe='')}/content",
-                                 _Appending(sink, written), max_bytes=max_bytes - written,
+                                 _Appending(sink, sink.tell()), max_bytes=max_bytes - written,
                                  what="batch output download")
             sink.write(b"\n")  # the next file starts on a line of its own
             written += 1
