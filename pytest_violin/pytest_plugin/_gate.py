@@ -43,6 +43,10 @@ class GateState:
     verdict: GateVerdict | None = None  # the gate's decision (gating.decide)
     gate_failed: bool = False  # violin::gate was reported failed (its text is in FAILURES)
     interrupted: bool = False
+    #: built-in samples the run planned (the early check counted them): a stopped run says it is not judged
+    planned: int = 0
+    #: why a stopped run is not judged (violin::gate reported skipped); None when it ran to its end
+    not_judged: str | None = None
     messages: list = field(default_factory=list)
     passing_thumbnails: dict = field(default_factory=dict)
     compare_runs: list[Run] = field(default_factory=list)  # --violin-compare: loaded runs
@@ -93,6 +97,45 @@ class GateState:
                 self.compare_runs.append(load_run(path))
             except ViolinError as exc:
                 raise pytest.UsageError(f"--violin-compare={spec!r}: {exc}") from None
+
+    def check_comparable(self, vs, samples) -> None:
+        """Refuse, before the first generation, a baseline this run's built-in ``samples`` cannot be
+        compared with (a usage error, as the gate's verdict would be after every paid generation): another
+        suite, profile or seed, or too few comparable shared samples (docs/gating.md, "Enough overlap to
+        decide"); ``--violin-allow-mismatch`` lets all but an empty overlap through, to be decided."""
+        samples = list({s.id: s for s in samples}.values())
+        self.planned = len(samples)
+        doc = self.baseline_doc
+        if doc is None or vs.shard_meta or not samples:  # a shard is gated once merged (_sharding.py)
+            return
+        from collections import Counter
+
+        from ..gating.comparison import _too_few
+        from ..gating.records import sample_definition
+        from ..gating.sequential import population
+        from ..report._gate_words import mismatch_line
+        meta, s = doc.get("metadata") or {}, vs.settings
+        differences = [(key, meta[key], now) for key, now in
+                       (("suite", str(s.suite)), ("profile", str(s.profile)), ("seed", int(s.seed)))
+                       if key in meta and meta[key] != now]
+        definitions = {x.id: sample_definition(x) for x in samples}
+        members = population(doc, ((x.id, x.task, getattr(x, "variation", None), definitions[x.id])
+                                   for x in samples))
+        in_run = Counter(str(x.task) for x in samples)
+        shared = Counter(m.task for m in members.values())
+        for task in {str(r.get("task")) for r in doc.get("samples") or ()} & set(in_run):
+            shared.setdefault(task, 0)  # a task of both that shares nothing is too few, not absent
+        too_few = _too_few(shared, in_run)
+        if members and (self.settings.allow_mismatch or not (differences or too_few)):
+            return
+        fingerprints = None
+        old = {str(r.get("id")): r.get("definition") for r in doc.get("samples") or ()}
+        if any(sid not in old or old[sid] not in (None, "", definition) for sid, definition in definitions.items()):
+            from ..gating.records import suite_fingerprint
+            fingerprints = (str(meta.get("fingerprint", "")), suite_fingerprint(definitions.items()))
+        raise pytest.UsageError(mismatch_line(
+            self._label(), differences=differences, too_few=too_few,
+            nothing_shared=0 if members else len(samples), fingerprints=fingerprints))
 
     @property
     def active(self) -> bool:
@@ -200,44 +243,39 @@ class GateState:
 
     def report_gate(self, session) -> None:
         """Report the verdict as the test ``violin::gate``, so pytest's summary, JUnit, pytest-html
-        and a CI system's test view show it as one test (as pytest-mypy's status item): a setup, a call
-        and a teardown report, as a test's are (JUnit writes a test's properties and pytest-html records it
-        at its teardown), the call's outcome the gate's, its properties the outcome and the headline."""
+        and a CI system's test view show it as one test (as pytest-mypy's status item): the call's outcome
+        the gate's, its properties the outcome and the headline."""
         from ..report._gate_words import headline
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
         comparison = self.comparison
         lines = sequential_lines(self.sequential) + comparison_lines(comparison)
         text = printable("\n".join(line for line, _ in lines))
-        location = (GATE_NODEID.partition("::")[0], 0, GATE_NODEID)
         ok = comparison.ok
         verdict = printable((lines[0][0] if self.sequential else headline(comparison)[0]) if lines else "")
         properties = [("violin.gate", "passed" if ok else "failed"), ("violin.gate.outcome", comparison.outcome),
                       ("violin.gate.verdict", verdict)]
-
-        def report(when, outcome, longrepr=None, sections=()):
-            return pytest.TestReport(
-                nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when=when, outcome=outcome,
-                longrepr=longrepr, sections=list(sections), duration=0.0, user_properties=properties)
-
         self.gate_failed = not ok
-        session.testscollected += 1  # the gate is one more test: the progress stays at 100%
-        hook = session.config.hook
-        hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
-        hook.pytest_runtest_logreport(report=report("setup", "passed"))
         # a green gate's words reach JUnit's system-out and -rP; a red one's are its failure
-        hook.pytest_runtest_logreport(report=report(
-            "call", "passed" if ok else "failed", None if ok else text,
-            [("violin regression gate", text)] if ok else []))
-        hook.pytest_runtest_logreport(report=report("teardown", "passed"))
-        hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
+        _report_gate_item(session, "passed" if ok else "failed", None if ok else text,
+                          [("violin regression gate", text)] if ok else [], properties)
+
+    def report_not_judged(self, session, reason: str) -> None:
+        """Report ``violin::gate`` of a run stopped before its end by ``reason``: skipped (pytest's outcome,
+        which leaves the exit status pytest's), its reason ``not judged: <reason>``."""
+        from ..report._gate_words import not_judged, not_judged_line
+        self.not_judged = printable(reason)
+        properties = [("violin.gate", "not judged"), ("violin.gate.outcome", "not-judged"),
+                      ("violin.gate.verdict", not_judged_line(self.not_judged))]
+        _report_gate_item(session, "skipped", (GATE_NODEID.partition("::")[0], 1, not_judged(self.not_judged)),
+                          (), properties)
 
     def finish(self, vs, session) -> None:
         """At the session's end: the exit status the verdict sets, the baseline and the reports."""
         if not self.active:
             return
         results, current = self.decide(vs)
-        if self.verdict is not None:
+        if self.verdict is not None and self.not_judged is None:  # a stopped run keeps pytest's status
             others_failed = session.testsfailed > (1 if self.gate_failed else 0)
             status = self.verdict.exit_status(int(session.exitstatus), others_failed=others_failed)
             if status != int(session.exitstatus):
@@ -311,21 +349,45 @@ class GateState:
             for line in render(self.runs_comparison, "terminal").splitlines():
                 terminalreporter.write_line(line)
         comparison = self.comparison
-        if not (comparison is not None or self.messages):
+        if not (comparison is not None or self.messages or self.not_judged is not None):
             return
         from ..report._sequential import sequential_lines
         from ..report.terminal import comparison_lines
-        terminalreporter.section("violin regression gate" if comparison is not None else "violin reports")
+        gated = comparison is not None or self.not_judged is not None
+        terminalreporter.section("violin regression gate" if gated else "violin reports")
         if self.gate_failed and config.option.tbstyle != "no":
             # the verdict and its table are the failure of violin::gate, shown above
             lines = [(f"FAILED: see {GATE_NODEID} above", "bad")]
         else:
-            lines = sequential_lines(self.sequential)
+            lines = []
+            if self.not_judged is not None:
+                from ..report._gate_words import not_judged_line
+                lines.append((not_judged_line(self.not_judged), "warn"))
+            lines += sequential_lines(self.sequential)
             if comparison is not None:  # a decided sequential gate: the facts only, not a second verdict
-                lines += comparison_lines(comparison)
+                lines += comparison_lines(comparison, judged=self.not_judged is None)
         lines += [(m, "info") for m in self.messages]
         for text, level in lines:
             terminalreporter.write_line(printable(text), **_STYLES.get(level, {}))
+
+
+def _report_gate_item(session, outcome: str, longrepr, sections, properties) -> None:
+    """Report ``violin::gate`` as one test with the call's ``outcome``: a setup, a call and a teardown report, as a
+    test's are (JUnit writes a test's properties and pytest-html records it at its teardown)."""
+    location = (GATE_NODEID.partition("::")[0], 0, GATE_NODEID)
+
+    def report(when, outcome, longrepr=None, sections=()):
+        return pytest.TestReport(
+            nodeid=GATE_NODEID, location=location, keywords={"violin": 1}, when=when, outcome=outcome,
+            longrepr=longrepr, sections=list(sections), duration=0.0, user_properties=properties)
+
+    session.testscollected += 1  # the gate is one more test: the progress stays at 100%
+    hook = session.config.hook
+    hook.pytest_runtest_logstart(nodeid=GATE_NODEID, location=location)
+    hook.pytest_runtest_logreport(report=report("setup", "passed"))
+    hook.pytest_runtest_logreport(report=report("call", outcome, longrepr, sections))
+    hook.pytest_runtest_logreport(report=report("teardown", "passed"))
+    hook.pytest_runtest_logfinish(nodeid=GATE_NODEID, location=location)
 
 
 def _fail_unwritten(session) -> None:

@@ -361,6 +361,8 @@ class ViolinSession:
     def pytest_collection_finish(self, session):
         if self.is_worker or self.is_xdist_controller:
             return
+        if not self.config.option.collectonly:  # before the first generation, and before the plan is counted
+            self.gate.check_comparable(self, (item.violin_sample for item in session.items if is_violin(item)))
         if self.sequential is not None:
             self.sequential.start(item.violin_sample.id for item in session.items if is_violin(item))
         if not self.config.option.collectonly:
@@ -393,13 +395,17 @@ class ViolinSession:
         if self._announced:
             return
         self._announced = True
+        collectonly = self.config.option.collectonly
+        by_id = {} if collectonly else {s.id: s for s in self.load(None, None)}
+        builtin = [i[len("violin::"):] for i in ids if i.startswith("violin::")]
+        if not collectonly:
+            self.gate.check_comparable(self, (by_id[i] for i in builtin if i in by_id))
         if self.sequential is not None:
-            self.sequential.start(i[len("violin::"):] for i in ids if i.startswith("violin::"))
-        if self.config.option.collectonly:
+            self.sequential.start(builtin)
+        if collectonly:
             return
         # built-in items are "violin::<id>"; tests parametrized over violin_sample end in
         # "[<id>]" (see pytest_generate_tests); hypothesis tests cannot be counted ahead
-        by_id = {s.id: s for s in self.load(None, None)}
         samples = []
         for nodeid in ids:
             if nodeid.startswith("violin::"):
@@ -422,14 +428,30 @@ class ViolinSession:
                 from ._batch import start as start_batch
                 start_batch(self, _planned_samples(session.items))
             self._plan(session.items)
-        result = yield  # an exception in the loop propagates: no verdict then
+        try:
+            result = yield  # an exception in the loop propagates: no verdict then
+        except (KeyboardInterrupt, session.Failed):  # Ctrl-C, -x / --maxfail, a stop (session.Interrupted)
+            self._not_judged(session)  # before the JUnit file is written (its pytest_sessionfinish)
+            raise
+        if session.shouldstop or session.shouldfail:
+            self._not_judged(session)
+            return result
         if (self.gate.baseline_doc is None or self.is_worker or config.option.collectonly
-                or session.shouldstop or session.shouldfail or not len(self.store)):
+                or not len(self.store)):
             return result
         self.gate.decide(self)
         if self.gate.comparison is not None:
             self.gate.report_gate(session)
         return result
+
+    def _not_judged(self, session) -> None:
+        """A gated run stopped before its end: ``violin::gate`` is reported skipped, and why."""
+        gate = self.gate
+        if (gate.baseline_doc is None or self.is_worker or self.shard_meta or session.config.option.collectonly
+                or not (gate.planned or len(self.store)) or gate.not_judged is not None):
+            return
+        from ._signals import stop_reason
+        gate.report_not_judged(session, stop_reason(session))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):

@@ -15,8 +15,8 @@ from ..gating.policy import MIN_SHARED
 from .json_report import fmt, fmt_pct, fmt_signed
 
 __all__ = ["EVIDENCE_HEAD", "StatRow", "cause_line", "evidence_line", "evidence_lines", "evidence_rows", "group_rows",
-           "headline", "id_list", "not_compared", "not_shown_text", "ratchet_line", "rule_line", "too_few_line",
-           "where"]
+           "headline", "id_list", "mismatch_line", "not_compared", "not_judged", "not_judged_line", "not_shown_text",
+           "ratchet_line", "rule_line", "too_few_line", "where"]
 
 #: Statistic key -> how the reports name it.
 STAT_NAMES = {"mean": "mean metric", "pass_rate": "pass rate", "refusal_rate": "refusal rate"}
@@ -197,6 +197,42 @@ def headline(comparison) -> tuple[str, str]:
                 f"--violin-accept-not-shown passes such a run and says so)", "bad")
     return (f"PASSED: every task and variation shown within its margins against baseline{place} "
             f"({counts_text(comparison)})", "good")
+
+
+def not_judged(reason: str) -> str:
+    """The skip reason of ``violin::gate`` in a run stopped before its end by ``reason`` (-x, Ctrl-C, ...)."""
+    return f"not judged: {reason}"
+
+
+def not_judged_line(reason: str) -> str:
+    """The gate's verdict line in a run stopped before its end: a part of a run is no evidence either way."""
+    return (f"NOT JUDGED: the run stopped before its end ({reason}); the gate judges a whole run, so the "
+            f"samples that ran are shown below for information only")
+
+
+def mismatch_line(label: str, *, differences=(), too_few=(), nothing_shared: int = 0,
+                  fingerprints: tuple | None = None) -> str:
+    """The usage error of a baseline this run cannot be compared with, given before any generation:
+    ``differences`` ``(field, baseline's, this run's)``; ``too_few`` ``(task, shared, in_run)`` as
+    :attr:`~pytest_violin.gating.comparison.Comparison.too_few`; ``nothing_shared`` the run's samples when
+    none is comparable (no option decides on nothing); ``fingerprints`` ``(baseline's, this run's)`` when
+    this run's samples are not a selection of the baseline's."""
+    parts = [f"the baseline's {key} is {old!r}, this run's {new!r}" for key, old, new in differences]
+    if fingerprints:
+        parts.append(f"suite fingerprint {fingerprints[0]} in the baseline, {fingerprints[1]} for this run's "
+                     f"samples")
+    if nothing_shared:
+        parts.append(f"none of this run's {nothing_shared} samples is in the baseline (same id and definition, "
+                     f"no error there)")
+    elif too_few:
+        shares = ", ".join(f"{task} shares {shared} of this run's {total} samples" for task, shared, total in too_few)
+        parts.append(f"{shares} (a task needs at least {MIN_SHARED} comparable samples in the baseline, and at "
+                     f"least half of its samples in this run)")
+    accepted = "a baseline of this run's suite, profile and seed that holds its samples"
+    if not nothing_shared:
+        accepted += ", or --violin-allow-mismatch to decide on the samples both hold"
+    return (f"--violin-baseline={label!r} cannot be compared with this run, so no sample was generated: "
+            f"{'; '.join(parts)}; accepted: {accepted}")
 
 
 def _count_points(share: float) -> str:

@@ -132,21 +132,23 @@ def _group_lines(g, rows, which: str, level: str) -> list[tuple[str, str]]:
     return out
 
 
-def comparison_lines(comparison) -> list[tuple[str, str]]:
+def comparison_lines(comparison, *, judged: bool = True) -> list[tuple[str, str]]:
     """``(text, level)`` lines of a comparison for the terminal (level ``bad``, ``good``,
-    ``warn`` or ``info``); at most 10 sample ids per list before "and N more"."""
+    ``warn`` or ``info``); at most 10 sample ids per list before "and N more". Not ``judged``
+    (a run stopped before its end): the facts without a verdict or a ratchet."""
     from ._gate_words import evidence_lines, group_rows, headline, ratchet_line, rule_line, too_few_line
 
     out = []
     # a decided sequential gate gave the verdict (report/sequential.py): the facts only here
     sequential = getattr(comparison, "decided_by", "") == "sequential"
     if not sequential:
-        out += [headline(comparison), (rule_line(comparison), "info")]
+        out += [headline(comparison)] if judged else []
+        out += [(rule_line(comparison), "info")]
         out += [("  " + line, level) for line, level in evidence_lines(comparison)]
         for which, level in (("regressed", "bad"), ("improved", "good")):
             for g, rows in group_rows(comparison, which=which):
                 out += _group_lines(g, rows, which, level)
-        ratchet = ratchet_line(comparison)
+        ratchet = ratchet_line(comparison) if judged else None
         if ratchet:
             out.append((ratchet, "good"))
     elif comparison.errored:

@@ -31,6 +31,13 @@ def flaky(request):
     return img
 
 
+def crash(request):
+    """An endpoint that stops answering at the first shape: those samples end in an error."""
+    if request.task == "shape":
+        raise ConnectionError("the endpoint went away")
+    return request.sample.expected()
+
+
 def interrupt(request):
     """Like pressing Ctrl-C when the first shape is generated."""
     if request.task == "shape":
@@ -216,7 +223,9 @@ def test_a_known_failure_is_reported_by_its_words_not_a_python_traceback(project
     # sample's message (pytest would format a traceback of its own frames for every one of them)
     args = ["--violin-model=python:violin_models:flaky", "--violin-limit=12", TASKS, "-p", "no:cacheprovider"]
     assert project.runpytest(*args, "--violin-save-baseline=flaky.json").ret == 1  # its shapes fail
-    reports = project.inline_run(*args, "--violin-baseline=flaky.json").getreports("pytest_runtest_logreport")
+    # 12 samples decide no gate (refused before the run without the flag): the subject here is the items' words
+    reports = project.inline_run(*args, "--violin-baseline=flaky.json",
+                                 "--violin-allow-mismatch").getreports("pytest_runtest_logreport")
     known = [r for r in reports if hasattr(r, "wasxfail")]
     assert known and all(r.nodeid.startswith("violin::shape/") for r in known)
     for report in known:
@@ -277,3 +286,84 @@ def test_junit_and_pytest_html_carry_the_gates_outcome(project):
     assert "failure" in tags and props["violin.gate.outcome"] == "not-shown"
     assert props["violin.gate.verdict"].startswith("NOT SHOWN")
     assert _html_results(project.path / "small.html")["violin::gate"] == ["Failed"]
+
+
+COUNTING = '''
+from pathlib import Path
+
+
+def generate(request):
+    """The oracle's image, each call written down: a run refused before its first generation makes none."""
+    with open(Path(__file__).with_name("calls.txt"), "a") as calls:
+        calls.write(request.sample.id + "\\n")
+    return request.sample.expected()
+'''
+
+
+def _calls(project) -> int:
+    path = project.path / "calls.txt"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("args, named, flag", [
+    (["--violin-seed=7"], ["seed", "7"], True),
+    (["--violin-profile=strict"], ["profile", "strict"], True),
+    (["--violin-limit=10"], ["color shares", "shape shares", "20"], True),
+    (["--violin-suite=manifest.jsonl", "--violin-tasks=color"], ["suite", "manifest.jsonl"], False),  # nothing shared: no option helps
+    (["--violin-tasks=mask"], ["none of this run's"], False),
+])
+def test_a_baseline_that_cannot_be_compared_is_refused_before_the_first_generation(project, args, named, flag):
+    from pytest_violin.suite import load_suite
+
+    _baseline(project)
+    sample = load_suite("violin", tasks=("color",), limit=1)[0]
+    project.path.joinpath("manifest.jsonl").write_text(json.dumps({**sample.to_manifest(), "id": "own/s1"}) + "\n")
+    project.makepyfile(counting=COUNTING)
+    command = ["--violin-model=python:counting:generate", LIMIT, TASKS, "--violin-baseline=base.json",
+               "-p", "no:cacheprovider", *args]
+    result = project.runpytest(*command)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert _calls(project) == 0
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "base.json" in errors[0], result.stderr.str()
+    assert all(word in errors[0] for word in named), errors[0]
+    assert ("--violin-allow-mismatch" in errors[0]) is flag
+    allowed = project.runpytest(*command, "--violin-allow-mismatch")
+    if flag:  # the flag decides on what both hold, after the generations, as without the early check
+        assert allowed.ret != pytest.ExitCode.USAGE_ERROR and _calls(project) > 0, allowed.stdout.str()
+    else:
+        assert allowed.ret == pytest.ExitCode.USAGE_ERROR and _calls(project) == 0
+
+
+@pytest.mark.parametrize("model, stop, code", [
+    ("oracle", "-x", pytest.ExitCode.TESTS_FAILED),
+    ("oracle", "--maxfail=1", pytest.ExitCode.TESTS_FAILED),
+    ("crash", "--violin-concurrency=1", pytest.ExitCode.INTERRUPTED),  # the runner's stop rule
+    ("interrupt", "--violin-concurrency=1", pytest.ExitCode.INTERRUPTED),  # Ctrl-C
+])
+def test_a_stopped_run_reports_the_gate_not_judged(project, model, stop, code):
+    """-x, --maxfail, the runner's stop rule and Ctrl-C end a gated run early: violin::gate is skipped in the
+    terminal and JUnit, its reason "not judged: <what stopped the run>", and the exit status stays pytest's."""
+    _baseline(project)
+    if model == "oracle":  # a team's test that fails before the samples run
+        project.makepyfile(test_team="def test_brand():\n    assert False\n")
+    spec = "oracle" if model == "oracle" else f"python:violin_models:{model}"
+    result = project.runpytest(f"--violin-model={spec}", LIMIT, TASKS, stop,
+                               "--violin-baseline=base.json", "--junitxml=junit.xml", "-rs", "-p", "no:cacheprovider",
+                               no_reraise_ctrlc=True)
+    assert result.ret == code, result.stdout.str()
+    import xml.etree.ElementTree as ET
+
+    case = next(c for c in ET.parse(project.path / "junit.xml").getroot().iter("testcase")
+                if (c.get("classname"), c.get("name")) == ("violin", "gate"))
+    skipped = case.find("skipped")
+    assert skipped is not None and case.find("failure") is None
+    reason = skipped.get("message")
+    assert reason.startswith("not judged: ") and len(reason) > len("not judged: "), reason
+    _, props = _gate_case(project.path / "junit.xml")
+    assert props["violin.gate"] == "not judged" and props["violin.gate.verdict"].startswith("NOT JUDGED: ")
+    out = result.stdout.lines
+    section = out.index(next(line for line in out if "violin regression gate" in line))
+    assert out[section + 1].startswith("NOT JUDGED: ") and reason[len("not judged: "):] in out[section + 1]
+    assert not any(line.startswith(("PASSED: ", "FAILED: ", "NOT DECIDED", "NOT SHOWN", "ratchet:"))
+                   for line in out[section:])

@@ -114,10 +114,13 @@ def test_a_baseline_sharing_no_sample_with_the_run_is_not_green(project):
     ordinary = project.runpytest("--violin-model=python:violin_models:degraded", LIMIT, "--violin-tasks=shape",
                                  f"--violin-baseline={base}", "-p", "no:cacheprovider", *LOOSE)
     assert ordinary.ret == pytest.ExitCode.USAGE_ERROR  # the ordinary gate's rule
-    result = _sequential(project, "python:violin_models:degraded", base, "--violin-tasks=shape", *LOOSE)
-    _, seq = _summary(project)
-    assert seq["population"] == 0 and seq["verdict"] == "undecided"
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    # both are refused before the first generation, with or without --violin-allow-mismatch (nothing to decide on)
+    for extra in ((), ("--violin-allow-mismatch",)):
+        result = _sequential(project, "python:violin_models:degraded", base, "--violin-tasks=shape", *LOOSE, *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+        errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+        assert len(errors) == 1 and "none of this run's" in errors[0], result.stderr.str()
+        assert json.loads((project.path / "out" / "results.json").read_text())["samples"] == []
 
 
 # ---------------------------------------------------------------------------------------------------
