@@ -11,7 +11,7 @@ __all__ = ["ViolinError", "InvalidArgumentError", "InternalError", "InvalidImage
            "InvalidColorError", "SuiteError", "ManifestError", "SampleIdError", "ModelSpecError", "ThresholdError",
            "GenerationError", "GenerationCancelled", "GenerationRefused", "GenerationUnjudged",
            "GenerationCrashed", "ServerCrashed", "SetupError", "BatchPending", "BaselineError", "ReportsNotWritten",
-           "ViolinFailure", "ViolinWarning", "remade"]
+           "ViolinFailure", "ViolinWarning"]
 
 
 class ViolinError(Exception):
@@ -101,30 +101,29 @@ class GenerationError(ViolinError, RuntimeError):
         score; other generation errors are the model's failure."""
         return self.transport
 
+    def remade(self, *, text=None, **fields) -> GenerationError:
+        """A copy of this error: the same class (a refusal stays a refusal) and fields, ``fields`` set, every
+        text field and argument passed through ``text`` (a redaction), made without calling the class again
+        (an adapter's subclass may take other arguments than ``GenerationError``'s).
+
+        The message follows ``reason`` and ``attempts`` where it is the one ``GenerationError`` makes of them;
+        a subclass's own message is kept (through ``text``).
+        """
+        keep = text or (lambda value: value)
+        err = type(self).__new__(type(self))
+        err.__dict__.update({k: keep(v) if isinstance(v, str) else v for k, v in vars(self).items()})
+        err.__dict__.update(fields)
+        if self.args == (_message(getattr(self, "reason", None), getattr(self, "attempts", None)),):
+            err.args = (_message(err.reason, err.attempts),)
+        else:
+            err.args = tuple(keep(a) if isinstance(a, str) else a for a in self.args)
+        return err
+
 
 def _message(reason, attempts) -> str:
     if attempts is None:
         return reason
     return f"{reason} (after {attempts} attempt{'s' if attempts != 1 else ''})"
-
-
-def remade(error: GenerationError, *, text=None, **fields) -> GenerationError:
-    """A copy of ``error``: the same class (a refusal stays a refusal) and fields, ``fields`` set, every text
-    field and argument passed through ``text`` (a redaction), made without calling the class again (an
-    adapter's subclass may take other arguments than ``GenerationError``'s).
-
-    The message follows ``reason`` and ``attempts`` where it is the one ``GenerationError`` makes of them; a
-    subclass's own message is kept (through ``text``).
-    """
-    keep = text or (lambda value: value)
-    err = type(error).__new__(type(error))
-    err.__dict__.update({k: keep(v) if isinstance(v, str) else v for k, v in vars(error).items()})
-    err.__dict__.update(fields)
-    if error.args == (_message(getattr(error, "reason", None), getattr(error, "attempts", None)),):
-        err.args = (_message(err.reason, err.attempts),)
-    else:
-        err.args = tuple(keep(a) if isinstance(a, str) else a for a in error.args)
-    return err
 
 
 class GenerationCancelled(GenerationError):

@@ -54,8 +54,7 @@ from .._threads import carried
 from .cache import cache_identity
 from .usage import CallLimitReached, sent_marker
 from ..errors import (BatchPending, GenerationCancelled, GenerationCrashed, GenerationError, GenerationRefused,
-                      GenerationUnjudged, InternalError, InvalidArgumentError, InvalidImageError, SetupError,
-                      remade)
+                      GenerationUnjudged, InternalError, InvalidArgumentError, InvalidImageError, SetupError)
 from ..redaction import redact as _redact
 
 __all__ = ["DEAD_AFTER", "DEAD_WINDOW", "REPEAT_AFTER", "SETUP_AFTER", "SIGNAL_SLICE", "DaemonPool", "Generation", "Runner",
@@ -505,7 +504,7 @@ class Runner:
                     atomic_write(output_path(self.save_outputs, sample.id, repeat), encode_png(image))
                 gen.images.append(image)
         except GenerationError as error:
-            return Generation([], remade(error, text=_redact), None, time.perf_counter() - start, gen.attempts, False)
+            return Generation([], error.remade(text=_redact), None, time.perf_counter() - start, gen.attempts, False)
         except CallLimitReached as exc:  # nothing was sent: the cap refused the call
             return Generation([], None, exception_line(exc), time.perf_counter() - start, gen.attempts - 1,
                               False, capped=True)

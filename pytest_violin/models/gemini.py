@@ -16,7 +16,7 @@ import math
 import re
 from urllib.parse import quote
 
-from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError, remade
+from ..errors import GenerationError, GenerationRefused, InvalidImageError, ModelSpecError
 from ..imaging import decode_image, png_base64
 from ..redaction import redact, redact_url
 from .registry import check_model_name, format_params, split_params
@@ -188,7 +188,8 @@ class GeminiAdapter(NetworkAdapter):
             try:
                 return read_answer(obj)
             except GenerationError as exc:
-                raise remade(exc, attempts=result.attempts, status=result.status) from None
+                counted = exc.remade(attempts=result.attempts, status=result.status)
+                raise counted from None
 
 
 def _check_params(params: dict) -> dict:
