@@ -5,7 +5,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["alive_in_group"]
+__all__ = ["alive_in_group", "run_hanging_model"]
+
+#: A ``python:`` model whose every call waits for ever (``python:hanging_model:generate``).
+HANGING_MODEL = '''
+    import threading
+
+    NEVER = threading.Event()
+
+    def generate(request):
+        NEVER.wait()
+'''
+
+
+def run_hanging_model(pytester, *args):
+    """A session of ``python:hanging_model:generate`` with ``args``, in its own process: the hanging calls are
+    abandoned daemon threads, which end with it."""
+    pytester.makepyfile(hanging_model=HANGING_MODEL)
+    return pytester.runpytest_subprocess("--violin-model=python:hanging_model:generate", "--violin-tasks=color",
+                                         "-p", "no:cacheprovider", *args, timeout=240)
 
 
 def alive_in_group(pgid: int) -> list[int]:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from _comfyui_fake import TEXT_WORKFLOW, FakeComfyUI, quick_polls  # noqa: F401  the fixture applies here
+from _processes import run_hanging_model
 from pytest_violin.errors import GenerationCrashed, GenerationError, GenerationUnjudged, ViolinWarning
 from pytest_violin.evaluation import evaluate
 from pytest_violin.execution.runner import REPEAT_AFTER, Runner
@@ -63,18 +64,7 @@ def test_a_python_model_timing_out_on_every_call_stops_the_evaluation_within_ten
 
 
 def test_a_python_model_timing_out_on_every_call_stops_the_session_within_ten_samples(pytester):
-    # in its own process: the hanging calls are abandoned daemon threads, which end with it
-    pytester.makepyfile(hanging_model='''
-        import threading
-
-        NEVER = threading.Event()
-
-        def generate(request):
-            NEVER.wait()
-    ''')
-    result = pytester.runpytest_subprocess("--violin-model=python:hanging_model:generate", "--violin-limit=32",
-                                           "--violin-tasks=color", "--violin-timeout=0.3", "--violin-no-cache",
-                                           "-p", "no:cacheprovider", timeout=240)
+    result = run_hanging_model(pytester, "--violin-limit=32", "--violin-timeout=0.3", "--violin-no-cache")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()[-2000:]
     result.stdout.fnmatch_lines([f"*Interrupted: violin: the same failure on {REPEAT_AFTER} samples in a row, "
                                  "no image in between: GenerationUnjudged: timed out: python:hanging_model:generate"

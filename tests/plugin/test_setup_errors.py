@@ -21,6 +21,7 @@ import pytest
 
 import pytest_violin.models.http  # noqa: F401  (see tests/conftest.py)
 from _servers import FaultServer, Reply
+from _processes import run_hanging_model
 from pytest_violin.errors import (GenerationCrashed, GenerationError, GenerationRefused, GenerationUnjudged,
                                   ServerCrashed, SetupError)
 from pytest_violin.execution.runner import SETUP_AFTER, Runner
@@ -338,18 +339,7 @@ def test_a_python_model_returning_no_image_stops_early_as_a_raising_one_does(pyt
 
 
 def test_a_hanging_python_model_is_an_error_after_violin_timeout_and_the_run_ends(pytester):
-    # in its own process: the hanging calls are abandoned daemon threads, which end with it
-    pytester.makepyfile(hanging_model='''
-        import threading
-
-        NEVER = threading.Event()
-
-        def generate(request):
-            NEVER.wait()
-    ''')
-    result = pytester.runpytest_subprocess("--violin-model=python:hanging_model:generate", "--violin-limit=2",
-                                           "--violin-tasks=color", "--violin-timeout=0.5", "-p", "no:cacheprovider",
-                                           "-rE", timeout=240)
+    result = run_hanging_model(pytester, "--violin-limit=2", "--violin-timeout=0.5", "-rE")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
     assert result.parseoutcomes().get("errors") == 2 and "passed" not in result.parseoutcomes()
     result.stdout.fnmatch_lines(["*timed out: python:hanging_model:generate did not return within 0.5 s*"])
