@@ -63,6 +63,7 @@ def test_a_python_model_timing_out_on_every_call_stops_the_evaluation_within_ten
     assert all(r.outcome == "error" for r in run.results)
 
 
+@pytest.mark.slow  # a session in its own process, waiting out its time-outs
 def test_a_python_model_timing_out_on_every_call_stops_the_session_within_ten_samples(pytester):
     result = run_hanging_model(pytester, "--violin-limit=32", "--violin-timeout=0.3", "--violin-no-cache")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()[-2000:]

@@ -281,6 +281,7 @@ def test_an_interrupted_run_does_not_say_the_gate_did_not_need_the_rest(project)
 # that reads results.json must never see a failed gate behind a green exit code, or the reverse.
 
 
+@pytest.mark.slow  # two sessions of the plugin
 @pytest.mark.parametrize("margins, green", [(("--violin-max-regression=0.2", "--violin-max-pass-drop=0.2"), True),
                                             ((), False)])
 def test_results_json_agrees_with_the_exit_code_when_the_gate_decided(project, margins, green):

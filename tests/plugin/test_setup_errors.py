@@ -338,6 +338,7 @@ def test_a_python_model_returning_no_image_stops_early_as_a_raising_one_does(pyt
     assert "passed" not in outcomes and outcomes.get("failed", 0) + outcomes.get("errors", 0) <= 10
 
 
+@pytest.mark.slow  # a session in its own process, waiting out its time-outs (evaluate's twin runs by default)
 def test_a_hanging_python_model_is_an_error_after_violin_timeout_and_the_run_ends(pytester):
     result = run_hanging_model(pytester, "--violin-limit=2", "--violin-timeout=0.5", "-rE")
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-2000:]
