@@ -133,9 +133,11 @@ class GateState:
         if any(sid not in old or old[sid] not in (None, "", definition) for sid, definition in definitions.items()):
             from ..gating.records import suite_fingerprint
             fingerprints = (str(meta.get("fingerprint", "")), suite_fingerprint(definitions.items()))
+        from ..gating.baseline import dataset_change
         raise pytest.UsageError(mismatch_line(
             self._label(), differences=differences, too_few=too_few,
-            nothing_shared=0 if members else len(samples), fingerprints=fingerprints))
+            nothing_shared=0 if members else len(samples), fingerprints=fingerprints,
+            data=dataset_change(meta, vs.run_metadata())))
 
     @property
     def active(self) -> bool:

@@ -211,13 +211,15 @@ def not_judged_line(reason: str) -> str:
 
 
 def mismatch_line(label: str, *, differences=(), too_few=(), nothing_shared: int = 0,
-                  fingerprints: tuple | None = None) -> str:
+                  fingerprints: tuple | None = None, data: str | None = None) -> str:
     """The usage error of a baseline this run cannot be compared with, given before any generation:
     ``differences`` ``(field, baseline's, this run's)``; ``too_few`` ``(task, shared, in_run)`` as
     :attr:`~pytest_violin.gating.comparison.Comparison.too_few`; ``nothing_shared`` the run's samples when
     none is comparable (no option decides on nothing); ``fingerprints`` ``(baseline's, this run's)`` when
-    this run's samples are not a selection of the baseline's."""
-    parts = [f"the baseline's {key} is {old!r}, this run's {new!r}" for key, old, new in differences]
+    this run's samples are not a selection of the baseline's; ``data`` the sentence naming other data
+    (:func:`~pytest_violin.gating.baseline.dataset_change`)."""
+    parts = [data] if data else []
+    parts += [f"the baseline's {key} is {old!r}, this run's {new!r}" for key, old, new in differences]
     if fingerprints:
         parts.append(f"suite fingerprint {fingerprints[0]} in the baseline, {fingerprints[1]} for this run's "
                      f"samples")

@@ -108,9 +108,11 @@ def test_the_data_identity_is_in_the_baseline_and_other_data_is_named(pytester, 
     sha = od.hashlib.sha256((data / "VIOLIN" / "violin-test.parquet").read_bytes())
     assert doc["metadata"]["dataset"]["sha256"] == sha.hexdigest()
     pytester.runpytest("--violin-model=oracle", "--violin-limit=6", "--violin-save-baseline=builtin.json")
+    # refused before the first generation (exit 4), the other data named
     result = pytester.runpytest("--violin-model=oracle", "--violin-suite=VIOLIN/violin-test.parquet",
                                 "--violin-baseline=builtin.json")
-    result.stdout.fnmatch_lines(["*baseline and run are on different data: baseline suite 'violin' "
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*baseline and run are on different data: baseline suite 'violin' "
                                  "(not the official data), run official data sha256 "
                                  f"{sha.hexdigest()[:16]} (13 rows)*"])
 
