@@ -17,11 +17,12 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from ..results import Outcome, SampleResult, as_result
-from .evidence import DEFAULT_POWER, MIN_TESTED, classify, normal_z, planned_size, rate_bound, rate_planned_size
+from .evidence import DEFAULT_POWER, MIN_TESTED, classify, paired_rate, planned_size, rate_bound, rate_planned_size
 from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, DEFAULT_MAX_REFUSAL_RISE, DEFAULT_MAX_REGRESSION,
                      DEFAULT_RESAMPLES, MIN_SHARED, check_alpha, check_power, refusal_guardrail)
 
-__all__ = ["Comparison", "GroupDelta", "Stat", "compare", "no_image_cause", "paired_bootstrap", "selection_text"]
+__all__ = ["Comparison", "GroupDelta", "Stat", "compare", "no_image_cause", "paired_bootstrap", "selection_text",
+           "too_few"]
 
 
 # --------------------------------------------------------------------------- the paired bootstrap
@@ -116,8 +117,6 @@ class Stat:
     sd: float = math.nan
     planned: int | None = None
     guardrail: bool = True
-    #: the estimate in the worsening direction (a pass rate's fall, any other statistic's rise)
-    worsening: float = math.nan
 
     def to_dict(self) -> dict:
         f = _finite_or_none
@@ -414,8 +413,13 @@ def _by_id(doc_or_records) -> dict[str, SampleResult]:
     return {r.sample_id: r for r in map(as_result, doc_or_records)}
 
 
-def _too_few(shared_by_task: Mapping, in_run: Mapping) -> tuple:
-    """The tasks the gate cannot decide (see :attr:`Comparison.too_few`)."""
+def too_few(shared_by_task: Mapping, in_run: Mapping, baseline_tasks=()) -> tuple:
+    """The tasks the gate cannot decide (see :attr:`Comparison.too_few`): ``shared_by_task`` / ``in_run`` task ->
+    comparable samples shared with the baseline / samples in the run; a task of ``baseline_tasks`` that shares
+    none counts as sharing 0 (too few), a task the baseline lacks is judged by its samples' limits."""
+    shared_by_task = dict(shared_by_task)
+    for task in set(baseline_tasks) & set(in_run):
+        shared_by_task.setdefault(task, 0)
     out = []
     for task in sorted(in_run):
         shared, total = int(shared_by_task.get(task, 0)), int(in_run[task])
@@ -460,7 +464,7 @@ class _Rule:
         status = classify(harm_low=lo, high=hi, bound=bound, margin=margin, tested=n >= MIN_TESTED)
         mean = float(d.mean())
         return Stat(float(np.mean(old)), float(np.mean(new)), mean, lo, hi, status, bound, margin, n, sd,
-                    planned_size(sd if n >= 2 else 0.0, margin, alpha=self.alpha, power=self.power), True, mean)
+                    planned_size(sd if n >= 2 else 0.0, margin, alpha=self.alpha, power=self.power), True)
 
     def rate_stat(self, old_bad, new_bad, margin: float, *, pass_rate: bool = False,
                   guardrail: bool = True) -> Stat:
@@ -473,9 +477,8 @@ class _Rule:
         lo = rate_bound(worse, better, n, alpha=self.alpha_each, side="lower")
         hi = rate_bound(worse, better, n, alpha=self.alpha_each, side="upper")
         bound = rate_bound(worse, better, n, alpha=self.alpha, side="upper")
-        estimate = (worse - better) / n
         discordant = (worse + better) / n
-        sd = math.sqrt(max(0.0, discordant - estimate * estimate) * n / (n - 1)) if n >= 2 else math.nan
+        sd = paired_rate(worse, better, n)[1] if n >= 2 else math.nan
         status = classify(harm_low=lo, high=hi, bound=bound, margin=margin, guardrail=guardrail,
                           tested=n >= MIN_TESTED)
         planned = rate_planned_size(discordant, margin, alpha=self.alpha, power=self.power)
@@ -483,9 +486,9 @@ class _Rule:
         new_share = sum(nw for _, nw in pairs) / n
         if pass_rate:  # tested on the share failing, reported as the share passing
             return Stat(1.0 - old_share, 1.0 - new_share, old_share - new_share, -hi, -lo, status, bound,
-                        margin, n, sd, planned, guardrail, estimate)
+                        margin, n, sd, planned, guardrail)
         return Stat(old_share, new_share, new_share - old_share, lo, hi, status, bound, margin, n, sd, planned,
-                    guardrail, estimate)
+                    guardrail)
 
     def group(self, task, var, ids, old: dict, new: dict) -> GroupDelta:
         if not ids:
@@ -599,13 +602,10 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
     order = sorted(keys.items(), key=lambda kv: (kv[0][0], kv[0][1] is not None, kv[0][1] or ""))
     groups = tuple(rule.group(task, var, ids, old, new) for (task, var), ids in order)
     if population is None:
-        shared_by_task = Counter(str(new[i].task) for i in shared)
-        in_run = Counter(str(s.task) for s in new.values())
-        for task in {str(s.task) for s in old.values()} & set(in_run):
-            shared_by_task.setdefault(task, 0)
+        few = too_few(Counter(str(new[i].task) for i in shared), Counter(str(s.task) for s in new.values()),
+                      {str(s.task) for s in old.values()})
     else:
-        shared_by_task = {t: int(v[0]) for t, v in population.items()}
-        in_run = {t: int(v[1]) for t, v in population.items()}
+        few = too_few({t: int(v[0]) for t, v in population.items()}, {t: int(v[1]) for t, v in population.items()})
     old_meta, new_meta = _metadata(baseline), _metadata(current)
     old_fp, new_fp = str(old_meta.get("fingerprint", "")), str(new_meta.get("fingerprint", ""))
     meta_changes = {k: (old_meta[k], new_meta[k])
@@ -613,7 +613,7 @@ def compare(baseline: Mapping, current, *, max_regression: float = DEFAULT_MAX_R
                     if k in old_meta and k in new_meta and old_meta[k] != new_meta[k]}
     return Comparison(
         groups=groups, max_regression=float(max_regression), max_pass_drop=float(max_pass_drop),
-        alpha=float(alpha), tests=tests, too_few=_too_few(shared_by_task, in_run),
+        alpha=float(alpha), tests=tests, too_few=few,
         allow_mismatch=bool(allow_mismatch), errored=tuple(errored), errored_in_baseline=tuple(errored_before),
         missing=tuple(sorted(set(old) - set(new))), added=tuple(sorted(set(new) - set(old))),
         changed=tuple(changed), fingerprint_changed=bool(old_fp and new_fp and old_fp != new_fp),

@@ -30,7 +30,7 @@ from ..errors import InvalidArgumentError
 from .policy import above_margin
 
 __all__ = ["DEFAULT_POWER", "HSD_GAMMA", "MIN_TESTED", "SPENDING", "STATUSES", "classify", "group_sequential_bounds",
-           "normal_z", "planned_size", "rate_bound", "rate_planned_size", "spent"]
+           "normal_cdf", "normal_z", "paired_rate", "planned_size", "rate_bound", "rate_planned_size", "spent"]
 
 #: The fewest paired samples a group's statistics are tested on: below it the bootstrap of the mean metric
 #: (each resample a handful of values) has no stated error rate, and one sample moves a rate by more than
@@ -52,6 +52,18 @@ _NORMAL = NormalDist()
 def normal_z(alpha: float) -> float:
     """The standard normal quantile at ``1 - alpha`` (one-sided critical value)."""
     return _NORMAL.inv_cdf(1.0 - float(alpha))
+
+
+def normal_cdf(x: float) -> float:
+    """The standard normal distribution function at ``x``."""
+    return _NORMAL.cdf(float(x))
+
+
+def paired_rate(worse: int, better: int, n: int) -> tuple[float, float]:
+    """``(estimate, sd)`` of a rate's paired difference from its ``worse`` (0 -> 1) and ``better`` (1 -> 0)
+    pairs among ``n`` (at least 2): the mean of ``d`` in {-1, 0, 1} and its sample standard deviation."""
+    estimate = (worse - better) / n
+    return estimate, math.sqrt(max(0.0, (worse + better) / n - estimate * estimate) * n / (n - 1))
 
 
 def classify(*, harm_low: float, high: float, bound: float, margin: float, guardrail: bool = True,

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError
 from ..results import Outcome, sample_value
 from ._confseq import MeanSequence
-from .evidence import MIN_TESTED, group_sequential_bounds, rate_bound
+from .evidence import MIN_TESTED, group_sequential_bounds, normal_cdf, normal_z, paired_rate, rate_bound
 from .policy import (DEFAULT_ALPHA, DEFAULT_MAX_PASS_DROP, TIE_TOLERANCE, above_margin, check_alpha,
                      refusal_guardrail)
 
@@ -93,16 +93,6 @@ def population(baseline: Mapping, samples) -> dict:
                                min(1.0, max(0.0, float(sample_value(rec.get("metrics") or {})))),
                                Outcome(rec.get("outcome") or Outcome.FAILED))
     return out
-
-
-def _NORMAL_CDF(x: float) -> float:
-    return 0.5 * math.erfc(-x / math.sqrt(2.0))
-
-
-def _NORMAL_Z(alpha: float) -> float:
-    from .evidence import normal_z
-
-    return normal_z(alpha)
 
 
 def _rank(seed: int, sid: str) -> float:
@@ -166,6 +156,7 @@ class _Group:
         self.looked_last = False     # the last look was taken
         self.futility_looks: tuple = ()  # samples used at each look for futility
         self.futile = False          # it cannot reasonably be shown within: not shown, stopped
+        self.harm_z = math.inf       # the harm test's critical value (set by the gate), for futility
 
     @property
     def ended(self) -> bool:
@@ -210,16 +201,13 @@ class _Group:
         if name == "mean":
             mean = self.sums[0] / n
             return mean, math.sqrt(max(0.0, (self.sums[1] - n * mean * mean) / (n - 1)))
-        worse, better = self.counts[name]
-        mean = (worse - better) / n
-        return mean, math.sqrt(max(0.0, (worse + better) / n - mean * mean) * n / (n - 1))
+        return paired_rate(*self.counts[name], n)
 
-    def look(self, margins: dict, *, last: bool = False, harm_z: float = 3.0) -> None:
+    def look(self, margins: dict, *, last: bool = False) -> None:
         """At a planned look: each guardrail not yet within is tested at the look's critical value.
-        ``last``: the stream ended short of its last look (errors left it), which is taken now; ``harm_z``:
-        the harm test's level, for the futility look (:meth:`_futile`)."""
+        ``last``: the stream ended short of its last look (errors left it), which is taken now."""
         if not last and self.used in self.futility_looks:
-            self.futile = self._futile(margins, harm_z)
+            self.futile = self._futile(margins)
         if last:
             if not self.looks or self.looked_last or self.used < MIN_TESTED:
                 return
@@ -238,16 +226,16 @@ class _Group:
                 bound = mean + c * sd / math.sqrt(n)
             else:
                 worse, better = self.counts[name]
-                bound = rate_bound(worse, better, n, alpha=1.0 - _NORMAL_CDF(c), side="upper")
+                bound = rate_bound(worse, better, n, alpha=1.0 - normal_cdf(c), side="upper")
             self.last_bounds[name] = bound
             if name in self.guardrails and name not in self.within and above_margin(margins[name], bound):
                 self.within[name] = n
 
-    def _futile(self, margins: dict, harm_z: float) -> bool:
+    def _futile(self, margins: dict) -> bool:
         """Whether, at this look, the group can reasonably end neither within nor regressed: a guardrail
         whose conditional power to be shown within by its last look (the rest of the stream like what came
         so far) is under :data:`FUTILITY`, while no statistic's conditional power to be shown above its
-        margin (at the harm test's level ``harm_z``, a fixed-sample approximation that favours going on)
+        margin (at the harm test's level, :attr:`harm_z`, a fixed-sample approximation that favours going on)
         reaches it either. Stopping for futility never calls a group within, so the error rate of "within"
         is not spent; it spares a noisy model's run the samples that could not make it green."""
         n, size, c = self.used, len(self.members), self.critical[-1]
@@ -257,10 +245,10 @@ class _Group:
             spread = sd * math.sqrt(size - n) / size
             if spread <= 0:  # nothing varies: the bound stays where it is (ties by the one rule)
                 return 1.0 if gap > TIE_TOLERANCE else 0.0
-            return _NORMAL_CDF(gap / spread)
+            return normal_cdf(gap / spread)
 
         for name, (mean, sd) in estimates.items():
-            if reach(mean - margins[name] - harm_z * sd / math.sqrt(size), sd) >= FUTILITY:
+            if reach(mean - margins[name] - self.harm_z * sd / math.sqrt(size), sd) >= FUTILITY:
                 return False  # a regression is within reach: the harm test goes on
         for name in self.guardrails:
             if name in self.within:
@@ -314,7 +302,6 @@ class SequentialGate:
                 self.groups.append(_Group(f"{task}/{var}", task, var, variations[(task, var)], "variation"))
         # Bonferroni over every group and statistic, each side
         self.alpha_low = self.alpha_high = self.alpha / max(1, len(self.groups) * len(STATISTICS))
-        self._harm_z = _NORMAL_Z(self.alpha_low)
         for g in self.groups:
             for name, (low, high) in _ranges([self.members[sid] for sid in g.members]).items():
                 g.sequences[name] = MeanSequence(self.margins[name], alpha_low=self.alpha_low,
@@ -342,6 +329,7 @@ class SequentialGate:
         size = len(g.members)
         g.guardrails = ("mean", "fail") + (
             ("refusal",) if refusal_guardrail(g.role == "task", size, self.margins["refusal"]) else ())
+        g.harm_z = normal_z(self.alpha_low)
         if size < MIN_TESTED:
             return
         looks = sorted({min(size, math.ceil(t * size - TIE_TOLERANCE)) for t in LOOKS
@@ -391,7 +379,7 @@ class SequentialGate:
                 g.sequences[name].add(d)
             g.take(values)
             g.used += 1
-            g.look(self.margins, harm_z=self._harm_z)
+            g.look(self.margins)
             self._fed.add(sid)
         if g.ended and g.status == "undecided":
             g.look(self.margins, last=True)

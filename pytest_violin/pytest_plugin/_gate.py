@@ -110,7 +110,7 @@ class GateState:
             return
         from collections import Counter
 
-        from ..gating.comparison import _too_few
+        from ..gating.comparison import too_few as too_few_tasks
         from ..gating.records import sample_definition
         from ..gating.sequential import population
         from ..report._gate_words import mismatch_line
@@ -121,11 +121,8 @@ class GateState:
         definitions = {x.id: sample_definition(x) for x in samples}
         members = population(doc, ((x.id, x.task, getattr(x, "variation", None), definitions[x.id])
                                    for x in samples))
-        in_run = Counter(str(x.task) for x in samples)
-        shared = Counter(m.task for m in members.values())
-        for task in {str(r.get("task")) for r in doc.get("samples") or ()} & set(in_run):
-            shared.setdefault(task, 0)  # a task of both that shares nothing is too few, not absent
-        too_few = _too_few(shared, in_run)
+        too_few = too_few_tasks(Counter(m.task for m in members.values()), Counter(str(x.task) for x in samples),
+                                {str(r.get("task")) for r in doc.get("samples") or ()})
         if members and (self.settings.allow_mismatch or not (differences or too_few)):
             return
         fingerprints = None

@@ -171,22 +171,24 @@ def not_shown_text(comparison) -> str:
 
 
 def headline(comparison) -> tuple[str, str]:
-    """``(sentence, level)``: the gate's verdict (``bad``, ``warn`` or ``good``)."""
+    """``(sentence, level)``: the fixed-sample gate's verdict (``bad``, ``warn`` or ``good``), worded from
+    :attr:`~pytest_violin.gating.comparison.Comparison.outcome`."""
     place = where(comparison)
-    regressed = comparison.regressed_groups
-    if regressed:
-        named = ", ".join(f"{g.label} ({', '.join(STAT_NAMES[k] for k in g.regressed)})" for g in regressed)
+    outcome = comparison.outcome
+    if outcome == "regressed":
+        named = ", ".join(f"{g.label} ({', '.join(STAT_NAMES[k] for k in g.regressed)})"
+                          for g in comparison.regressed_groups)
         return f"FAILED: the model got worse against baseline{place}: {named}", "bad"
-    if comparison.errored:
+    if outcome == "errored":
         return (f"FAILED: {len(comparison.errored)} sample(s) of this run ended in an error (no answer "
                 f"from the endpoint, or a fault of pytest-violin) and could not be compared with "
                 f"baseline{place}", "bad")
-    if comparison.compared == 0:
+    if outcome == "not-decided" and comparison.compared == 0:
         return (f"NOT DECIDED: this run shares no comparable sample with baseline{place}: nothing was "
                 f"compared (another suite, selection or seed?)", "bad")
-    if comparison.undecidable:
+    if outcome == "not-decided":
         return f"NOT DECIDED against baseline{place}: {too_few_line(comparison)}", "bad"
-    if comparison.not_shown_groups:
+    if outcome == "not-shown":
         groups = not_shown_text(comparison)
         if comparison.accept_not_shown:
             return (f"PASSED WITH --violin-accept-not-shown: nothing regressed against baseline{place}, but "
